@@ -1,0 +1,1 @@
+"""PopART on emulated IPUs: builder (ONNX), lowering (ONNX -> TensorFlow), sessions."""
