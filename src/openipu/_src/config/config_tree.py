@@ -1,0 +1,417 @@
+"""Generic machinery for a tree of typed options grouped into nested categories.
+
+A category is a `ConfigCategory` subclass that declares its options with `Option` and its
+nested categories with `Subcategory`, both as class attributes:
+
+    class _MathConfig(ConfigCategory):
+        fast = Option(bool, False, "Enables fast maths.")
+
+    class _OptimizationsConfig(ConfigCategory):
+        math = Subcategory(_MathConfig, "Maths options.")
+
+Every instance holds its own option values and its own subcategory instances, so values
+are checked against their type on assignment and unknown names are rejected instead of
+silently creating new attributes.
+"""
+
+import copy
+import dataclasses
+import difflib
+import enum
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+from openipu._src.config.attribute_metadata import AttributeMetadata, logger
+from openipu._src.config.type_hints import (
+    TypeHint,
+    from_json_value,
+    to_json_value,
+    value_matches_type_hint,
+)
+
+
+class UnknownAttributeError(ValueError, AttributeError):
+    """An attribute name that is neither an option nor a category.
+
+    A ValueError, like the original's, and an AttributeError, so that `hasattr`, `getattr`
+    with a default and the copy/pickle protocols keep working.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class LegacyValue:
+    """Values of an older type that an option still accepts, converted and with a warning."""
+
+    type_hint: TypeHint
+    convert: Callable[[Any], Any]
+    deprecated_msg: str
+
+
+class Option:
+    """Declares one typed option of a `ConfigCategory` (a data descriptor)."""
+
+    def __init__(
+        self,
+        type_hint: TypeHint,
+        default: Any,
+        doc: str,
+        *,
+        deprecated_msg: str | None = None,
+        also_sets: str | None = None,
+        legacy_value: LegacyValue | None = None,
+    ) -> None:
+        """
+        Args:
+          type_hint: the allowed type of the value.
+          default: the value of a new config; copied for each config.
+          doc: the documentation of the option.
+          deprecated_msg: makes the option deprecated; setting it logs this message.
+          also_sets: dotted name, relative to the category, of the option that replaced this
+            deprecated one; setting this option sets that one to the same value.
+          legacy_value: values of another type that are still accepted.
+        """
+        if not value_matches_type_hint(default, type_hint):
+            raise TypeError(f"default {default!r} does not match the type hint {type_hint!r}")
+        self.name = ""
+        self.type_hint = type_hint
+        self.default = default
+        self.deprecated_msg = deprecated_msg
+        self.also_sets = also_sets
+        self.legacy_value = legacy_value
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, category: "ConfigCategory | None", owner: type) -> Any:
+        if category is None:
+            return self
+        return category._values[self.name]
+
+    def __set__(self, category: "ConfigCategory", value: Any) -> None:
+        category._set_option(self, value)
+
+
+class Subcategory:
+    """Declares a nested category of a `ConfigCategory` (a read-only data descriptor)."""
+
+    def __init__(self, category_class: "type[ConfigCategory]", doc: str | None = None) -> None:
+        self.name = ""
+        self.category_class = category_class
+        self.__doc__ = doc if doc is not None else category_class.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, category: "ConfigCategory | None", owner: type) -> Any:
+        if category is None:
+            return self
+        return category._subcategories[self.name]
+
+    def __set__(self, category: "ConfigCategory", value: Any) -> None:
+        raise AttributeError(
+            f"'{category._full_name(self.name)}' is a category of options, not an option, so "
+            f"it cannot be set (tried with {value!r}); set the options inside it instead"
+        )
+
+
+class ConfigCategory:
+    """A node of a config tree: options and nested categories, declared on the subclass."""
+
+    _option_fields: ClassVar[dict[str, Option]] = {}
+    _subcategory_fields: ClassVar[dict[str, Subcategory]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._option_fields = {}
+        cls._subcategory_fields = {}
+        for klass in reversed(cls.__mro__):
+            for name, field in vars(klass).items():
+                if isinstance(field, Option):
+                    cls._option_fields[name] = field
+                elif isinstance(field, Subcategory):
+                    cls._subcategory_fields[name] = field
+
+    def __init__(self) -> None:
+        # Internal state bypasses __setattr__, which only lets declared fields through.
+        object.__setattr__(
+            self,
+            "_values",
+            {name: copy.deepcopy(option.default) for name, option in self._option_fields.items()},
+        )
+        object.__setattr__(
+            self,
+            "_subcategories",
+            {name: sub.category_class() for name, sub in self._subcategory_fields.items()},
+        )
+        # A new category is a root until its parent places it in the tree.
+        self._place_in_tree("", type(self).__name__)
+
+    def _place_in_tree(self, path: str, root_name: str) -> None:
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_root_name", root_name)
+        for name, subcategory in self._subcategories.items():
+            subcategory._place_in_tree(self._full_name(name), root_name)
+
+    def _full_name(self, name: str) -> str:
+        return f"{self._path}.{name}" if self._path else name
+
+    # Attribute access.
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._option_fields and name not in self._subcategory_fields:
+            raise self._unknown_attribute_error(name)
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails. Private and dunder names get a plain
+        # AttributeError: copy, pickle and hasattr probe them, sometimes on a half-built
+        # instance that has no state yet.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise self._unknown_attribute_error(name)
+
+    def _set_option(self, option: Option, value: Any, *, warn_if_deprecated: bool = True) -> None:
+        metadata = self._option_metadata(option)
+        legacy = option.legacy_value
+        if (
+            legacy is not None
+            and not value_matches_type_hint(value, option.type_hint)
+            and value_matches_type_hint(value, legacy.type_hint)
+        ):
+            logger.warning("%s: %s", metadata.name, legacy.deprecated_msg)
+            value = legacy.convert(value)
+        metadata.check_type(value)
+        if warn_if_deprecated:
+            metadata.warn_if_deprecated()
+        # A copy, so that later changes to the caller's list or dict do not bypass the checks.
+        self._values[option.name] = copy.copy(value)
+        if option.also_sets is not None:
+            owner, replacement = self._resolve_option(option.also_sets)
+            owner._set_option(replacement, value)
+
+    # Names and metadata.
+
+    def _option_metadata(self, option: Option) -> AttributeMetadata:
+        return AttributeMetadata(
+            name=self._full_name(option.name),
+            doc=option.__doc__ or "",
+            type_hint=option.type_hint,
+            default=option.default,
+            deprecated_msg=option.deprecated_msg,
+        )
+
+    def get_attribute_metadata(self, attr: str) -> AttributeMetadata:
+        """Get the attribute metadata for `attr`.
+
+        Args:
+          attr: required, a string which specifies which attribute to retrieve metadata for.
+            Must be its full name relative to the category this method is being called on.
+
+        Returns:
+          An AttributeMetadata object containing the metadata for the attribute.
+        """
+        if not isinstance(attr, str):
+            raise TypeError(f"attr must be a dotted attribute name (str), got {attr!r}")
+        category, name = self._resolve(attr)
+        if name in category._option_fields:
+            return category._option_metadata(category._option_fields[name])
+        subcategory = category._subcategory_fields[name]
+        return AttributeMetadata(name=category._full_name(name), doc=subcategory.__doc__ or "")
+
+    def _resolve(self, dotted_name: str) -> "tuple[ConfigCategory, str]":
+        """Returns the category that declares `dotted_name` and its last name component."""
+        *category_names, name = dotted_name.split(".")
+        category = self
+        for category_name in category_names:
+            if category_name not in category._subcategories:
+                raise self._unknown_attribute_error(dotted_name, dotted=True)
+            category = category._subcategories[category_name]
+        if name not in category._option_fields and name not in category._subcategory_fields:
+            raise self._unknown_attribute_error(dotted_name, dotted=True)
+        return category, name
+
+    def _resolve_option(self, dotted_name: str) -> "tuple[ConfigCategory, Option]":
+        category, name = self._resolve(dotted_name)
+        return category, category._option_fields[name]
+
+    def _iter_options(self, prefix: str = "") -> "Iterator[tuple[str, ConfigCategory, Option]]":
+        """Yields (dotted name relative to self, declaring category, option) for every option."""
+        for name, option in self._option_fields.items():
+            yield prefix + name, self, option
+        for name, subcategory in self._subcategories.items():
+            yield from subcategory._iter_options(f"{prefix}{name}.")
+
+    def _iter_category_names(self, prefix: str = "") -> Iterator[str]:
+        for name, subcategory in self._subcategories.items():
+            yield prefix + name
+            yield from subcategory._iter_category_names(f"{prefix}{name}.")
+
+    def _unknown_attribute_error(self, name: str, dotted: bool = False) -> UnknownAttributeError:
+        where = f"{self._root_name}.{self._path}" if self._path else self._root_name
+        message = f"'{self._full_name(name)}' is not a valid attribute of {where}."
+        suggestions = [f"'{self._full_name(match)}'" for match in self._closest_names(name, dotted)]
+        if len(suggestions) == 1:
+            message += f" Did you mean {suggestions[0]}?"
+        elif suggestions:
+            message += f" Did you mean one of {', '.join(suggestions)}?"
+        return UnknownAttributeError(message)
+
+    def _closest_names(self, name: str, dotted: bool) -> list[str]:
+        """Valid names, relative to self, that `name` was probably meant to be."""
+        nested_names = [dotted_name for dotted_name, _, _ in self._iter_options()]
+        nested_names += list(self._iter_category_names())
+        names_by_leaf: dict[str, list[str]] = {}
+        for nested_name in nested_names:
+            names_by_leaf.setdefault(nested_name.rsplit(".", 1)[-1], []).append(nested_name)
+        leaf = name.rsplit(".", 1)[-1]
+        # The right name in the wrong category, e.g. `config.num_io_tiles`.
+        if leaf in names_by_leaf:
+            return names_by_leaf[leaf]
+        candidates = nested_names if dotted else [*self._option_fields, *self._subcategory_fields]
+        close_names = difflib.get_close_matches(name, candidates, n=1)
+        if close_names:
+            return close_names
+        close_leaves = difflib.get_close_matches(leaf, list(names_by_leaf), n=1)
+        return names_by_leaf[close_leaves[0]] if close_leaves else []
+
+    def _take_values_from(self, other: "ConfigCategory") -> None:
+        object.__setattr__(self, "_values", other._values)
+        for name, subcategory in self._subcategories.items():
+            subcategory._take_values_from(other._subcategories[name])
+
+    # Python protocols.
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values == other._values and self._subcategories == other._subcategories
+
+    __hash__ = None  # type: ignore[assignment]  # Mutable.
+
+    def __repr__(self) -> str:
+        changed = [
+            f"{name}={_format_value(category._values[option.name])}"
+            for name, category, option in self._iter_options()
+            if category._values[option.name] != option.default
+        ]
+        where = f"{self._root_name}.{self._path}" if self._path else self._root_name
+        return f"{where}({', '.join(changed)})"
+
+    def __str__(self) -> str:
+        where = f"{self._root_name}.{self._path}" if self._path else self._root_name
+        lines = [f"{where}:"]
+        for name, category, option in self._iter_options():
+            metadata = category._option_metadata(option)
+            lines.append(
+                f"  {name}: {metadata.type} = {_format_value(category._values[option.name])}"
+            )
+        return "\n".join(lines)
+
+
+class ConfigTree(ConfigCategory):
+    """The root category of a config tree, which can be exported and restored."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Export the configuration stored within this configuration object to a dict.
+
+        Returns:
+          A dictionary containing the configuration: full dotted option names to values.
+        """
+        return {
+            name: copy.deepcopy(category._values[option.name])
+            for name, category, option in self._iter_options()
+        }
+
+    def from_dict(self, dct: dict[str, Any]) -> None:
+        """Restore configuration from a dict object.
+
+        Options not named in `dct` keep their current value. Names may be full dotted names
+        (as `to_dict` writes them) or nested dicts per category. Either every option is set or,
+        if one value is rejected, none is.
+
+        Args:
+          dct: A dictionary containing a configuration.
+        """
+        self._apply_assignments(self._flatten_assignments(dct))
+
+    def to_json(self) -> str:
+        """Export the configuration stored within this configuration object as a JSON string.
+
+        Enum values are written as their member names.
+
+        Returns:
+          A JSON string containing the configuration.
+        """
+        return json.dumps(
+            {name: to_json_value(value) for name, value in self.to_dict().items()}, indent=2
+        )
+
+    def from_json(self, json_cfg: str) -> None:
+        """Restore configuration from a JSON string.
+
+        Args:
+          json_cfg: A JSON string containing a configuration.
+        """
+        assignments = []
+        for name, data in self._flatten_assignments(json.loads(json_cfg)):
+            try:
+                _, option = self._resolve_option(name)
+            except (UnknownAttributeError, KeyError):
+                # Unknown names and categories fail in _apply_assignments, with the usual message.
+                assignments.append((name, data))
+                continue
+            assignments.append((name, from_json_value(data, option.type_hint)))
+        self._apply_assignments(assignments)
+
+    def _flatten_assignments(self, dct: Any, prefix: str = "") -> list[tuple[str, Any]]:
+        if not isinstance(dct, dict):
+            raise TypeError(
+                f"a configuration must be a dict of option names to values, got {dct!r}"
+            )
+        assignments = []
+        for key, value in dct.items():
+            if not isinstance(key, str):
+                raise TypeError(f"configuration keys must be option names (str), got {key!r}")
+            name = prefix + key
+            if isinstance(value, dict) and self._is_category(name):
+                assignments += self._flatten_assignments(value, prefix=f"{name}.")
+            else:
+                assignments.append((name, value))
+        return assignments
+
+    def _is_category(self, dotted_name: str) -> bool:
+        try:
+            category, name = self._resolve(dotted_name)
+        except UnknownAttributeError:
+            return False
+        return name in category._subcategory_fields
+
+    def _apply_assignments(self, assignments: list[tuple[str, Any]]) -> None:
+        # Deprecated options first, so that a value given at the option that replaced one wins.
+        # They warn only when they change the default: `to_dict` output names them all.
+        staged = copy.deepcopy(self)
+        deprecated_first = sorted(assignments, key=lambda item: not staged._is_deprecated(item[0]))
+        for name, value in deprecated_first:
+            category, local_name = staged._resolve(name)
+            option = category._option_fields.get(local_name)
+            if option is None:
+                setattr(category, local_name, value)  # A category: raises the usual error.
+                continue
+            changes_default = not (type(value) is type(option.default) and value == option.default)
+            category._set_option(option, value, warn_if_deprecated=changes_default)
+        self._take_values_from(staged)
+
+    def _is_deprecated(self, dotted_name: str) -> bool:
+        try:
+            category, name = self._resolve(dotted_name)
+        except UnknownAttributeError:
+            return False
+        option = category._option_fields.get(name)
+        return option is not None and option.deprecated_msg is not None
+
+
+def _format_value(value: Any) -> str:
+    # str() of an enum member reads like the code that sets it: `SelectionOrder.SNAKE`.
+    return str(value) if isinstance(value, enum.Enum) else repr(value)

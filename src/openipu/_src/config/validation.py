@@ -1,0 +1,144 @@
+"""Rules of `IPUConfig` that involve more than one option or more than a value's type.
+
+Each rule returns the problems it finds as messages that name the option, its value and what
+is allowed; `validate_ipu_config` reports all of them at once so that a user fixes a config
+in one go.
+"""
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from openipu._src.config.enums import DeviceConnectionType
+
+if TYPE_CHECKING:
+    from openipu._src.config.ipu_config import IPUConfig
+
+IPU_VERSIONS = ("ipu1", "ipu2", "ipu21")
+
+_OFFLINE_CONNECTION_TYPES = (DeviceConnectionType.PRE_COMPILE, DeviceConnectionType.NEVER)
+
+
+def _as_list(selection: int | list[int] | tuple[int, ...]) -> list[int]:
+    return [selection] if isinstance(selection, int) else list(selection)
+
+
+def _is_set(selection: int | list[int] | tuple[int, ...]) -> bool:
+    # An int is always a choice, even 0 (the first device configuration of select_ipus).
+    return isinstance(selection, int) or len(selection) > 0
+
+
+def _check_device_connection_version(config: "IPUConfig") -> list[str]:
+    connection = config.device_connection
+    allowed = ", ".join(f'"{version}"' for version in (*IPU_VERSIONS, ""))
+    if connection.version not in (*IPU_VERSIONS, ""):
+        return [
+            f"device_connection.version is {connection.version!r}, but must be one of {allowed}"
+        ]
+    if connection.type in _OFFLINE_CONNECTION_TYPES and connection.version == "":
+        return [
+            f'device_connection.version is "" but must be one of '
+            f"{', '.join(repr(v) for v in IPU_VERSIONS)} when device_connection.type is "
+            f"{connection.type}: without a device to query, the IPU architecture to compile "
+            "for must be given"
+        ]
+    if connection.type not in _OFFLINE_CONNECTION_TYPES and connection.version != "":
+        warnings.warn(
+            f"device_connection.version is {connection.version!r} but is only used when "
+            f"device_connection.type is PRE_COMPILE or NEVER, not {connection.type}; it is "
+            "ignored",
+            UserWarning,
+            stacklevel=4,
+        )
+    return []
+
+
+def _check_multi_replica_distribution(config: "IPUConfig") -> list[str]:
+    distribution = config.experimental.multi_replica_distribution
+    count, index = distribution.process_count, distribution.process_index
+    if count < 0:
+        return [
+            f"experimental.multi_replica_distribution.process_count is {count}, but must be "
+            ">= 0 (0 turns multi-replica distribution off)"
+        ]
+    if count > 0 and not 0 <= index < count:
+        return [
+            f"experimental.multi_replica_distribution.process_index is {index}, but must be in "
+            f"[0, {count}) because process_count is {count}"
+        ]
+    return []
+
+
+def _check_io_tiles(config: "IPUConfig") -> list[str]:
+    io_tiles = config.io_tiles
+    if io_tiles.num_io_tiles < 0:
+        return [f"io_tiles.num_io_tiles is {io_tiles.num_io_tiles}, but must be >= 0"]
+    if io_tiles.place_ops_on_io_tiles and io_tiles.num_io_tiles == 0:
+        return [
+            "io_tiles.place_ops_on_io_tiles is True, which needs io_tiles.num_io_tiles > 0, "
+            "but io_tiles.num_io_tiles is 0"
+        ]
+    return []
+
+
+def _check_distributed_batch_norm(config: "IPUConfig") -> list[str]:
+    name = "norms.experimental.distributed_batch_norm_replica_group_size"
+    group_size = config.norms.experimental.distributed_batch_norm_replica_group_size
+    if group_size < 1:
+        return [f"{name} is {group_size}, but must be >= 1"]
+    if group_size > 1 and config.io_tiles.num_io_tiles > 0:
+        return [
+            f"{name} is {group_size}, but must be 1 when I/O tiles are used "
+            f"(io_tiles.num_io_tiles is {config.io_tiles.num_io_tiles}): distributed batch "
+            "norm is not supported with I/O tiles"
+        ]
+    return []
+
+
+def _check_ipu_selection(config: "IPUConfig") -> list[str]:
+    problems = []
+    if _is_set(config.auto_select_ipus) and _is_set(config.select_ipus):
+        problems.append(
+            f"auto_select_ipus is {config.auto_select_ipus!r} and select_ipus is "
+            f"{config.select_ipus!r}, but at most one of them may be set"
+        )
+    bad_counts = [count for count in _as_list(config.auto_select_ipus) if count < 1]
+    if bad_counts:
+        problems.append(
+            f"auto_select_ipus is {config.auto_select_ipus!r}, but every number of IPUs must be "
+            f">= 1 (got {', '.join(map(str, bad_counts))})"
+        )
+    indices = _as_list(config.select_ipus)
+    negative = [index for index in indices if index < 0]
+    if negative:
+        problems.append(
+            f"select_ipus is {config.select_ipus!r}, but device configuration indices must be "
+            f">= 0 (got {', '.join(map(str, negative))})"
+        )
+    duplicates = sorted(index for index, times in Counter(indices).items() if times > 1)
+    if duplicates:
+        problems.append(
+            f"select_ipus is {config.select_ipus!r}, but each device configuration index may "
+            f"appear once (repeated: {', '.join(map(str, duplicates))})"
+        )
+    return problems
+
+
+_RULES: tuple[Callable[["IPUConfig"], list[str]], ...] = (
+    _check_ipu_selection,
+    _check_device_connection_version,
+    _check_multi_replica_distribution,
+    _check_io_tiles,
+    _check_distributed_batch_norm,
+)
+
+
+def validate_ipu_config(config: "IPUConfig") -> None:
+    """Raises a ValueError describing every rule `config` breaks, if any."""
+    problems = [problem for rule in _RULES for problem in rule(config)]
+    if len(problems) == 1:
+        raise ValueError(f"Invalid IPUConfig: {problems[0]}.")
+    if problems:
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        raise ValueError(f"Invalid IPUConfig, {len(problems)} problems:\n{listing}")
