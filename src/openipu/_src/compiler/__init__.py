@@ -1,0 +1,1 @@
+"""The compiler interface (`ipu_compiler.compile`) and the scoping contexts of `ipu.scopes`."""

@@ -1,0 +1,184 @@
+"""The scoping contexts of `ipu.scopes` (spec section 21.3).
+
+Placement, sharding and numerical-precision hints are recorded on the
+operations as the attributes the original used (XLA frontend attributes,
+`_XlaSharding`), so they are visible to tools and to the cost model; the
+emulated IPU computes in the requested precision where TensorFlow can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.compiler.xla import xla_data_pb2
+from tensorflow.core.framework import attr_value_pb2
+from tensorflow.python.framework import ops
+
+from openipu._src.compiler import device_scope
+from openipu._src.engine import region as region_lib
+from openipu._src.system import configure
+
+FRONTEND_ATTRIBUTES_NAME = "_XlaFrontendAttributes"
+SHARDING_ATTR_NAME = "_XlaSharding"
+OUTSIDE_COMPILATION_ATTR_NAME = "_xla_outside_compilation"
+PARTIALS_TYPE_ATTRIBUTE = "PARTIALS_TYPE"
+STOCHASTIC_ROUNDING_ATTRIBUTE = "STOCHASTIC_ROUNDING"
+
+
+def _graph_attr_scope(attrs: dict[str, attr_value_pb2.AttrValue]):
+    # Eager operations have no attributes to annotate: the scope is then a no-op.
+    if tf.executing_eagerly():
+        return contextlib.nullcontext()
+    return ops.get_default_graph()._attr_scope(attrs)  # noqa: SLF001 - TF's own scoping hook
+
+
+@contextlib.contextmanager
+def frontend_attribute(
+    attribute_name: str, attribute_value: str | None, restore_to: str | None = None
+) -> Iterator[None]:
+    """Sets an XLA frontend attribute on the operations built inside the scope."""
+    if not isinstance(attribute_name, str):
+        raise TypeError(f"attribute_name must be a string, got {attribute_name!r}")
+    if attribute_value is not None and not isinstance(attribute_value, str):
+        raise TypeError(f"attribute_value must be a string, got {attribute_value!r}")
+    proto = xla_data_pb2.FrontendAttributes()
+    if not tf.executing_eagerly():
+        current = ops.get_default_graph()._attr_scope_map.get(FRONTEND_ATTRIBUTES_NAME)  # noqa: SLF001
+        if current is not None:
+            proto.ParseFromString(current.s)
+    previous = proto.map.get(attribute_name)
+    if attribute_value is None:
+        proto.map.pop(attribute_name, None)
+    else:
+        proto.map[attribute_name] = attribute_value
+    with _graph_attr_scope(
+        {FRONTEND_ATTRIBUTES_NAME: attr_value_pb2.AttrValue(s=proto.SerializeToString())}
+    ):
+        yield
+    if previous is None and restore_to is not None and not tf.executing_eagerly():
+        # The attribute was undefined before the scope: from now on it is `restore_to`.
+        _set_frontend_default(attribute_name, restore_to)
+
+
+def _set_frontend_default(attribute_name: str, value: str) -> None:
+    graph = ops.get_default_graph()
+    proto = xla_data_pb2.FrontendAttributes()
+    current = graph._attr_scope_map.get(FRONTEND_ATTRIBUTES_NAME)  # noqa: SLF001
+    if current is not None:
+        proto.ParseFromString(current.s)
+    proto.map[attribute_name] = value
+    graph._attr_scope_map[FRONTEND_ATTRIBUTES_NAME] = attr_value_pb2.AttrValue(  # noqa: SLF001
+        s=proto.SerializeToString()
+    )
+
+
+@contextlib.contextmanager
+def ipu_jit_scope(ipu_scope: str) -> Iterator[None]:
+    """Operations built inside are compiled together (as the JIT scope `ipu_scope`)."""
+    attrs = {
+        "_XlaCompile": attr_value_pb2.AttrValue(b=True),
+        "_XlaSeparateCompiledGradients": attr_value_pb2.AttrValue(b=False),
+        "_XlaScope": attr_value_pb2.AttrValue(s=f"jit_scope_ipu_{ipu_scope}".encode()),
+    }
+    with _graph_attr_scope(attrs):
+        yield
+
+
+@contextlib.contextmanager
+def ipu_scope(device: str) -> Iterator[None]:
+    """Places the operations built inside onto an IPU device, such as '/device:IPU:0'."""
+    if not isinstance(device, str):
+        raise TypeError(
+            f"ipu_scope needs a device name string such as '/device:IPU:0', got {device!r}"
+        )
+    ordinal = configure.ipu_ordinal(device)
+    if ordinal is None:
+        raise ValueError(
+            f"ipu_scope({device!r}): not an IPU device name; use '/device:IPU:<n>', "
+            "for example '/device:IPU:0'"
+        )
+    system = configure.current_system(f"ipu_scope({device!r})")
+    host_device = system.device(ordinal).host_device()
+    with device_scope.building_for(ordinal), ops.device(host_device), ipu_jit_scope(str(ordinal)):
+        yield
+
+
+def _sharding_proto(indices: list[int]) -> bytes:
+    sharding = xla_data_pb2.OpSharding()
+    if len(indices) == 1:
+        sharding.type = xla_data_pb2.OpSharding.MAXIMAL
+        sharding.tile_assignment_devices.append(indices[0])
+    else:
+        sharding.type = xla_data_pb2.OpSharding.TUPLE
+        for index in indices:
+            element = sharding.tuple_shardings.add()
+            element.type = xla_data_pb2.OpSharding.MAXIMAL
+            element.tile_assignment_devices.append(index)
+    return sharding.SerializeToString()
+
+
+@contextlib.contextmanager
+def ipu_shard(index: int | Iterable[int]) -> Iterator[None]:
+    """Puts the enclosed operations (and their gradients) on shard `index` of a multi-IPU device."""
+    indices = [index] if isinstance(index, int) else list(index)
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"ipu_shard: the shard index must be an int >= 0, got {index!r}")
+    with _graph_attr_scope(
+        {SHARDING_ATTR_NAME: attr_value_pb2.AttrValue(s=_sharding_proto(indices))}
+    ):
+        yield
+
+
+_outside = {"depth": 0}
+
+
+@contextlib.contextmanager
+def outside_compilation_scope(name: str = "outside") -> Iterator[None]:
+    """Runs the enclosed operations on the host, outside the compiled IPU program."""
+    region = region_lib.current_region()
+    if region is None:
+        raise ValueError(
+            "outside_compilation_scope is only meaningful inside an IPU compilation "
+            "(ipu_compiler.compile, IPUStrategy.run or a device loop)"
+        )
+    if _outside["depth"]:
+        raise ValueError("outside_compilation_scope cannot be nested inside another one")
+    region.require_graph_mode(f"outside_compilation_scope({name!r})")
+    _outside["depth"] += 1
+    try:
+        attrs = {OUTSIDE_COMPILATION_ATTR_NAME: attr_value_pb2.AttrValue(s=name.encode())}
+        with ops.device("/device:CPU:0"), _graph_attr_scope(attrs):
+            yield
+    finally:
+        _outside["depth"] -= 1
+
+
+@contextlib.contextmanager
+def partials_type(override_type) -> Iterator[None]:
+    """EXPERIMENTAL: the type (float16 or float32) of conv/matmul partial results inside."""
+    try:
+        dtype = tf.as_dtype(override_type)
+    except TypeError:
+        dtype = None
+    if dtype not in (tf.float16, tf.float32):
+        raise ValueError(
+            f"partials_type: override_type must be np.float16 or np.float32, got {override_type!r}"
+        )
+    value = np.dtype(dtype.as_numpy_dtype).name
+    with frontend_attribute(PARTIALS_TYPE_ATTRIBUTE, value):
+        yield
+
+
+@contextlib.contextmanager
+def stochastic_rounding(override: bool) -> Iterator[None]:
+    """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations."""
+    if not isinstance(override, bool):
+        raise ValueError(f"stochastic_rounding: override must be True or False, got {override!r}")
+    with frontend_attribute(
+        STOCHASTIC_ROUNDING_ATTRIBUTE, "THREESTATE_ON" if override else "THREESTATE_OFF"
+    ):
+        yield

@@ -1,0 +1,1 @@
+"""The execution engine: compiled regions and the device loop every front end runs on."""

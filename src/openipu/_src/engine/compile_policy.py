@@ -1,0 +1,147 @@
+"""Deciding whether a compiled region runs under XLA or as a plain TensorFlow graph.
+
+Both run on the host and give the same numbers (up to floating-point
+rounding). XLA is faster for most programs, but not all: on a CPU,
+convolutions run slower under XLA than under TensorFlow's own kernels, and a
+region holding an operation XLA cannot compile (a dataset iterator, a host
+print, a Python function) must run as a graph.
+
+`OPENIPU_COMPILE=xla|graph|auto` forces the choice (default `auto`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+from collections.abc import Iterable
+
+from tensorflow.core.framework import attr_value_pb2, function_pb2
+from tensorflow.python.framework import ops
+from tensorflow.python.util import pywrap_xla_ops
+
+COMPILE_MODE_ENV = "OPENIPU_COMPILE"
+
+# Ops that XLA compiles, but slower than TensorFlow's kernels on a CPU.
+_SLOWER_UNDER_XLA_ON_CPU = frozenset(
+    {
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2dNative",
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "Conv3DBackpropInputV2",
+        "Conv3DBackpropFilterV2",
+        "DepthwiseConv2dNativeBackpropInput",
+        "DepthwiseConv2dNativeBackpropFilter",
+        "MaxPoolGrad",
+        "AvgPoolGrad",
+    }
+)
+
+# Ops with no XLA kernel that XLA still handles: TF1 control flow is turned into
+# functional control flow before compilation; the others are no-ops there.
+_IGNORED = frozenset(
+    {
+        "Placeholder",
+        "VarHandleOp",
+        "NoOp",
+        "Enter",
+        "Exit",
+        "LoopCond",
+        "Merge",
+        "NextIteration",
+        "Switch",
+        "ControlTrigger",
+    }
+)
+
+
+class CompileMode(enum.Enum):
+    XLA = "xla"
+    GRAPH = "graph"
+
+
+@functools.cache
+def xla_op_types() -> frozenset[str]:
+    return frozenset(pywrap_xla_ops.get_cpu_kernel_names())
+
+
+def forced_mode() -> CompileMode | None:
+    raw = os.environ.get(COMPILE_MODE_ENV, "auto").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    try:
+        return CompileMode(raw)
+    except ValueError:
+        raise ValueError(
+            f"{COMPILE_MODE_ENV}={raw!r} is not one of 'xla', 'graph', 'auto'"
+        ) from None
+
+
+def choose_mode(graph: ops.Graph, operations: Iterable[ops.Operation]) -> CompileMode:
+    """Picks how to run a region made of `operations` (and the functions they call)."""
+    op_types = _op_types_with_called_functions(graph, operations)
+    forced = forced_mode()
+    unsupported = op_types - xla_op_types() - _IGNORED
+    if unsupported:
+        return CompileMode.GRAPH
+    if forced is not None:
+        return forced
+    if op_types & _SLOWER_UNDER_XLA_ON_CPU:
+        return CompileMode.GRAPH
+    return CompileMode.XLA
+
+
+def unsupported_by_xla(graph: ops.Graph, operations: Iterable[ops.Operation]) -> set[str]:
+    """The op types in `operations` (and the functions they call) that XLA cannot compile."""
+    return set(_op_types_with_called_functions(graph, operations) - xla_op_types() - _IGNORED)
+
+
+def _op_types_with_called_functions(
+    graph: ops.Graph, operations: Iterable[ops.Operation]
+) -> frozenset[str]:
+    types: set[str] = set()
+    seen_functions: set[str] = set()
+    pending: list[str] = []
+    for op in operations:
+        types.add(op.type)
+        pending.extend(_called_function_names(op.node_def.attr))
+    while pending:
+        name = pending.pop()
+        if name in seen_functions:
+            continue
+        seen_functions.add(name)
+        definition = _function_definition(graph, name)
+        if definition is None:
+            continue
+        for node in definition.node_def:
+            types.add(node.op)
+            pending.extend(_called_function_names(node.attr))
+            # A call to a library function appears as an op named after it.
+            if _function_definition(graph, node.op) is not None:
+                pending.append(node.op)
+    return frozenset(types)
+
+
+def _called_function_names(attrs) -> list[str]:
+    names = []
+    for value in attrs.values():
+        if value.HasField("func"):
+            names.append(value.func.name)
+        elif value.HasField("list"):
+            names.extend(f.name for f in value.list.func)
+    return names
+
+
+def _function_definition(graph: ops.Graph, name: str) -> function_pb2.FunctionDef | None:
+    while graph is not None:
+        function = graph._get_function(name)  # noqa: SLF001 - no public lookup exists
+        if function is not None:
+            return function.definition
+        graph = getattr(graph, "outer_graph", None)
+    return None
+
+
+def attr_string(value: str) -> attr_value_pb2.AttrValue:
+    return attr_value_pb2.AttrValue(s=value.encode())

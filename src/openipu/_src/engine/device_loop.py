@@ -1,0 +1,249 @@
+"""The device loop: N iterations of a body inside a compiled region.
+
+This is the one execution engine. `loops.repeat`, `loops.while_loop`,
+pipelines, Keras `fit`/`evaluate`/`predict` and PopART sessions all build
+their on-device loop here:
+
+- infeed data is fetched by the host *before* the region runs, as one stacked
+  buffer of N elements, and the loop slices element i out of it on the device;
+- outfeed data is written on the device into a buffer of N elements (see
+  `LoopContext.outfeed_buffer`) that the host reads once the region has run;
+- the loop itself, with everything in it, is part of the compiled region, so
+  under XLA the N iterations are one computation with no host round trip.
+
+When that is impossible (a while loop of unknown length consuming an infeed,
+an enqueue inside a conditional), the loop falls back to fetching and
+enqueuing on every iteration, which is correct but makes the region run as a
+plain TensorFlow graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable, Iterator
+
+import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
+
+from openipu._src.engine import region as region_lib
+
+_state = threading.local()
+
+
+class LoopContext:
+    """A device loop being built: its trip count and current iteration index."""
+
+    def __init__(self, trip_count: int | None, graph_of_body: ops.Graph | None = None) -> None:
+        self.trip_count = trip_count
+        self.index: tf.Tensor | None = None
+        self.body_graph = graph_of_body
+
+
+def loop_stack() -> list[LoopContext]:
+    return _state.__dict__.setdefault("loops", [])
+
+
+@contextlib.contextmanager
+def _entered(context: LoopContext) -> Iterator[LoopContext]:
+    stack = loop_stack()
+    stack.append(context)
+    try:
+        yield context
+    finally:
+        stack.pop()
+
+
+def flat_iteration() -> tuple[tf.Tensor, int] | None:
+    """The iteration index across all enclosing device loops, and their total trip count.
+
+    None when some enclosing loop has no fixed trip count, or when ops built
+    now would not be in the body of the innermost loop (for example inside a
+    conditional), where a per-iteration buffer slot cannot be addressed.
+    """
+    stack = loop_stack()
+    if not stack or any(c.trip_count is None or c.index is None for c in stack):
+        return None
+    if ops.get_default_graph() is not stack[-1].body_graph:
+        return None
+    index = tf.constant(0, tf.int32)
+    total = 1
+    for context in stack:
+        index = index * context.trip_count + context.index
+        total *= context.trip_count
+    return index, total
+
+
+def _as_list(values) -> list:
+    if values is None:
+        return []
+    if isinstance(values, (list, tuple)):
+        return list(values)
+    return [values]
+
+
+def _split_body_outputs(outputs) -> tuple[list[tf.Tensor], list[ops.Operation]]:
+    items = _as_list(outputs)
+    tensors = [o for o in items if not isinstance(o, ops.Operation)]
+    operations = [o for o in items if isinstance(o, ops.Operation)]
+    return [tf.convert_to_tensor(t) for t in tensors], operations
+
+
+def _element_args(element) -> tuple[list, dict]:
+    if element is None:
+        return [], {}
+    if isinstance(element, dict):
+        return [], dict(element)
+    if isinstance(element, (list, tuple)):
+        return list(element), {}
+    return [element], {}
+
+
+def check_signature(function: Callable, role: str, args: list, kwargs: dict) -> None:
+    """Raises TypeError when `function` cannot take the loop's arguments."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as error:
+        names = list(kwargs)
+        raise TypeError(
+            f"The loop {role} {getattr(function, '__name__', function)!r} cannot be called with "
+            f"{len(args)} positional argument(s)"
+            + (f" and keyword argument(s) {names}" if names else "")
+            + f" (the loop-carried values, then the infeed element): {error}"
+        ) from None
+
+
+def repeat(n: int, body: Callable, inputs=None, infeed=None):
+    """Runs `body` `n` times in the current compiled region (opening one if needed)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"repeat: n must be a Python int, got {n!r}")
+    if n < 0:
+        raise ValueError(f"repeat: n must be >= 0, got {n}")
+    if region_lib.current_region() is None:
+        return _in_own_region(lambda: repeat(n, body, inputs, infeed))
+
+    carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
+    stacked = _prefetch(infeed, n)
+    context = LoopContext(trip_count=n)
+
+    def loop_body(i, *values):
+        context.index = i
+        context.body_graph = ops.get_default_graph()
+        element = (
+            nest.map_structure(lambda buffer: buffer[i], stacked)
+            if stacked is not None
+            else _fetch_each_iteration(infeed)
+        )
+        new_values, operations = _call_body(body, list(values), element)
+        return [_after(operations, i + 1)] + new_values
+
+    with _entered(context):
+        results = tf.while_loop(
+            lambda i, *_: i < n,
+            loop_body,
+            [tf.constant(0, tf.int32)] + carried,
+            name="ipu_repeat",
+        )
+    return _loop_results(results[1:], results[0])
+
+
+def while_loop(
+    condition: Callable,
+    body: Callable,
+    inputs=None,
+    infeed=None,
+    maximum_iterations: int | None = None,
+):
+    """Runs `body` while `condition` holds, in the current compiled region."""
+    if region_lib.current_region() is None:
+        return _in_own_region(
+            lambda: while_loop(condition, body, inputs, infeed, maximum_iterations)
+        )
+    carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
+    check_signature(condition, "condition", carried, {})
+    if infeed is None:
+        check_signature(body, "body", carried, {})
+    context = LoopContext(trip_count=None)
+
+    def loop_body(*values):
+        context.body_graph = ops.get_default_graph()
+        element = _fetch_each_iteration(infeed)
+        if not carried:
+            # A dummy loop value carries the body's side effects.
+            new_values, operations = _call_body(body, [], element)
+            return [_after(operations, values[0])]
+        new_values, _ = _call_body(body, list(values), element)
+        return new_values
+
+    def loop_condition(*values):
+        result = condition(*values) if carried else condition()
+        return tf.convert_to_tensor(result, dtype=tf.bool)
+
+    with _entered(context):
+        results = tf.while_loop(
+            loop_condition,
+            loop_body,
+            carried or [tf.constant(0, tf.int32)],
+            maximum_iterations=maximum_iterations,
+            name="ipu_while",
+        )
+    if not carried:
+        return _loop_results([], results)
+    return _loop_results(_as_list(results), _as_list(results)[0])
+
+
+def _call_body(body: Callable, values: list, element) -> tuple[list[tf.Tensor], list]:
+    """The body's new loop values, and the operations it returned (which must run)."""
+    args, kwargs = _element_args(element)
+    check_signature(body, "body", values + args, kwargs)
+    tensors, operations = _split_body_outputs(body(*values, *args, **kwargs))
+    if len(tensors) != len(values):
+        raise ValueError(
+            f"The loop body returned {len(tensors)} tensor(s) but the loop carries "
+            f"{len(values)} value(s): it must return the new value of every input"
+        )
+    if operations:
+        with tf.control_dependencies(operations):
+            tensors = [tf.identity(t) for t in tensors]
+    return tensors, operations
+
+
+def _after(operations: list, value: tf.Tensor) -> tf.Tensor:
+    if not operations:
+        return value
+    with tf.control_dependencies(operations):
+        return tf.identity(value)
+
+
+def _loop_results(values: list, done: tf.Tensor):
+    if not values:
+        with tf.control_dependencies([done]):
+            return tf.no_op(name="ipu_loop_done")
+    if len(values) == 1:
+        return values[0]
+    return list(values)
+
+
+def _prefetch(infeed, n: int):
+    """The next `n` infeed elements as one stacked buffer, fetched by the host before the region."""
+    if infeed is None:
+        return None
+    if not region_lib.in_region_top_level() or loop_stack():
+        return None
+    region = region_lib.current_region()
+    with region.on_host():
+        return infeed._fetch_stacked(n)  # noqa: SLF001 - the engine is the infeed's consumer
+
+
+def _fetch_each_iteration(infeed):
+    return None if infeed is None else infeed._fetch_one()  # noqa: SLF001
+
+
+def _in_own_region(build: Callable):
+    return region_lib.compile_region(lambda: build(), [], flat_return_rules=False)

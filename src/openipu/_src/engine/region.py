@@ -1,0 +1,242 @@
+"""Compiled regions: the part of a program that runs on an emulated IPU.
+
+A region is what `ipu_compiler.compile` builds, what `IPUStrategy.run` runs
+and what every device loop lives in. Its operations are marked for XLA with
+TensorFlow's XLA compile context (the mechanism under `xla.compile`, which
+the IPU's own compiler interface mirrors), so the whole region becomes one
+XLA computation, in TF1 graphs and TF2 functions alike.
+
+Host work that a real IPU hands to its host (fetching infeed elements,
+receiving outfeed data) is built *outside* the region with `on_host()`:
+host operations feed the region's inputs, and finalizers run after the
+region's outputs exist. If, once traced, the region holds operations that
+XLA cannot compile (or that run slower under XLA, see `compile_policy`), its
+marks are removed and it runs as a plain TensorFlow graph instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+
+import tensorflow as tf
+from tensorflow.compiler.jit.ops import xla_ops
+from tensorflow.python.compiler.xla import xla
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import control_flow_ops
+from tensorflow.python.util import nest
+
+from openipu._src.engine import compile_policy
+
+_XLA_COMPILE_ATTR = "_xla_compile_id"
+logger = logging.getLogger(__name__)
+_state = threading.local()
+
+
+class _RegionContext(xla.XLACompileContext):
+    """The XLA compile context, remembering the operations it marked."""
+
+    def __init__(self, name: str, pivot: ops.Operation) -> None:
+        super().__init__(name=name, pivot=pivot)
+        self.marked_ops: list[ops.Operation] = []
+
+    def AddOp(self, op: ops.Operation) -> None:  # noqa: N802 - TensorFlow's interface
+        super().AddOp(op)
+        self.marked_ops.append(op)
+
+
+class CompiledRegion:
+    """One region being built: its compile context and its host-side work."""
+
+    def __init__(self, graph: ops.Graph, context: _RegionContext, device: str | None) -> None:
+        self.graph = graph
+        self.context = context
+        self.device = device
+        self.mode: compile_policy.CompileMode | None = None
+        self.graph_mode_reasons: list[str] = []
+        self._finalizers: list[Callable[[], list[ops.Operation]]] = []
+
+    @contextlib.contextmanager
+    def on_host(self) -> Iterator[None]:
+        """Builds the enclosed operations outside the region, on the host."""
+        saved = self.graph._get_control_flow_context()  # noqa: SLF001
+        self.graph._set_control_flow_context(self.context.outer_context)  # noqa: SLF001
+        try:
+            with ops.control_dependencies(None), ops.device("/device:CPU:0"):
+                yield
+        finally:
+            self.graph._set_control_flow_context(saved)  # noqa: SLF001
+
+    def require_graph_mode(self, reason: str) -> None:
+        """Makes the region run as a plain graph (something in it must run on the host)."""
+        self.graph_mode_reasons.append(reason)
+
+    def add_finalizer(
+        self, finalizer: Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
+    ) -> None:
+        """`finalizer(region_outputs)` builds host operations that run after the region."""
+        self._finalizers.append(finalizer)
+
+
+def current_region() -> CompiledRegion | None:
+    """The region being built in the current graph (or a graph nested in it)."""
+    stack = getattr(_state, "regions", [])
+    if not stack:
+        return None
+    graph = ops.get_default_graph()
+    region = stack[-1]
+    while graph is not None:
+        if graph is region.graph:
+            return region
+        graph = getattr(graph, "outer_graph", None)
+    return None
+
+
+def in_region_top_level() -> bool:
+    """Whether ops built now land directly in the region graph (not in a nested function)."""
+    region = current_region()
+    return region is not None and ops.get_default_graph() is region.graph
+
+
+def compile_region(
+    computation: Callable,
+    inputs=None,
+    device: str | None = None,
+    *,
+    flat_return_rules: bool = True,
+):
+    """Builds `computation(*inputs)` as one compiled region and returns its outputs.
+
+    With `flat_return_rules` the return value follows `ipu_compiler.compile`:
+    a list/tuple of tensors followed by operations, None or a single value
+    becomes a tuple, and operation-only outputs become one NoOp.
+    """
+    if inputs is None:
+        inputs = []
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"inputs must be a list or tuple of values, got {type(inputs).__name__}")
+    if tf.executing_eagerly():
+        return tf.function(
+            lambda: compile_region(
+                computation, inputs, device, flat_return_rules=flat_return_rules
+            ),
+            autograph=False,
+        )()
+    if current_region() is not None:
+        # Regions do not nest: an inner compile is part of the outer region.
+        return _call_inside_region(computation, inputs, flat_return_rules)
+
+    graph = ops.get_default_graph()
+    name = graph.unique_name("ipu_cluster")
+    with ops.device(device) if device else contextlib.nullcontext():
+        pivot = control_flow_ops.no_op(name=name + "/pivot")
+        context = _RegionContext(name, pivot)
+        region = CompiledRegion(graph, context, device)
+        stack = _state.__dict__.setdefault("regions", [])
+        stack.append(region)
+        context.Enter()
+        try:
+            flat_inputs = [tf.identity(x, name=f"input_{i}") for i, x in enumerate(_flat(inputs))]
+            region_inputs = nest.pack_sequence_as(inputs, flat_inputs)
+            with xla._disable_summary_context():  # noqa: SLF001 - summaries cannot compile
+                outputs = computation(*region_inputs)
+            tensors, operations, structure = _split_outputs(outputs, flat_return_rules)
+            tensors = [tf.identity(t) for t in tensors]
+            # Depending on this op runs the region even when it returns no tensor.
+            operations.append(control_flow_ops.no_op(name="done"))
+            region.mode = (
+                compile_policy.CompileMode.GRAPH
+                if region.graph_mode_reasons
+                else compile_policy.choose_mode(graph, context.marked_ops)
+            )
+            logger.debug(
+                "Region %s runs as %s (%s)",
+                name,
+                region.mode.value,
+                region.graph_mode_reasons
+                or sorted(compile_policy.unsupported_by_xla(graph, context.marked_ops)),
+            )
+            context.ExitResult(tensors)
+        finally:
+            context.Exit()
+            stack.pop()
+
+        if region.mode is compile_policy.CompileMode.XLA:
+            tensors = [
+                xla_ops.xla_cluster_output(t, name=f"output{i}") for i, t in enumerate(tensors)
+            ]
+            # XlaClusterOutput nodes must not carry control edges: host work hangs off copies.
+            tensors = [tf.identity(t) for t in tensors]
+        else:
+            _unmark(context)
+        region_outputs = tensors + operations
+        host_after = [op for finalize in region._finalizers for op in finalize(region_outputs)]  # noqa: SLF001
+        return _pack_outputs(tensors, operations + host_after, structure, name)
+
+
+def _call_inside_region(computation, inputs, flat_return_rules):
+    outputs = computation(*inputs)
+    tensors, operations, structure = _split_outputs(outputs, flat_return_rules)
+    return _pack_outputs(tensors, operations, structure, "ipu_nested")
+
+
+def _flat(inputs) -> list[tf.Tensor]:
+    return [ops.convert_to_tensor(x) for x in nest.flatten(inputs)]
+
+
+_FLAT = object()  # marks outputs returned as a flat list (the compile return rules)
+
+
+def _split_outputs(outputs, flat_return_rules: bool):
+    """Tensors, operations, and how to pack the tensors back (`_FLAT`: as a list)."""
+    if flat_return_rules and xla.is_flat(outputs):
+        if outputs is None:
+            outputs = ()
+        if not isinstance(outputs, (list, tuple)):
+            outputs = (outputs,)
+        items = list(outputs)
+        converted = [o if isinstance(o, ops.Operation) else ops.convert_to_tensor(o) for o in items]
+        tensors = [o for o in converted if not isinstance(o, ops.Operation)]
+        operations = [o for o in converted if isinstance(o, ops.Operation)]
+        if converted != tensors + operations:
+            raise ValueError(
+                "The computation must return zero or more tensors followed by zero or more "
+                "operations; a tensor came after an operation"
+            )
+        return tensors, operations, _FLAT
+    flat = nest.flatten(outputs)
+    for o in flat:
+        if isinstance(o, ops.Operation):
+            raise ValueError(
+                f"Operation {o.name} is in a nested output structure: return operations only "
+                "in a flat list after the tensors, or make tensors depend on them with "
+                "tf.control_dependencies"
+            )
+    return [ops.convert_to_tensor(o) for o in flat if o is not None], [], outputs
+
+
+def _pack_outputs(tensors, operations, structure, name):
+    if not tensors and (structure is _FLAT or not tf.inside_function()):
+        return control_flow_ops.group(operations, name=name + "/output")
+    with ops.control_dependencies(operations):
+        tensors = [tf.identity(t, name=f"output_{i}") for i, t in enumerate(tensors)]
+    if structure is _FLAT:
+        return tensors
+    if not tensors:
+        # Only None values: the structure comes back as it was, after the operations ran.
+        return structure
+    remaining = iter(tensors)
+    return nest.pack_sequence_as(
+        structure, [None if o is None else next(remaining) for o in nest.flatten(structure)]
+    )
+
+
+def _unmark(context: _RegionContext) -> None:
+    """Turns a traced region into plain graph operations (it will not go to XLA)."""
+    for op in context.marked_ops:
+        op._clear_attr(_XLA_COMPILE_ATTR)  # noqa: SLF001
+        op.graph._unfetchable_ops.discard(op)  # noqa: SLF001
+        for tensor in op.outputs:
+            op.graph._unfeedable_tensors.discard(tensor)  # noqa: SLF001

@@ -1,0 +1,25 @@
+"""Which replica the code being built belongs to, and how many replicas run.
+
+Replicas run on `tf.distribute` (see `strategy`): inside a replica function
+the distribution strategy's replica context says which one this is. Outside
+any replicated execution there is one replica.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def current_replica_count() -> int:
+    return int(tf.distribute.get_replica_context().num_replicas_in_sync) if _in_replica() else 1
+
+
+def current_replica_index() -> int:
+    if not _in_replica():
+        return 0
+    replica_id = tf.distribute.get_replica_context().replica_id_in_sync_group
+    return replica_id if isinstance(replica_id, int) else int(tf.get_static_value(replica_id))
+
+
+def _in_replica() -> bool:
+    return tf.distribute.get_replica_context() is not None

@@ -1,0 +1,177 @@
+"""`IPUInfeedQueue`: a dataset streamed into device loops.
+
+On a real IPU the host pushes dataset elements into a stream that the
+device loop reads. Here the host fetches the elements a loop needs before
+the loop's compiled region runs (see `engine.device_loop`), as one stacked
+buffer, so the loop itself stays free of host operations.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
+
+_MAX_PREFETCH_DEPTH = 256
+_DEFAULT_PREFETCH_DEPTH = 3
+
+
+def validate_device_ordinal(device_ordinal) -> int:
+    if isinstance(device_ordinal, bool) or not isinstance(device_ordinal, int):
+        raise ValueError(f"device_ordinal must be an int, got {device_ordinal!r}")
+    if device_ordinal < 0:
+        raise ValueError(f"device_ordinal must be >= 0, got {device_ordinal}")
+    return device_ordinal
+
+
+def _validate_prefetch_depth(prefetch_depth) -> int | None:
+    if prefetch_depth is None:
+        return None
+    if isinstance(prefetch_depth, bool) or not isinstance(prefetch_depth, int):
+        raise ValueError(f"prefetch_depth must be an int or None, got {prefetch_depth!r}")
+    if not 0 < prefetch_depth < _MAX_PREFETCH_DEPTH:
+        raise ValueError(
+            f"prefetch_depth must be greater than 0 and less than {_MAX_PREFETCH_DEPTH}, "
+            f"got {prefetch_depth}"
+        )
+    return prefetch_depth
+
+
+def check_fully_defined(element_spec, what: str = "dataset") -> None:
+    """Raises ValueError unless every shape of the element spec is fully defined."""
+    for path, spec in nest.flatten_with_joined_string_paths(element_spec):
+        shape = getattr(spec, "shape", None)
+        if shape is None or not shape.is_fully_defined():
+            where = f" (element component {path!r})" if path else ""
+            raise ValueError(
+                f"The {what} has an element shape {shape} that is not fully defined{where}: "
+                "every element streamed to an IPU must have a static shape. Batch with "
+                "`dataset.batch(batch_size, drop_remainder=True)`."
+            )
+
+
+class IPUInfeedQueue:
+    """Wraps a `tf.data.Dataset` so device loops can stream its elements."""
+
+    def __init__(
+        self,
+        dataset: tf.data.Dataset,
+        device_ordinal: int = 0,
+        prefetch_depth: int | None = None,
+        optimise_latency: bool = False,
+        **kwargs,
+    ) -> None:
+        if not isinstance(dataset, tf.data.Dataset):
+            raise TypeError(f"IPUInfeedQueue needs a tf.data.Dataset, got {type(dataset).__name__}")
+        check_fully_defined(dataset.element_spec)
+        self._device_ordinal = validate_device_ordinal(device_ordinal)
+        self._prefetch_depth = _validate_prefetch_depth(prefetch_depth)
+        self._optimise_latency = bool(optimise_latency)
+        self._element_spec = dataset.element_spec
+        self._dataset = dataset.prefetch(self._prefetch_depth or _DEFAULT_PREFETCH_DEPTH)
+        self._dequeued = False
+        self._initializer_accessed = False
+        self._graph_mode = not tf.executing_eagerly()
+        self._iterator = (
+            tf.compat.v1.data.make_initializable_iterator(self._dataset)
+            if self._graph_mode
+            else None
+        )
+
+    # Public interface of the original.
+
+    @property
+    def element_spec(self):
+        return self._element_spec
+
+    @property
+    def prefetch_depth(self) -> int | None:
+        return self._prefetch_depth
+
+    @property
+    def optimise_latency(self) -> bool:
+        return self._optimise_latency
+
+    @property
+    def device_ordinal(self) -> int:
+        return self._device_ordinal
+
+    @property
+    def dequeued(self) -> bool:
+        """Whether a loop has dequeued from this queue."""
+        return self._dequeued
+
+    @property
+    def number_of_tuple_elements(self) -> int:
+        """How many arguments each element supplies to a loop body."""
+        spec = self._element_spec
+        if isinstance(spec, (tuple, list, dict)):
+            return len(spec)
+        return 1
+
+    @property
+    def initializer(self):
+        """The operation that initialises the queue (TF1 sessions must run it first)."""
+        if self._initializer_accessed:
+            raise ValueError(
+                "The initializer of this IPUInfeedQueue has already been accessed: "
+                "run the operation it returned once, instead of asking for it again"
+            )
+        self._initializer_accessed = True
+        if self._graph_mode:
+            return self._iterator.initializer
+        self._ensure_eager_iterator()
+        return tf.no_op(name="infeed_initializer") if not tf.executing_eagerly() else None
+
+    @property
+    def deleter(self):
+        """An operation that releases the queue's iterator so a new queue can take its place."""
+        self._iterator = None if not self._graph_mode else self._iterator
+        if tf.executing_eagerly():
+            return None
+        return tf.no_op(name="infeed_deleter")
+
+    def get_next(self):
+        raise ValueError(
+            "IPUInfeedQueue.get_next() is obsolete: pass the queue to a loop "
+            "(loops.repeat, loops.while_loop or pipelining_ops.pipeline), which dequeues "
+            "one element per iteration"
+        )
+
+    # Used by the engine.
+
+    def _ensure_eager_iterator(self):
+        if self._iterator is None:
+            with tf.init_scope(), ops.device("/device:CPU:0"):
+                self._iterator = iter(self._dataset)
+        return self._iterator
+
+    def _fetch_one(self):
+        """Builds a host fetch of the next element."""
+        self._dequeued = True
+        iterator = self._iterator if self._graph_mode else self._ensure_eager_iterator()
+        with ops.device("/device:CPU:0"):
+            return iterator.get_next()
+
+    def _fetch_stacked(self, count: int):
+        """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
+        self._dequeued = True
+        iterator = self._iterator if self._graph_mode else self._ensure_eager_iterator()
+        flat_specs = nest.flatten(self._element_spec)
+        arrays = [
+            tf.TensorArray(spec.dtype, size=count, element_shape=spec.shape) for spec in flat_specs
+        ]
+
+        def fetch(i, *arrays):
+            element = nest.flatten(iterator.get_next())
+            return [i + 1] + [a.write(i, e) for a, e in zip(arrays, element, strict=True)]
+
+        with ops.device("/device:CPU:0"):
+            _, *arrays = tf.while_loop(
+                lambda i, *_: i < count,
+                fetch,
+                [tf.constant(0, tf.int32)] + arrays,
+                name="infeed_fetch",
+            )
+            stacked = [a.stack() for a in arrays]
+        return nest.pack_sequence_as(self._element_spec, stacked)

@@ -1,0 +1,265 @@
+"""`IPUOutfeedQueue`: results streamed from device loops back to the host.
+
+Inside a device loop of known length an enqueue writes its values into a
+device buffer with one slot per iteration, and the host moves the whole
+buffer into its queue once the compiled region has run: no host round trip
+per iteration. Anywhere else (a loop of unknown length, plain functions) an
+enqueue is a host queue operation.
+
+Dequeued shapes, for an element of shape S, K enqueues since the last
+dequeue and R replicas (the spec's table): ALL gives [K, *S] (R = 1) or
+[K, R, *S]; LAST gives S (R = 1) or [R, *S].
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import weakref
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
+from tensorflow.python.util import nest
+
+from openipu._src.engine import device_loop, replication
+from openipu._src.engine import region as region_lib
+from openipu._src.feeds import poplar_flags
+from openipu._src.feeds.host_queue import HostQueue
+from openipu._src.feeds.infeed import validate_device_ordinal
+
+_names = itertools.count()
+
+
+class IPUOutfeedMode(enum.Enum):
+    """Which enqueued elements a dequeue returns: ALL of them, or only the LAST."""
+
+    ALL = 1
+    LAST = 2
+
+
+def _validate_structure(tensors):
+    """Converts an enqueued value to tensors, checking it is a tensor, list/tuple or str-keyed dict."""
+    if isinstance(tensors, dict):
+        for key in tensors:
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"IPUOutfeedQueue.enqueue: dictionary keys must be strings, got {key!r}"
+                )
+    try:
+        return nest.map_structure(tf.convert_to_tensor, tensors)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            "IPUOutfeedQueue.enqueue takes a tensor, a tuple or list of tensors, or a "
+            f"dictionary of tensors: {error}"
+        ) from None
+
+
+class IPUOutfeedQueue:
+    """Generates outfeed enqueue operations on the device and dequeue operations on the host."""
+
+    def __init__(
+        self,
+        outfeed_mode: IPUOutfeedMode | None = None,
+        device_ordinal: int = 0,
+        buffer_depth: int = 3,
+        optimise_latency: bool = False,
+    ) -> None:
+        if outfeed_mode is None:
+            outfeed_mode = IPUOutfeedMode.ALL
+        if not isinstance(outfeed_mode, IPUOutfeedMode):
+            raise ValueError(
+                f"outfeed_mode must be an IPUOutfeedMode (ALL or LAST), got {outfeed_mode!r}"
+            )
+        if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, int):
+            raise ValueError(f"buffer_depth must be an int, got {buffer_depth!r}")
+        if buffer_depth < 1:
+            raise ValueError(f"buffer_depth must be at least 1, got {buffer_depth}")
+        self._mode = outfeed_mode
+        self._device_ordinal = validate_device_ordinal(device_ordinal)
+        self._buffer_depth = buffer_depth
+        self._optimise_latency = bool(optimise_latency)
+        self._name = f"outfeed{next(_names)}"
+        self._structure = None
+        self._store: HostQueue | None = None
+        self._enqueue_graphs: weakref.WeakSet = weakref.WeakSet()
+        self._loop_buffers: list = []  # keeps device buffers alive as long as the queue
+
+    @property
+    def outfeed_mode(self) -> IPUOutfeedMode:
+        return self._mode
+
+    @property
+    def buffer_depth(self) -> int:
+        return self._buffer_depth
+
+    @property
+    def device_ordinal(self) -> int:
+        return self._device_ordinal
+
+    @property
+    def optimise_latency(self) -> bool:
+        return self._optimise_latency
+
+    @property
+    def enqueued(self) -> bool:
+        """Whether `enqueue` has been called on this queue."""
+        return self._structure is not None
+
+    # Device side.
+
+    def enqueue(self, tensors):
+        """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
+        tensors = _validate_structure(tensors)
+        graph = ops.get_default_graph()
+        if not tf.executing_eagerly():
+            if graph in self._enqueue_graphs:
+                raise ValueError(
+                    "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
+                    "can be enqueued only once per program (enqueue a tuple or a dictionary to "
+                    "send several tensors)"
+                )
+            self._enqueue_graphs.add(graph)
+        flat = nest.flatten(tensors)
+        specs = [tf.TensorSpec(t.shape, t.dtype) for t in flat]
+        for spec in specs:
+            if not spec.shape.is_fully_defined():
+                raise ValueError(
+                    f"IPUOutfeedQueue.enqueue: the shape {spec.shape} is not fully defined"
+                )
+        self._set_structure(tensors, specs)
+        replicas = replication.current_replica_count()
+        store = self._ensure_store(specs, replicas)
+        replica = replication.current_replica_index()
+
+        iteration = device_loop.flat_iteration()
+        region = region_lib.current_region()
+        if iteration is not None and region is not None:
+            return self._write_loop_buffers(flat, specs, iteration, region, store, replica)
+        return store.enqueue(flat, replica)
+
+    def _set_structure(self, tensors, specs) -> None:
+        structure = nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), tensors)
+        if self._structure is not None:
+            try:
+                nest.assert_same_structure(self._structure, structure)
+                same = all(
+                    a.shape == b.shape and a.dtype == b.dtype
+                    for a, b in zip(nest.flatten(self._structure), specs, strict=True)
+                )
+            except (TypeError, ValueError):
+                same = False
+            if not same and self._store is not None:
+                raise ValueError(
+                    f"IPUOutfeedQueue.enqueue: this queue already carries elements of "
+                    f"{self._structure}; it cannot also carry {structure}. Use another queue."
+                )
+        self._structure = structure
+
+    def _ensure_store(self, specs, replicas: int) -> HostQueue:
+        if self._store is None or not self._store.matches(specs, replicas):
+            self._store = HostQueue(specs, replicas, self._name)
+        return self._store
+
+    def _write_loop_buffers(self, flat, specs, iteration, region, store, replica):
+        index, total = iteration
+        last_only = self._mode is IPUOutfeedMode.LAST
+        with tf.init_scope(), ops.device(region.device or "/device:CPU:0"):
+            buffers = [
+                resource_variable_ops.ResourceVariable(
+                    tf.zeros([total, *spec.shape], spec.dtype),
+                    trainable=False,
+                    name=f"{self._name}_buffer",
+                )
+                for spec in specs
+            ]
+        self._loop_buffers.append(buffers)
+        writes = [
+            tf.raw_ops.ResourceScatterUpdate(
+                resource=buffer.handle,
+                indices=tf.reshape(index, [1]),
+                updates=tf.expand_dims(value, 0),
+            )
+            for buffer, value in zip(buffers, flat, strict=True)
+        ]
+
+        def move_to_host(region_outputs):
+            with tf.control_dependencies(region_outputs), ops.device("/device:CPU:0"):
+                if last_only:
+                    return [store.enqueue([b[total - 1] for b in buffers], replica)]
+                return [store.enqueue_many([b.read_value() for b in buffers], replica)]
+
+        region.add_finalizer(move_to_host)
+        return tf.group(writes, name=f"{self._name}_enqueue")
+
+    # Host side.
+
+    def dequeue(self, wait_for_completion: bool = False):
+        """The enqueued values since the last dequeue (all of them, or the last: see the mode)."""
+        if self._structure is None or self._store is None:
+            raise ValueError(
+                "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
+                "a program that calls `enqueue` on it first"
+            )
+        store = self._store
+        replicas = store.replicas
+        specs = store.specs
+        if poplar_flags.use_synthetic_data():
+            if self._mode is IPUOutfeedMode.LAST:
+                raise ValueError(
+                    "Cannot dequeue the last element of an IPUOutfeedQueue in LAST mode with "
+                    "synthetic data (TF_POPLAR_FLAGS=--use_synthetic_data): no data reaches the host"
+                )
+            lead = [0] if replicas == 1 else [0, replicas]
+            empty = [tf.zeros(lead + list(s.shape), s.dtype) for s in specs]
+            return nest.pack_sequence_as(self._structure, empty)
+
+        with ops.device("/device:CPU:0"):
+            per_replica = [store.dequeue_all(r) for r in range(replicas)]
+            if replicas == 1:
+                flat = per_replica[0]
+            else:
+                flat = [tf.stack(parts, axis=1) for parts in zip(*per_replica, strict=True)]
+            if self._mode is IPUOutfeedMode.LAST:
+                flat = [self._last(values) for values in flat]
+        return nest.pack_sequence_as(self._structure, flat)
+
+    def _last(self, values: tf.Tensor) -> tf.Tensor:
+        count = tf.shape(values)[0]
+        if tf.executing_eagerly():
+            if int(count) == 0:
+                raise ValueError(
+                    "IPUOutfeedQueue in LAST mode: nothing was enqueued since the last dequeue"
+                )
+            return values[-1]
+        check = tf.debugging.assert_positive(
+            count,
+            message="IPUOutfeedQueue in LAST mode: nothing was enqueued since the last dequeue",
+        )
+        with tf.control_dependencies([check]):
+            return values[-1]
+
+    @property
+    def deleter(self):
+        """An operation releasing the host storage, after which the queue can be reused."""
+        store, self._store = self._store, None
+        self._structure = None
+        self._enqueue_graphs = weakref.WeakSet()
+        if store is None:
+            return None if tf.executing_eagerly() else tf.no_op()
+        ops_ = store.close()
+        return None if tf.executing_eagerly() else tf.group(ops_)
+
+    def __iter__(self):
+        """Dequeues, then yields one element at a time (each enqueue, with replicas inside)."""
+        if not tf.executing_eagerly():
+            raise RuntimeError("Iterating over an IPUOutfeedQueue needs eager execution (TF2)")
+        values = self.dequeue()
+        if self._mode is IPUOutfeedMode.LAST:
+            yield values
+            return
+        flat = [np.asarray(v) for v in nest.flatten(values)]
+        count = flat[0].shape[0] if flat else 0
+        for k in range(count):
+            yield nest.pack_sequence_as(self._structure, [tf.constant(v[k]) for v in flat])

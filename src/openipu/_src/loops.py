@@ -1,0 +1,35 @@
+"""`ipu.loops`: device loops, the front end of the engine's `device_loop`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from openipu._src.engine import device_loop
+from openipu._src.feeds.infeed import IPUInfeedQueue
+
+
+def _check_infeed(infeed_queue) -> None:
+    if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
+        raise TypeError(
+            f"infeed_queue must be an ipu_infeed_queue.IPUInfeedQueue or None, got "
+            f"{type(infeed_queue).__name__}"
+        )
+
+
+def repeat(n: int, body: Callable, inputs=None, infeed_queue=None, use_while_v1: bool = True):
+    """Builds a loop that runs `body` exactly `n` times; returns the final loop-carried values."""
+    _check_infeed(infeed_queue)
+    return device_loop.repeat(n, body, inputs, infeed_queue)
+
+
+def while_loop(
+    condition: Callable,
+    body: Callable,
+    inputs=None,
+    infeed_queue=None,
+    maximum_iterations: int | None = None,
+    use_while_v1: bool = True,
+):
+    """Builds a loop that runs `body` while `condition` holds; returns the final values."""
+    _check_infeed(infeed_queue)
+    return device_loop.while_loop(condition, body, inputs, infeed_queue, maximum_iterations)

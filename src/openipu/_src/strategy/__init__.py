@@ -1,0 +1,1 @@
+"""IPUStrategy: the tf.distribute strategy that targets emulated IPUs."""

@@ -1,0 +1,189 @@
+"""Configuring the emulated IPU system: `configure_ipu_system` and friends.
+
+The configured system is process-wide state, as on a real host: one
+configuration at a time, replaced by the next `configure_ipu_system` call.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import re
+import threading
+
+from openipu._src.system import host_devices, topology
+
+logger = logging.getLogger(__name__)
+
+_IPU_DEVICE_RE = re.compile(r"^/?(?:job:[^/]+/)?(?:replica:\d+/)?(?:task:\d+/)?device:IPU:(\d+)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class IPUDevice:
+    """One TensorFlow IPU device (`/device:IPU:<ordinal>`) and the IPUs behind it."""
+
+    ordinal: int
+    ipus: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"/device:IPU:{self.ordinal}"
+
+    @property
+    def num_ipus(self) -> int:
+        return len(self.ipus)
+
+    def host_device(self, ipu_in_device: int = 0) -> str:
+        """The host device that runs the `ipu_in_device`-th IPU of this device."""
+        return host_devices.host_device_for_ipu(self.ipus[ipu_in_device])
+
+
+@dataclasses.dataclass
+class IPUSystem:
+    """The configured emulated system: the configuration and its devices."""
+
+    config: object  # an IPUConfig; kept untyped to avoid an import cycle
+    devices: list[IPUDevice]
+
+    def device(self, ordinal: int) -> IPUDevice:
+        if not 0 <= ordinal < len(self.devices):
+            raise ValueError(
+                f"/device:IPU:{ordinal} does not exist: the configured system has "
+                f"{len(self.devices)} IPU device(s) (/device:IPU:0 to "
+                f"/device:IPU:{len(self.devices) - 1})"
+            )
+        return self.devices[ordinal]
+
+
+_lock = threading.Lock()
+_system: IPUSystem | None = None
+
+
+def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool = True) -> None:
+    """Creates the IPU devices that `config` asks for (see `IPUConfig.auto_select_ipus`)."""
+    from openipu._src.config.ipu_config import IPUConfig
+
+    global _system
+    if not isinstance(config, IPUConfig):
+        raise TypeError(
+            f"configure_ipu_system needs an IPUConfig, got {type(config).__name__}: "
+            "create one with `ipu.config.IPUConfig()`"
+        )
+    config.validate()
+    devices = _allocate_devices(config)
+    host_devices.ensure_logical_devices()
+    with _lock:
+        if _system is not None and not reset_configuration:
+            logger.warning("Replacing the IPU configuration without a reset")
+        _system = IPUSystem(config=copy.deepcopy(config), devices=devices)
+    from openipu._src.system import seeds
+
+    seeds.reset_all()
+    logger.info("Configured emulated IPU devices: %s", [(d.name, d.ipus) for d in devices])
+
+
+def reset_ipu_configuration() -> None:
+    """Forgets the current configuration; IPU work needs a new `configure_ipu_system`."""
+    global _system
+    with _lock:
+        _system = None
+
+
+def get_ipu_config(session=None) -> list:
+    """The configuration of each configured IPU device (one entry per device)."""
+    system = _system
+    if system is None:
+        raise RuntimeError("No IPU devices configured.")
+    return [copy.deepcopy(system.config) for _ in system.devices]
+
+
+def current_system(purpose: str = "running IPU work") -> IPUSystem:
+    """The configured system, or a clear error saying it must be configured first."""
+    system = _system
+    if system is None:
+        raise RuntimeError(
+            f"No IPU system is configured, which {purpose} needs. Configure one first: "
+            "`cfg = ipu.config.IPUConfig(); cfg.auto_select_ipus = 1; cfg.configure_ipu_system()`"
+        )
+    return system
+
+
+def maybe_current_system() -> IPUSystem | None:
+    return _system
+
+
+def ipu_ordinal(device_name: str) -> int | None:
+    """The ordinal N of a '/device:IPU:N' device string, or None for other devices."""
+    match = _IPU_DEVICE_RE.match(device_name.strip())
+    return int(match.group(1)) if match else None
+
+
+def _as_list(value) -> list[int]:
+    if isinstance(value, int):
+        return [value]
+    return list(value)
+
+
+def _allocate_devices(config) -> list[IPUDevice]:
+    auto_select = _as_list(config.auto_select_ipus)
+    select = _as_list(config.select_ipus)
+    total = topology.num_emulated_ipus()
+    if select:
+        return _devices_from_listing(select, total)
+    if not auto_select:
+        # Neither option set: one single-IPU device, as a program that forgot
+        # to choose would most plausibly want.
+        auto_select = [1]
+    return _devices_by_size(auto_select, total)
+
+
+def _devices_by_size(sizes: list[int], total: int) -> list[IPUDevice]:
+    requested = sum(sizes)
+    if requested > total:
+        raise ValueError(
+            f"auto_select_ipus={sizes} asks for {requested} IPUs but the emulated machine has "
+            f"{total} (set the environment variable {topology.NUM_IPUS_ENV} for a larger one)"
+        )
+    free = [True] * total
+    devices = []
+    for ordinal, size in enumerate(sizes):
+        if not topology.is_power_of_two(size):
+            raise ValueError(
+                f"auto_select_ipus entry {ordinal} is {size}: a multi-IPU device must have a "
+                "power-of-two number of IPUs (1, 2, 4, 8, 16, ...)"
+            )
+        start = next(
+            (s for s in range(0, total, size) if all(free[s : s + size])),
+            None,
+        )
+        if start is None:
+            raise ValueError(
+                f"auto_select_ipus={sizes}: no free aligned group of {size} IPUs is left for "
+                f"device {ordinal} on the emulated machine of {total} IPUs"
+            )
+        free[start : start + size] = [False] * size
+        devices.append(IPUDevice(ordinal, tuple(range(start, start + size))))
+    return devices
+
+
+def _devices_from_listing(ids: list[int], total: int) -> list[IPUDevice]:
+    listing = topology.device_listing(total)
+    used: dict[int, int] = {}
+    devices = []
+    for ordinal, device_id in enumerate(ids):
+        if not 0 <= device_id < len(listing):
+            raise ValueError(
+                f"select_ipus entry {ordinal} is {device_id}: the emulated machine of {total} "
+                f"IPUs has device ids 0 to {len(listing) - 1} (see `openipu info`)"
+            )
+        entry = listing[device_id]
+        for ipu in entry.ipus:
+            if ipu in used:
+                raise ValueError(
+                    f"select_ipus={ids}: device ids {ids[used[ipu]]} and {device_id} both "
+                    f"contain IPU {ipu}"
+                )
+            used[ipu] = ordinal
+        devices.append(IPUDevice(ordinal, entry.ipus))
+    return devices
