@@ -36,8 +36,36 @@ MODULE_ALIASES: dict[str, str] = {
     "tf_keras.ipu": "openipu.keras_ipu",
 }
 
+#: The IPU operator modules: `tensorflow.python.ipu.ops.<name>`, also reachable as
+#: `tensorflow.python.ipu.<name>` (the very same module object).
+IPU_OPERATOR_MODULES = frozenset(
+    {
+        "all_to_all_op",
+        "application_compile_op",
+        "control_flow_ops",
+        "cross_replica_ops",
+        "custom_ops",
+        "embedded_runtime",
+        "embedding_ops",
+        "functional_ops",
+        "image_ops",
+        "internal_ops",
+        "math_ops",
+        "nn_ops",
+        "normalization_ops",
+        "pipelining_ops",
+        "rand_ops",
+        "reduce_scatter_op",
+        "replication_ops",
+        "slicing_ops",
+        "statistics_ops",
+        "within_replica_ops",
+    }
+)
+MODULE_ALIASES.update({f"openipu.ipu.{name}": f"openipu.ipu.ops.{name}" for name in IPU_OPERATOR_MODULES})
+
 #: Modules that receive a lazy `ipu` attribute once they have been executed.
-_KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras")
+_KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras", "tensorflow.keras")
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -47,11 +75,14 @@ class _AliasLoader(importlib.abc.Loader):
         self._target = target
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return importlib.import_module(self._target)
+        module = importlib.import_module(self._target)
+        self._target_spec = module.__spec__
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        # The target module was executed when it was imported under its own name.
-        return None
+        # The target module already ran when it was imported under its own name. The import
+        # system has just set its __spec__ to the alias's: give it back its own.
+        module.__spec__ = self._target_spec
 
 
 class _KerasApiLoader(importlib.abc.Loader):
@@ -98,17 +129,24 @@ class AliasFinder(importlib.abc.MetaPathFinder):
     """Resolves the original stack's module paths to openipu modules."""
 
     def find_spec(self, fullname: str, path=None, target=None):
-        for public, private in MODULE_ALIASES.items():
-            if fullname == public or fullname.startswith(public + "."):
-                return importlib.util.spec_from_loader(
-                    fullname, _AliasLoader(private + fullname[len(public) :])
-                )
+        target_name = resolve_alias(fullname)
+        if target_name is not None:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(target_name))
         if fullname in _KERAS_API_MODULES:
             spec = _find_with_other_finders(self, fullname, path, target)
             if spec is not None and spec.loader is not None:
                 spec.loader = _KerasApiLoader(spec.loader)
             return spec
         return None
+
+
+def resolve_alias(fullname: str) -> str | None:
+    """The module that `fullname` names, following aliases (None if it is no alias)."""
+    for public, private in MODULE_ALIASES.items():
+        if fullname == public or fullname.startswith(public + "."):
+            target = private + fullname[len(public) :]
+            return resolve_alias(target) or target
+    return None
 
 
 def _find_with_other_finders(me, fullname, path, target):

@@ -29,6 +29,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
+from openipu._src.system import configure
 
 _state = threading.local()
 
@@ -246,4 +247,14 @@ def _fetch_each_iteration(infeed):
 
 
 def _in_own_region(build: Callable):
-    return region_lib.compile_region(lambda: build(), [], flat_return_rules=False)
+    from openipu._src.compiler import device_scope
+
+    ordinal = device_scope.current_ipu_ordinal() or 0
+    system = configure.current_system("an IPU loop")
+    return region_lib.compile_region(
+        lambda: build(),
+        [],
+        system.device(ordinal).host_device(),
+        ipu_ordinal=ordinal,
+        flat_return_rules=False,
+    )

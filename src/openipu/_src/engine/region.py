@@ -28,7 +28,9 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import compile_policy
+from openipu._src.config.enums import DeviceConnectionType
+from openipu._src.engine import compile_policy, random_ops
+from openipu._src.system import configure
 
 _XLA_COMPILE_ATTR = "_xla_compile_id"
 logger = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ def compile_region(
     inputs=None,
     device: str | None = None,
     *,
+    ipu_ordinal: int = 0,
     flat_return_rules: bool = True,
 ):
     """Builds `computation(*inputs)` as one compiled region and returns its outputs.
@@ -117,13 +120,25 @@ def compile_region(
         inputs = []
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"inputs must be a list or tuple of values, got {type(inputs).__name__}")
+    connection = _device_connection_type()
+    if connection is DeviceConnectionType.NEVER:
+        raise RuntimeError(
+            "The IPU system is configured with device_connection.type = NEVER: the emulated "
+            "IPU is never attached, so no program can run on it. Use ALWAYS or ON_DEMAND."
+        )
     if tf.executing_eagerly():
         return tf.function(
             lambda: compile_region(
-                computation, inputs, device, flat_return_rules=flat_return_rules
+                computation,
+                inputs,
+                device,
+                ipu_ordinal=ipu_ordinal,
+                flat_return_rules=flat_return_rules,
             ),
             autograph=False,
         )()
+    if connection is DeviceConnectionType.PRE_COMPILE:
+        return _precompiled_outputs(computation, inputs, flat_return_rules)
     if current_region() is not None:
         # Regions do not nest: an inner compile is part of the outer region.
         return _call_inside_region(computation, inputs, flat_return_rules)
@@ -140,7 +155,10 @@ def compile_region(
         try:
             flat_inputs = [tf.identity(x, name=f"input_{i}") for i, x in enumerate(_flat(inputs))]
             region_inputs = nest.pack_sequence_as(inputs, flat_inputs)
-            with xla._disable_summary_context():  # noqa: SLF001 - summaries cannot compile
+            with (
+                xla._disable_summary_context(),  # noqa: SLF001 - summaries cannot compile
+                random_ops.seeded_from_device(ipu_ordinal),
+            ):
                 outputs = computation(*region_inputs)
             tensors, operations, structure = _split_outputs(outputs, flat_return_rules)
             tensors = [tf.identity(t) for t in tensors]
@@ -240,3 +258,19 @@ def _unmark(context: _RegionContext) -> None:
         op.graph._unfetchable_ops.discard(op)  # noqa: SLF001
         for tensor in op.outputs:
             op.graph._unfeedable_tensors.discard(tensor)  # noqa: SLF001
+
+
+def _device_connection_type() -> DeviceConnectionType | None:
+    system = configure.maybe_current_system()
+    return None if system is None else system.config.device_connection.type
+
+
+def _precompiled_outputs(computation, inputs, flat_return_rules):
+    """PRE_COMPILE: the program is built (and checked) but never runs; outputs are zeros."""
+    concrete = tf.function(lambda: computation(*inputs), autograph=False).get_concrete_function()
+    zeros = nest.map_structure(
+        lambda t: tf.zeros(t.shape, t.dtype) if isinstance(t, tf.Tensor) else None,
+        concrete.structured_outputs,
+    )
+    tensors, operations, structure = _split_outputs(zeros, flat_return_rules)
+    return _pack_outputs(tensors, operations, structure, "ipu_precompiled")

@@ -86,7 +86,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
             if tf.executing_eagerly():
                 return self._region_function(fn)(*args, **kwargs)
             # Already inside a function being traced: the region joins it.
-            return super().run(_in_region(fn), args, kwargs, options)
+            return super().run(_in_region(fn, self.extended.ipu_ordinal), args, kwargs, options)
 
     def experimental_run_v2(self, fn, args=(), kwargs=None, options=None):
         """The older name of `run`."""
@@ -101,7 +101,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         if cached is not None:
             return cached
         strategy = self
-        compiled = _in_region(fn)
+        compiled = _in_region(fn, self.extended.ipu_ordinal)
 
         def run_in_replica(*args, **kwargs):
             return distribute_lib.StrategyV1.run(strategy, compiled, args, kwargs)
@@ -118,7 +118,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 IPUStrategy = IPUStrategyV1
 
 
-def _in_region(fn):
+def _in_region(fn, ipu_ordinal: int):
     """`fn` (a Python function or a tf.function) as a function that builds a compiled region."""
     python_function = fn.python_function if isinstance(fn, polymorphic_function.Function) else fn
     uses_autograph = getattr(fn, "_autograph", True)
@@ -130,7 +130,10 @@ def _in_region(fn):
 
     def build(*args, **kwargs):
         return region.compile_region(
-            lambda: converted(*args, **kwargs), [], flat_return_rules=False
+            lambda: converted(*args, **kwargs),
+            [],
+            ipu_ordinal=ipu_ordinal,
+            flat_return_rules=False,
         )
 
     return build

@@ -1,0 +1,74 @@
+"""Random operations inside compiled regions draw from the emulated IPU's seed.
+
+On an IPU every random operation of a compiled program is driven by the
+device's hardware seed (one per replica), which `utils.reset_ipu_seed`
+resets. To reproduce that, while a region is being built every stateful
+random operation TensorFlow creates (`tf.random.uniform`, `tf.random.normal`,
+the Keras initialisers and dropout built on them, ...) is replaced by its
+stateless counterpart seeded from the device's `tf.random.Generator`
+(`system.seeds`). The replacement compiles under XLA, and resetting the
+generator makes the program's random numbers repeat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import tensorflow as tf
+from tensorflow.python.framework import op_callbacks
+
+from openipu._src.system import seeds
+
+_state = threading.local()
+
+
+def _stateless(op_type: str, inputs, attrs, seed: tf.Tensor) -> tf.Tensor | None:
+    dtype = tf.as_dtype(attrs["dtype"].type) if "dtype" in attrs else None
+    shape = inputs[0]
+    if op_type == "RandomUniform":
+        return tf.random.stateless_uniform(shape, seed, dtype=dtype)
+    if op_type == "RandomStandardNormal":
+        return tf.random.stateless_normal(shape, seed, dtype=dtype)
+    if op_type == "TruncatedNormal":
+        return tf.random.stateless_truncated_normal(shape, seed, dtype=dtype)
+    if op_type == "RandomUniformInt":
+        out_type = tf.as_dtype(attrs["Tout"].type)
+        return tf.random.stateless_uniform(
+            shape, seed, minval=inputs[1], maxval=inputs[2], dtype=out_type
+        )
+    return None
+
+
+_REPLACED = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"})
+
+
+@contextlib.contextmanager
+def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
+    """While building a region, routes stateful random ops to the device's generator.
+
+    Only in TF2 functions: a TF1 graph keeps TensorFlow's graph-level seeding.
+    """
+    if not tf.inside_function():
+        yield
+        return
+    generator = seeds.generator(device_ordinal, replica)
+
+    def replace(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if op_type not in _REPLACED or graph is None or getattr(_state, "busy", False):
+            return None
+        _state.busy = True
+        try:
+            with graph.as_default():
+                seed = generator.make_seeds(1)[:, 0]
+                replacement = _stateless(op_type, inputs, attrs, seed)
+        finally:
+            _state.busy = False
+        return None if replacement is None else [replacement]
+
+    op_callbacks.add_op_callback(replace)
+    try:
+        yield
+    finally:
+        op_callbacks.remove_op_callback(replace)

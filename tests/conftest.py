@@ -1,0 +1,36 @@
+"""Shared test fixtures.
+
+`ipu_system` configures an emulated system (one single-IPU device unless the
+test asks for more with `@pytest.mark.parametrize("ipu_system", [...], indirect=True)`)
+and resets it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def ipu_system(request):
+    from openipu._src.config.ipu_config import IPUConfig
+    from openipu._src.system import configure
+
+    config = IPUConfig()
+    config.auto_select_ipus = getattr(request, "param", 1)
+    configure.configure_ipu_system(config)
+    yield configure.current_system()
+    configure.reset_ipu_configuration()
+
+
+@pytest.fixture
+def tf1_graph():
+    """A fresh TF1-style graph (sessions, placeholders) for the duration of a test."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        yield graph
