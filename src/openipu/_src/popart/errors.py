@@ -11,3 +11,31 @@ class popart_runtime_error(popart_exception):  # noqa: N801 - the original's nam
 
 class OutOfMemoryException(popart_exception):
     """The (modelled) IPU memory is too small for the graph."""
+
+
+class LoweringError(popart_exception):
+    """An ONNX model that cannot be lowered to TensorFlow (bad node, attribute or graph)."""
+
+
+class UnsupportedOpError(LoweringError):
+    """No lowering is registered for an op's (domain, type, opset version)."""
+
+
+class InvalidAttributeError(LoweringError):
+    """A node's attribute is missing, unknown or has a value the op does not accept."""
+
+
+class UnsupportedOpsetError(popart_exception, ValueError):
+    """An operator-set version the builder does not implement.
+
+    The original raises ValueError here; being a popart_exception as well lets
+    callers catch every builder error the same way.
+    """
+
+
+class TensorInfoError(popart_exception, TypeError):
+    """A TensorInfo built from an unknown data type or a malformed shape.
+
+    The original raises TypeError here; see UnsupportedOpsetError for why it is
+    also a popart_exception.
+    """

@@ -1,0 +1,170 @@
+"""Convolutions: Conv, ConvTranspose, ConvInteger (NCHW, as ONNX lays them out)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.registry import register_op
+from openipu._src.popart.lowering.spatial import (
+    channels_first,
+    channels_last,
+    spatial_pad,
+    window_for,
+)
+
+_CONV_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64}
+
+
+def convolve(
+    x: tf.Tensor,
+    weight: tf.Tensor,
+    strides: list[int],
+    dilations: list[int],
+    groups: int,
+) -> tf.Tensor:
+    """VALID convolution of an already padded channels-first ``x`` with an ONNX [M, C/g, k...] weight.
+
+    TensorFlow's CPU kernels are channels-last; 3-D grouped convolutions and strides combined with
+    dilations are done piecewise because those kernels lack them.
+    """
+    dtype = x.dtype
+    if dtype not in _CONV_DTYPES:
+        x, weight = tf.cast(x, tf.float32), tf.cast(weight, tf.float32)
+    spatial = x.shape.rank - 2
+    filters = tf.transpose(weight, [*range(2, spatial + 2), 1, 0])
+    inputs = channels_last(x)
+    strided_and_dilated = any(s > 1 for s in strides) and any(d > 1 for d in dilations)
+    conv_strides = [1] * spatial if strided_and_dilated else strides
+
+    def conv(part: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+        return tf.nn.convolution(
+            part, kernel, strides=conv_strides, padding="VALID", dilations=dilations
+        )
+
+    if groups > 1 and spatial == 3:
+        parts = tf.split(inputs, groups, axis=-1)
+        kernels = tf.split(filters, groups, axis=-1)
+        output = tf.concat([conv(p, k) for p, k in zip(parts, kernels, strict=True)], axis=-1)
+    else:
+        output = conv(inputs, filters)
+    if strided_and_dilated:
+        output = output[(slice(None), *[slice(None, None, s) for s in strides], slice(None))]
+    output = channels_first(output)
+    return tf.cast(output, dtype) if output.dtype != dtype else output
+
+
+def add_channel_bias(y: tf.Tensor, bias: tf.Tensor | None) -> tf.Tensor:
+    if bias is None:
+        return y
+    return y + tf.reshape(bias, [1, -1] + [1] * (y.shape.rank - 2))
+
+
+def kernel_shape(op: Op, weight: tf.Tensor) -> list[int]:
+    return list(op.attrs.get("kernel_shape") or weight.shape.as_list()[2:])
+
+
+@register_op("Conv", since=(1, 11, 22))
+class Conv(Op):
+    def compute(self, x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor | None = None) -> tf.Tensor:
+        window = window_for(self, x.shape.as_list()[2:], kernel_shape(self, weight))
+        padded = spatial_pad(x, window.pads_begin, window.pads_end)
+        y = convolve(padded, weight, window.strides, window.dilations, self.attrs.group)
+        return add_channel_bias(y, bias)
+
+
+@register_op("ConvInteger", since=10)
+class ConvInteger(Op):
+    def compute(
+        self,
+        x: tf.Tensor,
+        weight: tf.Tensor,
+        x_zero_point: tf.Tensor | None = None,
+        w_zero_point: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        x = tf.cast(x, tf.int32)
+        weight = tf.cast(weight, tf.int32)
+        if x_zero_point is not None:
+            x = x - tf.cast(x_zero_point, tf.int32)
+        if w_zero_point is not None:
+            zero = tf.cast(w_zero_point, tf.int32)
+            weight = weight - tf.reshape(zero, [-1] + [1] * (weight.shape.rank - 1))
+        window = window_for(self, x.shape.as_list()[2:], kernel_shape(self, weight))
+        padded = spatial_pad(tf.cast(x, tf.float64), window.pads_begin, window.pads_end)
+        y = convolve(
+            padded, tf.cast(weight, tf.float64), window.strides, window.dilations, self.attrs.group
+        )
+        return tf.cast(tf.round(y), tf.int32)
+
+
+def upsample_with_zeros(x: tf.Tensor, strides: list[int]) -> tf.Tensor:
+    """Insert ``stride - 1`` zeros between neighbours along each spatial dim."""
+    for index, stride in enumerate(strides):
+        if stride == 1:
+            continue
+        axis = index + 2
+        dims = x.shape.as_list()
+        zeros = tf.zeros_like(x)
+        interleaved = tf.stack([x] + [zeros] * (stride - 1), axis=axis + 1)
+        merged = dims[:axis] + [dims[axis] * stride] + dims[axis + 1 :]
+        x = tf.reshape(interleaved, merged)
+        x = x[(slice(None),) * axis + (slice(0, (dims[axis] - 1) * stride + 1),)]
+    return x
+
+
+@register_op("ConvTranspose", since=(1, 11, 22))
+class ConvTranspose(Op):
+    """Lowered as a stride-1 convolution of the zero-upsampled input with the flipped kernel."""
+
+    def compute(self, x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor | None = None) -> tf.Tensor:
+        groups = self.attrs.group
+        spatial = x.shape.rank - 2
+        kernel = kernel_shape(self, weight)
+        strides = list(self.attrs.get("strides") or [1] * spatial)
+        dilations = list(self.attrs.get("dilations") or [1] * spatial)
+        output_padding = list(self.attrs.get("output_padding") or [0] * spatial)
+        input_spatial = x.shape.as_list()[2:]
+        full = [
+            (size - 1) * stride + (k - 1) * dilation + 1 + extra
+            for size, stride, k, dilation, extra in zip(
+                input_spatial, strides, kernel, dilations, output_padding, strict=True
+            )
+        ]
+        begin, end = self._pads(full, spatial, input_spatial, strides)
+        # [C, M/g, k...] -> [M, C/g, k...], kernel flipped in space.
+        channels_in, per_group_out = weight.shape.as_list()[:2]
+        w = tf.reshape(weight, [groups, channels_in // groups, per_group_out, *kernel])
+        w = tf.transpose(w, [0, 2, 1, *range(3, spatial + 3)])
+        w = tf.reshape(w, [groups * per_group_out, channels_in // groups, *kernel])
+        w = tf.reverse(w, axis=list(range(2, spatial + 2)))
+        upsampled = upsample_with_zeros(x, strides)
+        halo = [(k - 1) * d for k, d in zip(kernel, dilations, strict=True)]
+        padded = spatial_pad(
+            upsampled,
+            [h - b for h, b in zip(halo, begin, strict=True)],
+            [h + extra - e for h, extra, e in zip(halo, output_padding, end, strict=True)],
+        )
+        y = convolve(padded, w, [1] * spatial, dilations, groups)
+        return add_channel_bias(y, bias)
+
+    def _pads(
+        self, full: list[int], spatial: int, input_spatial: list[int], strides: list[int]
+    ) -> tuple[list[int], list[int]]:
+        output_shape = self.attrs.get("output_shape")
+        auto_pad = self.attrs.get("auto_pad") or "NOTSET"
+        if output_shape:
+            targets = list(output_shape)[-spatial:]
+        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            targets = [size * stride for size, stride in zip(input_spatial, strides, strict=True)]
+        else:
+            pads = list(self.attrs.get("pads") or [0] * (2 * spatial))
+            if auto_pad == "VALID":
+                pads = [0] * (2 * spatial)
+            return pads[:spatial], pads[spatial:]
+        totals = [f - t for f, t in zip(full, targets, strict=True)]
+        if auto_pad == "SAME_LOWER":
+            begin = [total - total // 2 for total in totals]
+        else:
+            begin = [total // 2 for total in totals]
+        end = [total - b for total, b in zip(totals, begin, strict=True)]
+        return begin, end

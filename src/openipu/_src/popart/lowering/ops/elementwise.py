@@ -1,0 +1,164 @@
+"""Broadcasting arithmetic: Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean, BitShift, bitwise."""
+
+from __future__ import annotations
+
+import functools
+
+import tensorflow as tf
+
+from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.registry import register_op
+from openipu._src.popart.lowering.tensor_utils import widened
+
+
+def legacy_broadcast(a: tf.Tensor, b: tf.Tensor, axis: int | None) -> tf.Tensor:
+    """Opsets < 7 broadcast B against A from ``axis`` (numpy-style suffix alignment if None)."""
+    if axis is None:
+        return b
+    a_rank, b_rank = a.shape.rank, b.shape.rank
+    axis = axis + a_rank if axis < 0 else axis
+    return tf.reshape(b, [1] * axis + b.shape.as_list() + [1] * (a_rank - axis - b_rank))
+
+
+class BinaryOp(Op):
+    """A numpy-broadcasting binary op (opsets >= 7), or one with the legacy ``broadcast`` attr."""
+
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        if self.attrs.get("broadcast"):
+            b = legacy_broadcast(a, b, self.attrs.get("axis"))
+        return self.apply(a, b)
+
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+
+@register_op("Add", since=(1, 6, 7, 13, 14))
+class Add(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        if a.dtype == tf.bool:
+            return tf.logical_or(a, b)
+        return widened(tf.add, a, b)
+
+
+@register_op("Sub", since=(1, 6, 7, 13, 14))
+class Sub(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.subtract, a, b)
+
+
+@register_op("Mul", since=(1, 6, 7, 13, 14))
+class Mul(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        if a.dtype == tf.bool:
+            return tf.logical_and(a, b)
+        return widened(tf.multiply, a, b)
+
+
+def divide(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    if a.dtype.is_integer:
+        # ONNX integer division truncates toward zero, like C.
+        return widened(tf.truncatediv, a, b)
+    return tf.divide(a, b)
+
+
+@register_op("Div", since=(1, 6, 7, 13, 14))
+class Div(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return divide(a, b)
+
+
+@register_op("Pow", since=(1, 7, 12, 13, 15))
+class Pow(BinaryOp):
+    def apply(self, base: tf.Tensor, exponent: tf.Tensor) -> tf.Tensor:
+        if base.dtype.is_integer:
+            if exponent.dtype.is_floating:
+                result = tf.pow(tf.cast(base, tf.float64), tf.cast(exponent, tf.float64))
+                return tf.cast(result, base.dtype)
+            return widened(tf.pow, base, tf.cast(exponent, base.dtype))
+        return tf.pow(base, tf.cast(exponent, base.dtype))
+
+
+@register_op("Mod", since=(10, 13))
+class Mod(BinaryOp):
+    def setup(self) -> None:
+        if self.attrs.fmod not in (0, 1):
+            self.bad_attribute("fmod", f"must be 0 or 1, not {self.attrs.fmod}")
+
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        if self.attrs.fmod == 1 or a.dtype.is_floating:
+            if a.dtype.is_integer:
+                return widened(tf.math.truncatemod, a, b)
+            if self.attrs.fmod != 1:
+                raise self.error("fmod must be 1 for floating-point inputs")
+            return tf.math.truncatemod(a, b)
+        return widened(tf.math.floormod, a, b)
+
+
+class VariadicOp(Op):
+    """Folds a broadcasting binary op over one or more inputs."""
+
+    def compute(self, *inputs: tf.Tensor) -> tf.Tensor:
+        return functools.reduce(self.combine, inputs)
+
+    def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+
+@register_op("Max", since=(1, 6, 8, 12, 13))
+class Max(VariadicOp):
+    def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.maximum, a, b)
+
+
+@register_op("Min", since=(1, 6, 8, 12, 13))
+class Min(VariadicOp):
+    def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.minimum, a, b)
+
+
+@register_op("Sum", since=(1, 6, 8, 13))
+class Sum(VariadicOp):
+    def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.add, a, b)
+
+
+@register_op("Mean", since=(1, 6, 8, 13))
+class Mean(VariadicOp):
+    def compute(self, *inputs: tf.Tensor) -> tf.Tensor:
+        total = functools.reduce(tf.add, inputs)
+        return total / tf.cast(len(inputs), total.dtype)
+
+
+@register_op("BitShift", since=11)
+class BitShift(BinaryOp):
+    def setup(self) -> None:
+        if self.attrs.direction not in ("LEFT", "RIGHT"):
+            self.bad_attribute("direction", f"must be LEFT or RIGHT, not {self.attrs.direction!r}")
+
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        shift = tf.bitwise.left_shift if self.attrs.direction == "LEFT" else tf.bitwise.right_shift
+        return shift(a, b)
+
+
+@register_op("BitwiseAnd", since=18)
+class BitwiseAnd(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_and(a, b)
+
+
+@register_op("BitwiseOr", since=18)
+class BitwiseOr(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_or(a, b)
+
+
+@register_op("BitwiseXor", since=18)
+class BitwiseXor(BinaryOp):
+    def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_xor(a, b)
+
+
+@register_op("BitwiseNot", since=18)
+class BitwiseNot(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.invert(x)

@@ -1,0 +1,144 @@
+"""Random ops (Dropout, RandomNormal/Uniform[Like], Bernoulli, Multinomial).
+
+All use TensorFlow's stateless random ops, seeded from the node's ``seed`` attribute or else the
+run's seed, so a seeded run gives the same numbers eagerly and compiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from openipu._src.popart.lowering.dtypes import ONNX_TO_TF
+from openipu._src.popart.lowering.op import Op, RunContext
+from openipu._src.popart.lowering.registry import register_op
+
+
+class RandomOp(Op):
+    stateful = True
+
+    def seed(self, context: RunContext) -> tf.Tensor:
+        seed = self.attrs.get("seed")
+        if seed is not None:
+            # A fixed seed attribute makes the op deterministic, as in onnxruntime.
+            return tf.constant([int(seed * 1000) & 0x7FFFFFFF, 0], dtype=tf.int64)
+        return context.op_seed(self)
+
+    def dtype(self, default: tf.DType) -> tf.DType:
+        dtype = self.attrs.get("dtype")
+        return ONNX_TO_TF[dtype] if dtype is not None else default
+
+
+@register_op("Dropout", since=(1, 6, 7, 10, 12, 13, 22))
+class Dropout(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
+        x = inputs[0]
+        ratio_input = inputs[1] if len(inputs) > 1 else None
+        training_input = inputs[2] if len(inputs) > 2 else None
+        if self.opset_version >= 12:
+            ratio = tf.cast(ratio_input, tf.float32) if ratio_input is not None else 0.5
+            if training_input is not None:
+                training = tf.get_static_value(tf.reshape(training_input, []))
+                if training is None:
+                    raise self.error("input 'training_mode' must be a constant")
+                training = bool(training)
+            else:
+                training = context.training
+        else:
+            ratio = self.attrs.ratio
+            training = context.training and not self.attrs.get("is_test")
+        wants_mask = len(self.node.output) > 1 and self.node.output[1]
+        if not training or (isinstance(ratio, float) and ratio == 0):
+            mask = tf.ones_like(x, dtype=tf.bool)
+            return (tf.identity(x), mask) if wants_mask else tf.identity(x)
+        keep = 1 - ratio
+        uniform = tf.random.stateless_uniform(tf.shape(x), seed=self.seed(context))
+        mask = uniform < keep
+        scale = (
+            tf.cast(1 / keep, x.dtype) if isinstance(keep, float) else tf.cast(1 / keep, x.dtype)
+        )
+        y = tf.where(mask, x * scale, tf.zeros_like(x))
+        return (y, mask) if wants_mask else y
+
+
+def random_values(
+    kind: str, shape: Any, dtype: tf.DType, seed: tf.Tensor, first: float, second: float
+) -> tf.Tensor:
+    """Normal (mean=first, scale=second) or uniform (low=first, high=second) samples."""
+    if kind == "normal":
+        values = tf.random.stateless_normal(shape, seed, mean=first, stddev=second)
+    else:
+        values = tf.random.stateless_uniform(shape, seed, minval=first, maxval=second)
+    return tf.cast(values, dtype)
+
+
+@register_op("RandomNormal", since=(1, 22))
+class RandomNormal(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        attrs = self.attrs
+        values = random_values(
+            "normal",
+            list(attrs.shape),
+            self.dtype(tf.float32),
+            self.seed(context),
+            attrs.mean,
+            attrs.scale,
+        )
+        return (values,)
+
+
+@register_op("RandomUniform", since=(1, 22))
+class RandomUniform(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        attrs = self.attrs
+        values = random_values(
+            "uniform",
+            list(attrs.shape),
+            self.dtype(tf.float32),
+            self.seed(context),
+            attrs.low,
+            attrs.high,
+        )
+        return (values,)
+
+
+@register_op("RandomNormalLike", since=(1, 22))
+class RandomNormalLike(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        x, attrs = inputs[0], self.attrs
+        values = random_values(
+            "normal", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.mean, attrs.scale
+        )
+        return (values,)
+
+
+@register_op("RandomUniformLike", since=(1, 22))
+class RandomUniformLike(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        x, attrs = inputs[0], self.attrs
+        values = random_values(
+            "uniform", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.low, attrs.high
+        )
+        return (values,)
+
+
+@register_op("Bernoulli", since=(15, 22))
+class Bernoulli(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        probabilities = inputs[0]
+        uniform = tf.random.stateless_uniform(
+            tf.shape(probabilities), self.seed(context), dtype=tf.float64
+        )
+        drawn = uniform < tf.cast(probabilities, tf.float64)
+        return (tf.cast(drawn, self.dtype(probabilities.dtype)),)
+
+
+@register_op("Multinomial", since=(7, 22))
+class Multinomial(RandomOp):
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        logits = inputs[0]
+        samples = tf.random.stateless_categorical(
+            logits, self.attrs.sample_size, self.seed(context), dtype=tf.int64
+        )
+        return (tf.cast(samples, self.dtype(tf.int32)),)

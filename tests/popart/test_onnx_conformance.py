@@ -1,0 +1,182 @@
+"""ONNX node conformance: the onnx package's node test cases through the lowering.
+
+Outputs are compared exactly as onnx's backend test runner does (same dtype and shape,
+``np.testing.assert_allclose`` with the case's rtol/atol, NaNs equal). Cases we do not pass are
+listed with a reason in ``conformance_expected_failures.txt``; a listed case that passes fails
+its test, so the list stays true.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+import tensorflow as tf
+
+from openipu._src.popart.lowering import lower_model
+
+EXPECTED_FAILURES_FILE = Path(__file__).with_name("conformance_expected_failures.txt")
+# onnxruntime 1.31 passes 1334 of onnx 1.23's 1884 node cases on the same strict runner.
+ONNXRUNTIME_PASSED = 1334
+
+
+def load_cases() -> list[Any]:
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return [case for case in collect_testcases(None) if case.kind == "node"]
+
+
+def load_expected_failures() -> dict[str, str]:
+    expected = {}
+    for line in EXPECTED_FAILURES_FILE.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, reason = line.partition(":")
+        expected[name.strip()] = reason.strip()
+    return expected
+
+
+CASES = load_cases()
+CASES_BY_NAME = {case.name: case for case in CASES}
+EXPECTED_FAILURES = load_expected_failures()
+
+
+# -- running a model -------------------------------------------------------------------------
+
+
+def run_model(model: onnx.ModelProto, inputs: list[Any], compiled: bool = False) -> list[Any]:
+    """The model's outputs for positional inputs. The one place that says how models are run."""
+    return run_through_lowering(model, inputs, compiled)
+
+
+def run_through_lowering(model: onnx.ModelProto, inputs: list[Any], compiled: bool) -> list[Any]:
+    lowered = lower_model(model)
+    feeds = dict(zip(lowered.input_names, inputs, strict=False))
+    if compiled:
+        run = tf.function(lambda feeds: lowered.run(feeds), jit_compile=True)
+        results = run(feeds)
+    else:
+        results = lowered.run(feeds)
+    return [to_numpy(results[name]) for name in lowered.output_names]
+
+
+def to_numpy(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [to_numpy(item) for item in value]
+    array = value.numpy()
+    if array.dtype == object:  # TensorFlow strings are bytes; ONNX's expected strings are str
+        return np.vectorize(
+            lambda item: item.decode("utf-8") if isinstance(item, bytes) else item, otypes=[object]
+        )(array)
+    return array
+
+
+def case_inputs_and_outputs(case: Any) -> list[tuple[list[Any], list[Any]]]:
+    def normalize(value: Any) -> Any:
+        if isinstance(value, onnx.TensorProto):
+            return onnx.numpy_helper.to_array(value)
+        return value
+
+    return [
+        ([normalize(value) for value in inputs], [normalize(value) for value in outputs])
+        for inputs, outputs in case.data_sets
+    ]
+
+
+def assert_similar_outputs(
+    expected: list[Any], actual: list[Any], rtol: float, atol: float
+) -> None:
+    """onnx.backend.test.runner.Runner.assert_similar_outputs, minus its model-dir plumbing."""
+    from onnx.backend.test.runner import Runner
+
+    Runner.assert_similar_outputs(expected, actual, rtol=rtol, atol=atol)
+
+
+def check_case(case: Any, compiled: bool = False) -> None:
+    for inputs, expected in case_inputs_and_outputs(case):
+        actual = run_model(case.model, inputs, compiled=compiled)
+        assert_similar_outputs(expected, actual, rtol=case.rtol, atol=case.atol)
+
+
+def case_passes(case: Any) -> tuple[bool, str]:
+    try:
+        with np.errstate(all="ignore"):
+            check_case(case)
+    except Exception as error:  # noqa: BLE001 - every failure counts as not passing
+        return False, f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
+    return True, ""
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+_RESULTS: dict[str, bool] = {}
+
+
+@pytest.mark.parametrize("case_name", sorted(CASES_BY_NAME))
+def test_node_case(case_name: str) -> None:
+    case = CASES_BY_NAME[case_name]
+    passed, message = case_passes(case)
+    _RESULTS[case_name] = passed
+    if case_name in EXPECTED_FAILURES:
+        if passed:
+            pytest.fail(
+                f"{case_name} passes but is listed in {EXPECTED_FAILURES_FILE.name}: remove it"
+            )
+        pytest.xfail(EXPECTED_FAILURES[case_name])
+    assert passed, message
+
+
+def test_expected_failures_name_real_cases() -> None:
+    unknown = sorted(set(EXPECTED_FAILURES) - set(CASES_BY_NAME))
+    assert not unknown, f"{EXPECTED_FAILURES_FILE.name} lists unknown cases: {unknown}"
+    assert all(EXPECTED_FAILURES.values()), "every expected failure needs a reason"
+
+
+def test_conformance_count(record_property: Any) -> None:
+    """Reports how many cases pass; runs after the per-case tests of a full run."""
+    if len(_RESULTS) != len(CASES):
+        pytest.skip("needs the full set of per-case tests in the same run")
+    passed = sum(_RESULTS.values())
+    record_property("onnx_node_cases_passed", passed)
+    print(f"\nONNX node conformance: {passed} / {len(CASES)} cases pass")
+    assert passed > ONNXRUNTIME_PASSED
+
+
+def compiled_sample(size: int = 100) -> list[str]:
+    from openipu._src.popart.lowering import lower_model as lower
+
+    candidates = []
+    for name in sorted(CASES_BY_NAME):
+        if name in EXPECTED_FAILURES:
+            continue
+        try:
+            if lower(CASES_BY_NAME[name].model).compilable:
+                candidates.append(name)
+        except Exception:  # noqa: BLE001, S112 - cases that fail to lower are not sampled
+            continue
+    return random.Random(1234).sample(candidates, min(size, len(candidates)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case_name", compiled_sample(int(os.environ.get("OPENIPU_XLA_SAMPLE", 100)))
+)
+def test_compiled_matches_eager(case_name: str) -> None:
+    """XLA-compiled evaluation gives what eager evaluation gives (within the case tolerances)."""
+    case = CASES_BY_NAME[case_name]
+    for inputs, _ in case_inputs_and_outputs(case):
+        with np.errstate(all="ignore"):
+            eager = run_model(case.model, inputs)
+            compiled = run_model(case.model, inputs, compiled=True)
+        assert_similar_outputs(eager, compiled, rtol=case.rtol, atol=max(case.atol, 1e-6))
