@@ -52,6 +52,22 @@ def bind_attribute_references(
     return bound
 
 
+def parse_function(serialized: bytes | onnx.FunctionProto) -> onnx.FunctionProto:
+    if isinstance(serialized, onnx.FunctionProto):
+        return serialized
+    function = onnx.FunctionProto()
+    function.ParseFromString(serialized)
+    return function
+
+
+def schema_function(schema: onnx.defs.OpSchema, version: int) -> onnx.FunctionProto:
+    """The schema's function body for the newest function opset not above ``version``."""
+    candidates = [v for v in schema.function_opset_versions if v <= version]
+    if not candidates:
+        return schema.function_body
+    return parse_function(schema.get_function_with_opset_version(max(candidates)))
+
+
 def describe_type(value: Any) -> onnx.TypeProto:
     """The ONNX type of a runtime value, as context-dependent function builders need it."""
     if isinstance(value, tf.Tensor):
@@ -93,7 +109,7 @@ class FunctionOp(Op):
         else:
             self.attrs = self._resolve_attributes(node, version)
             self._body = (
-                self._lower_function(schema.get_function_with_opset_version(version))
+                self._lower_function(schema_function(schema, version))
                 if schema.has_function
                 else None
             )
@@ -109,7 +125,12 @@ class FunctionOp(Op):
         return any(op.stateful for body in self.extra_bodies for op in body.ops)
 
     def _lower_function(self, function: onnx.FunctionProto) -> Body:
-        values = {attribute.name: attribute for attribute in function.attribute_proto}
+        values = {}
+        if self.schema is not None:
+            for name, spec in self.schema.attributes.items():
+                if spec.default_value.type != AttributeProto.UNDEFINED:
+                    values[name] = spec.default_value
+        values.update({attribute.name: attribute for attribute in function.attribute_proto})
         values.update({attribute.name: attribute for attribute in self.node.attribute})
         nodes = bind_attribute_references(function.node, values)
         opsets = dict(self.lowerer.opsets)
@@ -129,14 +150,12 @@ class FunctionOp(Op):
                 self.node.SerializeToString(),
                 [type_proto.SerializeToString() for type_proto in input_types],
             )
-            function = onnx.FunctionProto()
-            function.ParseFromString(serialized)
-            body = self._lower_function(function)
+            body = self._lower_function(parse_function(serialized))
             self._bodies_by_input_types[signature] = body
         return body
 
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self._body if self._body is not None else self._context_dependent_body(inputs)
         # A function sees only its own inputs, never the caller's scope.
-        outputs = body.call(context, ChainMap(), inputs)
+        outputs = body.call(context, ChainMap(), inputs, missing_outputs_ok=True)
         return tuple(outputs)

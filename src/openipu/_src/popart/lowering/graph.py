@@ -68,14 +68,26 @@ class Body:
                     scope[name] = value
         return scope
 
-    def call(self, context: RunContext, outer: Scope, inputs: Sequence[Any]) -> list[Any]:
-        """Evaluate as a subgraph: bind ``inputs`` to its inputs and return its outputs."""
+    def call(
+        self,
+        context: RunContext,
+        outer: Scope,
+        inputs: Sequence[Any],
+        missing_outputs_ok: bool = False,
+    ) -> list[Any]:
+        """Evaluate as a subgraph: bind ``inputs`` to its inputs and return its outputs.
+
+        With ``missing_outputs_ok`` an output the body did not produce (a function's optional
+        output) is None instead of an error.
+        """
         scope = outer.new_child()
         inputs = list(inputs) + [None] * (len(self.input_names) - len(inputs))
         for name, value in zip(self.input_names, inputs, strict=False):
             if name:
                 scope[name] = value
         self.evaluate(context, scope)
+        if missing_outputs_ok:
+            return [scope.get(name) for name in self.output_names]
         return [lookup(scope, name, None) for name in self.output_names]
 
 

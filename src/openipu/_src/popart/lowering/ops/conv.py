@@ -162,9 +162,10 @@ class ConvTranspose(Op):
                 pads = [0] * (2 * spatial)
             return pads[:spatial], pads[spatial:]
         totals = [f - t for f, t in zip(full, targets, strict=True)]
-        if auto_pad == "SAME_LOWER":
-            begin = [total - total // 2 for total in totals]
-        else:
+        # A negative total (output_shape beyond the full output) extends the end.
+        if auto_pad == "SAME_UPPER":
             begin = [total // 2 for total in totals]
+        else:
+            begin = [total - total // 2 for total in totals]
         end = [total - b for total, b in zip(totals, begin, strict=True)]
         return begin, end

@@ -85,12 +85,10 @@ class Mod(BinaryOp):
             self.bad_attribute("fmod", f"must be 0 or 1, not {self.attrs.fmod}")
 
     def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        if self.attrs.fmod == 1 or a.dtype.is_floating:
-            if a.dtype.is_integer:
-                return widened(tf.math.truncatemod, a, b)
-            if self.attrs.fmod != 1:
-                raise self.error("fmod must be 1 for floating-point inputs")
-            return tf.math.truncatemod(a, b)
+        if self.attrs.fmod == 1:
+            if a.dtype in (tf.float16, tf.bfloat16):
+                return tf.cast(tf.truncatemod(tf.cast(a, tf.float32), tf.cast(b, tf.float32)), a.dtype)
+            return widened(tf.truncatemod, a, b)
         return widened(tf.math.floormod, a, b)
 
 
@@ -136,8 +134,19 @@ class BitShift(BinaryOp):
             self.bad_attribute("direction", f"must be LEFT or RIGHT, not {self.attrs.direction!r}")
 
     def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        shift = tf.bitwise.left_shift if self.attrs.direction == "LEFT" else tf.bitwise.right_shift
-        return shift(a, b)
+        # Shifts by a negative amount or by the bit width or more give 0 (-1 for a negative
+        # value shifted right), rather than C's undefined behaviour.
+        width = a.dtype.size * 8
+        out_of_range = tf.logical_or(b < 0, b >= width)
+        safe_b = tf.where(out_of_range, tf.zeros_like(b), b)
+        if self.attrs.direction == "LEFT":
+            shifted = tf.bitwise.left_shift(a, safe_b)
+            overflow = tf.zeros_like(shifted)
+        else:
+            shifted = tf.bitwise.right_shift(a, safe_b)
+            overflow = tf.where(a < 0, -tf.ones_like(a), tf.zeros_like(a)) if not a.dtype.is_unsigned else tf.zeros_like(a)
+        overflow = tf.broadcast_to(overflow, tf.shape(shifted))
+        return tf.where(out_of_range, overflow, shifted)
 
 
 @register_op("BitwiseAnd", since=18)

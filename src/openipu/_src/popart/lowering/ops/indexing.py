@@ -133,11 +133,11 @@ class ScatterND(Op):
 @register_op("OneHot", since=(9, 11))
 class OneHot(Op):
     def compute(self, indices: tf.Tensor, depth: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
-        depth = tf.cast(tf.reshape(depth, []), tf.int64)
+        depth = tf.cast(tf.reshape(depth, []), tf.int32)
         if indices.dtype.is_floating:
             indices = tf.cast(indices, tf.int64)
         indices = wrap_negative(indices, depth)
-        axis = self.attrs.axis
+        axis = normalize_axis(self.attrs.axis, indices.shape.rank + 1)
         off_value, on_value = values[0], values[1]
         return tf.one_hot(indices, depth, on_value, off_value, axis=axis, dtype=values.dtype)
 

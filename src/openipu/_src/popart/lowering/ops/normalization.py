@@ -126,7 +126,8 @@ class LpNormalization(Op):
             norm = tf.reduce_sum(tf.abs(x), axis=axis, keepdims=True)
         else:
             norm = tf.sqrt(tf.reduce_sum(tf.square(x), axis=axis, keepdims=True))
-        return x / norm
+        # A zero norm gives zeros rather than NaNs.
+        return tf.math.divide_no_nan(x, norm)
 
 
 @register_op("LRN", since=(1, 13))

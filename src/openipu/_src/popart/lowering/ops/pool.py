@@ -192,22 +192,24 @@ class MaxUnpool(Op):
     def compute(
         self, x: tf.Tensor, indices: tf.Tensor, output_shape: tf.Tensor | None = None
     ) -> tf.Tensor:
-        if output_shape is not None:
-            shape = self.static_ints(output_shape, "output_shape")
-        else:
-            dims = x.shape.as_list()
-            count = len(dims) - 2
-            strides = list(self.attrs.get("strides") or [1] * count)
-            pads = list(self.attrs.get("pads") or [0] * (2 * count))
-            shape = dims[:2] + [
-                (size - 1) * stride + k - pads[i] - pads[i + count]
-                for i, (size, stride, k) in enumerate(
-                    zip(dims[2:], strides, self.attrs.kernel_shape, strict=True)
-                )
-            ]
+        dims = x.shape.as_list()
+        count = len(dims) - 2
+        strides = list(self.attrs.get("strides") or [1] * count)
+        pads = list(self.attrs.get("pads") or [0] * (2 * count))
+        shape = dims[:2] + [
+            (size - 1) * stride + k - pads[i] - pads[i + count]
+            for i, (size, stride, k) in enumerate(
+                zip(dims[2:], strides, self.attrs.kernel_shape, strict=True)
+            )
+        ]
         flat = tf.scatter_nd(
             tf.reshape(tf.cast(indices, tf.int64), [-1, 1]),
             tf.reshape(x, [-1]),
             [math.prod(shape)],
         )
-        return tf.reshape(flat, shape)
+        y = tf.reshape(flat, shape)
+        if output_shape is not None:
+            # The indices address the inferred shape; a larger requested shape pads at the end.
+            target = self.static_ints(output_shape, "output_shape")
+            y = tf.pad(y, [[0, t - s] for t, s in zip(target, shape, strict=True)])
+        return y

@@ -36,8 +36,10 @@ def _sum_square(x: tf.Tensor, axis: list[int], keepdims: bool) -> tf.Tensor:
     return widened(lambda v: tf.reduce_sum(tf.square(v), axis=axis, keepdims=keepdims), x)
 
 
-def _plain(function: Callable) -> Callable:
+def _plain(function: Callable, for_bool: Callable | None = None) -> Callable:
     def reduce(x: tf.Tensor, axis: list[int], keepdims: bool) -> tf.Tensor:
+        if x.dtype == tf.bool and for_bool is not None:
+            return for_bool(x, axis=axis, keepdims=keepdims)
         if x.dtype == tf.bool:
             x = tf.cast(x, tf.int32)
             return tf.cast(function(x, axis=axis, keepdims=keepdims), tf.bool)
@@ -86,8 +88,8 @@ def reduction(op_type: str, since: tuple[int, ...], reducer: Callable, axes_inpu
 
 ReduceSum = reduction("ReduceSum", (1, 11, 13), _plain(tf.reduce_sum), axes_input=13)
 ReduceMean = reduction("ReduceMean", (1, 11, 13, 18), _mean)
-ReduceMax = reduction("ReduceMax", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_max))
-ReduceMin = reduction("ReduceMin", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_min))
+ReduceMax = reduction("ReduceMax", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_max, tf.reduce_any))
+ReduceMin = reduction("ReduceMin", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_min, tf.reduce_all))
 ReduceProd = reduction("ReduceProd", (1, 11, 13, 18), _plain(tf.reduce_prod))
 ReduceL1 = reduction("ReduceL1", (1, 11, 13, 18), _l1)
 ReduceL2 = reduction("ReduceL2", (1, 11, 13, 18), _l2)

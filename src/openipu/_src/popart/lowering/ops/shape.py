@@ -369,7 +369,8 @@ class SpaceToDepth(Op):
         block = self.attrs.blocksize
         batch, channels, height, width = shape_list(x)
         x = tf.reshape(x, [batch, channels, height // block, block, width // block, block])
-        x = tf.transpose(x, [0, 3, 5, 1, 2, 4])
+        mode = self.attrs.get("mode") or "DCR"
+        x = tf.transpose(x, [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
         return tf.reshape(x, [batch, channels * block * block, height // block, width // block])
 
 
