@@ -62,6 +62,7 @@ class Body:
                 scope[name] = tf.constant(array)
         for op in self.ops:
             arguments = [lookup(scope, name, op) if name else None for name in op.node.input]
+            context.scope = scope
             results = run_op(op, context, arguments)
             for name, value in zip(op.node.output, results, strict=False):
                 if name:

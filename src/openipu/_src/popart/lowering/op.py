@@ -75,6 +75,8 @@ class RunContext:
     training: bool = False
     seed: tf.Tensor | None = None  # int64 [2]: the base of every stateless random op's seed
     fetch: frozenset[str] = field(default_factory=frozenset)
+    # The values visible to the op being run: ops with subgraphs evaluate them inside it.
+    scope: Any = None
 
     def op_seed(self, op: Op) -> tf.Tensor:
         """A seed for one random op: the run's seed folded with a stable hash of the op."""

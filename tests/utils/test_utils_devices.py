@@ -1,0 +1,64 @@
+"""`get_num_of_ipus_in_device` and `running_on_ipu_model`."""
+
+from __future__ import annotations
+
+import pytest
+
+from openipu._src.system import configure
+from openipu._src.utils import get_num_of_ipus_in_device, running_on_ipu_model
+
+
+@pytest.mark.parametrize("ipu_system", [[2, 1, 4]], indirect=True)
+def test_counts_the_ipus_of_each_configured_device(ipu_system):
+    assert get_num_of_ipus_in_device("/device:IPU:0") == 2
+    assert get_num_of_ipus_in_device("/device:IPU:1") == 1
+    assert get_num_of_ipus_in_device("/device:IPU:2", device="/device:CPU:0") == 4
+
+
+def test_accepts_fully_qualified_device_names(ipu_system):
+    assert get_num_of_ipus_in_device("/job:localhost/replica:0/task:0/device:IPU:0") == 1
+
+
+@pytest.mark.parametrize("name", ["/device:CPU:0", "/device:GPU:0", "IPU", "garbage"])
+def test_rejects_a_device_that_is_not_an_ipu(ipu_system, name):
+    with pytest.raises(ValueError, match="not an IPU device"):
+        get_num_of_ipus_in_device(name)
+
+
+def test_rejects_a_device_name_that_is_not_a_string(ipu_system):
+    with pytest.raises(TypeError, match="device name"):
+        get_num_of_ipus_in_device(0)
+
+
+def test_rejects_a_device_the_system_does_not_have(ipu_system):
+    with pytest.raises(ValueError, match="does not exist"):
+        get_num_of_ipus_in_device("/device:IPU:1")
+
+
+def test_rejects_a_host_device_that_is_not_a_cpu(ipu_system):
+    with pytest.raises(ValueError, match="not a CPU device"):
+        get_num_of_ipus_in_device("/device:IPU:0", device="/device:IPU:0")
+
+
+def test_needs_a_configured_system():
+    configure.reset_ipu_configuration()
+    with pytest.raises(RuntimeError, match="No IPU system is configured"):
+        get_num_of_ipus_in_device("/device:IPU:0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (None, False),
+        ("", False),
+        ("--use_ipu_model", True),
+        ("--max_compilation_threads=2 --use_ipu_model --use_synthetic_data", True),
+        ("--use_ipu_model_no", False),
+    ],
+)
+def test_running_on_ipu_model_reads_the_poplar_flags(monkeypatch, flags, expected):
+    if flags is None:
+        monkeypatch.delenv("TF_POPLAR_FLAGS", raising=False)
+    else:
+        monkeypatch.setenv("TF_POPLAR_FLAGS", flags)
+    assert running_on_ipu_model() is expected
