@@ -19,7 +19,7 @@ import _openipu_startup
 
 MANIFEST = pathlib.Path(__file__).with_name("tensorflow_ipu.txt")
 
-IMPLEMENTED_SECTIONS = {"tf2", "21.2", "21.3", "21.4", "21.5", "21.6", "21.7", "21.8"}
+IMPLEMENTED_SECTIONS = {"tf2", "21.2", "21.3", "21.4", "21.5", "21.6", "21.7", "21.8", "21.12"}
 
 
 def _manifest() -> list[tuple[str, str]]:

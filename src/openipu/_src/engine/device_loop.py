@@ -149,6 +149,7 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
             lambda i, *_: i < n,
             loop_body,
             [tf.constant(0, tf.int32)] + carried,
+            parallel_iterations=1,  # iterations run in order, as on the device
             name="ipu_repeat",
         )
     return _loop_results(results[1:], results[0])
@@ -192,6 +193,7 @@ def while_loop(
             loop_body,
             carried or [tf.constant(0, tf.int32)],
             maximum_iterations=maximum_iterations,
+            parallel_iterations=1,
             name="ipu_while",
         )
     if not carried:

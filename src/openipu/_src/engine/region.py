@@ -126,7 +126,7 @@ def compile_region(
             "The IPU system is configured with device_connection.type = NEVER: the emulated "
             "IPU is never attached, so no program can run on it. Use ALWAYS or ON_DEMAND."
         )
-    if tf.executing_eagerly():
+    if tf.executing_eagerly() and connection is not DeviceConnectionType.PRE_COMPILE:
         return tf.function(
             lambda: compile_region(
                 computation,
@@ -266,11 +266,19 @@ def _device_connection_type() -> DeviceConnectionType | None:
 
 
 def _precompiled_outputs(computation, inputs, flat_return_rules):
-    """PRE_COMPILE: the program is built (and checked) but never runs; outputs are zeros."""
-    concrete = tf.function(lambda: computation(*inputs), autograph=False).get_concrete_function()
+    """PRE_COMPILE: the program is built (and checked) but never runs; outputs are zeros.
+
+    In a TF2 function the program is traced as a function that nothing calls; in a
+    TF1 graph it is built but nothing depends on it, so a session never runs it.
+    """
+    if tf.executing_eagerly() or tf.inside_function():
+        built = tf.function(lambda: computation(*inputs), autograph=False)
+        outputs = built.get_concrete_function().structured_outputs
+    else:
+        outputs = computation(*inputs)
     zeros = nest.map_structure(
         lambda t: tf.zeros(t.shape, t.dtype) if isinstance(t, tf.Tensor) else None,
-        concrete.structured_outputs,
+        outputs,
     )
     tensors, operations, structure = _split_outputs(zeros, flat_return_rules)
-    return _pack_outputs(tensors, operations, structure, "ipu_precompiled")
+    return _pack_outputs(tensors, [], structure, "ipu_precompiled")

@@ -171,6 +171,7 @@ class IPUInfeedQueue:
                 lambda i, *_: i < count,
                 fetch,
                 [tf.constant(0, tf.int32)] + arrays,
+                parallel_iterations=1,  # elements arrive in dataset order
                 name="infeed_fetch",
             )
             stacked = [a.stack() for a in arrays]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 
 import tensorflow as tf
+from tensorflow.python.eager import context
 
 _lock = threading.Lock()
 _generators: dict[tuple[int, int], tf.random.Generator] = {}
@@ -36,7 +37,7 @@ def reset_ipu_seed(
     """Makes the random numbers of `device_ordinal` start again from `seed`."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"reset_ipu_seed: seed must be an int, got {seed!r}")
-    with _lock:
+    with _lock, context.eager_mode():
         _seeds[device_ordinal] = (seed, experimental_identical_replicas)
         for (ordinal, replica), gen in _generators.items():
             if ordinal == device_ordinal:
@@ -45,7 +46,7 @@ def reset_ipu_seed(
 
 def reset_all() -> None:
     """Forgets every seed and generator state (a new system configuration)."""
-    with _lock:
+    with _lock, context.eager_mode():
         _seeds.clear()
         for gen in _generators.values():
             gen.reset(tf.random.Generator.from_non_deterministic_state().state)

@@ -1,0 +1,124 @@
+"""`IPUInfeedQueue` (spec 21.4) and its error rules E4-E7."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+
+
+def test_needs_a_dataset():
+    with pytest.raises(TypeError, match="needs a tf.data.Dataset, got list"):
+        ipu.ipu_infeed_queue.IPUInfeedQueue([1, 2, 3])
+
+
+def test_shapes_must_be_fully_defined():
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones([10, 3], np.float32)).batch(4)
+    with pytest.raises(ValueError, match=r"not fully defined.*drop_remainder=True"):
+        ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+
+def test_nested_component_with_unknown_shape_is_named():
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {"a": np.ones([10, 3], np.float32), "b": np.ones([10, 2], np.float32)}
+    ).batch(4)
+    with pytest.raises(ValueError, match="element component 'a'"):
+        ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+
+@pytest.mark.parametrize("depth", [0, -1, 256, 1.5, True])
+def test_prefetch_depth_validation(depth):
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones([4, 3], np.float32))
+    with pytest.raises(ValueError, match="prefetch_depth"):
+        ipu.ipu_infeed_queue.IPUInfeedQueue(dataset, prefetch_depth=depth)
+
+
+def test_prefetch_depth_is_kept():
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones([4, 3], np.float32))
+    assert ipu.ipu_infeed_queue.IPUInfeedQueue(dataset, prefetch_depth=7).prefetch_depth == 7
+
+
+def test_initializer_second_access_raises():
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    queue.initializer  # noqa: B018 - the property access is the test
+    with pytest.raises(ValueError, match="already been accessed"):
+        queue.initializer  # noqa: B018
+
+
+def test_get_next_is_obsolete():
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    with pytest.raises(ValueError, match="obsolete"):
+        queue.get_next()
+
+
+@pytest.mark.parametrize(
+    "element, count",
+    [
+        ((np.ones([4, 2]), np.ones([4])), 2),
+        ({"a": np.ones([4]), "b": np.ones([4]), "c": np.ones([4])}, 3),
+        (np.ones([4]), 1),
+    ],
+)
+def test_number_of_tuple_elements(element, count):
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(element))
+    assert queue.number_of_tuple_elements == count
+
+
+def test_nested_structure_reaches_the_body(ipu_system):
+    dataset = tf.data.Dataset.from_tensor_slices(
+        ({"x": np.arange(8, dtype=np.float32).reshape(4, 2)}, np.arange(4, dtype=np.int32))
+    )
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+
+    def body(total, features, label):
+        return total + tf.reduce_sum(features["x"]) * tf.cast(label, tf.float32)
+
+    @tf.function(jit_compile=True)
+    def net():
+        return ipu.loops.repeat(4, body, [0.0], queue)
+
+    expected = sum(np.arange(8).reshape(4, 2)[i].sum() * i for i in range(4))
+    assert float(strategy.run(net)) == expected
+
+
+def test_exhausted_dataset_raises_out_of_range(ipu_system):
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.from_tensor_slices(np.ones([3, 2], np.float32))
+    )
+    strategy = ipu.ipu_strategy.IPUStrategy()
+
+    @tf.function(jit_compile=True)
+    def net():
+        return ipu.loops.repeat(5, lambda total, x: total + tf.reduce_sum(x), [0.0], queue)
+
+    with pytest.raises(tf.errors.OutOfRangeError):
+        strategy.run(net)
+
+
+def test_tf1_session_needs_the_initializer_and_then_streams(ipu_system, tf1_graph):
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10))
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        result = ipu.ipu_compiler.compile(
+            lambda: ipu.loops.repeat(
+                4, lambda total, x: total + x, [tf.constant(0, tf.int64)], queue
+            )
+        )
+    with tf.compat.v1.Session(graph=tf1_graph) as session:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            session.run(result)
+        session.run(queue.initializer)
+        assert session.run(result) == [0 + 1 + 2 + 3]
+        assert session.run(result) == [4 + 5 + 6 + 7]
+
+
+def test_deleter_releases_the_iterator(ipu_system):
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10))
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    net = tf.function(
+        lambda: ipu.loops.repeat(2, lambda t, x: t + x, [tf.constant(0, tf.int64)], queue)
+    )
+    assert int(strategy.run(net)) == 1
+    assert queue.deleter is None  # eager: nothing to run
+    assert queue._iterator is None  # noqa: SLF001

@@ -1,0 +1,149 @@
+"""Configuring the emulated IPU system (spec 21.7 functions, E11, E12)."""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+
+from openipu._src.config.enums import DeviceConnectionType
+from openipu._src.config.ipu_config import IPUConfig
+from openipu._src.system import configure, topology
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    configure.reset_ipu_configuration()
+    yield
+    configure.reset_ipu_configuration()
+
+
+def _configure(**options):
+    config = IPUConfig()
+    for name, value in options.items():
+        setattr(config, name, value)
+    configure.configure_ipu_system(config)
+    return configure.current_system()
+
+
+def test_auto_select_int_makes_one_device():
+    system = _configure(auto_select_ipus=4)
+    assert [(d.name, d.ipus) for d in system.devices] == [("/device:IPU:0", (0, 1, 2, 3))]
+
+
+def test_auto_select_list_makes_one_device_per_entry_on_disjoint_aligned_ipus():
+    system = _configure(auto_select_ipus=[1, 2, 4])
+    assert [d.ipus for d in system.devices] == [(0,), (2, 3), (4, 5, 6, 7)]
+    assert [d.name for d in system.devices] == ["/device:IPU:0", "/device:IPU:1", "/device:IPU:2"]
+
+
+def test_asking_for_more_ipus_than_the_machine_has_names_the_numbers():
+    with pytest.raises(ValueError, match=r"asks for 32 IPUs but the emulated machine has 16"):
+        _configure(auto_select_ipus=[16, 16])
+
+
+def test_multi_ipu_device_size_must_be_a_power_of_two():
+    with pytest.raises(
+        ValueError, match=r"entry 0 is 3: a multi-IPU device must have a power-of-two"
+    ):
+        _configure(auto_select_ipus=3)
+
+
+def test_select_ipus_uses_the_device_listing():
+    listing = topology.device_listing(16)
+    assert [e.num_ipus for e in listing].count(1) == 16
+    assert listing[16].ipus == (0, 1) and listing[24].ipus == (0, 1, 2, 3)
+    assert listing[30].ipus == tuple(range(16)) and len(listing) == 31
+    system = _configure(select_ipus=[24, 25])
+    assert [d.ipus for d in system.devices] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+
+
+def test_select_ipus_rejects_an_unknown_id_and_overlaps():
+    with pytest.raises(ValueError, match=r"select_ipus entry 0 is 31: .* device ids 0 to 30"):
+        _configure(select_ipus=31)
+    with pytest.raises(ValueError, match=r"device ids 0 and 16 both contain IPU 0"):
+        _configure(select_ipus=[0, 16])
+
+
+def test_reconfiguring_replaces_the_devices():
+    _configure(auto_select_ipus=1)
+    system = _configure(auto_select_ipus=[2, 2])
+    assert len(system.devices) == 2
+
+
+def test_get_ipu_config_before_configuration_raises():
+    with pytest.raises(RuntimeError, match="No IPU devices configured."):
+        configure.get_ipu_config()
+
+
+def test_get_ipu_config_returns_one_config_per_device_and_copies():
+    _configure(auto_select_ipus=[1, 1])
+    configs = configure.get_ipu_config()
+    assert len(configs) == 2 and all(c.auto_select_ipus == [1, 1] for c in configs)
+    configs[0].auto_select_ipus = 4
+    assert configure.get_ipu_config()[0].auto_select_ipus == [1, 1]
+
+
+def test_configure_needs_an_ipu_config():
+    with pytest.raises(TypeError, match="needs an IPUConfig, got dict"):
+        configure.configure_ipu_system({"auto_select_ipus": 1})
+
+
+def test_config_method_configures():
+    config = IPUConfig()
+    config.auto_select_ipus = 2
+    config.configure_ipu_system()
+    assert configure.current_system().devices[0].num_ipus == 2
+
+
+def test_reset_forgets_the_system():
+    _configure(auto_select_ipus=1)
+    configure.reset_ipu_configuration()
+    with pytest.raises(RuntimeError, match="No IPU system is configured"):
+        configure.current_system()
+
+
+def test_invalid_configuration_is_refused_at_configure_time():
+    config = IPUConfig()
+    config.device_connection.type = DeviceConnectionType.PRE_COMPILE
+    with pytest.raises(ValueError, match="version"):
+        configure.configure_ipu_system(config)
+
+
+def test_machine_size_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv(topology.NUM_IPUS_ENV, "64")
+    assert topology.num_emulated_ipus() == 64
+    assert len(topology.device_listing()) == 127
+    monkeypatch.setenv(topology.NUM_IPUS_ENV, "12")
+    with pytest.raises(ValueError, match="must be a power of two"):
+        topology.num_emulated_ipus()
+    monkeypatch.setenv(topology.NUM_IPUS_ENV, "many")
+    with pytest.raises(ValueError, match="not an integer"):
+        topology.num_emulated_ipus()
+
+
+def test_ipu_devices_are_separate_host_devices():
+    system = _configure(auto_select_ipus=[1, 1, 2])
+    hosts = {system.device(0).host_device(), system.device(1).host_device()}
+    hosts |= {system.device(2).host_device(0), system.device(2).host_device(1)}
+    assert len(hosts) == 4
+    assert len(tf.config.list_logical_devices("CPU")) >= topology.num_emulated_ipus()
+
+
+def test_device_lookup_names_the_valid_range():
+    system = _configure(auto_select_ipus=1)
+    with pytest.raises(ValueError, match=r"/device:IPU:3 does not exist.* has 1 IPU device"):
+        system.device(3)
+
+
+@pytest.mark.parametrize(
+    "name, ordinal",
+    [
+        ("/device:IPU:0", 0),
+        ("/device:IPU:12", 12),
+        ("/job:localhost/replica:0/task:0/device:IPU:1", 1),
+        ("/device:CPU:0", None),
+        ("IPU:0", None),
+    ],
+)
+def test_ipu_ordinal_parsing(name, ordinal):
+    assert configure.ipu_ordinal(name) == ordinal
