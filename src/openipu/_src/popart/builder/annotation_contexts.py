@@ -1,0 +1,200 @@
+"""_BuilderCore methods that annotate nodes: on a named node, or on every node made in a `with`.
+
+Most of them have two forms, like the original's overloads:
+`builder.virtualGraph("MatMul:0", 1)` annotates an existing node and
+`with builder.virtualGraph(1): ...` annotates the nodes created inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from onnx import AttributeProto
+
+from openipu._src.popart.builder import annotation_names as names
+from openipu._src.popart.builder.attribute_values import attribute_value, make_attribute
+from openipu._src.popart.builder.enums import RecomputeType, coerce_enum
+from openipu._src.popart.builder.node_attributes import looks_like_output_names
+from openipu._src.popart.builder.settings_encoding import (
+    encode_comm_group,
+    encode_tensor_location,
+)
+from openipu._src.popart.errors import popart_exception
+
+if TYPE_CHECKING:
+    from openipu._src.popart.builder.core import _BuilderCore
+
+_NO_VALUE = object()
+
+
+class AttributeContextManager:
+    """Applies one attribute to every node created while it is entered; nests and restores."""
+
+    def __init__(self, core: _BuilderCore, attribute: AttributeProto) -> None:
+        self._core = core
+        self._attribute = attribute
+
+    def __enter__(self) -> AttributeContextManager:
+        self._core._context_attributes.setdefault(self._attribute.name, []).append(self._attribute)
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self._core._context_attributes[self._attribute.name].pop()
+
+
+class NameContextManager:
+    """Prefixes the ids created while it is entered with `name/`."""
+
+    def __init__(self, core: _BuilderCore, name: str) -> None:
+        self._core = core
+        self._name = name
+
+    def __enter__(self) -> NameContextManager:
+        self._core._name_scope.append(self._name)
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self._core._name_scope.pop()
+
+
+def _integer(what: str) -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise popart_exception(f"{what}: value must be an integer, got {value!r}")
+        return int(value)
+
+    return convert
+
+
+class AnnotationMethods:
+    """virtualGraph, pipelineStage, executionPhase, recomputeOutput, ... and nameScope."""
+
+    def _annotate(
+        self: _BuilderCore,
+        method: str,
+        attribute_name: str,
+        convert: Callable[[Any], Any],
+        default: Any,
+        args: tuple,
+        kwargs: dict,
+    ) -> AttributeContextManager | None:
+        """Dispatch the (nodeOutputNames, value) and (value) overloads of an annotation method."""
+        node_output_names = kwargs.pop("nodeOutputNames", kwargs.pop("nodeOutputName", _NO_VALUE))
+        if node_output_names is _NO_VALUE and args and looks_like_output_names(args[0]):
+            node_output_names, args = args[0], args[1:]
+        value = kwargs.pop("value", _NO_VALUE)
+        if args:
+            if value is not _NO_VALUE or len(args) > 1:
+                raise TypeError(f"{method}() got too many arguments")
+            value = args[0]
+        if kwargs:
+            raise TypeError(f"{method}() got unexpected keyword arguments {sorted(kwargs)}")
+        if value is _NO_VALUE:
+            if default is _NO_VALUE:
+                raise TypeError(f"{method}() missing the value argument")
+            value = default
+        converted = convert(value)
+        if node_output_names is not _NO_VALUE:
+            self._set_node_attribute(node_output_names, attribute_name, converted)
+            return None
+        return AttributeContextManager(self, make_attribute(attribute_name, converted, method))
+
+    def _current(self: _BuilderCore, attribute_name: str) -> Any:
+        stack = self._context_attributes.get(attribute_name)
+        return attribute_value(stack[-1]) if stack else None
+
+    def _required_current(self, attribute_name: str, method: str) -> Any:
+        value = self._current(attribute_name)
+        if value is None:
+            raise popart_exception(f"{method}: no value is set by an enclosing context")
+        return value
+
+    def virtualGraph(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
+        """(nodeOutputNames, value=0) sets a node's IPU; (value) is a context for new nodes."""
+        convert = _integer("virtualGraph")
+        return self._annotate("virtualGraph", names.VIRTUAL_GRAPH, convert, 0, args, kwargs)
+
+    def pipelineStage(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
+        convert = _integer("pipelineStage")
+        return self._annotate("pipelineStage", names.PIPELINE_STAGE, convert, 0, args, kwargs)
+
+    def executionPhase(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
+        convert = _integer("executionPhase")
+        return self._annotate("executionPhase", names.EXECUTION_PHASE, convert, 0, args, kwargs)
+
+    def recomputeOutput(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
+        def convert(value: Any) -> int:
+            return int(coerce_enum(value, RecomputeType, "recomputeOutput value"))
+
+        return self._annotate(
+            "recomputeOutput",
+            names.RECOMPUTE_OUTPUT,
+            convert,
+            RecomputeType.Undefined,
+            args,
+            kwargs,
+        )
+
+    def outputTensorLocation(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
+        """(nodeOutputNames, value) or (value): a TensorLocation; None is the default location."""
+        return self._annotate(
+            "outputTensorLocation",
+            names.OUTPUT_TENSOR_LOCATION,
+            encode_tensor_location,
+            None,
+            args,
+            kwargs,
+        )
+
+    def schedulePriority(self, value: float) -> AttributeContextManager:  # noqa: N802
+        return AttributeContextManager(
+            self, make_attribute(names.SCHEDULE_PRIORITY, float(value), "schedulePriority")
+        )
+
+    def commGroup(self, type: int = 0, groupSize: int = 0) -> AttributeContextManager:  # noqa: N802, A002
+        encoded = encode_comm_group((type, groupSize))
+        return AttributeContextManager(
+            self, make_attribute(names.COLLECTIVE_COMM_GROUP, encoded, "commGroup")
+        )
+
+    def outlineAttributes(self: _BuilderCore, arg0: dict) -> AttributeContextManager:  # noqa: N802
+        """Key/value strings for outlining; nested contexts add to (and override) outer ones."""
+        if not isinstance(arg0, dict):
+            raise popart_exception(f"outlineAttributes: expected a dict, got {arg0!r}")
+        outer = self._current(names.OUTLINE) or []
+        pairs = dict(zip(outer[::2], outer[1::2], strict=True))
+        pairs.update({str(key): str(value) for key, value in arg0.items()})
+        flattened = [item for pair in pairs.items() for item in pair]
+        return AttributeContextManager(
+            self, make_attribute(names.OUTLINE, flattened, "outlineAttributes")
+        )
+
+    def nameScope(self, name: str) -> NameContextManager:  # noqa: N802
+        if not isinstance(name, str):
+            raise popart_exception(f"nameScope: name must be a str, got {name!r}")
+        return NameContextManager(self, name)
+
+    def getNameScope(self: _BuilderCore, name: str = "") -> str:  # noqa: N802
+        return "".join(scope + "/" for scope in self._name_scope) + name
+
+    def getVirtualGraph(self: _BuilderCore, nodeOutputNames: Any = _NO_VALUE) -> int:  # noqa: N802
+        if nodeOutputNames is _NO_VALUE:
+            return self._required_current(names.VIRTUAL_GRAPH, "getVirtualGraph")
+        return self.getInt64NodeAttribute(names.VIRTUAL_GRAPH, nodeOutputNames)
+
+    def hasVirtualGraph(self) -> bool:  # noqa: N802
+        return self._current(names.VIRTUAL_GRAPH) is not None
+
+    def getPipelineStage(self) -> int:  # noqa: N802
+        return self._required_current(names.PIPELINE_STAGE, "getPipelineStage")
+
+    def hasPipelineStage(self) -> bool:  # noqa: N802
+        return self._current(names.PIPELINE_STAGE) is not None
+
+    def getExecutionPhase(self) -> int:  # noqa: N802
+        return self._required_current(names.EXECUTION_PHASE, "getExecutionPhase")
+
+    def hasExecutionPhase(self) -> bool:  # noqa: N802
+        return self._current(names.EXECUTION_PHASE) is not None

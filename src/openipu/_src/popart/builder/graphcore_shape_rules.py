@@ -1,0 +1,275 @@
+"""Output types of ai.graphcore nodes, which ONNX shape inference does not know.
+
+PopART registers shape inference for its custom operators with ONNX; these
+rules play that part so that tensors downstream of, say, a Gelu still get
+shapes, and graph outputs get the types the ONNX checker requires. A rule may
+return None for an output it cannot type; the builder then leaves it untyped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from onnx import NodeProto, TensorProto
+
+from openipu._src.popart.builder.attribute_values import attribute_value
+from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """An element type and a shape whose dims (or whole shape) may be unknown (None)."""
+
+    elem_type: int
+    shape: tuple[int | None, ...] | None
+
+
+Rule = Callable[[NodeProto, Sequence[TensorType | None], dict], list[TensorType | None]]
+_RULES: dict[str, Rule] = {}
+
+
+def _rule(*op_types: str) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        for op_type in op_types:
+            _RULES[op_type] = rule
+        return rule
+
+    return register
+
+
+def infer_graphcore_node(
+    node: NodeProto, input_types: Sequence[TensorType | None]
+) -> list[TensorType | None] | None:
+    """Output types of an ai.graphcore node, or None when its inputs are not typed yet."""
+    rule = _RULES.get(node.op_type)
+    if rule is None or any(
+        t is None for name, t in zip(node.input, input_types, strict=True) if name
+    ):
+        return None
+    attributes = {attribute.name: attribute_value(attribute) for attribute in node.attribute}
+    try:
+        return rule(node, input_types, attributes)
+    except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        # A malformed node: leave it to the lowering to report properly.
+        return None
+
+
+def _broadcast(*shapes: tuple[int | None, ...] | None) -> tuple[int | None, ...] | None:
+    if any(shape is None for shape in shapes):
+        return None
+    rank = max(len(shape) for shape in shapes)
+    result: list[int | None] = []
+    for axis in range(rank):
+        dims = [
+            shape[axis - rank + len(shape)] for shape in shapes if axis - rank + len(shape) >= 0
+        ]
+        known = {dim for dim in dims if dim is not None and dim != 1}
+        if len(known) > 1:
+            raise ValueError("shapes do not broadcast")
+        if known:
+            result.append(known.pop())
+        elif any(dim is None for dim in dims):
+            result.append(None)
+        else:
+            result.append(1)
+    return tuple(result)
+
+
+def _with_shape(like: TensorType, shape: Sequence[int | None] | None) -> TensorType:
+    return TensorType(like.elem_type, None if shape is None else tuple(shape))
+
+
+def _reduced_loss(like: TensorType, reduction: str, unreduced_shape) -> TensorType:
+    return _with_shape(like, unreduced_shape if reduction == "None" else ())
+
+
+@_rule(
+    "Gelu", "GeluErf", "Detach", "Nop", "Scale", "Swish", "Round", "NearbyInt", "Expm1", "Log1p",
+    "PrintTensor", "IncrementMod", "ShapedDropout", "TensorRemap", "BitwiseNot", "CopyVarUpdate",
+    "DynamicUpdate", "DynamicZero", "DynamicAdd", "ReplicatedAllReduce", "Reverse",
+)  # fmt: skip
+def _same_as_first_input(node, inputs, attributes):
+    return [inputs[0]]
+
+
+@_rule(
+    "Atan2",
+    "Fmod",
+    "Remainder",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseXnor",
+    "ScaledAdd",
+)
+def _broadcast_first_two(node, inputs, attributes):
+    return [_with_shape(inputs[0], _broadcast(inputs[0].shape, inputs[1].shape))]
+
+
+@_rule("Bucketize")
+def _bucketize(node, inputs, attributes):
+    return [TensorType(TensorProto.INT32, inputs[0].shape)]
+
+
+@_rule("SequenceSlice")
+def _sequence_slice(node, inputs, attributes):
+    return [inputs[1]]
+
+
+def _with_dims(like: TensorType, dims: dict[int, int]) -> TensorType:
+    """`like` with the given axes resized; an unknown shape stays unknown."""
+    if like.shape is None:
+        return like
+    shape = list(like.shape)
+    for axis, size in dims.items():
+        shape[axis] = size
+    return _with_shape(like, shape)
+
+
+@_rule("DynamicSlice")
+def _dynamic_slice(node, inputs, attributes):
+    sizes = dict(zip(attributes["axes"], attributes["sizes"], strict=True))
+    return [_with_dims(inputs[0], sizes)]
+
+
+@_rule("Reshape")
+def _reshape(node, inputs, attributes):
+    return [_with_shape(inputs[0], attributes["shape"])]
+
+
+@_rule("Subsample")
+def _subsample(node, inputs, attributes):
+    shape = inputs[0].shape
+    if shape is None:
+        return [inputs[0]]
+    strides = list(attributes["strides"]) + [1] * (len(shape) - len(attributes["strides"]))
+    return [
+        _with_shape(
+            inputs[0],
+            [None if d is None else math.ceil(d / s) for d, s in zip(shape, strides, strict=False)],
+        )
+    ]
+
+
+@_rule("Slice")
+def _slice(node, inputs, attributes):
+    shape = inputs[0].shape
+    if shape is None:
+        return [inputs[0]]
+    sliced = list(shape)
+    axes = attributes.get("axes") or list(range(len(attributes["starts"])))
+    for axis, start, end in zip(axes, attributes["starts"], attributes["ends"], strict=True):
+        if sliced[axis] is not None:
+            sliced[axis] = len(range(*slice(start, end).indices(sliced[axis])))
+    return [_with_shape(inputs[0], sliced)]
+
+
+@_rule("Sort")
+def _sort(node, inputs, attributes):
+    return [inputs[0], TensorType(TensorProto.INT32, inputs[0].shape)]
+
+
+@_rule("ReduceMedian")
+def _reduce_median(node, inputs, attributes):
+    shape = inputs[0].shape
+    if shape is None:
+        return [inputs[0], TensorType(TensorProto.INT32, None)]
+    rank = len(shape)
+    axes = {axis % rank for axis in attributes.get("axes", range(rank))}
+    keep = attributes.get("keepdims", 1)
+    reduced = [1 if axis in axes else d for axis, d in enumerate(shape) if keep or axis not in axes]
+    return [_with_shape(inputs[0], reduced), TensorType(TensorProto.INT32, tuple(reduced))]
+
+
+@_rule("Nll")
+def _nll(node, inputs, attributes):
+    return [_reduced_loss(inputs[0], attributes["reduction"], inputs[1].shape)]
+
+
+@_rule("L1", "IdentityLoss")
+def _elementwise_loss(node, inputs, attributes):
+    return [_reduced_loss(inputs[0], attributes["reduction"], inputs[0].shape)]
+
+
+@_rule("Ctc")
+def _ctc(node, inputs, attributes):
+    elem_type = inputs[0].elem_type
+    if attributes.get("outDataType", "UNDEFINED") != "UNDEFINED":
+        elem_type = onnx_type_of(attributes["outDataType"])
+    shape = inputs[0].shape
+    batch = None if shape is None else (shape[1],)
+    return [_reduced_loss(TensorType(elem_type, None), attributes["reduction"], batch)]
+
+
+@_rule("GroupNormalization")
+def _group_normalization(node, inputs, attributes):
+    shape = inputs[0].shape
+    groups = None
+    if shape is not None and shape[0] is not None:
+        groups = (shape[0] * attributes["num_groups"],)
+    statistics = _with_shape(inputs[0], groups)
+    return [inputs[0], statistics, statistics][: len(node.output)]
+
+
+@_rule("BatchNormalization")
+def _batch_normalization(node, inputs, attributes):
+    return ([inputs[0]] + [inputs[1]] * 4)[: len(node.output)]
+
+
+@_rule("DepthToSpace")
+def _depth_to_space(node, inputs, attributes):
+    shape, block = inputs[0].shape, attributes["blocksize"]
+    if shape is None or None in shape:
+        return [_with_shape(inputs[0], None if shape is None else (None,) * len(shape))]
+    batch, channels, height, width = shape
+    return [_with_shape(inputs[0], (batch, channels // block**2, height * block, width * block))]
+
+
+@_rule("Init")
+def _init(node, inputs, attributes):
+    return [TensorType(onnx_type_of(DataType(attributes["data_type"])), tuple(attributes["shape"]))]
+
+
+@_rule("LSTM")
+def _lstm(node, inputs, attributes):
+    data, weights = inputs[0].shape, inputs[1].shape
+    if data is None or weights is None:
+        return [None, None]
+    sequence, batch, hidden = data[0], data[1], weights[2]
+    full = attributes.get("output_full_sequence", 1)
+    output = (sequence, batch, hidden) if full else (batch, hidden)
+    return [_with_shape(inputs[0], output), _with_shape(inputs[0], (batch, hidden))]
+
+
+@_rule("ScatterReduce")
+def _scatter_reduce(node, inputs, attributes):
+    return [_with_dims(inputs[0], {attributes.get("axis", -1): attributes["axis_size"]})]
+
+
+@_rule("CtcBeamSearchDecoder")
+def _ctc_beam_search_decoder(node, inputs, attributes):
+    shape, top = inputs[0].shape, attributes.get("top_paths", 1)
+    if shape is None:
+        return [None, None, None]
+    time, batch = shape[0], shape[1]
+    return [
+        _with_shape(inputs[0], (batch, top)),
+        TensorType(TensorProto.INT32, (batch, top)),
+        TensorType(TensorProto.INT32, (batch, top, time)),
+    ]
+
+
+@_rule("NormalizeImage")
+def _normalize_image(node, inputs, attributes):
+    shape = inputs[0].shape
+    return [_with_shape(inputs[0], None if shape is None else tuple(shape[:-1]) + (4,))]
+
+
+@_rule("SplineWeighting")
+def _spline_weighting(node, inputs, attributes):
+    features, weights = inputs[0].shape, inputs[1].shape
+    if features is None or weights is None:
+        return [None]
+    return [_with_shape(inputs[0], (features[0], weights[2]))]

@@ -1,0 +1,104 @@
+"""Reading models into a builder and writing initializer data to external files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import GraphProto, ModelProto, TensorProto
+
+from openipu._src.popart.errors import popart_exception
+
+
+def load_model(model_or_filename: Any) -> ModelProto:
+    """A checked ModelProto from serialized bytes, a file name, or a ModelProto."""
+    if isinstance(model_or_filename, ModelProto):
+        model = ModelProto()
+        model.CopyFrom(model_or_filename)
+        what = "the ModelProto"
+    elif isinstance(model_or_filename, (bytes, bytearray, memoryview)):
+        model = _parse(bytes(model_or_filename), "the model bytes")
+        what = "the model bytes"
+    elif isinstance(model_or_filename, (str, os.PathLike)):
+        path = os.fspath(model_or_filename)
+        if not os.path.isfile(path):
+            raise popart_exception(f"cannot load an ONNX model from {path!r}: no such file")
+        try:
+            model = onnx.load_model(path)
+        except (DecodeError, RuntimeError, ValueError, OSError) as error:
+            raise popart_exception(f"{path!r} is not a valid ONNX model: {error}") from None
+        what = repr(path)
+    else:
+        raise popart_exception(
+            "modelProtoOrFilename must be serialized ModelProto bytes or an .onnx file name, "
+            f"got {type(model_or_filename).__name__}"
+        )
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as error:
+        raise popart_exception(f"{what} is not a valid ONNX model: {error}") from None
+    return model
+
+
+def _parse(data: bytes, what: str) -> ModelProto:
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except DecodeError as error:
+        raise popart_exception(f"{what} are not a serialized ONNX ModelProto: {error}") from None
+    if not model.HasField("graph"):
+        raise popart_exception(f"{what} are not a serialized ONNX ModelProto: it has no graph")
+    return model
+
+
+def iter_graphs(graph: GraphProto) -> Iterator[GraphProto]:
+    """The graph and every subgraph nested in its nodes' attributes."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from iter_graphs(attribute.g)
+            for subgraph in attribute.graphs:
+                yield from iter_graphs(subgraph)
+
+
+def names_in_graph(graph: GraphProto) -> set[str]:
+    """Every tensor name a graph (and its subgraphs) defines."""
+    names: set[str] = set()
+    for each in iter_graphs(graph):
+        names.update(value.name for value in each.input)
+        names.update(tensor.name for tensor in each.initializer)
+        for node in each.node:
+            names.update(output for output in node.output if output)
+    return names
+
+
+def move_initializers_to_file(
+    initializers: Iterable[TensorProto], tensor_ids: list[str], filename: str
+) -> None:
+    """Write the data of the named initializers to `filename` and point them at it.
+
+    `filename` is used as given in the model, as PopART does; a relative one is
+    written relative to the current directory.
+    """
+    by_name = {tensor.name: tensor for tensor in initializers}
+    missing = [tensor_id for tensor_id in tensor_ids if tensor_id not in by_name]
+    if missing:
+        raise popart_exception(f"saveInitializersExternally: {missing} are not initializers")
+    with open(filename, "wb") as data_file:
+        for tensor_id in tensor_ids:
+            tensor = by_name[tensor_id]
+            data = onnx.numpy_helper.to_array(tensor).tobytes()
+            offset = data_file.tell()
+            data_file.write(data)
+            tensor.ClearField("raw_data")
+            for field in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+                tensor.ClearField(field)
+            tensor.data_location = TensorProto.EXTERNAL
+            del tensor.external_data[:]
+            for key, value in (("location", filename), ("offset", offset), ("length", len(data))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, str(value)

@@ -1,0 +1,205 @@
+"""_BuilderCore methods that read and write attributes of nodes found by their outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from onnx import AttributeProto, NodeProto, helper
+
+from openipu._src.popart.builder import annotation_names as names
+from openipu._src.popart.builder.attribute_values import attribute_value, make_attribute
+from openipu._src.popart.builder.enums import RecomputeType, coerce_enum
+from openipu._src.popart.errors import popart_exception
+
+if TYPE_CHECKING:
+    from openipu._src.popart.builder.core import _BuilderCore
+
+
+def output_name_set(node_output_names: Any) -> set[str]:
+    """Node output names as a set, from one name or any collection of names."""
+    if isinstance(node_output_names, str):
+        return {node_output_names}
+    if isinstance(node_output_names, Iterable) and all(
+        isinstance(name, str) for name in node_output_names
+    ):
+        return set(node_output_names)
+    raise popart_exception(
+        f"node output names must be str or a set of str, got {node_output_names!r}"
+    )
+
+
+def looks_like_output_names(value: Any) -> bool:
+    """True for the first argument of the node overloads (names), False for a value."""
+    return isinstance(value, (str, set, frozenset, list, tuple))
+
+
+class NodeAttributeMethods:
+    """Generic node attributes and the per-node IPU annotations."""
+
+    # -- generic attributes ------------------------------------------------------------------
+
+    def addNodeAttribute(  # noqa: N802 - the original's name
+        self: _BuilderCore, attributeName: str, attributeValue: Any, nodeOutputNames: Any
+    ) -> None:
+        node = self._find_node(nodeOutputNames)
+        if any(attribute.name == attributeName for attribute in node.attribute):
+            raise popart_exception(
+                f"addNodeAttribute: node {node.op_type} with outputs {list(node.output)} "
+                f"already has attribute '{attributeName}'"
+            )
+        node.attribute.append(make_attribute(attributeName, attributeValue, f"node {node.op_type}"))
+        self._touch()
+
+    def nodeHasAttribute(self: _BuilderCore, attributeName: str, nodeOutputNames: Any) -> bool:  # noqa: N802
+        return _find_attribute(self._find_node(nodeOutputNames), attributeName) is not None
+
+    def getAllNodeAttributeNames(self: _BuilderCore, nodeOutputNames: Any) -> list[str]:  # noqa: N802
+        return [attribute.name for attribute in self._find_node(nodeOutputNames).attribute]
+
+    def removeNodeAttribute(self: _BuilderCore, attributeName: str, nodeOutputNames: Any) -> None:  # noqa: N802
+        node = self._find_node(nodeOutputNames)
+        attribute = _find_attribute(node, attributeName)
+        if attribute is None:
+            raise popart_exception(
+                f"removeNodeAttribute: node {node.op_type} with outputs {list(node.output)} "
+                f"has no attribute '{attributeName}'"
+            )
+        node.attribute.remove(attribute)
+        self._touch()
+
+    def getInt64NodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> int:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.INT)
+
+    def getInt64VectorNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> list[int]:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.INTS)
+
+    def getFloatNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> float:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.FLOAT)
+
+    def getFloatVectorNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> list[float]:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.FLOATS)
+
+    def getStringNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> str:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.STRING)
+
+    def getStringVectorNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> list[str]:  # noqa: N802
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.STRINGS)
+
+    def _typed_attribute(
+        self: _BuilderCore, name: str, node_output_names: Any, attribute_type: int
+    ) -> Any:
+        node = self._find_node(node_output_names)
+        attribute = _find_attribute(node, name)
+        if attribute is None:
+            raise popart_exception(
+                f"node {node.op_type} with outputs {list(node.output)} has no attribute '{name}'"
+            )
+        if attribute.type != attribute_type:
+            raise popart_exception(
+                f"attribute '{name}' of node {node.op_type} is "
+                f"{AttributeProto.AttributeType.Name(attribute.type)}, "
+                f"not {AttributeProto.AttributeType.Name(attribute_type)}"
+            )
+        return attribute_value(attribute)
+
+    def _set_node_attribute(
+        self: _BuilderCore, node_output_names: Any, name: str, value: Any
+    ) -> None:
+        """Set (or replace) an annotation attribute on the node with these outputs."""
+        node = self._find_node(node_output_names)
+        existing = _find_attribute(node, name)
+        if existing is not None:
+            node.attribute.remove(existing)
+        node.attribute.append(make_attribute(name, value, f"node {node.op_type}"))
+        self._touch()
+
+    # -- per-node IPU annotations --------------------------------------------------------------
+
+    def setAvailableMemoryProportion(  # noqa: N802
+        self, nodeOutputNames: Any, availableMemoryProportion: float
+    ) -> None:
+        proportion = float(availableMemoryProportion)
+        if not 0.0 <= proportion < 1.0:
+            raise popart_exception(
+                f"setAvailableMemoryProportion: availableMemoryProportion must be in [0, 1), "
+                f"got {availableMemoryProportion}"
+            )
+        self._set_node_attribute(nodeOutputNames, names.AVAILABLE_MEMORY_PROPORTION, proportion)
+
+    def setEnableConvDithering(self, nodeOutputName: Any, enableConvDithering: int) -> None:  # noqa: N802
+        if enableConvDithering not in (0, 1):
+            raise popart_exception(
+                f"setEnableConvDithering: enableConvDithering must be 0 or 1, got {enableConvDithering!r}"
+            )
+        self._set_node_attribute(
+            nodeOutputName, names.ENABLE_CONV_DITHERING, int(enableConvDithering)
+        )
+
+    def setPartialsType(self, nodeOutputName: Any, partialsType: str) -> None:  # noqa: N802
+        canonical = str(partialsType).upper()
+        if canonical not in names.PARTIALS_TYPES:
+            raise popart_exception(
+                f"setPartialsType: partialsType must be one of {', '.join(names.PARTIALS_TYPES)}, "
+                f"got {partialsType!r}"
+            )
+        self._set_node_attribute(nodeOutputName, names.PARTIALS_TYPE, canonical)
+
+    def getPartialsType(self: _BuilderCore, nodeOutputName: Any) -> str:  # noqa: N802
+        attribute = _find_attribute(self._find_node(nodeOutputName), names.PARTIALS_TYPE)
+        return "FLOAT" if attribute is None else attribute_value(attribute)
+
+    def setSerializeMatMul(  # noqa: N802
+        self, nodeOutputName: Any, mode: str, factor: int = 0, keep_precision: bool = False
+    ) -> None:
+        if mode not in names.SERIALIZE_MATMUL_MODES:
+            raise popart_exception(
+                f"setSerializeMatMul: unsupported mode {mode!r}; "
+                f"supported modes are {', '.join(names.SERIALIZE_MATMUL_MODES)}"
+            )
+        if mode == "none":
+            return
+        self._set_node_attribute(nodeOutputName, names.SERIALIZE_MATMUL_MODE, mode)
+        self._set_node_attribute(nodeOutputName, names.SERIALIZE_MATMUL_FACTOR, int(factor))
+        self._set_node_attribute(
+            nodeOutputName, names.SERIALIZE_MATMUL_PRECISION, int(bool(keep_precision))
+        )
+
+    def setInplacePreferences(self, nodeOutputName: Any, prefs: dict[str, float]) -> None:  # noqa: N802
+        if not isinstance(prefs, dict):
+            raise popart_exception(f"setInplacePreferences: prefs must be a dict, got {prefs!r}")
+        self._set_node_attribute(nodeOutputName, names.INPLACE_OP_NAMES, list(prefs))
+        self._set_node_attribute(
+            nodeOutputName, names.INPLACE_OP_PRIORITIES, [float(v) for v in prefs.values()]
+        )
+
+    def excludePatterns(self, nodeOutputName: Any, patternNames: list[str]) -> None:  # noqa: N802
+        self._set_node_attribute(nodeOutputName, names.EXCLUDE_PATTERNS, list(patternNames))
+
+    def recomputeOutputInBackwardPass(  # noqa: N802
+        self, nodeOutputNames: Any, value: Any = RecomputeType.Recompute
+    ) -> None:
+        recompute = coerce_enum(value, RecomputeType, "recomputeOutputInBackwardPass value")
+        self._set_node_attribute(nodeOutputNames, names.RECOMPUTE_OUTPUT, int(recompute))
+
+    def getRecomputeOutputInBackwardPass(self: _BuilderCore, nodeOutputNames: Any) -> bool:  # noqa: N802
+        attribute = _find_attribute(self._find_node(nodeOutputNames), names.RECOMPUTE_OUTPUT)
+        return attribute is not None and attribute.i == RecomputeType.Recompute
+
+    def checkpointOutput(self: _BuilderCore, nodeOutputNames: list[str]) -> list[str]:  # noqa: N802
+        """Identity copies of the tensors, marked to be kept (not recomputed) for the backward pass."""
+        checkpoint = helper.make_attribute(names.RECOMPUTE_OUTPUT, int(RecomputeType.Checkpoint))
+        return [
+            self.add_node("Identity", [tensor_id], attributes=[checkpoint])[0]
+            for tensor_id in output_name_set_ordered(nodeOutputNames)
+        ]
+
+
+def output_name_set_ordered(node_output_names: Any) -> list[str]:
+    if isinstance(node_output_names, str):
+        return [node_output_names]
+    return list(node_output_names)
+
+
+def _find_attribute(node: NodeProto, name: str) -> AttributeProto | None:
+    return next((attribute for attribute in node.attribute if attribute.name == name), None)

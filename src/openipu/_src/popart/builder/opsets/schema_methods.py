@@ -1,0 +1,274 @@
+"""Operator methods made from the ONNX operator schemas (`onnx.defs`).
+
+Each method has PopART's public signature, which PopART itself generated from
+the same schemas:
+
+    op(args, [num_outputs,] <required attributes>, <optional attributes>=default, debugContext="")
+
+- `args` (the input ids) is left out for operators without inputs;
+- `num_outputs` appears when the operator has optional or variadic outputs,
+  and then the method returns a list of ids; otherwise it returns the single
+  id, or a list for fixed multi-output operators;
+- attributes come in alphabetical order, required ones first, with the
+  schema's default (optional attributes without one default to None, or []
+  for lists); `auto_pad` is left out, as PopART does;
+- an attribute equal to its default is not written to the node (ONNX then
+  applies the same default).
+
+Each operator set class gets the methods of the schema versions current at
+its opset version; a method disappears from the version where its operator
+was removed or deprecated.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx.defs
+from onnx import AttributeProto
+
+from openipu._src.popart.builder.attribute_values import attribute_value, make_typed_attribute
+from openipu._src.popart.errors import popart_exception
+
+# Attributes PopART's builder does not expose.
+SKIPPED_ATTRIBUTES = frozenset({"auto_pad"})
+
+# ONNX operator names that are Python keywords get PopART's logical_ prefix.
+_METHOD_NAME_OVERRIDES = {
+    "And": "logical_and",
+    "Or": "logical_or",
+    "Xor": "logical_xor",
+    "Not": "logical_not",
+    "If": "logical_if",
+}
+
+Coercion = Callable[[Any], Any]
+
+
+def method_name(op_type: str) -> str:
+    return _METHOD_NAME_OVERRIDES.get(op_type, op_type.lower())
+
+
+@dataclass(frozen=True)
+class AttributeParameter:
+    name: str
+    attribute_type: int
+    required: bool
+    default: Any  # the signature's default; None (or []) means "not written"
+    has_schema_default: bool
+
+
+@dataclass(frozen=True)
+class OperatorSignature:
+    op_type: str
+    domain: str
+    since_version: int
+    min_inputs: int
+    max_inputs: int
+    min_outputs: int
+    max_outputs: int
+    attributes: tuple[AttributeParameter, ...]
+
+    @property
+    def variable_outputs(self) -> bool:
+        return self.min_outputs != self.max_outputs
+
+    @property
+    def takes_inputs(self) -> bool:
+        return self.max_inputs > 0
+
+    @property
+    def returns_list(self) -> bool:
+        return self.variable_outputs or self.max_outputs > 1
+
+
+def operator_signature(schema: onnx.defs.OpSchema) -> OperatorSignature:
+    parameters = []
+    for name, attribute in schema.attributes.items():
+        if name in SKIPPED_ATTRIBUTES:
+            continue
+        has_default = attribute.default_value.type != AttributeProto.UNDEFINED
+        if has_default:
+            default = attribute_value(attribute.default_value)
+        elif attribute.type in (AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS):
+            default = []
+        else:
+            default = None
+        parameters.append(
+            AttributeParameter(name, attribute.type, attribute.required, default, has_default)
+        )
+    parameters.sort(key=lambda parameter: (not parameter.required, parameter.name))
+    return OperatorSignature(
+        op_type=schema.name,
+        domain=schema.domain,
+        since_version=schema.since_version,
+        min_inputs=schema.min_input,
+        max_inputs=schema.max_input,
+        min_outputs=schema.min_output,
+        max_outputs=schema.max_output,
+        attributes=tuple(parameters),
+    )
+
+
+@functools.cache
+def current_schemas(domain: str, version: int) -> dict[str, onnx.defs.OpSchema]:
+    """The schema of every operator usable at `version` of `domain` (deprecated ones excluded)."""
+    latest: dict[str, onnx.defs.OpSchema] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain != domain or schema.since_version > version:
+            continue
+        known = latest.get(schema.name)
+        if known is None or schema.since_version > known.since_version:
+            latest[schema.name] = schema
+    return {name: schema for name, schema in latest.items() if not schema.deprecated}
+
+
+def _equals_default(value: Any, parameter: AttributeParameter) -> bool:
+    if not parameter.has_schema_default:
+        return False
+    try:
+        return _same_value(value, parameter)
+    except (TypeError, ValueError):
+        return False  # a value of the wrong type: make_typed_attribute reports it
+
+
+def _same_value(value: Any, parameter: AttributeParameter) -> bool:
+    default = parameter.default
+    if parameter.attribute_type == AttributeProto.FLOAT:
+        return np.float32(value) == np.float32(default)
+    if parameter.attribute_type == AttributeProto.FLOATS:
+        return np.array_equal(np.asarray(value, np.float32), np.asarray(default, np.float32))
+    if parameter.attribute_type in (AttributeProto.INT, AttributeProto.STRING):
+        return value == default
+    if parameter.attribute_type in (AttributeProto.INTS, AttributeProto.STRINGS):
+        return list(value) == list(default)
+    return False
+
+
+def _is_unset(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple)) and len(value) == 0:
+        return True
+    return False
+
+
+def _python_signature(signature: OperatorSignature) -> inspect.Signature:
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter("self", positional)]
+    if signature.takes_inputs:
+        parameters.append(inspect.Parameter("args", positional))
+    if signature.variable_outputs:
+        parameters.append(inspect.Parameter("num_outputs", positional))
+    for attribute in signature.attributes:
+        default = inspect.Parameter.empty if attribute.required else attribute.default
+        parameters.append(inspect.Parameter(attribute.name, positional, default=default))
+    parameters.append(inspect.Parameter("debugContext", positional, default=""))
+    return inspect.Signature(parameters)
+
+
+def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outputs: int) -> None:
+    if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
+        raise popart_exception(f"{what}: args must be a list of tensor ids, got {inputs!r}")
+    if not signature.min_inputs <= len(inputs) <= signature.max_inputs:
+        expected = (
+            f"{signature.min_inputs}"
+            if signature.min_inputs == signature.max_inputs
+            else f"{signature.min_inputs} to {signature.max_inputs}"
+        )
+        raise popart_exception(f"{what}: expected {expected} input(s) in args, got {len(inputs)}")
+    if isinstance(num_outputs, bool) or not isinstance(num_outputs, (int, np.integer)):
+        raise popart_exception(f"{what}: num_outputs must be an integer, got {num_outputs!r}")
+    if not signature.min_outputs <= num_outputs <= signature.max_outputs:
+        raise popart_exception(
+            f"{what}: num_outputs must be between {signature.min_outputs} and "
+            f"{signature.max_outputs}, got {num_outputs}"
+        )
+
+
+def make_operator_method(
+    signature: OperatorSignature, coercions: dict[str, Coercion] | None = None
+) -> Callable[..., Any]:
+    """A method `op(self, args, ...)` that adds a node of `signature`'s operator."""
+    python_signature = _python_signature(signature)
+    coercions = coercions or {}
+
+    def operator_method(self: Any, *call_args: Any, **call_kwargs: Any) -> Any:
+        bound = python_signature.bind(self, *call_args, **call_kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        what = f"{signature.op_type} ({signature.domain or 'ai.onnx'} opset {self.version})"
+        inputs = values.get("args", [])
+        num_outputs = values.get("num_outputs", signature.max_outputs)
+        _check_counts(signature, what, inputs, num_outputs)
+        attributes = []
+        for parameter in signature.attributes:
+            value = values[parameter.name]
+            if parameter.name in coercions and value is not None:
+                value = coercions[parameter.name](value)
+            if _is_unset(value) and not parameter.has_schema_default or value is None:
+                continue
+            if _equals_default(value, parameter):
+                continue
+            attributes.append(
+                make_typed_attribute(parameter.name, value, parameter.attribute_type, what)
+            )
+        outputs = self._add_node(
+            signature.op_type, list(inputs), attributes, int(num_outputs), values["debugContext"]
+        )
+        return outputs if signature.returns_list else outputs[0]
+
+    operator_method.__name__ = operator_method.__qualname__ = method_name(signature.op_type)
+    operator_method.__signature__ = python_signature  # type: ignore[attr-defined]
+    returns = "a list of output ids" if signature.returns_list else "the output id"
+    operator_method.__doc__ = (
+        f"Add an ONNX {signature.op_type} node (operator version {signature.since_version}, "
+        f"domain '{signature.domain or 'ai.onnx'}'); returns {returns}."
+    )
+    return operator_method
+
+
+class _Unavailable:
+    """Hides an inherited operator method on an opset version that no longer has the operator."""
+
+    def __init__(self, op_type: str, version: int) -> None:
+        self._message = (
+            f"{op_type} is not in this operator set (removed or deprecated in {version})"
+        )
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        raise AttributeError(self._message)
+
+
+def install_operator_methods(
+    opset_class: type,
+    domain: str,
+    version: int,
+    previous_version: int | None,
+    handwritten: frozenset[str] = frozenset(),
+    coercions: dict[str, Coercion] | None = None,
+) -> None:
+    """Give `opset_class` the methods new or changed at `version` of `domain`.
+
+    Operators unchanged since `previous_version` are inherited from the parent
+    class; operators in `handwritten` are left to the class itself.
+    """
+    current = current_schemas(domain, version)
+    previous = current_schemas(domain, previous_version) if previous_version else {}
+    for op_type, schema in current.items():
+        if op_type in handwritten:
+            continue
+        before = previous.get(op_type)
+        if before is None or before.since_version != schema.since_version:
+            setattr(
+                opset_class,
+                method_name(op_type),
+                make_operator_method(operator_signature(schema), coercions),
+            )
+    for op_type in previous.keys() - current.keys():
+        setattr(opset_class, method_name(op_type), _Unavailable(op_type, version))
