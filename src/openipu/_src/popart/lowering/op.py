@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from openipu._src.popart.lowering.graph import Body, Lowerer
 
 
+# One fixed algorithm, so eager kernels and XLA draw the same numbers from the same seed.
+RNG_ALGORITHM = "philox"
+
+
 def decode_attribute(attribute: AttributeProto) -> Any:
     """The Python value of an attribute: str for strings, numpy arrays for tensors."""
     kind = attribute.type
@@ -86,7 +90,7 @@ class RunContext:
             base = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
         else:
             base = tf.cast(self.seed, tf.int64)
-        return tf.random.experimental.stateless_fold_in(base, salt)
+        return tf.random.experimental.stateless_fold_in(base, salt, alg=RNG_ALGORITHM)
 
 
 class Op:
@@ -137,7 +141,9 @@ class Op:
             if attribute.type == AttributeProto.GRAPH:
                 values[attribute.name] = attribute.g
                 continue
-            if schema is not None and attribute.name not in schema.attributes:
+            # "__"-prefixed attributes are PopART annotations (pipeline stage, recompute...).
+            annotation = attribute.name.startswith("__")
+            if schema is not None and attribute.name not in schema.attributes and not annotation:
                 self.bad_attribute(attribute.name, "is not an attribute of this op")
             values[attribute.name] = decode_attribute(attribute)
         if schema is not None:

@@ -1,1 +1,728 @@
-"""TODO"""
+"""PopART's custom ops: domain ``ai.graphcore``, version 1.
+
+Op types and attribute names are those PopART's builder writes into the ONNX model (the
+``builder.aiGraphcore`` methods); semantics follow the PopART fact sheet (section 13.5.1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import ChainMap
+from typing import Any
+
+import tensorflow as tf
+
+from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
+from openipu._src.popart.lowering.ops.activation import gelu
+from openipu._src.popart.lowering.ops.indexing import scatter_reduce
+from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
+from openipu._src.popart.lowering.registry import GRAPHCORE_DOMAIN, register_op
+from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
+
+# PopART's DataType enum (builder.tensor_info.DataType) -> TensorFlow dtype.
+_POPART_DTYPES = {
+    0: tf.uint8,
+    1: tf.int8,
+    2: tf.uint16,
+    3: tf.int16,
+    4: tf.int32,
+    5: tf.int64,
+    6: tf.uint32,
+    7: tf.uint64,
+    8: tf.bool,
+    9: tf.float32,
+    10: tf.float16,
+    11: tf.bfloat16,
+    14: tf.float64,
+    15: tf.complex64,
+    16: tf.complex128,
+}
+_SCATTER_REDUCTIONS = {0: "add", 1: "max", 2: "min", 3: "mul", 4: "none"}
+
+
+def graphcore_op(op_type: str):
+    return register_op(op_type, since=1, domain=GRAPHCORE_DOMAIN)
+
+
+def reduce_loss(loss: tf.Tensor, reduction: str, count: tf.Tensor | None = None) -> tf.Tensor:
+    """PopART's loss reductions: "Sum", "Mean" (over ``count`` elements if given) or "None"."""
+    if reduction == "Sum":
+        return tf.reduce_sum(loss)
+    if reduction == "Mean":
+        if count is None:
+            return tf.reduce_mean(loss)
+        return tf.reduce_sum(loss) / tf.cast(count, loss.dtype)
+    return loss
+
+
+class GraphcoreOp(Op):
+    """Checks the ``reduction`` attribute of PopART's losses when there is one."""
+
+    def setup(self) -> None:
+        reduction = self.attrs.get("reduction")
+        if reduction is not None and reduction not in ("Sum", "Mean", "None"):
+            self.bad_attribute("reduction", f"must be Sum, Mean or None, not {reduction!r}")
+
+
+# -- elementwise ---------------------------------------------------------------------------
+
+
+@graphcore_op("Atan2")
+class Atan2(Op):
+    def compute(self, y: tf.Tensor, x: tf.Tensor) -> tf.Tensor:
+        return tf.atan2(y, x)
+
+
+@graphcore_op("Fmod")
+class Fmod(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.truncatemod, a, b)  # the dividend's sign, like C
+
+
+@graphcore_op("Remainder")
+class Remainder(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return widened(tf.math.floormod, a, b)  # the divisor's sign, like Python
+
+
+@graphcore_op("BitwiseAnd")
+class BitwiseAnd(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_and(a, b)
+
+
+@graphcore_op("BitwiseOr")
+class BitwiseOr(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_or(a, b)
+
+
+@graphcore_op("BitwiseXor")
+class BitwiseXor(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.bitwise_xor(a, b)
+
+
+@graphcore_op("BitwiseXnor")
+class BitwiseXnor(Op):
+    def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.invert(tf.bitwise.bitwise_xor(a, b))
+
+
+@graphcore_op("BitwiseNot")
+class BitwiseNot(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.bitwise.invert(x)
+
+
+@graphcore_op("Detach")
+class Detach(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.stop_gradient(x)
+
+
+@graphcore_op("Nop")
+class Nop(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.identity(x)
+
+
+@graphcore_op("TensorRemap")
+class TensorRemap(Nop):
+    """A layout copy on the IPU; the identity on values."""
+
+
+@graphcore_op("Expm1")
+class Expm1(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.math.expm1(x)
+
+
+@graphcore_op("Log1p")
+class Log1p(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.math.log1p(x)
+
+
+@graphcore_op("Gelu")
+class Gelu(Op):
+    """The tanh approximation, as popnn computes GELU."""
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return gelu(x, approximate=True)
+
+
+@graphcore_op("GeluErf")
+class GeluErf(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return gelu(x, approximate=False)
+
+
+@graphcore_op("Swish")
+class Swish(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return x * tf.sigmoid(x)
+
+
+@graphcore_op("NearbyInt")
+class NearbyInt(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.round(x)  # half to even
+
+
+@graphcore_op("Round")
+class Round(NearbyInt):
+    """Round-11 semantics (half to even)."""
+
+
+@graphcore_op("Scale")
+class Scale(Op):
+    attribute_defaults = {"scale": 1.0}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return x * tf.cast(self.attrs.scale, x.dtype)
+
+
+@graphcore_op("ScaledAdd")
+class ScaledAdd(Op):
+    attribute_defaults = {"scale0": 1.0, "scale1": 1.0}
+
+    def compute(
+        self,
+        a: tf.Tensor,
+        b: tf.Tensor,
+        scale0: tf.Tensor | None = None,
+        scale1: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        # Tensor scales override the attributes.
+        first = (
+            tf.cast(scale0, a.dtype) if scale0 is not None else tf.cast(self.attrs.scale0, a.dtype)
+        )
+        second = (
+            tf.cast(scale1, b.dtype) if scale1 is not None else tf.cast(self.attrs.scale1, b.dtype)
+        )
+        return first * a + second * b
+
+
+@graphcore_op("IncrementMod")
+class IncrementMod(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        increment = tf.cast(self.attrs.increment, x.dtype)
+        modulus = tf.cast(self.attrs.modulus, x.dtype)
+        return widened(tf.math.floormod, x + increment, modulus)
+
+
+@graphcore_op("Bucketize")
+class Bucketize(Op):
+    attribute_defaults = {"right": 0}
+
+    def compute(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor:
+        # right=0: b[i-1] < x <= b[i] (first boundary >= x); right=1: b[i-1] <= x < b[i].
+        side = "right" if self.attrs.right else "left"
+        flat = tf.reshape(x, [1, -1])
+        index = tf.searchsorted(tf.reshape(boundaries, [1, -1]), flat, side=side, out_type=tf.int64)
+        return tf.reshape(index, tf.shape(x))
+
+
+# -- shapes and slicing ----------------------------------------------------------------------
+
+
+@graphcore_op("Reshape")
+class Reshape(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        shape = list(self.attrs.shape)
+        if math.prod(shape) != x.shape.num_elements():
+            raise self.error(
+                f"cannot reshape {x.shape.as_list()} to {shape}: element counts differ"
+            )
+        return tf.reshape(x, shape)
+
+
+@graphcore_op("Reverse")
+class Reverse(Op):
+    attribute_defaults = {"dimensions": []}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        dimensions = normalize_axes(self.attrs.dimensions or [], x.shape.rank)
+        return tf.reverse(x, dimensions) if dimensions else tf.identity(x)
+
+
+@graphcore_op("Slice")
+class Slice(Op):
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        starts, ends = list(self.attrs.starts), list(self.attrs.ends)
+        axes = self.attrs.get("axes") or list(range(len(starts)))
+        axes = normalize_axes(axes, x.shape.rank)
+        return slice_tensor(x, starts, ends, axes, [1] * len(axes))
+
+
+@graphcore_op("Subsample")
+class Subsample(Op):
+    def compute(self, *inputs: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        strides = list(self.attrs.strides)
+        return tuple(x[tuple(slice(None, None, s) for s in strides)] for x in inputs)
+
+
+@graphcore_op("DepthToSpace")
+class DepthToSpace(Op):
+    attribute_defaults = {"mode": "DCR"}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return depth_to_space(x, self.attrs.blocksize, self.attrs.mode)
+
+
+@graphcore_op("Sort")
+class Sort(Op):
+    attribute_defaults = {"axis": -1, "descending": 0, "stable": 0}
+
+    def compute(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        axis = normalize_axis(self.attrs.axis, x.shape.rank)
+        direction = "DESCENDING" if self.attrs.descending else "ASCENDING"
+        indices = tf.argsort(x, axis=axis, direction=direction, stable=True)
+        return tf.sort(x, axis=axis, direction=direction), tf.cast(indices, tf.int32)
+
+
+@graphcore_op("ReduceMedian")
+class ReduceMedian(Op):
+    """The lower median; indices count within the reduced axes flattened together."""
+
+    attribute_defaults = {"axes": None, "keepdims": 1}
+
+    def compute(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        rank = x.shape.rank
+        axes = normalize_axes(self.attrs.axes if self.attrs.axes is not None else range(rank), rank)
+        kept = [axis for axis in range(rank) if axis not in axes]
+        moved = tf.transpose(x, kept + axes)
+        dims = moved.shape.as_list()
+        flat = tf.reshape(moved, [-1, math.prod(dims[len(kept) :])])
+        count = flat.shape[-1]
+        order = tf.argsort(flat, axis=-1, stable=True)
+        index = tf.gather(order, (count - 1) // 2, axis=-1)
+        values = tf.gather(flat, index, batch_dims=1)
+        output_shape = dims[: len(kept)]
+        if self.attrs.keepdims:
+            output_shape = [1 if axis in axes else x.shape[axis] for axis in range(rank)]
+        return tf.reshape(values, output_shape), tf.reshape(tf.cast(index, tf.int32), output_shape)
+
+
+class DynamicOp(Op):
+    """Shared by the Dynamic* ops: ``offset`` (a runtime tensor) indexes ``axes``."""
+
+    attribute_defaults = {"noOverlap": 0}
+
+    def begin(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+        begin = tf.zeros([tensor.shape.rank], tf.int32)
+        axes = normalize_axes(self.attrs.axes, tensor.shape.rank)
+        return tf.tensor_scatter_nd_update(
+            begin, [[axis] for axis in axes], tf.cast(tf.reshape(offset, [-1]), tf.int32)
+        )
+
+    def slice_size(self, tensor: tf.Tensor) -> list[int]:
+        size = tensor.shape.as_list()
+        for axis, length in zip(
+            normalize_axes(self.attrs.axes, tensor.shape.rank), self.attrs.sizes, strict=True
+        ):
+            size[axis] = length
+        return size
+
+    def replace(self, tensor: tf.Tensor, offset: tf.Tensor, region: tf.Tensor) -> tf.Tensor:
+        begin = self.begin(tensor, offset)
+        size = self.slice_size(tensor)
+        grids = tf.meshgrid(*[tf.range(n) for n in size], indexing="ij")
+        coordinates = tf.stack(grids, axis=-1) + begin
+        return tf.tensor_scatter_nd_update(tensor, coordinates, region)
+
+
+@graphcore_op("DynamicSlice")
+class DynamicSlice(DynamicOp):
+    def compute(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+        return tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+
+
+@graphcore_op("DynamicUpdate")
+class DynamicUpdate(DynamicOp):
+    def compute(self, tensor: tf.Tensor, offset: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
+        return self.replace(tensor, offset, tf.cast(update, tensor.dtype))
+
+
+@graphcore_op("DynamicAdd")
+class DynamicAdd(DynamicOp):
+    def compute(self, tensor: tf.Tensor, offset: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
+        current = tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+        return self.replace(tensor, offset, current + tf.cast(update, tensor.dtype))
+
+
+@graphcore_op("DynamicZero")
+class DynamicZero(DynamicOp):
+    def compute(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+        return self.replace(tensor, offset, tf.zeros(self.slice_size(tensor), tensor.dtype))
+
+
+@graphcore_op("SequenceSlice")
+class SequenceSlice(Op):
+    """dest[dO:dO+N] = src[sO:sO+N] on the outer dim for each entry, stopping at the first N == 0."""
+
+    attribute_defaults = {"zeroUnused": 0}
+
+    def compute(self, source, destination, counts, source_offsets, destination_offsets):
+        rows = tf.shape(destination)[0]
+        counts = tf.cast(tf.reshape(counts, [-1]), tf.int32)
+        # Entries after the first zero count are ignored.
+        active = tf.cast(tf.math.cumprod(tf.cast(counts > 0, tf.int32)), tf.bool)
+        counts = tf.where(active, counts, 0)
+        source_offsets = tf.cast(tf.reshape(source_offsets, [-1]), tf.int32)
+        destination_offsets = tf.cast(tf.reshape(destination_offsets, [-1]), tf.int32)
+        row = tf.range(rows)[:, tf.newaxis]  # [rows, 1] against entries [1, E]
+        covered = tf.logical_and(
+            row >= destination_offsets[tf.newaxis], row < (destination_offsets + counts)[tf.newaxis]
+        )
+        source_row = row - destination_offsets[tf.newaxis] + source_offsets[tf.newaxis]
+        has_source = tf.reduce_any(covered, axis=1)
+        chosen = tf.reduce_sum(tf.where(covered, source_row, 0), axis=1)
+        gathered = tf.gather(source, tf.clip_by_value(chosen, 0, tf.shape(source)[0] - 1))
+        mask = tf.reshape(has_source, [-1] + [1] * (destination.shape.rank - 1))
+        fallback = tf.zeros_like(destination) if self.attrs.zeroUnused else destination
+        return tf.where(mask, tf.cast(gathered, destination.dtype), fallback)
+
+
+# -- gathers and scatters ---------------------------------------------------------------------
+
+
+class ScatterReduceOp(Op):
+    attribute_defaults = {"axis": -1, "reduction": 0, "enable_index_broadcast": 1, "group_size": 1}
+
+    def setup(self) -> None:
+        if self.attrs.reduction not in _SCATTER_REDUCTIONS:
+            self.bad_attribute(
+                "reduction", f"must be a ScatterReduction (0-4), not {self.attrs.reduction}"
+            )
+
+    def scatter(
+        self, source: tf.Tensor, index: tf.Tensor, initial: tf.Tensor | None, axis: int
+    ) -> tf.Tensor:
+        """out[.., i, ..] = reduce(source[.., j, ..] where index[j] == i) along ``axis``."""
+        rank = source.shape.rank
+        index = tf.cast(index, tf.int64)
+        if index.shape.rank != rank:
+            # Index broadcasting: a 1-D index along the axis applies to every other position.
+            shape = [1] * rank
+            shape[axis] = -1
+            index = tf.broadcast_to(tf.reshape(index, shape), tf.shape(source, out_type=tf.int64))
+        else:
+            index = tf.broadcast_to(index, tf.shape(source, out_type=tf.int64))
+        output_shape = source.shape.as_list()
+        output_shape[axis] = self.attrs.axis_size
+        reduction = _SCATTER_REDUCTIONS[self.attrs.reduction]
+        if initial is None:
+            identity = {"add": 0, "mul": 1, "none": 0}.get(reduction)
+            if identity is None:
+                limits = source.dtype.max if reduction == "min" else source.dtype.min
+                initial = tf.fill(output_shape, tf.constant(limits, source.dtype))
+            else:
+                initial = tf.fill(output_shape, tf.constant(identity, source.dtype))
+        dims = tf.shape(index, out_type=tf.int64)
+        grids = tf.meshgrid(*[tf.range(dims[i]) for i in range(rank)], indexing="ij")
+        grids[axis] = index
+        coordinates = tf.reshape(tf.stack(grids, axis=-1), [-1, rank])
+        return scatter_reduce(initial, coordinates, tf.reshape(source, [-1]), reduction)
+
+
+@graphcore_op("ScatterReduce")
+class ScatterReduce(ScatterReduceOp):
+    def compute(self, source, index, initial=None):
+        return self.scatter(
+            source, index, initial, normalize_axis(self.attrs.axis, source.shape.rank)
+        )
+
+
+@graphcore_op("GroupedScatterReduce")
+class GroupedScatterReduce(ScatterReduceOp):
+    def compute(self, source, index, initial=None):
+        # The leading dim is the group; scatter each group independently.
+        axis = normalize_axis(self.attrs.axis, source.shape.rank) - 1
+        results = []
+        for group in range(source.shape[0]):
+            initial_group = initial[group] if initial is not None else None
+            results.append(self.scatter(source[group], index[group], initial_group, axis))
+        return tf.stack(results)
+
+
+@graphcore_op("GroupedGather")
+class GroupedGather(Op):
+    attribute_defaults = {"axis": 0, "group_size": 1}
+
+    def compute(self, data: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
+        # Gather done separately per group: the leading dim of data and indices is the group.
+        axis = normalize_axis(self.attrs.axis, data.shape.rank)
+        return tf.gather(data, tf.cast(indices, tf.int64), axis=max(axis, 1), batch_dims=1)
+
+
+# -- normalization and dropout ------------------------------------------------------------------
+
+
+@graphcore_op("GroupNormalization")
+class GroupNormalization(Op):
+    """Outputs [y, mean, var] per (sample, group); channels grouped contiguously."""
+
+    attribute_defaults = {"epsilon": 1e-5}
+
+    def compute(self, x: tf.Tensor, scale: tf.Tensor, bias: tf.Tensor):
+        groups = self.attrs.num_groups
+        rank = x.shape.rank
+        shape = tf.shape(x)
+        grouped = tf.reshape(x, tf.concat([shape[:1], [groups, -1]], axis=0))
+        mean, variance = tf.nn.moments(grouped, axes=[2], keepdims=True)
+        y = tf.reshape((grouped - mean) * tf.math.rsqrt(variance + self.attrs.epsilon), shape)
+        broadcast = [1, -1] + [1] * (rank - 2)
+        y = y * tf.reshape(scale, broadcast) + tf.reshape(bias, broadcast)
+        return y, tf.reshape(mean, [-1]), tf.reshape(variance, [-1])
+
+
+@graphcore_op("BatchNormalization")
+class BatchNormalization(Op):
+    """Like ONNX's, but the running variance is updated with the unbiased (N-1) batch variance."""
+
+    attribute_defaults = {"epsilon": 1e-5, "momentum": 0.9}
+
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
+        x, scale, bias, mean, variance = inputs
+        rank = x.shape.rank
+        broadcast = [1, -1] + [1] * (rank - 2)
+        epsilon, momentum = self.attrs.epsilon, self.attrs.momentum
+        if not context.training:
+            inverse = tf.math.rsqrt(variance + epsilon)
+            y = (x - tf.reshape(mean, broadcast)) * tf.reshape(scale * inverse, broadcast)
+            return (y + tf.reshape(bias, broadcast), mean, variance, mean, variance)
+        axes = [0, *range(2, rank)]
+        batch_mean, batch_variance = tf.nn.moments(x, axes=axes)
+        count = tf.cast(tf.size(x) // tf.shape(x)[1], x.dtype)
+        unbiased = batch_variance * count / tf.maximum(count - 1, 1)
+        inverse = tf.math.rsqrt(batch_variance + epsilon)
+        y = (x - tf.reshape(batch_mean, broadcast)) * tf.reshape(scale * inverse, broadcast)
+        y = y + tf.reshape(bias, broadcast)
+        running_mean = momentum * mean + (1 - momentum) * batch_mean
+        running_variance = momentum * variance + (1 - momentum) * unbiased
+        return y, running_mean, running_variance, batch_mean, batch_variance
+
+
+@graphcore_op("ShapedDropout")
+class ShapedDropout(Op):
+    """Dropout with one mask of ``shape`` broadcast over the input; identity in inference."""
+
+    stateful = True
+    attribute_defaults = {"ratio": 0.5}
+
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+        x = inputs[0]
+        ratio = self.attrs.ratio
+        if not context.training or ratio == 0:
+            return (tf.identity(x),)
+        keep = 1 - ratio
+        mask = tf.random.stateless_uniform(
+            list(self.attrs.shape), context.op_seed(self), alg=RNG_ALGORITHM
+        )
+        mask = mask < keep
+        return (tf.where(mask, x / keep, tf.zeros_like(x)),)
+
+
+@graphcore_op("LSTM")
+class PopartLSTM(Op):
+    """Poplar's LSTM: weights [4, I+H, H] in gate order forget, input, candidate, output."""
+
+    attribute_defaults = {"output_full_sequence": 1}
+
+    def compute(self, x, weights, biases=None, initial_state=None, sequence_lens=None):
+        hidden = weights.shape[-1]
+        batch = tf.shape(x)[1]
+        if initial_state is not None:
+            h, c = initial_state[0], initial_state[1]
+        else:
+            h = c = tf.zeros(tf.stack([batch, hidden]), x.dtype)
+        if biases is None:
+            biases = tf.zeros([4, hidden], x.dtype)
+        kernel = tf.concat(tf.unstack(weights), axis=-1)  # [I+H, 4H]
+        bias = tf.reshape(biases, [-1])
+        steps = tf.range(tf.shape(x)[0])
+        lengths = (
+            tf.cast(sequence_lens, tf.int32)
+            if sequence_lens is not None
+            else tf.fill([batch], tf.shape(x)[0])
+        )
+
+        def step(carry, inputs):
+            (h, c), _ = carry
+            x_t, t = inputs
+            gates = tf.matmul(tf.concat([x_t, h], axis=-1), kernel) + bias
+            forget, input_gate, candidate, output = tf.split(gates, 4, axis=-1)
+            new_c = tf.sigmoid(forget) * c + tf.sigmoid(input_gate) * tf.tanh(candidate)
+            new_h = tf.sigmoid(output) * tf.tanh(new_c)
+            active = (t < lengths)[:, tf.newaxis]
+            return (tf.where(active, new_h, h), tf.where(active, new_c, c)), new_h
+
+        (hs, cs), ys = tf.scan(step, (x, steps), initializer=((h, c), h))
+        y = ys if self.attrs.output_full_sequence else hs[-1]
+        return y, cs[-1]
+
+
+# -- losses ----------------------------------------------------------------------------------
+
+
+@graphcore_op("Nll")
+class NllLoss(GraphcoreOp):
+    """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0."""
+
+    attribute_defaults = {"reduction": "Mean", "ignoreIndex": None, "inputIsLogProbability": 0}
+
+    def compute(self, probabilities: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        labels = tf.cast(labels, tf.int64)
+        ignore = self.attrs.ignoreIndex
+        valid = tf.ones_like(labels, tf.bool) if ignore is None else tf.not_equal(labels, ignore)
+        safe_labels = tf.where(valid, labels, tf.zeros_like(labels))
+        picked = tf.gather(probabilities, safe_labels, axis=-1, batch_dims=labels.shape.rank)
+        loss = -picked if self.attrs.inputIsLogProbability else -tf.math.log(picked)
+        loss = tf.where(valid, loss, tf.zeros_like(loss))
+        count = None
+        if ignore is not None:
+            count = tf.maximum(tf.reduce_sum(tf.cast(valid, tf.int32)), 1)
+        return reduce_loss(loss, self.attrs.reduction, count)
+
+
+@graphcore_op("L1")
+class L1Loss(GraphcoreOp):
+    attribute_defaults = {"reduction": "Mean"}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        scale = tf.cast(self.attrs["lambda"], x.dtype)
+        return reduce_loss(scale * tf.abs(x), self.attrs.reduction)
+
+
+@graphcore_op("IdentityLoss")
+class IdentityLoss(GraphcoreOp):
+    attribute_defaults = {"reduction": "Mean"}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return reduce_loss(x, self.attrs.reduction)
+
+
+@graphcore_op("Ctc")
+class CtcLoss(GraphcoreOp):
+    """CTC loss of log-probabilities [T, N, C]; Mean divides each loss by its target length."""
+
+    attribute_defaults = {
+        "reduction": "Mean",
+        "blank": 0,
+        "outDataType": "UNDEFINED",
+        "zeroInfinity": 0,
+    }
+
+    def compute(self, log_probs, targets, input_lengths, target_lengths):
+        loss = tf.nn.ctc_loss(
+            labels=tf.cast(targets, tf.int32),
+            logits=tf.cast(log_probs, tf.float32),
+            label_length=tf.cast(target_lengths, tf.int32),
+            logit_length=tf.cast(input_lengths, tf.int32),
+            logits_time_major=True,
+            blank_index=self.attrs.blank,
+        )
+        if self.attrs.zeroInfinity:
+            loss = tf.where(tf.math.is_inf(loss), tf.zeros_like(loss), loss)
+        if self.attrs.reduction == "Mean":
+            loss = tf.reduce_mean(loss / tf.maximum(tf.cast(target_lengths, loss.dtype), 1))
+        else:
+            loss = reduce_loss(loss, self.attrs.reduction)
+        out_type = self.attrs.outDataType
+        dtype = (
+            log_probs.dtype if out_type in ("UNDEFINED", None) else tf.as_dtype(out_type.lower())
+        )
+        return tf.cast(loss, dtype)
+
+
+# -- tensors, side effects, subgraphs, collectives -------------------------------------------------
+
+
+@graphcore_op("Init")
+class Init(Op):
+    """A new tensor; NoInit leaves it undefined, which here means zeros like Zero."""
+
+    attribute_defaults = {"batch_axis": -1}
+
+    def compute(self) -> tf.Tensor:
+        dtype = _POPART_DTYPES.get(self.attrs.data_type)
+        if dtype is None:
+            raise self.error(f"unsupported data_type {self.attrs.data_type}")
+        return tf.zeros(list(self.attrs.shape), dtype)
+
+
+@graphcore_op("CopyVarUpdate")
+class CopyVarUpdate(Op):
+    """Returns the updater: the lowered function is pure, so persisting is the session's job."""
+
+    def compute(self, variable: tf.Tensor, updater: tf.Tensor) -> tf.Tensor:
+        return tf.identity(updater)
+
+
+@graphcore_op("PrintTensor")
+class PrintTensor(Op):
+    stateful = True
+    compilable = False  # XLA drops host prints
+    attribute_defaults = {"print_gradient": 1, "title": ""}
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        title = self.attrs.title or (self.node.input[0] if self.node.input else "")
+        tf.print(title, x, summarize=self.attrs.get("summariseThreshold") or 1000)
+        return tf.identity(x)
+
+
+@graphcore_op("Abort")
+class Abort(Op):
+    stateful = True
+    compilable = False  # XLA cannot raise
+
+    def compute(self, condition: tf.Tensor | None = None) -> tuple[()]:
+        if condition is None:
+            raise self.error("abort: the model aborted execution")
+        tf.debugging.Assert(
+            tf.logical_not(tf.reduce_any(tf.cast(condition, tf.bool))),
+            [f"Node '{self.name}': abort: the condition tensor is non-zero"],
+        )
+        return ()
+
+
+@graphcore_op("Call")
+class Call(Op):
+    """Runs the ``callee`` subgraph on the inputs; it sees only its own inputs."""
+
+    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+        return tuple(self.subgraphs["callee"].call(context, ChainMap(), inputs))
+
+
+@graphcore_op("ReplicatedAllReduce")
+class ReplicatedAllReduce(Op):
+    """The identity: the lowered graph is one replica. Sessions emulate replication above it."""
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.identity(x)
+
+
+@graphcore_op("ReplicatedReduceScatter")
+class ReplicatedReduceScatter(Op):
+    """With one replica the scattered slice is the whole tensor, flattened."""
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.reshape(x, [-1])
+
+
+@graphcore_op("NormalizeImage")
+class NormalizeImage(Op):
+    """(B, H, W, 3) images: (x * scale - offsets) / scales, padded with a zero 4th channel."""
+
+    attribute_defaults = {"scale": 1.0}
+
+    def compute(self, image, offsets=None, scales=None):
+        x = tf.cast(image, tf.float32) * self.attrs.scale
+        if offsets is not None:
+            x = x - tf.cast(offsets, tf.float32)
+        if scales is not None:
+            x = x / tf.cast(scales, tf.float32)
+        x = tf.pad(x, [[0, 0]] * (x.shape.rank - 1) + [[0, 1]])
+        return tf.cast(x, offsets.dtype if offsets is not None else tf.float32)

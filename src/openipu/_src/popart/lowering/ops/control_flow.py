@@ -48,7 +48,9 @@ class Loop(Op):
             return self._run_eagerly(context, scope, body, max_trips, condition, carried)
         if any(isinstance(value, list) or value is None for value in carried):
             raise self.error("loop-carried sequences are only supported in eager mode")
-        return self._run_while_loop(context, scope, body, max_trips, condition, carried, carried_count)
+        return self._run_while_loop(
+            context, scope, body, max_trips, condition, carried, carried_count
+        )
 
     def _run_eagerly(self, context, scope, body, max_trips, condition, carried):
         trips = int(np.asarray(max_trips.numpy()).reshape(())) if max_trips is not None else None
@@ -79,7 +81,9 @@ class Loop(Op):
             else tf.constant(np.iinfo(np.int64).max, tf.int64)
         )
         keep_going = (
-            tf.reshape(tf.cast(condition, tf.bool), []) if condition is not None else tf.constant(True)
+            tf.reshape(tf.cast(condition, tf.bool), [])
+            if condition is not None
+            else tf.constant(True)
         )
         # The scan outputs' dtypes are found by tracing the body once outside the loop.
         probe = body.call(context, scope, [tf.constant(0, tf.int64), keep_going, *carried])

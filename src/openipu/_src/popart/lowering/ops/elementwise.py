@@ -87,7 +87,9 @@ class Mod(BinaryOp):
     def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
         if self.attrs.fmod == 1:
             if a.dtype in (tf.float16, tf.bfloat16):
-                return tf.cast(tf.truncatemod(tf.cast(a, tf.float32), tf.cast(b, tf.float32)), a.dtype)
+                return tf.cast(
+                    tf.truncatemod(tf.cast(a, tf.float32), tf.cast(b, tf.float32)), a.dtype
+                )
             return widened(tf.truncatemod, a, b)
         return widened(tf.math.floormod, a, b)
 
@@ -144,7 +146,11 @@ class BitShift(BinaryOp):
             overflow = tf.zeros_like(shifted)
         else:
             shifted = tf.bitwise.right_shift(a, safe_b)
-            overflow = tf.where(a < 0, -tf.ones_like(a), tf.zeros_like(a)) if not a.dtype.is_unsigned else tf.zeros_like(a)
+            overflow = (
+                tf.where(a < 0, -tf.ones_like(a), tf.zeros_like(a))
+                if not a.dtype.is_unsigned
+                else tf.zeros_like(a)
+            )
         overflow = tf.broadcast_to(overflow, tf.shape(shifted))
         return tf.where(out_of_range, overflow, shifted)
 

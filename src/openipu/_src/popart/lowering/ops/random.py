@@ -11,7 +11,7 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.popart.lowering.dtypes import ONNX_TO_TF
-from openipu._src.popart.lowering.op import Op, RunContext
+from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.registry import register_op
 
 
@@ -53,7 +53,9 @@ class Dropout(RandomOp):
             mask = tf.ones_like(x, dtype=tf.bool)
             return (tf.identity(x), mask) if wants_mask else tf.identity(x)
         keep = 1 - ratio
-        uniform = tf.random.stateless_uniform(tf.shape(x), seed=self.seed(context))
+        uniform = tf.random.stateless_uniform(
+            tf.shape(x), seed=self.seed(context), alg=RNG_ALGORITHM
+        )
         mask = uniform < keep
         scale = (
             tf.cast(1 / keep, x.dtype) if isinstance(keep, float) else tf.cast(1 / keep, x.dtype)
@@ -67,9 +69,13 @@ def random_values(
 ) -> tf.Tensor:
     """Normal (mean=first, scale=second) or uniform (low=first, high=second) samples."""
     if kind == "normal":
-        values = tf.random.stateless_normal(shape, seed, mean=first, stddev=second)
+        values = tf.random.stateless_normal(
+            shape, seed, mean=first, stddev=second, alg=RNG_ALGORITHM
+        )
     else:
-        values = tf.random.stateless_uniform(shape, seed, minval=first, maxval=second)
+        values = tf.random.stateless_uniform(
+            shape, seed, minval=first, maxval=second, alg=RNG_ALGORITHM
+        )
     return tf.cast(values, dtype)
 
 
@@ -128,7 +134,7 @@ class Bernoulli(RandomOp):
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
         probabilities = inputs[0]
         uniform = tf.random.stateless_uniform(
-            tf.shape(probabilities), self.seed(context), dtype=tf.float64
+            tf.shape(probabilities), self.seed(context), dtype=tf.float64, alg=RNG_ALGORITHM
         )
         drawn = uniform < tf.cast(probabilities, tf.float64)
         return (tf.cast(drawn, self.dtype(probabilities.dtype)),)

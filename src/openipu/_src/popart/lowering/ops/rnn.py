@@ -39,7 +39,9 @@ class RecurrentOp(Op):
     def setup(self) -> None:
         direction = self.attrs.direction
         if direction not in ("forward", "reverse", "bidirectional"):
-            self.bad_attribute("direction", f"must be forward, reverse or bidirectional, not {direction!r}")
+            self.bad_attribute(
+                "direction", f"must be forward, reverse or bidirectional, not {direction!r}"
+            )
         self.directions = 2 if direction == "bidirectional" else 1
         names = self.attrs.get("activations") or list(self.default_activations) * self.directions
         alphas = list(self.attrs.get("activation_alpha") or [])
@@ -90,7 +92,9 @@ class RecurrentOp(Op):
             outputs.append(ys)
             final_states.append(last)
         y = tf.stack(outputs, axis=1)  # [steps, directions, batch, hidden]
-        finals = [tf.stack([states[i] for states in final_states]) for i in range(len(final_states[0]))]
+        finals = [
+            tf.stack([states[i] for states in final_states]) for i in range(len(final_states[0]))
+        ]
         if layout == 1:
             y = tf.transpose(y, [2, 0, 1, 3])
             finals = [tf.transpose(state, [1, 0, 2]) for state in finals]
@@ -135,7 +139,9 @@ class RecurrentOp(Op):
             x_projected, t = inputs
             new_states = self.cell(x_projected, states, weights, activations)
             active = (t < sequence_lens)[:, tf.newaxis]
-            kept = tuple(tf.where(active, new, old) for new, old in zip(new_states, states, strict=True))
+            kept = tuple(
+                tf.where(active, new, old) for new, old in zip(new_states, states, strict=True)
+            )
             output = tf.where(active, new_states[0], tf.zeros_like(new_states[0]))
             return kept, output
 

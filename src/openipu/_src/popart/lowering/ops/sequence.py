@@ -71,7 +71,9 @@ class SplitToSequence(Op):
         sizes = self.static_ints(split, "split")
         if split.shape.rank == 0:
             length = x.shape[axis]
-            sizes = [sizes[0]] * (length // sizes[0]) + ([length % sizes[0]] if length % sizes[0] else [])
+            sizes = [sizes[0]] * (length // sizes[0]) + (
+                [length % sizes[0]] if length % sizes[0] else []
+            )
         return tf.split(x, sizes, axis=axis)
 
 
@@ -92,7 +94,9 @@ class SequenceMap(Op):
         results: list[list[tf.Tensor]] = [[] for _ in body.output_names]
         for index in range(length):
             arguments = [value[index] if isinstance(value, list) else value for value in inputs]
-            for collected, output in zip(results, body.call(context, scope, arguments), strict=True):
+            for collected, output in zip(
+                results, body.call(context, scope, arguments), strict=True
+            ):
                 collected.append(output)
         return tuple(results)
 
