@@ -24,8 +24,10 @@ from openipu._src.system import seeds
 _state = threading.local()
 
 
-def _stateless(op_type: str, inputs, attrs, seed: tf.Tensor) -> tf.Tensor | None:
-    dtype = tf.as_dtype(attrs["dtype"].type) if "dtype" in attrs else None
+def _stateless(op: tf.Operation, seed: tf.Tensor) -> tf.Tensor | None:
+    op_type = op.type
+    inputs = op.inputs
+    dtype = op.get_attr("dtype") if op_type != "RandomUniformInt" else None
     shape = inputs[0]
     if op_type == "RandomUniform":
         return tf.random.stateless_uniform(shape, seed, dtype=dtype)
@@ -34,14 +36,16 @@ def _stateless(op_type: str, inputs, attrs, seed: tf.Tensor) -> tf.Tensor | None
     if op_type == "TruncatedNormal":
         return tf.random.stateless_truncated_normal(shape, seed, dtype=dtype)
     if op_type == "RandomUniformInt":
-        out_type = tf.as_dtype(attrs["Tout"].type)
+        out_type = op.get_attr("Tout")
         return tf.random.stateless_uniform(
             shape, seed, minval=inputs[1], maxval=inputs[2], dtype=out_type
         )
     return None
 
 
-_REPLACED = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"})
+_REPLACED = frozenset(
+    {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"}
+)
 
 
 @contextlib.contextmanager
@@ -62,7 +66,7 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
         try:
             with graph.as_default():
                 seed = generator.make_seeds(1)[:, 0]
-                replacement = _stateless(op_type, inputs, attrs, seed)
+                replacement = _stateless(outputs[0].op, seed)
         finally:
             _state.busy = False
         return None if replacement is None else [replacement]

@@ -2,33 +2,65 @@
 
 A real IPU seeds every random operation of a compiled program from one
 hardware seed per replica, which `utils.reset_ipu_seed` resets. openipu keeps
-one `tf.random.Generator` per (IPU device, replica); compiled regions draw the
-seeds of their random operations from it (see `engine.random_ops`), so
-resetting the generator makes a program's random numbers repeat.
+one `SeedStream` per (IPU device, replica): a small variable holding a key
+and a counter. Compiled regions take the seeds of their stateless random
+operations from it (see `engine.random_ops`), so resetting the stream makes
+a program's random numbers repeat.
+
+The state is a plain resource variable, created eagerly and outside any
+distribution strategy: it belongs to the emulated device, not to a model.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 
 import tensorflow as tf
 from tensorflow.python.eager import context
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
 
 _lock = threading.Lock()
-_generators: dict[tuple[int, int], tf.random.Generator] = {}
+_streams: dict[tuple[int, int], SeedStream] = {}
 _seeds: dict[int, tuple[int, bool]] = {}
 
 
-def generator(device_ordinal: int = 0, replica: int = 0) -> tf.random.Generator:
-    """The generator of one replica of an IPU device, created on first use."""
+class SeedStream:
+    """Seeds for stateless random ops: (key, counter) pairs, the counter advancing per draw."""
+
+    def __init__(self, key: int) -> None:
+        with ops.device("/device:CPU:0"):
+            self._state = resource_variable_ops.ResourceVariable(
+                tf.constant([key, 0], tf.int64), trainable=False, name="ipu_seed_state"
+            )
+
+    @property
+    def state(self) -> tf.Variable:
+        return self._state
+
+    def make_seeds(self, count: int = 1) -> tf.Tensor:
+        """`count` fresh seeds, shaped [2, count] like `tf.random.Generator.make_seeds`."""
+        before = self._state.assign_add(tf.constant([0, count], tf.int64), read_value=True)
+        key = before[0]
+        first = before[1] - count
+        counters = first + tf.range(count, dtype=tf.int64)
+        return tf.stack([tf.fill([count], key), counters])
+
+    def reset(self, key: int) -> None:
+        self._state.assign(tf.constant([key, 0], tf.int64))
+
+
+def generator(device_ordinal: int = 0, replica: int = 0) -> SeedStream:
+    """The seed stream of one replica of an IPU device, created on first use."""
     key = (device_ordinal, replica)
     with _lock:
-        gen = _generators.get(key)
-        if gen is None:
-            with tf.init_scope():
-                gen = _new_generator(device_ordinal, replica)
-            _generators[key] = gen
-        return gen
+        stream = _streams.get(key)
+        if stream is None:
+            with context.eager_mode():
+                stream = SeedStream(_initial_key(device_ordinal, replica))
+            _streams[key] = stream
+        return stream
 
 
 def reset_ipu_seed(
@@ -39,26 +71,28 @@ def reset_ipu_seed(
         raise TypeError(f"reset_ipu_seed: seed must be an int, got {seed!r}")
     with _lock, context.eager_mode():
         _seeds[device_ordinal] = (seed, experimental_identical_replicas)
-        for (ordinal, replica), gen in _generators.items():
+        for (ordinal, replica), stream in _streams.items():
             if ordinal == device_ordinal:
-                gen.reset_from_seed(_replica_seed(seed, replica, experimental_identical_replicas))
+                stream.reset(_replica_key(seed, replica, experimental_identical_replicas))
 
 
 def reset_all() -> None:
-    """Forgets every seed and generator state (a new system configuration)."""
+    """Forgets every seed: streams start from fresh random keys (a new configuration)."""
     with _lock, context.eager_mode():
         _seeds.clear()
-        for gen in _generators.values():
-            gen.reset(tf.random.Generator.from_non_deterministic_state().state)
+        for stream in _streams.values():
+            stream.reset(random.getrandbits(62))
 
 
-def _replica_seed(seed: int, replica: int, identical_replicas: bool) -> int:
-    # Distinct but reproducible seeds per replica, as the hardware gives.
-    return seed if identical_replicas or replica == 0 else hash((seed, replica)) & 0x7FFFFFFF
+def _replica_key(seed: int, replica: int, identical_replicas: bool) -> int:
+    # Distinct but reproducible keys per replica, as the hardware gives.
+    if identical_replicas or replica == 0:
+        return seed
+    return hash((seed, replica)) & 0x3FFFFFFFFFFFFFFF
 
 
-def _new_generator(device_ordinal: int, replica: int) -> tf.random.Generator:
+def _initial_key(device_ordinal: int, replica: int) -> int:
     if device_ordinal in _seeds:
         seed, identical = _seeds[device_ordinal]
-        return tf.random.Generator.from_seed(_replica_seed(seed, replica, identical))
-    return tf.random.Generator.from_non_deterministic_state()
+        return _replica_key(seed, replica, identical)
+    return random.getrandbits(62)

@@ -1,0 +1,192 @@
+"""`IPUOutfeedQueue` (spec 21.5): modes, the documented dequeue shapes, E8-E10."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+
+from openipu._src.feeds.host_queue import HostQueue
+
+
+@pytest.fixture
+def strategy(ipu_system):
+    return ipu.ipu_strategy.IPUStrategy()
+
+
+def _spec_example(strategy, outfeed, structure: str, iterations: int):
+    """The spec's examples: body enqueues `output` (and its sum) `iterations` times."""
+
+    def body(value):
+        output = value + 1
+        total = tf.reduce_sum(output)
+        element = {
+            "tensor": output,
+            "tuple": (output, total),
+            "dict": {"x": output, "y": total},
+        }[structure]
+        return output, outfeed.enqueue(element)
+
+    net = tf.function(lambda v: ipu.loops.repeat(iterations, body, (v)), jit_compile=True)
+    return strategy.run(net, args=(tf.ones([4, 4]),))
+
+
+@pytest.mark.parametrize("mode", [None, ipu.ipu_outfeed_queue.IPUOutfeedMode.ALL])
+def test_all_mode_returns_every_element(strategy, mode):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(outfeed_mode=mode)
+    result = _spec_example(strategy, outfeed, "tensor", 20)
+    outfed = outfeed.dequeue().numpy()
+    assert outfed.shape == (20, 4, 4)
+    np.testing.assert_array_equal(outfed[:, 0, 0], np.arange(2, 22))
+    np.testing.assert_array_equal(result.numpy(), np.full([4, 4], 21.0))
+
+
+def test_last_mode_returns_the_last_element(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode.LAST)
+    _spec_example(strategy, outfeed, "tensor", 20)
+    outfed = outfeed.dequeue().numpy()
+    assert outfed.shape == (4, 4)
+    np.testing.assert_array_equal(outfed, np.full([4, 4], 21.0))
+
+
+def test_tuple_shapes(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    _spec_example(strategy, outfeed, "tuple", 20)
+    output, total = outfeed.dequeue()
+    # The spec writes the sum's shape as [20, 1]; a reduce_sum is a scalar, so [20].
+    assert output.shape == (20, 4, 4) and total.shape == (20,)
+    np.testing.assert_array_equal(total.numpy(), 16 * np.arange(2, 22))
+
+
+@pytest.mark.parametrize(
+    "mode, shapes", [("ALL", {"x": (40, 4, 4), "y": (40,)}), ("LAST", {"x": (4, 4), "y": ()})]
+)
+def test_dict_shapes(strategy, mode, shapes):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode[mode])
+    _spec_example(strategy, outfeed, "dict", 40)
+    outfed = outfeed.dequeue()
+    assert {k: tuple(v.shape) for k, v in outfed.items()} == shapes
+
+
+def test_dequeue_drains_and_later_enqueues_accumulate(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    _spec_example(strategy, outfeed, "tensor", 3)
+    assert outfeed.dequeue().shape[0] == 3
+    assert outfeed.dequeue().shape[0] == 0
+    _spec_example(strategy, outfeed, "tensor", 2)
+    _spec_example(strategy, outfeed, "tensor", 2)
+    assert outfeed.dequeue().shape[0] == 4
+
+
+def test_dequeue_before_any_enqueue_raises():
+    with pytest.raises(ValueError, match="has not been enqueued"):
+        ipu.ipu_outfeed_queue.IPUOutfeedQueue().dequeue()
+
+
+def test_enqueued_property(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    assert not outfeed.enqueued
+    _spec_example(strategy, outfeed, "tensor", 1)
+    assert outfeed.enqueued
+
+
+def test_last_mode_with_nothing_new_raises(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode.LAST)
+    _spec_example(strategy, outfeed, "tensor", 2)
+    outfeed.dequeue()
+    with pytest.raises(ValueError, match="nothing was enqueued since the last dequeue"):
+        outfeed.dequeue()
+
+
+def test_iterating_yields_each_enqueued_element(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    _spec_example(strategy, outfeed, "dict", 5)
+    elements = list(outfeed)
+    assert len(elements) == 5
+    assert [float(e["y"]) for e in elements] == [16.0 * k for k in range(2, 7)]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"outfeed_mode": "ALL"}, "outfeed_mode must be an IPUOutfeedMode"),
+        ({"buffer_depth": 0}, "buffer_depth must be at least 1"),
+        ({"buffer_depth": 2.0}, "buffer_depth must be an int"),
+        ({"device_ordinal": -1}, "device_ordinal must be >= 0"),
+        ({"device_ordinal": "0"}, "device_ordinal must be an int"),
+    ],
+)
+def test_constructor_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ipu.ipu_outfeed_queue.IPUOutfeedQueue(**kwargs)
+
+
+def test_enqueue_structure_validation(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with pytest.raises(ValueError, match="dictionary keys must be strings"):
+        outfeed.enqueue({1: tf.constant(1.0)})
+    with pytest.raises(ValueError, match="takes a tensor, a tuple or list"):
+        outfeed.enqueue(object())
+
+
+def test_enqueue_twice_in_one_graph_raises(ipu_system, tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    outfeed.enqueue(tf.constant(1.0))
+    with pytest.raises(ValueError, match="already been enqueued in this graph"):
+        outfeed.enqueue(tf.constant(2.0))
+
+
+def test_enqueue_outside_a_loop_goes_straight_to_the_host(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    @tf.function
+    def step(x):
+        outfeed.enqueue(x * 2)
+        return x
+
+    strategy.run(step, args=(tf.constant([1.0, 2.0]),))
+    strategy.run(step, args=(tf.constant([3.0, 4.0]),))
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[2.0, 4.0], [6.0, 8.0]])
+
+
+def test_synthetic_data(strategy, monkeypatch):
+    all_mode = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    last_mode = ipu.ipu_outfeed_queue.IPUOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode.LAST)
+    _spec_example(strategy, all_mode, "tuple", 3)
+    _spec_example(strategy, last_mode, "tensor", 3)
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
+    output, total = all_mode.dequeue()
+    assert output.shape == (0, 4, 4) and total.shape == (0,)
+    with pytest.raises(ValueError, match="synthetic data"):
+        last_mode.dequeue()
+
+
+def test_replica_dimension_follows_the_spec_table():
+    """[K, R, *S] for ALL and [R, *S] for LAST with R replicas (filled directly)."""
+    store = HostQueue([tf.TensorSpec([4, 4], tf.float32)], replicas=2, name="replicated")
+    for replica in range(2):
+        for k in range(3):
+            store.enqueue([tf.fill([4, 4], float(10 * k + replica))], replica)
+    for mode, shape in [("ALL", (3, 2, 4, 4)), ("LAST", (2, 4, 4))]:
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode[mode])
+        outfeed._structure = tf.TensorSpec([4, 4], tf.float32)  # noqa: SLF001
+        outfeed._store = store  # noqa: SLF001
+        if mode == "LAST":
+            for replica in range(2):
+                store.enqueue([tf.fill([4, 4], float(100 + replica))], replica)
+        values = outfeed.dequeue().numpy()
+        assert values.shape == shape
+        if mode == "ALL":
+            np.testing.assert_array_equal(values[:, :, 0, 0], [[0, 1], [10, 11], [20, 21]])
+        else:
+            np.testing.assert_array_equal(values[:, 0, 0], [100, 101])
+
+
+def test_deleter_allows_a_new_structure(strategy):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    _spec_example(strategy, outfeed, "tensor", 2)
+    outfeed.deleter  # noqa: B018
+    assert not outfeed.enqueued
+    _spec_example(strategy, outfeed, "dict", 2)
+    assert set(outfeed.dequeue()) == {"x", "y"}
