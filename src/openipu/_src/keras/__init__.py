@@ -1,0 +1,1 @@
+"""Keras on the IPU: extensions, layers (one per file) and the first Keras API."""

@@ -1,0 +1,38 @@
+"""The AssumeEqualAcrossReplicas layer (`ipu.keras.layers.AssumeEqualAcrossReplicas`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+
+
+def _assume_equal_across_replicas(tensors, inplace: bool = False):
+    # Stand-in for `cross_replica_ops.assume_equal_across_replicas`, which is
+    # not written yet: numerically it is the identity. Replace this call with
+    # the real op once it exists.
+    del inplace
+    return tf.nest.map_structure(tf.identity, tensors)
+
+
+@tf_keras.utils.register_keras_serializable(package="openipu")
+class AssumeEqualAcrossReplicas(tf_keras.layers.Layer):
+    """Marks values as equal on every replica (so conditionals on them are not divergent).
+
+    `inplace` operates on the tensors in place rather than on copies (needed for
+    tensor slices on the IPU); the values are unchanged either way.
+    """
+
+    def __init__(self, inplace: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(inplace, bool):
+            raise TypeError(f"AssumeEqualAcrossReplicas: inplace must be a bool, got {inplace!r}")
+        self.inplace = inplace
+
+    def call(self, inputs, **kwargs):
+        return _assume_equal_across_replicas(inputs, self.inplace)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "inplace": self.inplace}

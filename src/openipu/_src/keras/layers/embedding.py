@@ -1,0 +1,100 @@
+"""The IPU Embedding layer (`ipu.keras.layers.Embedding`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+
+from openipu._src.ops import embedding_ops
+
+
+@tf_keras.utils.register_keras_serializable(package="openipu")
+class Embedding(tf_keras.layers.Layer):
+    """Embedding lookup through `embedding_ops.embedding_lookup`.
+
+    Input `(batch_size, input_length)` integers, output `(batch_size,
+    input_length, output_dim)`. `serialization_factor` splits the lookup
+    along the vocabulary (same numbers, less memory on the IPU); ids outside
+    the vocabulary then give zero rows.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        embeddings_initializer="uniform",
+        embeddings_regularizer=None,
+        activity_regularizer=None,
+        embeddings_constraint=None,
+        mask_zero: bool = False,
+        input_length=None,
+        serialization_factor: int = 1,
+        **kwargs,
+    ) -> None:
+        unsupported = {
+            "embeddings_regularizer": embeddings_regularizer,
+            "activity_regularizer": activity_regularizer,
+            "embeddings_constraint": embeddings_constraint,
+            "mask_zero": mask_zero,
+            "input_length": input_length,
+        }
+        for argument, value in unsupported.items():
+            if value:
+                raise NotImplementedError(
+                    f"The IPU Embedding layer does not support the {argument} argument "
+                    f"(got {value!r})"
+                )
+        # The ids are integers: never cast them to the layer's float dtype.
+        kwargs["autocast"] = False
+        super().__init__(**kwargs)
+        for label, value, lowest in (("input_dim", input_dim, 1), ("output_dim", output_dim, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                raise ValueError(f"Embedding: {label} must be an int >= {lowest}, got {value!r}")
+        if isinstance(serialization_factor, bool) or not isinstance(serialization_factor, int):
+            raise ValueError(
+                f"Embedding: serialization_factor must be an int, got {serialization_factor!r}"
+            )
+        if serialization_factor < 1 or input_dim % serialization_factor:
+            raise ValueError(
+                f"Embedding: serialization_factor ({serialization_factor}) must be >= 1 and "
+                f"divide input_dim ({input_dim})"
+            )
+        self.input_dim = input_dim
+        self.output_dim = output_dim
+        self.embeddings_initializer = tf_keras.initializers.get(embeddings_initializer)
+        self.serialization_factor = serialization_factor
+
+    def build(self, input_shape) -> None:
+        input_shape = tf.TensorShape(input_shape)
+        if input_shape.rank != 2:
+            raise ValueError(
+                "The IPU Embedding layer takes inputs of shape (batch_size, input_length), "
+                f"got shape {input_shape}"
+            )
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.input_dim, self.output_dim),
+            initializer=self.embeddings_initializer,
+            dtype=self.dtype,
+            trainable=True,
+        )
+        super().build(input_shape)
+
+    def call(self, inputs, training=None):
+        return embedding_ops.embedding_lookup(
+            self.embeddings, inputs, serialization_factor=self.serialization_factor
+        )
+
+    def compute_output_shape(self, input_shape):
+        return tf.TensorShape(input_shape).concatenate([self.output_dim])
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("autocast", None)
+        return {
+            **config,
+            "input_dim": self.input_dim,
+            "output_dim": self.output_dim,
+            "embeddings_initializer": tf_keras.initializers.serialize(self.embeddings_initializer),
+            "serialization_factor": self.serialization_factor,
+        }

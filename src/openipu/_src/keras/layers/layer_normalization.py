@@ -1,0 +1,123 @@
+"""The IPU LayerNormalization layer (`ipu.keras.layers.LayerNormalization`, alias LayerNorm)."""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package="openipu")
+class LayerNormalization(tf_keras.layers.Layer):
+    """Layer normalisation (https://arxiv.org/abs/1607.06450) over `axis`, with beta and gamma.
+
+    The numbers are those of `tf.keras.layers.LayerNormalization`. As in the
+    original, beta and gamma are flat: shape `[prod(dims of axis)]`, which is
+    Keras' shape when `axis` is a single axis.
+    """
+
+    def __init__(
+        self,
+        dtype=tf.float32,
+        axis=-1,
+        epsilon: float = 0.001,
+        center: bool = True,
+        scale: bool = True,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        beta_regularizer=None,
+        gamma_regularizer=None,
+        beta_constraint=None,
+        gamma_constraint=None,
+        trainable: bool = True,
+        name=None,
+        **kwargs,
+    ) -> None:
+        unsupported = {
+            "beta_regularizer": beta_regularizer,
+            "gamma_regularizer": gamma_regularizer,
+            "beta_constraint": beta_constraint,
+            "gamma_constraint": gamma_constraint,
+        }
+        for argument, value in unsupported.items():
+            if value is not None:
+                raise NotImplementedError(
+                    f"The IPU LayerNormalization layer does not support the {argument} "
+                    f"argument (got {value!r})"
+                )
+        super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
+        if isinstance(axis, (list, tuple)):
+            self.axis = tuple(axis)
+        elif isinstance(axis, int) and not isinstance(axis, bool):
+            self.axis = axis
+        else:
+            raise ValueError(
+                f"LayerNormalization: axis must be an int or a list/tuple of ints, got {axis!r}"
+            )
+        self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
+        self.beta_initializer = tf_keras.initializers.get(beta_initializer)
+        self.gamma_initializer = tf_keras.initializers.get(gamma_initializer)
+
+    def build(self, input_shape) -> None:
+        input_shape = tf.TensorShape(input_shape)
+        rank = input_shape.rank
+        if rank is None:
+            raise ValueError(f"LayerNormalization: the inputs have undefined rank ({input_shape})")
+        axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
+        for axis in axes:
+            if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+                raise ValueError(
+                    f"LayerNormalization: invalid axis {axis!r} for inputs of rank {rank}"
+                )
+        self._axes = sorted(a % rank for a in axes)
+        if len(set(self._axes)) != len(self._axes):
+            raise ValueError(f"LayerNormalization: duplicate axis in {self.axis}")
+        dims = [input_shape[a] for a in self._axes]
+        if any(d is None for d in dims):
+            raise ValueError(
+                f"LayerNormalization: the normalised dimensions {self._axes} of the inputs "
+                f"must be known, got shape {input_shape}"
+            )
+        self._param_broadcast = [input_shape[a] if a in self._axes else 1 for a in range(rank)]
+        params_shape = (math.prod(dims),)
+        self.beta = self.gamma = None
+        if self.center:
+            self.beta = self.add_weight(
+                "beta", shape=params_shape, dtype=self.dtype, initializer=self.beta_initializer
+            )
+        if self.scale:
+            self.gamma = self.add_weight(
+                "gamma", shape=params_shape, dtype=self.dtype, initializer=self.gamma_initializer
+            )
+        super().build(input_shape)
+
+    def call(self, inputs, training=None):
+        compute_dtype = tf.float32 if inputs.dtype in (tf.float16, tf.bfloat16) else inputs.dtype
+        values = tf.cast(inputs, compute_dtype)
+        mean, variance = tf.nn.moments(values, axes=self._axes, keepdims=True)
+        normalized = (values - mean) * tf.math.rsqrt(variance + self.epsilon)
+        if self.gamma is not None:
+            normalized *= tf.reshape(tf.cast(self.gamma, compute_dtype), self._param_broadcast)
+        if self.beta is not None:
+            normalized += tf.reshape(tf.cast(self.beta, compute_dtype), self._param_broadcast)
+        return tf.cast(normalized, inputs.dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "axis": list(self.axis) if isinstance(self.axis, tuple) else self.axis,
+            "epsilon": self.epsilon,
+            "center": self.center,
+            "scale": self.scale,
+            "beta_initializer": tf_keras.initializers.serialize(self.beta_initializer),
+            "gamma_initializer": tf_keras.initializers.serialize(self.gamma_initializer),
+        }
+
+
+LayerNorm = LayerNormalization

@@ -1,0 +1,41 @@
+"""Image operators (`ipu.image_ops`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+_IMAGE_DTYPES = (tf.uint8, tf.float16, tf.float32)
+
+
+def normalise_image(image, channel_offsets, channel_scales, scale=1, name=None) -> tf.Tensor:
+    """Pads 3 channels to 4 and normalises: `(image[c] * scale - offsets[c]) * scales[c]`.
+
+    The padding channel is zero. uint8 images give float16 results; other
+    images keep their dtype.
+    """
+    with tf.name_scope(name or "normalise_image"):
+        image = tf.convert_to_tensor(image)
+        if image.dtype not in _IMAGE_DTYPES:
+            raise TypeError(
+                "normalise_image: image must be uint8, float16 or float32, "
+                f"got dtype {image.dtype.name}"
+            )
+        if image.shape.rank is None or image.shape.rank < 1 or image.shape[-1] != 3:
+            raise ValueError(
+                f"normalise_image: image must have 3 channels innermost, got shape {image.shape}"
+            )
+        out_dtype = tf.float16 if image.dtype == tf.uint8 else image.dtype
+        offsets = tf.convert_to_tensor(channel_offsets)
+        scales = tf.convert_to_tensor(channel_scales)
+        for label, vector in (("channel_offsets", offsets), ("channel_scales", scales)):
+            if not vector.shape.is_compatible_with([3]):
+                raise ValueError(
+                    f"normalise_image: {label} must have shape [3], got {vector.shape}"
+                )
+        # float32 arithmetic, one rounding to the output type at the end.
+        normalised = (tf.cast(image, tf.float32) * tf.cast(scale, tf.float32)) - tf.cast(
+            offsets, tf.float32
+        )
+        normalised *= tf.cast(scales, tf.float32)
+        padding = [[0, 0]] * (image.shape.rank - 1) + [[0, 1]]
+        return tf.cast(tf.pad(normalised, padding), out_dtype)

@@ -1,0 +1,108 @@
+"""IPU maths operators (`ipu.math_ops`): segment sums and serialised matrix products."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+_SERIALIZATION_DIMENSIONS = ("a_columns", "a_rows_b_columns", "b_rows")
+
+
+def segment_sum(data, segment_ids, num_segments, name=None) -> tf.Tensor:
+    """Sums the rows of `data` that share a segment id; empty segments are 0.
+
+    `segment_ids` must be sorted (an unsorted one gives an undefined result,
+    as on the IPU) and `num_segments` must exceed its largest id.
+    """
+    with tf.name_scope(name or "segment_sum"):
+        data = tf.convert_to_tensor(data)
+        segment_ids = tf.convert_to_tensor(segment_ids)
+        if data.shape.rank is None or segment_ids.shape.rank is None:
+            raise ValueError(
+                "segment_sum: the ranks of data and segment_ids must be fully defined, got "
+                f"data shape {data.shape} and segment_ids shape {segment_ids.shape}"
+            )
+        if data.shape.rank < 1:
+            raise ValueError(f"segment_sum: data must have rank >= 1, got shape {data.shape}")
+        if segment_ids.shape.rank != 1:
+            raise ValueError(
+                f"segment_sum: segment_ids must have rank 1, got shape {segment_ids.shape}"
+            )
+        if not data.shape[:1].is_compatible_with(segment_ids.shape):
+            raise ValueError(
+                "segment_sum: segment_ids must have the length of dimension 0 of data, got "
+                f"{segment_ids.shape[0]} segment ids for data of shape {data.shape}"
+            )
+        if not segment_ids.dtype.is_integer:
+            raise TypeError(
+                f"segment_sum: segment_ids must be integers, got dtype {segment_ids.dtype.name}"
+            )
+        return tf.math.unsorted_segment_sum(data, tf.cast(segment_ids, tf.int32), num_segments)
+
+
+def serialized_matmul(
+    a,
+    b,
+    serialization_factor: int,
+    serialization_dimension: str,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name=None,
+) -> tf.Tensor:
+    """`a @ b` computed as `serialization_factor` smaller products along one dimension.
+
+    `a_columns` splits m (the rows of the result), `a_rows_b_columns` splits k
+    (partial products are summed), `b_rows` splits n (the columns of the
+    result). Differentiation goes through the same slices, so the gradient is
+    serialised too.
+    """
+    if serialization_dimension not in _SERIALIZATION_DIMENSIONS:
+        raise ValueError(
+            f"serialized_matmul: serialization_dimension must be one of "
+            f"{', '.join(_SERIALIZATION_DIMENSIONS)}, got {serialization_dimension!r}"
+        )
+    if isinstance(serialization_factor, bool) or not isinstance(serialization_factor, int):
+        raise TypeError(
+            f"serialized_matmul: serialization_factor must be an int, got {serialization_factor!r}"
+        )
+    if serialization_factor < 1:
+        raise ValueError(
+            f"serialized_matmul: serialization_factor must be >= 1, got {serialization_factor}"
+        )
+    with tf.name_scope(name or "serialized_matmul"):
+        a = tf.convert_to_tensor(a)
+        b = tf.convert_to_tensor(b, dtype=a.dtype)
+        for operand, label in ((a, "a"), (b, "b")):
+            if operand.shape.rank is None or operand.shape.rank < 2:
+                raise ValueError(
+                    f"serialized_matmul: {label} must have rank >= 2, got shape {operand.shape}"
+                )
+        if transpose_a:
+            a = tf.linalg.matrix_transpose(a)
+        if transpose_b:
+            b = tf.linalg.matrix_transpose(b)
+        if not a.shape[-1:].is_compatible_with(b.shape[-2:-1]):
+            raise ValueError(
+                "serialized_matmul: the inner dimensions do not match, "
+                f"a is {a.shape} and b is {b.shape} after the transpositions"
+            )
+        if serialization_dimension == "a_columns":
+            slices = _split(a, -2, serialization_factor, "m (rows of a)")
+            return tf.concat([tf.matmul(part, b) for part in slices], axis=-2)
+        if serialization_dimension == "b_rows":
+            slices = _split(b, -1, serialization_factor, "n (columns of b)")
+            return tf.concat([tf.matmul(a, part) for part in slices], axis=-1)
+        a_slices = _split(a, -1, serialization_factor, "k (columns of a, rows of b)")
+        b_slices = _split(b, -2, serialization_factor, "k (columns of a, rows of b)")
+        return tf.add_n([tf.matmul(x, y) for x, y in zip(a_slices, b_slices, strict=True)])
+
+
+def _split(value: tf.Tensor, axis: int, factor: int, dimension: str) -> list[tf.Tensor]:
+    size = value.shape[axis]
+    if size is None:
+        raise ValueError(f"serialized_matmul: dimension {dimension} must be known to serialise it")
+    if size % factor:
+        raise ValueError(
+            f"serialized_matmul: serialization_factor {factor} must divide dimension "
+            f"{dimension} of size {size}"
+        )
+    return tf.split(value, factor, axis=axis)

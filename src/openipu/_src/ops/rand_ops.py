@@ -1,0 +1,98 @@
+"""Poprand operators (`ipu.rand_ops`): dropout.
+
+The mask comes from a stateless random op keyed by a 2 x int32 seed: the
+user's seed, or one drawn from the emulated IPU's generator (so that
+`utils.reset_ipu_seed` makes unseeded dropout repeat). The backward pass
+regenerates the mask from that seed instead of keeping it, as the IPU does.
+The Philox algorithm is named explicitly so that eager and XLA execution give
+the same mask.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import tensorflow as tf
+
+from openipu._src.system import seeds
+
+logger = logging.getLogger(__name__)
+
+
+def dropout(x, rate: float = 0.5, noise_shape=None, seed=None, name=None, **kwargs) -> tf.Tensor:
+    """Zeroes each element of `x` with probability `rate`; scales the rest by 1 / (1 - rate)."""
+    if kwargs:
+        logger.warning("rand_ops.dropout: ignoring unsupported arguments %s", sorted(kwargs))
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)):
+        raise TypeError(f"dropout: rate must be a float in [0, 1), got {rate!r}")
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    with tf.name_scope(name or "dropout"):
+        x = tf.convert_to_tensor(x)
+        if not x.dtype.is_floating:
+            raise TypeError(f"dropout: x must be floating point, got dtype {x.dtype.name}")
+        seed = _device_seed() if seed is None else checked_seed(seed)
+        mask_shape = _mask_shape(x, noise_shape)
+        return _seeded_dropout(x, seed, mask_shape, float(rate))
+
+
+def checked_seed(seed) -> tf.Tensor:
+    """A user seed as an int32 tensor of shape [2]."""
+    seed = tf.convert_to_tensor(seed)
+    if not seed.dtype.is_integer:
+        raise TypeError(
+            f"dropout: seed must be a pair of 32-bit integers, got dtype {seed.dtype.name}"
+        )
+    if seed.shape != [2]:
+        raise ValueError(f"dropout: expected the seed to have shape [2], got {seed.shape}")
+    return tf.cast(seed, tf.int32)
+
+
+def _device_seed() -> tf.Tensor:
+    generator = seeds.generator(device_ordinal=0, replica=0)
+    return tf.cast(generator.make_seeds(1)[:, 0], tf.int32)
+
+
+def _mask_shape(x: tf.Tensor, noise_shape) -> tf.Tensor:
+    """`noise_shape` with unknown (None) entries taken from `x`, as in `tf.nn.dropout`."""
+    if noise_shape is None:
+        return tf.shape(x)
+    if isinstance(noise_shape, (list, tuple)) and any(d is None for d in noise_shape):
+        if x.shape.rank is not None and len(noise_shape) != x.shape.rank:
+            raise ValueError(
+                f"dropout: noise_shape {list(noise_shape)} does not have the rank of x {x.shape}"
+            )
+        x_shape = tf.shape(x)
+        return tf.stack([x_shape[i] if d is None else d for i, d in enumerate(noise_shape)])
+    noise_shape = tf.convert_to_tensor(noise_shape, tf.int32)
+    static = tf.get_static_value(noise_shape)
+    if static is not None and x.shape.rank is not None:
+        try:
+            tf.broadcast_static_shape(x.shape, tf.TensorShape(static.tolist()))
+        except ValueError:
+            raise ValueError(
+                f"dropout: noise_shape {static.tolist()} does not broadcast to x {x.shape}"
+            ) from None
+    return noise_shape
+
+
+def _keep_mask(mask_shape: tf.Tensor, seed: tf.Tensor, rate: float) -> tf.Tensor:
+    uniform = tf.random.stateless_uniform(mask_shape, seed, alg="philox")
+    return uniform >= rate
+
+
+def _seeded_dropout(x: tf.Tensor, seed: tf.Tensor, mask_shape: tf.Tensor, rate: float):
+    scale = 1.0 / (1.0 - rate)
+
+    def apply(values: tf.Tensor) -> tf.Tensor:
+        keep = _keep_mask(mask_shape, seed, rate)
+        scaled = values * tf.cast(scale, values.dtype)
+        return tf.where(keep, scaled, tf.zeros_like(scaled))
+
+    @tf.custom_gradient
+    def seeded(values):
+        # The gradient regenerates the mask from the seed instead of storing it.
+        return apply(values), apply
+
+    return seeded(x)
