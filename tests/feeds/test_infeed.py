@@ -121,4 +121,4 @@ def test_deleter_releases_the_iterator(ipu_system):
     )
     assert int(strategy.run(net)) == 1
     assert queue.deleter is None  # eager: nothing to run
-    assert queue._iterator is None  # noqa: SLF001
+    assert queue._stream._chunks is None  # noqa: SLF001

@@ -3,14 +3,16 @@
 On a real IPU the host pushes dataset elements into a stream that the
 device loop reads. Here the host fetches the elements a loop needs before
 the loop's compiled region runs (see `engine.device_loop`), as one stacked
-buffer, so the loop itself stays free of host operations.
+buffer, so the loop itself stays free of host operations. `host_stream`
+holds how the host reads the dataset.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
+
+from openipu._src.feeds.host_stream import ChunkedStream, ElementStream
 
 _MAX_PREFETCH_DEPTH = 256
 _DEFAULT_PREFETCH_DEPTH = 3
@@ -68,15 +70,17 @@ class IPUInfeedQueue:
         self._prefetch_depth = _validate_prefetch_depth(prefetch_depth)
         self._optimise_latency = bool(optimise_latency)
         self._element_spec = dataset.element_spec
-        self._dataset = dataset.prefetch(self._prefetch_depth or _DEFAULT_PREFETCH_DEPTH)
+        self._dataset = dataset
         self._dequeued = False
         self._initializer_accessed = False
         self._graph_mode = not tf.executing_eagerly()
-        self._iterator = (
-            tf.compat.v1.data.make_initializable_iterator(self._dataset)
-            if self._graph_mode
-            else None
-        )
+        self._stream = self._new_stream()
+
+    def _new_stream(self) -> ElementStream | ChunkedStream:
+        depth = self._prefetch_depth or _DEFAULT_PREFETCH_DEPTH
+        if self._graph_mode:
+            return ElementStream(self._dataset, depth)
+        return ChunkedStream(self._dataset, depth)
 
     # Public interface of the original.
 
@@ -119,14 +123,14 @@ class IPUInfeedQueue:
             )
         self._initializer_accessed = True
         if self._graph_mode:
-            return self._iterator.initializer
-        self._ensure_eager_iterator()
-        return tf.no_op(name="infeed_initializer") if not tf.executing_eagerly() else None
+            return self._stream.initializer
+        return None if tf.executing_eagerly() else tf.no_op(name="infeed_initializer")
 
     @property
     def deleter(self):
         """An operation that releases the queue's iterator so a new queue can take its place."""
-        self._iterator = None if not self._graph_mode else self._iterator
+        if not self._graph_mode:
+            self._stream.release()
         if tf.executing_eagerly():
             return None
         return tf.no_op(name="infeed_deleter")
@@ -140,39 +144,12 @@ class IPUInfeedQueue:
 
     # Used by the engine.
 
-    def _ensure_eager_iterator(self):
-        if self._iterator is None:
-            with tf.init_scope(), ops.device("/device:CPU:0"):
-                self._iterator = iter(self._dataset)
-        return self._iterator
-
     def _fetch_one(self):
         """Builds a host fetch of the next element."""
         self._dequeued = True
-        iterator = self._iterator if self._graph_mode else self._ensure_eager_iterator()
-        with ops.device("/device:CPU:0"):
-            return iterator.get_next()
+        return self._stream.fetch_one()
 
     def _fetch_stacked(self, count: int):
         """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
         self._dequeued = True
-        iterator = self._iterator if self._graph_mode else self._ensure_eager_iterator()
-        flat_specs = nest.flatten(self._element_spec)
-        arrays = [
-            tf.TensorArray(spec.dtype, size=count, element_shape=spec.shape) for spec in flat_specs
-        ]
-
-        def fetch(i, *arrays):
-            element = nest.flatten(iterator.get_next())
-            return [i + 1] + [a.write(i, e) for a, e in zip(arrays, element, strict=True)]
-
-        with ops.device("/device:CPU:0"):
-            _, *arrays = tf.while_loop(
-                lambda i, *_: i < count,
-                fetch,
-                [tf.constant(0, tf.int32)] + arrays,
-                parallel_iterations=1,  # elements arrive in dataset order
-                name="infeed_fetch",
-            )
-            stacked = [a.stack() for a in arrays]
-        return nest.pack_sequence_as(self._element_spec, stacked)
+        return self._stream.fetch_stacked(count)
