@@ -1,0 +1,71 @@
+"""embedding_ops.embedding_lookup against tf.gather."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from openipu._src.ops import embedding_ops
+
+RNG = np.random.default_rng(2)
+PARAMS = RNG.normal(size=(12, 5)).astype(np.float32)
+IDS = np.array([[0, 3, 11], [7, 7, 2]], np.int32)
+
+
+@pytest.mark.parametrize("serialization_factor", [1, 2, 3, 4, 12])
+def test_lookup_matches_tf_gather(serialization_factor):
+    expected = tf.gather(PARAMS, IDS)
+    got = embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=serialization_factor)
+    np.testing.assert_array_equal(got, expected)
+    jitted = tf.function(
+        lambda p, i: embedding_ops.embedding_lookup(
+            p, i, serialization_factor=serialization_factor
+        ),
+        jit_compile=True,
+    )(PARAMS, IDS)
+    np.testing.assert_array_equal(jitted, expected)
+
+
+@pytest.mark.parametrize("serialization_factor", [1, 3])
+def test_lookup_gradient_matches_tf_gather(serialization_factor):
+    params = tf.constant(PARAMS)
+    upstream = tf.constant(RNG.normal(size=(2, 3, 5)).astype(np.float32))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(params)
+        ours = embedding_ops.embedding_lookup(
+            params, IDS, serialization_factor=serialization_factor
+        )
+        reference = tf.gather(params, IDS)
+        ours_loss, reference_loss = (
+            tf.reduce_sum(ours * upstream),
+            tf.reduce_sum(reference * upstream),
+        )
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(tape.gradient(ours_loss, params)),
+        tf.convert_to_tensor(tape.gradient(reference_loss, params)),
+        rtol=1e-6,
+    )
+
+
+def test_serialized_lookup_of_ids_outside_the_table_gives_zeros():
+    got = embedding_ops.embedding_lookup(PARAMS, [1, 12, -1], serialization_factor=2)
+    np.testing.assert_array_equal(got[0], PARAMS[1])
+    np.testing.assert_array_equal(got[1:], 0)
+
+
+def test_int64_ids_are_accepted():
+    got = embedding_ops.embedding_lookup(PARAMS, tf.constant([4, 5], tf.int64))
+    np.testing.assert_array_equal(got, PARAMS[[4, 5]])
+
+
+def test_serialization_factor_must_divide_the_table():
+    with pytest.raises(
+        ValueError, match=r"serialization_factor \(5\) must divide dimension 0 of params \(12\)"
+    ):
+        embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=5)
+    with pytest.raises(ValueError, match="serialization_factor must be >= 1, got 0"):
+        embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=0)
+
+
+def test_ids_must_be_integers():
+    with pytest.raises(TypeError, match="ids must be integers, got dtype float32"):
+        embedding_ops.embedding_lookup(PARAMS, [1.0])
