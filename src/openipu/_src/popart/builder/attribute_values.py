@@ -31,7 +31,7 @@ def _is_number(value: Any) -> bool:
 def _as_sequence(value: Any) -> list[Any] | None:
     if isinstance(value, np.ndarray):
         return value.reshape(-1).tolist()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         return None
     return list(value)
 

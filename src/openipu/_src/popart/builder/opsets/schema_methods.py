@@ -117,10 +117,17 @@ def operator_signature(schema: onnx.defs.OpSchema) -> OperatorSignature:
 
 @functools.cache
 def current_schemas(domain: str, version: int) -> dict[str, onnx.defs.OpSchema]:
-    """The schema of every operator usable at `version` of `domain` (deprecated ones excluded)."""
+    """The schema of every operator usable at `version` of `domain`.
+
+    Deprecated and experimental operators are left out, as the ONNX checker
+    rejects or warns about them.
+    """
+    experimental = onnx.defs.OpSchema.SupportType.EXPERIMENTAL
     latest: dict[str, onnx.defs.OpSchema] = {}
     for schema in onnx.defs.get_all_schemas_with_history():
         if schema.domain != domain or schema.since_version > version:
+            continue
+        if schema.support_level == experimental:
             continue
         known = latest.get(schema.name)
         if known is None or schema.since_version > known.since_version:
