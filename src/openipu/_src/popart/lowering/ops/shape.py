@@ -343,6 +343,11 @@ class Pad(Op):
             if constant_value is not None and constant_value.shape.num_elements() != 0
             else tf.zeros([], x.dtype)
         )
+        if static_value(pads) is None and self.attrs.mode == "constant":
+            # Run-time pads (non-negative): tf.pad takes them as a tensor.
+            paddings = tf.transpose(tf.reshape(tf.cast(pads, tf.int64), [2, -1]))
+            full = tf.scatter_nd([[axis] for axis in axes_list], paddings, [rank, 2])
+            return tf.pad(x, full, constant_values=value)
         return pad_tensor(x, self.static_ints(pads, "pads"), self.attrs.mode, value, axes_list)
 
 
