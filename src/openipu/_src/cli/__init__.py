@@ -1,0 +1,1 @@
+"""The `openipu` command: `openipu info` and `openipu demo`."""

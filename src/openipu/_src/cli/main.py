@@ -1,0 +1,47 @@
+"""Entry point of the `openipu` command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="openipu", description="openipu: the IPU programming stack on emulated IPUs"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    info = commands.add_parser("info", help="list the emulated IPU devices and the configuration")
+    info.add_argument(
+        "--config",
+        metavar="JSON_FILE",
+        help="also show the devices an IPUConfig (saved with IPUConfig.to_json) would create",
+    )
+    demo = commands.add_parser("demo", help="train a small Keras model on emulated IPUs")
+    demo.add_argument("--epochs", type=int, default=3)
+    demo.add_argument("--batch-size", type=int, default=32)
+    demo.add_argument("--steps-per-execution", type=int, default=50)
+    demo.add_argument("--samples", type=int, default=32000)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.command == "info":
+        from openipu._src.cli import info
+
+        return info.run(args.config)
+    from openipu._src.cli import demo
+
+    return demo.run(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        steps_per_execution=args.steps_per_execution,
+        samples=args.samples,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
