@@ -383,6 +383,8 @@ def test_bad_attribute_types_raise_naming_the_attribute():
         builder.aiOnnx.conv([x, x], group=1.5)
     with pytest.raises(popart.popart_exception, match="attribute 'scale' must be a number"):
         builder.aiGraphcore.scale([x], "two")
+    with pytest.raises(popart.popart_exception, match="attribute 'to' is required"):
+        builder.aiOnnx.cast([x], None)
     with pytest.raises(TypeError):
         builder.aiOnnx.relu([x], no_such_attribute=1)
 

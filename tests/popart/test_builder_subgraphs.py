@@ -54,6 +54,24 @@ def test_if_runs_the_branch_the_condition_picks(version):
     np.testing.assert_array_equal(other, -value)
 
 
+def test_branch_may_return_an_enclosing_tensor_unchanged():
+    builder = popart.Builder()
+    x = builder.addInputTensor("FLOAT", [2], "x")
+    condition = builder.addInputTensor("BOOL", [], "condition")
+    then_branch = builder.createSubgraphBuilder()
+    then_branch.addInputTensorFromParentGraph(x)
+    then_branch.addOutputTensor(x)  # ONNX needs a node here: the builder adds an Identity
+    assert then_branch.getOutputTensorIds() == ["Identity:0"]
+    else_branch = builder.createSubgraphBuilder()
+    else_branch.addOutputTensor(else_branch.aiOnnx.neg([x]))
+    (out,) = builder.aiOnnx.logical_if([condition], 1, else_branch, then_branch)
+    builder.addOutputTensor(out)
+    assert builder.getTensorShape(out) == [2]
+    value = np.array([1.0, -2.0], np.float32)
+    (result,) = _run_both(builder, {x: value, condition: np.array(True)})
+    np.testing.assert_array_equal(result, value)
+
+
 def test_loop_accumulates_and_outputs_are_typed():
     builder = popart.Builder(opsets={"ai.onnx": 11})
     x = builder.addInputTensor("FLOAT", [3], "x")

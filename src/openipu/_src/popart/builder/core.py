@@ -319,6 +319,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._check_tensor(outputName, "addOutputTensor")
         if outputName in self.getOutputTensorIds():
             raise popart_exception(f"addOutputTensor: '{outputName}' is already a graph output")
+        if outputName not in self._defined:
+            # ONNX wants a subgraph's outputs made inside it: copy an enclosing graph's tensor.
+            outputName = self.add_node("Identity", [outputName])[0]  # noqa: N806
         self._graph.output.append(onnx.ValueInfoProto(name=outputName))
         self._touch()
 

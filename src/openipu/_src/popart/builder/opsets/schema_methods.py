@@ -218,6 +218,8 @@ def make_operator_method(
             value = values[parameter.name]
             if parameter.name in coercions and value is not None:
                 value = coercions[parameter.name](value)
+            if value is None and parameter.required:
+                raise popart_exception(f"{what}: attribute '{parameter.name}' is required")
             if _is_unset(value) and not parameter.has_schema_default or value is None:
                 continue
             if _equals_default(value, parameter):
