@@ -1,7 +1,7 @@
 """Poprand operators (`ipu.rand_ops`): dropout.
 
-The mask comes from a stateless random op keyed by a 2 x int32 seed: the
-user's seed, or one drawn from the emulated IPU's generator (so that
+The mask comes from a stateless random op keyed by a seed pair: the user's
+2 x int32 seed, or one drawn from the emulated IPU's seed stream (so that
 `utils.reset_ipu_seed` makes unseeded dropout repeat). The backward pass
 regenerates the mask from that seed instead of keeping it, as the IPU does.
 The Philox algorithm is named explicitly so that eager and XLA execution give
@@ -50,8 +50,7 @@ def checked_seed(seed) -> tf.Tensor:
 
 
 def _device_seed() -> tf.Tensor:
-    generator = seeds.generator(device_ordinal=0, replica=0)
-    return tf.cast(generator.make_seeds(1)[:, 0], tf.int32)
+    return seeds.generator(device_ordinal=0, replica=0).make_seeds(1)[:, 0]
 
 
 def _mask_shape(x: tf.Tensor, noise_shape) -> tf.Tensor:

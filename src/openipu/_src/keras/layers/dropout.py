@@ -34,8 +34,11 @@ class Dropout(tf_keras.layers.Layer):
 
     def build(self, input_shape) -> None:
         if self.seed is None:
-            # Saved functions capture the generator's state: keep it reachable from the layer.
-            self._ipu_generator = seeds.generator(device_ordinal=0, replica=0)
+            # Saved functions capture the device's seed state: keep it reachable from the
+            # layer (for SavedModel) without making it a weight of the layer.
+            holder = tf.__internal__.tracking.AutoTrackable()
+            holder.state = seeds.generator(device_ordinal=0, replica=0).state
+            self._ipu_seed_stream = holder
         super().build(input_shape)
 
     def call(self, inputs, training=None):
