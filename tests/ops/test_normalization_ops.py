@@ -307,3 +307,22 @@ def test_channels_axis_out_of_bounds():
 def test_groups_must_divide_channels(groups, message):  # E54
     with pytest.raises(ValueError, match=message):
         normalization_ops.group_norm(tf.zeros([2, 4]), groups=groups)
+
+
+def test_tf2_default_names_count_across_loop_bodies_of_one_function():
+    @tf.function
+    def model(x):
+        x = normalization_ops.group_norm(x, groups=2)
+        return tf.while_loop(
+            lambda i, v: i < 2,
+            lambda i, v: (i + 1, normalization_ops.group_norm(v, groups=4)),
+            [0, x],
+        )[1]
+
+    model(RNG.normal(size=(2, 8)).astype(np.float32))
+    assert sorted(tf1_variables._variables) == [  # noqa: SLF001
+        "GroupNorm/beta",
+        "GroupNorm/gamma",
+        "GroupNorm_1/beta",
+        "GroupNorm_1/gamma",
+    ]

@@ -87,3 +87,18 @@ def test_rate_must_be_a_probability_below_one(rate):
 def test_seed_must_be_a_pair():
     with pytest.raises(ValueError, match=r"seed to have shape \[2\], got \(3,\)"):
         rand_ops.dropout(X, seed=[1, 2, 3])
+
+
+def test_unseeded_dropout_in_a_compiled_region_repeats_after_reset_ipu_seed(ipu_system):
+    from openipu._src.compiler import ipu_compiler, scopes
+
+    def run():
+        with scopes.ipu_scope("/device:IPU:0"):
+            (out,) = ipu_compiler.compile(lambda v: rand_ops.dropout(v, rate=0.5), [X])
+        return out.numpy()
+
+    seeds.reset_ipu_seed(77)
+    first = run()
+    assert abs((first == 0).mean() - 0.5) < 0.05
+    seeds.reset_ipu_seed(77)
+    np.testing.assert_array_equal(run(), first)

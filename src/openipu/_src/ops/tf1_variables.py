@@ -7,8 +7,8 @@ every trace, which `tf.function` refuses; and default scope names ("GroupNorm",
 "GroupNorm_1", ...) keep counting up across traces. So in TF2 (unless a
 Keras `track_tf1_style_variables` store is active, which already handles it):
 
-- default scope names are numbered per traced graph, so each retrace of a
-  function finds the same names;
+- default scope names are numbered per traced function (branches and loop
+  bodies included), so each retrace of a function finds the same names;
 - variables are created outside the function (`tf.init_scope`) and kept in a
   process-wide store by full name, so retraces, and other functions using the
   same scope names, share them, like TF1's `reuse=AUTO_REUSE`.
@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Iterator
 
 import tensorflow as tf
+from tensorflow.python.framework.func_graph import FuncGraph
 from tensorflow.python.ops import variable_scope as tf1_variable_scope
 
 _lock = threading.Lock()
@@ -55,7 +56,7 @@ def parameter_scope(scope, default_name: str, values, reuse) -> Iterator[None]:
 
 
 def _numbered_in_graph(default_name: str) -> str:
-    graph = tf.compat.v1.get_default_graph()
+    graph = _outermost_function_graph(tf.compat.v1.get_default_graph())
     prefix = tf.compat.v1.get_variable_scope().name
     with _lock:
         counts = _scope_counts.setdefault(graph, collections.Counter())
@@ -63,6 +64,13 @@ def _numbered_in_graph(default_name: str) -> str:
         number = counts[key]
         counts[key] += 1
     return default_name if number == 0 else f"{default_name}_{number}"
+
+
+def _outermost_function_graph(graph):
+    # Branches and loop bodies are graphs of their own: count in the traced function's graph.
+    while isinstance(getattr(graph, "outer_graph", None), FuncGraph):
+        graph = graph.outer_graph
+    return graph
 
 
 class _StoredGetter:
