@@ -214,6 +214,13 @@ def test_ctc_loss_jit_matches_eager():
 
     np.testing.assert_allclose(_jit(loss)(logits), loss(logits), rtol=1e-6)
 
+    def loss_from_log_probs(values):
+        return nn_ops.ctc_loss_with_log_probs(
+            labels, tf.nn.log_softmax(values), label_length, logit_length, blank
+        )
+
+    np.testing.assert_allclose(_jit(loss_from_log_probs)(logits), loss(logits), rtol=1e-5)
+
 
 def test_ctc_loss_dtypes():
     blank, labels, label_length, logit_length, logits = _ctc_inputs("blank_first")

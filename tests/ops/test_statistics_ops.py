@@ -88,3 +88,17 @@ def test_histogram_rejects_bad_inputs(inputs, levels, message):  # E61
 def test_histogram_update_rejects_a_bad_histogram(hist, message):  # E62
     with pytest.raises(ValueError, match=message):
         statistics_ops.histogram_update(hist, np.zeros(2, np.float32), np.zeros(3, np.float32))
+
+
+def test_bins_and_update_under_xla_match_eager():
+    values = RNG.normal(size=40).astype(np.float32)
+    hist = np.arange(6, dtype=np.float32)
+
+    def binned(v, h):
+        levels = statistics_ops.fixed_width_bins(v, 5)
+        return levels, statistics_ops.histogram_update(h, v, levels, absolute_of_input=True)
+
+    for ours, eager in zip(
+        tf.function(binned, jit_compile=True)(values, hist), binned(values, hist), strict=True
+    ):
+        np.testing.assert_allclose(ours, eager, rtol=1e-6)
