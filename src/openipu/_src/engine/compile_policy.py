@@ -16,7 +16,7 @@ import functools
 import os
 from collections.abc import Iterable
 
-from tensorflow.core.framework import attr_value_pb2, function_pb2
+from tensorflow.core.framework import function_pb2
 from tensorflow.python.framework import ops
 from tensorflow.python.util import pywrap_xla_ops
 
@@ -79,10 +79,19 @@ def forced_mode() -> CompileMode | None:
         ) from None
 
 
-def choose_mode(graph: ops.Graph, operations: Iterable[ops.Operation]) -> CompileMode:
-    """Picks how to run a region made of `operations` (and the functions they call)."""
+def choose_mode(
+    graph: ops.Graph,
+    operations: Iterable[ops.Operation],
+    requested: CompileMode | None = None,
+) -> CompileMode:
+    """Picks how to run a region made of `operations` (and the functions they call).
+
+    `requested` (a caller's measured choice) wins over the heuristics, the
+    environment variable wins over both, and XLA is never picked when it cannot
+    compile the region.
+    """
     op_types = _op_types_with_called_functions(graph, operations)
-    forced = forced_mode()
+    forced = forced_mode() or requested
     unsupported = op_types - xla_op_types() - _IGNORED
     if unsupported:
         return CompileMode.GRAPH
@@ -141,7 +150,3 @@ def _function_definition(graph: ops.Graph, name: str) -> function_pb2.FunctionDe
             return function.definition
         graph = getattr(graph, "outer_graph", None)
     return None
-
-
-def attr_string(value: str) -> attr_value_pb2.AttrValue:
-    return attr_value_pb2.AttrValue(s=value.encode())

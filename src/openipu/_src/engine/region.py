@@ -109,12 +109,17 @@ def compile_region(
     *,
     ipu_ordinal: int = 0,
     flat_return_rules: bool = True,
+    mode: compile_policy.CompileMode | None = None,
+    on_mode: Callable[[compile_policy.CompileMode], None] | None = None,
 ):
     """Builds `computation(*inputs)` as one compiled region and returns its outputs.
 
     With `flat_return_rules` the return value follows `ipu_compiler.compile`:
     a list/tuple of tensors followed by operations, None or a single value
     becomes a tuple, and operation-only outputs become one NoOp.
+
+    `mode` forces XLA or graph (XLA only if the region can compile);
+    `on_mode(mode)` learns which one the region got.
     """
     if inputs is None:
         inputs = []
@@ -134,6 +139,8 @@ def compile_region(
                 device,
                 ipu_ordinal=ipu_ordinal,
                 flat_return_rules=flat_return_rules,
+                mode=mode,
+                on_mode=on_mode,
             ),
             autograph=False,
         )()
@@ -167,8 +174,10 @@ def compile_region(
             region.mode = (
                 compile_policy.CompileMode.GRAPH
                 if region.graph_mode_reasons
-                else compile_policy.choose_mode(graph, context.marked_ops)
+                else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
+            if on_mode is not None:
+                on_mode(region.mode)
             logger.debug(
                 "Region %s runs as %s (%s)",
                 name,
@@ -224,6 +233,8 @@ def _split_outputs(outputs, flat_return_rules: bool):
                 "operations; a tensor came after an operation"
             )
         return tensors, operations, _FLAT
+    if isinstance(outputs, ops.Operation):
+        return [], [outputs], None
     flat = nest.flatten(outputs)
     for o in flat:
         if isinstance(o, ops.Operation):

@@ -1,0 +1,110 @@
+"""Programs driven from Python: N steps per call, inputs and outputs as stacked buffers.
+
+Keras `fit`/`evaluate`/`predict` and PopART `session.run` hold their data on
+the host and call the device once per N steps (steps per execution, batches
+per step). `LoopProgram` is their common entry to the engine: one call runs
+one compiled region holding a device loop of N iterations, whose infeed is
+the stacked inputs of the call and whose outputs come back stacked through an
+outfeed. It is the same device loop as `loops.repeat`, not a second engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+from tensorflow.python.util import nest
+
+from openipu._src.engine import compile_policy, device_loop, region
+from openipu._src.system import configure
+
+
+class StackedInput:
+    """An infeed whose next N elements are already stacked tensors (the inputs of a call)."""
+
+    def __init__(self, stacked) -> None:
+        self._stacked = stacked
+
+    def _fetch_stacked(self, count: int):
+        for tensor in nest.flatten(self._stacked):
+            leading = tensor.shape[0] if tensor.shape.rank else None
+            if leading is not None and leading != count:
+                raise ValueError(
+                    f"The program runs {count} steps per call but was given inputs for "
+                    f"{leading} steps (shape {tensor.shape})"
+                )
+        # One positional argument per step: the step's element, whatever its structure.
+        return (self._stacked,)
+
+    def _fetch_one(self):
+        raise ValueError("A program's stacked inputs can only feed a loop of known length")
+
+
+class LoopProgram:
+    """`step(element)` run `iterations` times per call on an emulated IPU device.
+
+    `outputs` is "all" (every step's outputs, stacked) or "last" (only the final
+    step's). The step may return None (no outputs).
+    """
+
+    def __init__(
+        self,
+        step: Callable,
+        iterations: int,
+        *,
+        device_ordinal: int = 0,
+        outputs: str = "all",
+        compile_mode: compile_policy.CompileMode | None = None,
+        name: str = "ipu_program",
+    ) -> None:
+        from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
+
+        if outputs not in ("all", "last"):
+            raise ValueError(f"outputs must be 'all' or 'last', got {outputs!r}")
+        self._step = step
+        self.iterations = iterations
+        self._device_ordinal = device_ordinal
+        self._compile_mode = compile_mode
+        mode = IPUOutfeedMode.ALL if outputs == "all" else IPUOutfeedMode.LAST
+        self._outfeed = IPUOutfeedQueue(mode)
+        self._has_outputs = False
+        self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+        self.__name__ = name
+
+    def __call__(self, stacked_inputs):
+        """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
+        return self._function(stacked_inputs)
+
+    @property
+    def compiled_mode(self) -> compile_policy.CompileMode | None:
+        return self._last_mode
+
+    _last_mode: compile_policy.CompileMode | None = None
+
+    def _program(self, stacked_inputs):
+        device = configure.current_system("an IPU program").device(self._device_ordinal)
+        infeed = StackedInput(stacked_inputs)
+
+        def body(element):
+            outputs = self._step(element)
+            if outputs is None:
+                return []
+            self._has_outputs = True
+            return [self._outfeed.enqueue(outputs)]
+
+        def build():
+            return device_loop.repeat(self.iterations, body, [], infeed)
+
+        region.compile_region(
+            build,
+            [],
+            device.host_device(),
+            ipu_ordinal=self._device_ordinal,
+            flat_return_rules=False,
+            mode=self._compile_mode,
+            on_mode=self._record_mode,
+        )
+        return self._outfeed.dequeue() if self._has_outputs else None
+
+    def _record_mode(self, mode: compile_policy.CompileMode) -> None:
+        self._last_mode = mode
