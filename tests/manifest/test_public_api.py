@@ -50,13 +50,6 @@ PENDING_NAMES = {
         "within_replica_ops.all_reduce",
         "within_replica_ops.reduce_scatter",
         # Keras issue (pipelines).
-        "pipelining_ops.OptimizerFunctionOutput",
-        "pipelining_ops.PipelineSchedule",
-        "pipelining_ops.PipelineStageOptions",
-        "pipelining_ops.RecomputationMode",
-        "pipelining_ops.pipeline",
-        "pipelining_ops.recomputation_checkpoint",
-        "pipelining_ops.reduce",
         "internal_ops.fifo",
         "internal_ops.get_current_iteration_counter",
         # Not in an open issue yet.

@@ -1,1 +1,21 @@
 """`tf.keras.ipu`: pipeline-stage helpers of Keras on the IPU (re-exports only)."""
+
+from openipu._src.keras.extensions.model_extensions import ReplicatedMetricReductionMethod
+from openipu._src.keras.extensions.pipeline_stages import (
+    FunctionalLayerPipelineStageAssignment,
+    FunctionalNestedModelPipelineStageAssignment,
+    ModelLayerPipelineStageAssignment,
+    NestedModelPipelineStageAssignment,
+    PipelineStage,
+    SequentialLayerPipelineStageAssignment,
+)
+
+__all__ = [
+    "FunctionalLayerPipelineStageAssignment",
+    "FunctionalNestedModelPipelineStageAssignment",
+    "ModelLayerPipelineStageAssignment",
+    "NestedModelPipelineStageAssignment",
+    "PipelineStage",
+    "ReplicatedMetricReductionMethod",
+    "SequentialLayerPipelineStageAssignment",
+]

@@ -20,7 +20,10 @@ plain TensorFlow graph.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import math
+import operator
 import threading
 from collections.abc import Callable, Iterator
 
@@ -35,9 +38,15 @@ _state = threading.local()
 
 
 class LoopContext:
-    """A device loop being built: its trip count and current iteration index."""
+    """A device loop being built: its trip count and current iteration index.
 
-    def __init__(self, trip_count: int | None, graph_of_body: ops.Graph | None = None) -> None:
+    The trip count is a number, a host tensor computed before the region runs, or
+    None when it is only known as the loop runs.
+    """
+
+    def __init__(
+        self, trip_count: int | tf.Tensor | None, graph_of_body: ops.Graph | None = None
+    ) -> None:
         self.trip_count = trip_count
         self.index: tf.Tensor | None = None
         self.body_graph = graph_of_body
@@ -57,8 +66,10 @@ def _entered(context: LoopContext) -> Iterator[LoopContext]:
         stack.pop()
 
 
-def flat_iteration() -> tuple[tf.Tensor, int] | None:
+def flat_iteration() -> tuple[tf.Tensor, int | tf.Tensor] | None:
     """The iteration index across all enclosing device loops, and their total trip count.
+
+    The total is a host tensor when some enclosing loop's trip count is one.
 
     None when some enclosing loop has no fixed trip count, or when ops built
     now would not be in the body of the innermost loop (for example inside a
@@ -70,11 +81,13 @@ def flat_iteration() -> tuple[tf.Tensor, int] | None:
     if ops.get_default_graph() is not stack[-1].body_graph:
         return None
     index = tf.constant(0, tf.int32)
-    total = 1
     for context in stack:
         index = index * context.trip_count + context.index
-        total *= context.trip_count
-    return index, total
+    counts = [context.trip_count for context in stack]
+    if all(isinstance(count, int) for count in counts):
+        return index, math.prod(counts)
+    with region_lib.current_region().on_host():  # the host sizes buffers before the region
+        return index, functools.reduce(operator.mul, counts)
 
 
 def _as_list(values) -> list:
@@ -233,10 +246,40 @@ def _loop_results(values: list, done: tf.Tensor):
     return list(values)
 
 
+class StackedInput:
+    """An infeed whose next N elements are already stacked tensors on the device.
+
+    Programs pass their call's inputs this way, and loops nested in a loop
+    pass the slice of the outer element that belongs to them. No host work
+    is needed to read it, so it also works inside other loops.
+    """
+
+    is_device_buffer = True
+
+    def __init__(self, stacked) -> None:
+        self._stacked = stacked
+
+    def _fetch_stacked(self, count: int):
+        for tensor in nest.flatten(self._stacked):
+            leading = tensor.shape[0] if tensor.shape.rank else None
+            if leading is not None and leading != count:
+                raise ValueError(
+                    f"The loop runs {count} iterations but was given inputs for "
+                    f"{leading} iterations (shape {tensor.shape})"
+                )
+        # One positional argument per iteration: the element, whatever its structure.
+        return (self._stacked,)
+
+    def _fetch_one(self):
+        raise ValueError("Stacked inputs can only feed a loop of known length")
+
+
 def _prefetch(infeed, n: int):
     """The next `n` infeed elements as one stacked buffer, fetched by the host before the region."""
     if infeed is None:
         return None
+    if getattr(infeed, "is_device_buffer", False):
+        return infeed._fetch_stacked(n)  # noqa: SLF001
     if not region_lib.in_region_top_level() or loop_stack():
         return None
     region = region_lib.current_region()

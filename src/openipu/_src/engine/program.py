@@ -13,31 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
-from tensorflow.python.util import nest
 
-from openipu._src.engine import compile_policy, device_loop, region
+from openipu._src.engine import compile_policy, device_loop, region, replication
 from openipu._src.system import configure
-
-
-class StackedInput:
-    """An infeed whose next N elements are already stacked tensors (the inputs of a call)."""
-
-    def __init__(self, stacked) -> None:
-        self._stacked = stacked
-
-    def _fetch_stacked(self, count: int):
-        for tensor in nest.flatten(self._stacked):
-            leading = tensor.shape[0] if tensor.shape.rank else None
-            if leading is not None and leading != count:
-                raise ValueError(
-                    f"The program runs {count} steps per call but was given inputs for "
-                    f"{leading} steps (shape {tensor.shape})"
-                )
-        # One positional argument per step: the step's element, whatever its structure.
-        return (self._stacked,)
-
-    def _fetch_one(self):
-        raise ValueError("A program's stacked inputs can only feed a loop of known length")
 
 
 class LoopProgram:
@@ -45,6 +23,11 @@ class LoopProgram:
 
     `outputs` is "all" (every step's outputs, stacked) or "last" (only the final
     step's). The step may return None (no outputs).
+
+    The device is `/device:IPU:<device_ordinal>` of the configured IPU system, unless
+    `host_device` is given: front ends with their own device model (PopART's DeviceManager)
+    pass the host device of their emulated IPU, and `device_ordinal` then only names the
+    IPU whose seed stream the program's random ops use.
     """
 
     def __init__(
@@ -53,6 +36,7 @@ class LoopProgram:
         iterations: int,
         *,
         device_ordinal: int = 0,
+        host_device: str | None = None,
         outputs: str = "all",
         compile_mode: compile_policy.CompileMode | None = None,
         name: str = "ipu_program",
@@ -64,6 +48,7 @@ class LoopProgram:
         self._step = step
         self.iterations = iterations
         self._device_ordinal = device_ordinal
+        self._host_device = host_device
         self._compile_mode = compile_mode
         mode = IPUOutfeedMode.ALL if outputs == "all" else IPUOutfeedMode.LAST
         self._outfeed = IPUOutfeedQueue(mode)
@@ -82,11 +67,13 @@ class LoopProgram:
     _last_mode: compile_policy.CompileMode | None = None
 
     def _program(self, stacked_inputs):
-        device = configure.current_system("an IPU program").device(self._device_ordinal)
-        infeed = StackedInput(stacked_inputs)
+        host_device = self._host_device or (
+            configure.current_system("an IPU program").device(self._device_ordinal).host_device()
+        )
+        infeed = device_loop.StackedInput(stacked_inputs)
 
         def body(element):
-            outputs = self._step(element)
+            outputs = replication.run_in_replica_context(self._step, element)
             if outputs is None:
                 return []
             self._has_outputs = True
@@ -98,7 +85,7 @@ class LoopProgram:
         region.compile_region(
             build,
             [],
-            device.host_device(),
+            host_device,
             ipu_ordinal=self._device_ordinal,
             flat_return_rules=False,
             mode=self._compile_mode,

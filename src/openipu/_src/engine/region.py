@@ -29,7 +29,7 @@ from tensorflow.python.ops import control_flow_ops
 from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
-from openipu._src.engine import compile_policy, random_ops
+from openipu._src.engine import autograph_loops, compile_policy, random_ops
 from openipu._src.system import configure
 
 _XLA_COMPILE_ATTR = "_xla_compile_id"
@@ -66,10 +66,26 @@ class CompiledRegion:
         saved = self.graph._get_control_flow_context()  # noqa: SLF001
         self.graph._set_control_flow_context(self.context.outer_context)  # noqa: SLF001
         try:
-            with ops.control_dependencies(None), ops.device("/device:CPU:0"):
+            # The region's graph even from a function nested in it (a loop body).
+            with (
+                self.graph.as_default(),
+                ops.control_dependencies(None),
+                ops.device("/device:CPU:0"),
+            ):
                 yield
         finally:
             self.graph._set_control_flow_context(saved)  # noqa: SLF001
+
+    def move_to_host(self, op: ops.Operation, host_inputs: list[tf.Tensor]) -> None:
+        """Moves an op the region does not use out of it, fed by host values instead.
+
+        For ops that XLA could not compile (a range of a length known only at run time).
+        """
+        for index, tensor in enumerate(host_inputs):
+            op._update_input(index, tensor)  # noqa: SLF001 - no public way to rewire an op
+        if op in self.context.marked_ops:
+            self.context.marked_ops.remove(op)
+            _unmark_op(op)
 
     def require_graph_mode(self, reason: str) -> None:
         """Makes the region run as a plain graph (something in it must run on the host)."""
@@ -165,6 +181,7 @@ def compile_region(
             with (
                 xla._disable_summary_context(),  # noqa: SLF001 - summaries cannot compile
                 random_ops.seeded_from_device(ipu_ordinal),
+                autograph_loops.fusing_iterator_loops(region),
             ):
                 outputs = computation(*region_inputs)
             tensors, operations, structure = _split_outputs(outputs, flat_return_rules)
@@ -265,10 +282,14 @@ def _pack_outputs(tensors, operations, structure, name):
 def _unmark(context: _RegionContext) -> None:
     """Turns a traced region into plain graph operations (it will not go to XLA)."""
     for op in context.marked_ops:
-        op._clear_attr(_XLA_COMPILE_ATTR)  # noqa: SLF001
-        op.graph._unfetchable_ops.discard(op)  # noqa: SLF001
-        for tensor in op.outputs:
-            op.graph._unfeedable_tensors.discard(tensor)  # noqa: SLF001
+        _unmark_op(op)
+
+
+def _unmark_op(op: ops.Operation) -> None:
+    op._clear_attr(_XLA_COMPILE_ATTR)  # noqa: SLF001
+    op.graph._unfetchable_ops.discard(op)  # noqa: SLF001
+    for tensor in op.outputs:
+        op.graph._unfeedable_tensors.discard(tensor)  # noqa: SLF001
 
 
 def _device_connection_type() -> DeviceConnectionType | None:

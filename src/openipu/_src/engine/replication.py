@@ -23,3 +23,15 @@ def current_replica_index() -> int:
 
 def _in_replica() -> bool:
     return tf.distribute.get_replica_context() is not None
+
+
+def run_in_replica_context(fn, *args):
+    """Calls `fn(*args)` in the replica context of the current distribution strategy.
+
+    Steps (Keras train steps, optimizer updates) expect a replica context, as
+    `strategy.run` gives them; a program traced in a strategy's scope is in its
+    cross-replica context.
+    """
+    if tf.distribute.in_cross_replica_context():
+        return tf.distribute.get_strategy().extended.call_for_each_replica(fn, args)
+    return fn(*args)

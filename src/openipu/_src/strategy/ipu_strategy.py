@@ -68,6 +68,10 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         super().__init__(IPUExtended(self, ipu_device, cpu_device))
         self._enable_dataset_iterators = bool(enable_dataset_iterators)
         self._enable_keras_extensions = bool(enable_keras_extensions)
+        if self._enable_keras_extensions:
+            from openipu._src.keras.extensions import activation
+
+            activation.install()
         self._region_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @property

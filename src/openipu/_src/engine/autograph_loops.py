@@ -1,0 +1,484 @@
+"""Fused device loops for autograph `for _ in tf.range(n)` loops that read `tf.data` iterators.
+
+Published IPU programs train with
+
+    for _ in tf.range(steps):
+        x, y = next(iterator)
+        ...
+        outfeed.enqueue(loss)
+
+inside `IPUStrategy.run`. Stock XLA cannot compile `IteratorGetNext`, so such a
+region would run as a plain graph with a host op per iteration. While a region
+of a TF2 function is traced, autograph's range-loop lowering is hooked here and
+such a loop becomes the device loop `loops.repeat` builds:
+
+1. *probe*: the loop body is traced once in a throwaway function, to learn how
+   many elements one iteration reads from each iterator (k) and with which
+   specs. Variables the body creates on its first call (Keras weights,
+   optimizer slots) are lifted out as in any `tf.function` and exist afterwards.
+   Outfeed enqueues are recorded but have no effect there;
+2. *host prologue*: before the region runs, the host reads the n * k elements
+   the loop consumes from each iterator, in order and no more (the iterator may
+   be read elsewhere too), as one stacked buffer (`host_stream.fetch_from_iterator`);
+3. *device loop*: one `tf.while_loop` in which the j-th `next(iterator)` of
+   iteration i is `buffer[i * k + j]`, and outfeed enqueues write device buffers
+   that the host drains after the region (`device_loop.flat_iteration`).
+
+The region then holds no host operation and compiles to one XLA computation.
+Everything else keeps autograph's own lowering: loops inside other loops or
+conditionals, trip counts the host cannot compute before the region runs,
+`break`/`return` (an extra loop test), iterators read in nested control flow
+or earlier in the region, and datasets whose element shapes are not fully
+defined. `OPENIPU_FUSE_ITERATOR_LOOPS=0` turns the rewrite off.
+
+The hooks are module attributes of TensorFlow, so they are installed while any
+region is being traced and act only for the thread tracing it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import tensorflow as tf
+from tensorflow.python.autograph.operators import control_flow
+from tensorflow.python.data.ops import iterator_ops
+from tensorflow.python.framework import func_graph as func_graph_module
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import array_ops, control_flow_v2_func_graphs
+from tensorflow.python.util import nest
+
+from openipu._src.engine import device_loop
+
+FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
+logger = logging.getLogger(__name__)
+
+_original_range_for_stmt = control_flow._tf_range_for_stmt  # noqa: SLF001
+_original_next_internal = iterator_ops.OwnedIterator._next_internal  # noqa: SLF001
+_install_lock = threading.Lock()
+_install_count = 0
+_state = threading.local()
+_UNHANDLED = object()  # a `next()` this module leaves to the iterator
+
+
+def fusion_enabled() -> bool:
+    return os.environ.get(FUSE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def fusing_iterator_loops(region) -> Iterator[None]:
+    """While `region` (a `CompiledRegion`) is traced, fuses the loops this module handles."""
+    if not region.graph.building_function or not fusion_enabled():
+        yield
+        return
+    rewrite = _RegionRewrite(region)
+    stack = _state.__dict__.setdefault("rewrites", [])
+    with _hooks_installed():
+        stack.append(rewrite)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+
+def probing() -> bool:
+    """Whether code running now is a loop body traced only to learn what it reads and writes."""
+    return isinstance(_active(), _Probe)
+
+
+def record_probed_enqueue(queue_name: str, structure) -> None:
+    probe = _active()
+    if isinstance(probe, _Probe):
+        probe.enqueues[queue_name] = structure
+
+
+# Hook installation.
+
+
+@contextlib.contextmanager
+def _hooks_installed() -> Iterator[None]:
+    global _install_count
+    with _install_lock:
+        if _install_count == 0:
+            control_flow._tf_range_for_stmt = _range_for_stmt  # noqa: SLF001
+            iterator_ops.OwnedIterator._next_internal = _next_internal  # noqa: SLF001
+        _install_count += 1
+    try:
+        yield
+    finally:
+        with _install_lock:
+            _install_count -= 1
+            if _install_count == 0:
+                control_flow._tf_range_for_stmt = _original_range_for_stmt  # noqa: SLF001
+                iterator_ops.OwnedIterator._next_internal = _original_next_internal  # noqa: SLF001
+
+
+def _current_rewrite() -> _RegionRewrite | None:
+    stack = getattr(_state, "rewrites", [])
+    return stack[-1] if stack else None
+
+
+def _active() -> _Probe | _FusedIteration | None:
+    stack = getattr(_state, "bodies", [])
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def _body_active(body: _Probe | _FusedIteration) -> Iterator[None]:
+    stack = _state.__dict__.setdefault("bodies", [])
+    stack.append(body)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _next_internal(iterator):
+    body = _active()
+    if (
+        body is not None
+        and type(iterator) is iterator_ops.OwnedIterator
+        and ops.get_default_graph() is body.graph
+    ):
+        element = body.next_element(iterator)
+        if element is not _UNHANDLED:
+            return element
+    return _original_next_internal(iterator)
+
+
+def _range_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    rewrite = _current_rewrite()
+    if rewrite is None or _active() is not None:
+        plan = None
+    else:
+        plan = rewrite.plan(iter_, extra_test, body, get_state, set_state)
+    if plan is None:
+        return _original_range_for_stmt(
+            iter_, extra_test, body, get_state, set_state, symbol_names, opts
+        )
+    return plan.build(iter_, body, get_state, set_state, symbol_names, opts)
+
+
+# What a loop body reads.
+
+
+def _streamable(element_spec) -> bool:
+    """Whether elements of this spec can be stacked into one buffer (dense, static shapes)."""
+    return all(
+        type(spec) is tf.TensorSpec and spec.shape.is_fully_defined()
+        for spec in nest.flatten(element_spec)
+    )
+
+
+def _handle(iterator: iterator_ops.OwnedIterator) -> tf.Tensor:
+    return iterator._iterator_resource  # noqa: SLF001 - the iterator's only handle
+
+
+@dataclass
+class _Probe:
+    """A loop body traced in a throwaway graph: what it reads and enqueues."""
+
+    graph: ops.Graph | None = None
+    iterators: dict = field(default_factory=dict)  # handle ref -> iterator
+    reads: dict = field(default_factory=dict)  # handle ref -> next() calls per iteration
+    enqueues: dict = field(default_factory=dict)  # outfeed name -> element structure
+    unstreamable: dict = field(default_factory=dict)  # handle ref -> iterator
+
+    def next_element(self, iterator):
+        spec = iterator.element_spec
+        key = _handle(iterator).ref()
+        if not _streamable(spec):
+            self.unstreamable[key] = iterator
+            return _UNHANDLED
+        self.iterators[key] = iterator
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return nest.map_structure(lambda s: array_ops.placeholder(s.dtype, s.shape), spec)
+
+
+@dataclass
+class _Stream:
+    """One iterator's elements for a fused loop: k per iteration, prefetched by the host."""
+
+    iterator: iterator_ops.OwnedIterator
+    per_iteration: int
+    flat_buffers: list
+
+
+@dataclass
+class _FusedIteration:
+    """The body of a fused loop being traced: `next()` slices the prefetched buffers."""
+
+    graph: ops.Graph
+    index: tf.Tensor
+    streams: dict  # handle ref -> _Stream
+    calls: dict = field(default_factory=dict)
+
+    def next_element(self, iterator):
+        key = _handle(iterator).ref()
+        stream = self.streams.get(key)
+        if stream is None:
+            return _UNHANDLED
+        read = self.calls.get(key, 0)
+        if read >= stream.per_iteration:
+            raise RuntimeError(
+                f"A fused IPU loop body called next() on an iterator more often "
+                f"({read + 1}) than when it was first traced ({stream.per_iteration}): the "
+                f"body must read the same number of elements every time it is traced. Set "
+                f"{FUSE_ENV}=0 to run such loops unfused."
+            )
+        self.calls[key] = read + 1
+        position = self.index * stream.per_iteration + read
+        return nest.pack_sequence_as(
+            stream.iterator.element_spec, [buffer[position] for buffer in stream.flat_buffers]
+        )
+
+
+# Deciding and building.
+
+
+class _RegionRewrite:
+    """The fused loops of one region being traced."""
+
+    def __init__(self, region) -> None:
+        self.region = region
+        self.last_fetch: dict = {}  # handle ref -> the host fetch that reads it last
+
+    def plan(self, iter_, extra_test, body, get_state, set_state) -> _FusedLoop | None:
+        """A fused loop for this range loop, or None (with the reason logged) to keep autograph's."""
+        reason = self._unfusable_position(iter_, extra_test)
+        trip_count = host_bounds = None
+        if reason is None:
+            counted = self._host_trip_count(iter_)
+            if counted is None:
+                reason = "its trip count is computed inside the region"
+            else:
+                trip_count, host_bounds = counted
+        probe = None
+        if reason is None:
+            probe = _probe(body, get_state, set_state, iter_.dtype)
+            reason = self._unfusable_reads(probe)
+        if reason is not None:
+            logger.debug("Loop over %s keeps autograph's lowering: %s", iter_.name, reason)
+            return None
+        logger.debug(
+            "Loop over %s is fused: trip count %s, next() calls per iteration %s, enqueues %s",
+            iter_.name,
+            trip_count,
+            [(_handle(probe.iterators[key]).name, count) for key, count in probe.reads.items()],
+            probe.enqueues,
+        )
+        return _FusedLoop(self, trip_count, host_bounds, probe.iterators, probe.reads)
+
+    def _unfusable_position(self, iter_, extra_test) -> str | None:
+        region = self.region
+        graph = ops.get_default_graph()
+        if graph is not region.graph or graph._get_control_flow_context() is not region.context:  # noqa: SLF001
+            return "it is not at the top level of the region"
+        if device_loop.loop_stack():
+            return "it is inside a device loop"
+        if extra_test is not None:
+            return "it has an extra loop test (break or return)"
+        if not iter_.dtype.is_integer:
+            return f"its range is of {iter_.dtype.name}"
+        return None
+
+    def _host_trip_count(self, iter_) -> tuple[int | tf.Tensor, list[tf.Tensor] | None] | None:
+        """The trip count, and the range's bounds built on the host if it is not static."""
+        bounds = [self._host_value(t) for t in iter_.op.inputs]  # start, limit, delta
+        if any(bound is None for bound in bounds):
+            return None
+        if all(isinstance(bound, int) for bound in bounds):
+            start, limit, delta = bounds
+            return None if delta == 0 else (len(range(start, limit, delta)), None)
+        with self.region.on_host():
+            host_bounds = [
+                tf.cast(bound() if callable(bound) else bound, iter_.dtype) for bound in bounds
+            ]
+            start, limit, delta = (tf.cast(bound, tf.int64) for bound in host_bounds)
+            # ceil((limit - start) / delta), for either sign of delta.
+            trip_count = tf.cast(tf.maximum(-((start - limit) // delta), 0), tf.int32)
+        return trip_count, host_bounds
+
+    def _host_value(self, tensor: tf.Tensor) -> int | Callable[[], tf.Tensor] | None:
+        """An integer known now, a builder of the value on the host before the region, or None."""
+        if tensor.dtype != tf.resource:
+            static = tf.get_static_value(tensor)
+            if static is not None:
+                return int(static)
+        if isinstance(tensor, ops.EagerTensor):
+            return lambda: tensor
+        if tensor.graph is not self.region.graph:
+            return None
+        op = tensor.op
+        # Function inputs and captures are placeholders: given before the function runs.
+        if op.type == "Placeholder" or not self._built_in_region(op):
+            return lambda: tensor
+        if op.type in ("Identity", "Cast") and not op.control_inputs:
+            source = self._host_value(op.inputs[0])
+            if callable(source):
+                return lambda: tf.cast(source(), tensor.dtype)
+        return None
+
+    def _built_in_region(self, op: ops.Operation) -> bool:
+        context = op._get_control_flow_context()  # noqa: SLF001
+        while context is not None:
+            if context is self.region.context:
+                return True
+            context = context.outer_context
+        return False
+
+    def _unfusable_reads(self, probe: _Probe | None) -> str | None:
+        if probe is None:
+            return "tracing its body failed"
+        for iterator in probe.unstreamable.values():
+            return (
+                f"iterator {_handle(iterator).name} has elements of {iterator.element_spec}, "
+                "not dense tensors of static shapes"
+            )
+        if not probe.reads:
+            return "its body reads no tf.data iterator"
+        captured = {t.ref() for t in probe.graph.external_captures}
+        for key, iterator in probe.iterators.items():
+            handle = _handle(iterator)
+            if key in captured:
+                return f"it also reads iterator {handle.name} in nested control flow"
+            if self._host_value(handle) is None:
+                return f"iterator {handle.name} is created inside the region"
+            if self._used_in_region(handle):
+                return f"iterator {handle.name} is also read earlier in the region"
+        return None
+
+    def _used_in_region(self, handle: tf.Tensor) -> bool:
+        """Whether an op built in the region so far takes `handle` (directly or captured)."""
+        graph = self.region.graph
+        if handle.graph is not graph:
+            handle = next((inner for outer, inner in graph.captures if outer is handle), None)
+            if handle is None:
+                return False
+        return any(any(t is handle for t in op.inputs) for op in self.region.context.marked_ops)
+
+
+def _probe(body, get_state, set_state, iterate_dtype: tf.DType) -> _Probe | None:
+    """Traces one iteration of `body` in a throwaway function; restores the loop state after."""
+    probe = _Probe()
+    initial = get_state()
+
+    def trace_one_iteration():
+        probe.graph = ops.get_default_graph()
+        with _body_active(probe):
+            body(array_ops.placeholder(iterate_dtype, [], name="iterate"))
+
+    try:
+        func_graph_module.func_graph_from_py_func("openipu_loop_probe", trace_one_iteration, (), {})
+    except Exception:  # autograph's own lowering traces the body again and reports it
+        logger.debug("Tracing the loop body to fuse it failed", exc_info=True)
+        return None
+    finally:
+        set_state(initial)
+    return probe
+
+
+class _FusedLoop:
+    """Builds the host prologue and the device loop for one range loop."""
+
+    def __init__(
+        self,
+        rewrite: _RegionRewrite,
+        trip_count: int | tf.Tensor,
+        host_bounds: list[tf.Tensor] | None,
+        iterators: dict,
+        reads: dict,
+    ) -> None:
+        self.rewrite = rewrite
+        self.trip_count = trip_count
+        self.host_bounds = host_bounds
+        self.iterators = iterators
+        self.reads = reads
+
+    def build(self, iter_, body, get_state, set_state, symbol_names, opts) -> None:
+        from openipu._src.feeds import host_stream
+
+        region = self.rewrite.region
+        streams = {}
+        with region.on_host():
+            for key, iterator in self.iterators.items():
+                per_iteration = self.reads[key]
+                count = self.trip_count * per_iteration
+                stacked = host_stream.fetch_from_iterator(
+                    _handle(iterator),
+                    iterator.element_spec,
+                    count,
+                    after=self.rewrite.last_fetch.get(key, ()),
+                )
+                flat = nest.flatten(stacked)
+                self.rewrite.last_fetch[key] = [flat[0].op]
+                streams[key] = _Stream(iterator, per_iteration, flat)
+
+        loop = device_loop.LoopContext(trip_count=self.trip_count)
+        iteration = tf.constant(0, tf.int32, name="fused_iteration")
+
+        def fused_get_state():
+            return (iteration, *get_state())
+
+        def fused_set_state(values):
+            nonlocal iteration
+            iteration, *rest = values
+            set_state(rest)
+
+        def fused_body(iterate):
+            nonlocal iteration
+            graph = ops.get_default_graph()
+            if not _is_loop_body_of(graph, region.graph):
+                # Autograph stages a body in a scratch graph to type undefined loop variables.
+                with _body_active(_Probe(graph)):
+                    body(iterate)
+            else:
+                loop.index, loop.body_graph = iteration, graph
+                fused = _FusedIteration(graph, iteration, streams)
+                with _body_active(fused):
+                    body(iterate)
+                _check_all_read(fused, streams)
+            iteration += 1
+
+        opts = dict(opts, parallel_iterations=1)  # iterations run in order, as on the device
+        stack = device_loop.loop_stack()
+        stack.append(loop)
+        try:
+            _original_range_for_stmt(
+                iter_,
+                None,
+                fused_body,
+                fused_get_state,
+                fused_set_state,
+                ("<fused iteration>", *symbol_names),
+                opts,
+            )
+        finally:
+            stack.pop()
+        if self.host_bounds is not None and not iter_.consumers():
+            # The loop uses only the range's bounds; the range itself, of a length known only
+            # at run time, would not compile.
+            region.move_to_host(iter_.op, self.host_bounds)
+
+
+def _is_loop_body_of(graph: ops.Graph, region_graph: ops.Graph) -> bool:
+    return (
+        isinstance(graph, control_flow_v2_func_graphs.WhileBodyFuncGraph)
+        and graph.outer_graph is region_graph
+    )
+
+
+def _check_all_read(fused: _FusedIteration, streams: dict) -> None:
+    for key, stream in streams.items():
+        read = fused.calls.get(key, 0)
+        if read != stream.per_iteration:
+            raise RuntimeError(
+                f"A fused IPU loop body called next() on an iterator {read} time(s), but "
+                f"{stream.per_iteration} time(s) when it was first traced: the body must read "
+                f"the same number of elements every time it is traced. Set {FUSE_ENV}=0 to run "
+                "such loops unfused."
+            )

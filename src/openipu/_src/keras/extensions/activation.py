@@ -1,0 +1,110 @@
+"""Giving Keras models created in an IPUStrategy scope their IPU methods.
+
+The original patched Keras itself. openipu does the smallest equivalent:
+`Model.__new__` is wrapped so that a model created while an IPUStrategy with
+Keras extensions is the current strategy becomes an instance of a subclass
+of its own class that mixes in `KerasExtensions`. The subclass keeps the
+class name, so `isinstance`, `type(model).__name__` and saved configurations
+are unchanged, and the model loads into stock Keras. `from_config` is wrapped
+so that the IPU options saved in a model's config come back with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import tensorflow as tf
+from tf_keras.src.engine import sequential, training
+
+from openipu._src.keras.extensions.model_extensions import SAVED_OPTIONS_KEY, KerasExtensions
+
+_lock = threading.Lock()
+_installed = False
+_extended_classes: dict[type, type] = {}
+
+
+def extended_class(cls: type) -> type:
+    """`cls` with the IPU methods mixed in (made once per class)."""
+    if issubclass(cls, KerasExtensions):
+        return cls
+    with _lock:
+        extended = _extended_classes.get(cls)
+        if extended is None:
+            extended = type(
+                cls.__name__,
+                (KerasExtensions, cls),
+                {
+                    "__module__": cls.__module__,
+                    "__qualname__": cls.__qualname__,
+                    "__init__": _init_then_configure(cls),
+                    "get_config": _get_config_with_options,
+                },
+            )
+            _extended_classes[cls] = extended
+        return extended
+
+
+def _init_then_configure(cls: type):
+    def __init__(self, *args, **kwargs):  # noqa: N807 - defines the class's constructor
+        ordinal = self.__dict__.pop("_ipu_pending_ordinal", 0)
+        cls.__init__(self, *args, **kwargs)
+        if not hasattr(self, "_ipu"):
+            self._ipu_initialize(ordinal)
+
+    return __init__
+
+
+def _get_config_with_options(self):
+    config = super(type(self), self).get_config()
+    if isinstance(config, dict) and hasattr(self, "_ipu"):
+        config = dict(config)
+        config[SAVED_OPTIONS_KEY] = self._ipu_saved_options()
+    return config
+
+
+def _ipu_strategy_ordinal() -> int | None:
+    from openipu._src.strategy.ipu_strategy import IPUStrategyV1
+
+    strategy = tf.distribute.get_strategy()
+    if isinstance(strategy, IPUStrategyV1) and strategy.enable_keras_extensions:
+        return strategy.extended.ipu_ordinal
+    return None
+
+
+def install() -> None:
+    """Wraps `Model.__new__` and `from_config` (once per process)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    stock_new = training.Model.__new__
+
+    @functools.wraps(stock_new)
+    def new(cls, *args, **kwargs):
+        instance = stock_new(cls, *args, **kwargs)
+        ordinal = _ipu_strategy_ordinal()
+        if ordinal is not None and not isinstance(instance, KerasExtensions):
+            instance.__class__ = extended_class(type(instance))
+            instance.__dict__["_ipu_pending_ordinal"] = ordinal
+        return instance
+
+    training.Model.__new__ = staticmethod(new)
+    for owner in (training.Model, sequential.Sequential):
+        _wrap_from_config(owner)
+
+
+def _wrap_from_config(owner: type) -> None:
+    stock = owner.__dict__["from_config"].__func__
+
+    def from_config(cls, config, custom_objects=None):
+        options = config.get(SAVED_OPTIONS_KEY) if isinstance(config, dict) else None
+        if options is not None:
+            config = {k: v for k, v in config.items() if k != SAVED_OPTIONS_KEY}
+        model = stock(cls, config, custom_objects)
+        if options and isinstance(model, KerasExtensions):
+            model._ipu_restore_options(options)  # noqa: SLF001
+        return model
+
+    owner.from_config = classmethod(from_config)

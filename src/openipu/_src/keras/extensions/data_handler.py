@@ -1,0 +1,178 @@
+"""Feeding Keras `fit`/`evaluate`/`predict` to the device in whole executions.
+
+Keras' DataHandler hands out one batch per `next(iterator)`. An IPU program
+runs `steps_per_execution` steps per host call, so `IPUDataHandler` hands out
+*executions*: the dataset is re-batched into stacks of `steps_per_execution`
+batches by tf.data on its own threads, and Keras' step accounting (progress
+bar, callbacks, History) stays in batches.
+
+IPU programs have static shapes, so partial batches cannot run: they are
+dropped with a warning. The step rules of the later Keras API:
+`fit` needs the steps per epoch to be a multiple of `steps_per_execution`
+(a ValueError names the numbers); `evaluate`/`predict` round their step count
+down to a multiple and warn, or run one shorter execution when there are
+fewer steps than `steps_per_execution`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+
+import tensorflow as tf
+from tensorflow.python.util import nest
+from tf_keras.src.engine import data_adapter
+
+logger = logging.getLogger(__name__)
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def ipu_data_mode(model, mode: str) -> Iterator[None]:
+    """Within this context, Keras builds IPU data handlers for `model` (mode fit/evaluate/predict)."""
+    stack = _state.__dict__.setdefault("modes", [])
+    stack.append((model, mode))
+    _install()
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _current_mode(model) -> str | None:
+    for candidate, mode in reversed(getattr(_state, "modes", [])):
+        if candidate is model:
+            return mode
+    return None
+
+
+_installed = False
+_stock_get_data_handler = data_adapter.get_data_handler
+
+
+def _install() -> None:
+    """Routes `data_adapter.get_data_handler` through openipu for models in an IPU data mode."""
+    global _installed
+    if _installed:
+        return
+
+    def get_data_handler(*args, **kwargs):
+        mode = _current_mode(kwargs.get("model"))
+        if mode is None:
+            return _stock_get_data_handler(*args, **kwargs)
+        return IPUDataHandler(*args, ipu_mode=mode, **kwargs)
+
+    data_adapter.get_data_handler = get_data_handler
+    _installed = True
+
+
+class IPUDataHandler(data_adapter.DataHandler):
+    """A DataHandler whose iterator yields stacks of `steps_per_execution` batches."""
+
+    def __init__(self, *args, ipu_mode: str, **kwargs) -> None:
+        self._ipu_mode = ipu_mode
+        self._batch_size_argument = kwargs.get("batch_size")
+        super().__init__(*args, **kwargs)
+
+    def _configure_dataset_and_inferred_steps(
+        self, strategy, x, steps_per_epoch, class_weight, distribute
+    ):
+        del x, strategy, distribute  # the engine places and replicates the data itself
+        dataset = self._adapter.get_dataset()
+        if class_weight:
+            dataset = dataset.map(data_adapter._make_class_weight_map_fn(class_weight))
+        dataset, full_batches = self._without_partial_batches(dataset)
+        steps = self._infer_steps(steps_per_epoch, dataset)
+        if steps_per_epoch is None and full_batches is not None:
+            steps = full_batches
+        steps_per_execution = int(self._steps_per_execution.numpy())
+        steps = self._apply_step_rules(steps, steps_per_execution)
+        execution = steps_per_execution if steps is None else min(steps_per_execution, steps)
+        self._inferred_steps = steps
+        self._execution_size = execution
+        # Whole executions are prepared on tf.data's threads while the device computes.
+        self._dataset = dataset.batch(execution, drop_remainder=True).prefetch(2)
+
+    @property
+    def execution_size(self) -> int:
+        return self._execution_size
+
+    def _without_partial_batches(self, dataset: tf.data.Dataset):
+        """Drops a trailing partial batch (IPU programs have static shapes)."""
+        batch_dims = {
+            spec.shape[0] if spec.shape.rank else None
+            for spec in nest.flatten(dataset.element_spec)
+        }
+        if None not in batch_dims:
+            return dataset, None
+        adapter = self._adapter
+        batch_size = _adapter_batch_size(adapter) or self._batch_size_argument
+        if batch_size is None:
+            raise ValueError(
+                "The batch size of this data is not static and cannot be inferred: IPU programs "
+                "need a fixed batch size. Batch the dataset with `drop_remainder=True`."
+            )
+        full_batches = None
+        if adapter.has_partial_batch():
+            partial = adapter.partial_batch_size()
+            logger.warning(
+                "The last %d sample(s) do not fill a batch of %d and are skipped: IPU programs "
+                "run whole batches only",
+                partial,
+                batch_size,
+            )
+            full_batches = adapter.get_size() - 1
+        fixed = dataset.filter(lambda *element: _leading_dim(element) == batch_size)
+        shaped = fixed.map(lambda *element: _with_batch_dim(element, batch_size))
+        return shaped, full_batches
+
+    def _apply_step_rules(self, steps: int | None, steps_per_execution: int) -> int | None:
+        if steps is None or steps % steps_per_execution == 0:
+            return steps
+        if self._ipu_mode == "fit":
+            raise ValueError(
+                f"The number of steps per epoch ({steps}) must be a multiple of "
+                f"steps_per_execution ({steps_per_execution}) for Model.fit on the IPU: "
+                f"choose steps_per_epoch, the batch size or steps_per_execution so that it divides"
+            )
+        if steps < steps_per_execution:
+            logger.warning(
+                "Model.%s runs %d step(s), fewer than steps_per_execution (%d): "
+                "running them as one shorter execution",
+                self._ipu_mode,
+                steps,
+                steps_per_execution,
+            )
+            return steps
+        rounded = steps - steps % steps_per_execution
+        logger.warning(
+            "Model.%s: %d steps is not a multiple of steps_per_execution (%d); "
+            "running %d steps, the last %d are skipped",
+            self._ipu_mode,
+            steps,
+            steps_per_execution,
+            rounded,
+            steps - rounded,
+        )
+        return rounded
+
+
+def _adapter_batch_size(adapter) -> int | None:
+    try:
+        return adapter.batch_size()
+    except (AttributeError, NotImplementedError):
+        return None
+
+
+def _leading_dim(element) -> tf.Tensor:
+    return tf.shape(nest.flatten(element)[0])[0]
+
+
+def _with_batch_dim(element, batch_size: int):
+    fixed = nest.map_structure(
+        lambda t: tf.ensure_shape(t, [batch_size] + t.shape[1:].as_list()), element
+    )
+    return fixed if len(fixed) != 1 else fixed[0]

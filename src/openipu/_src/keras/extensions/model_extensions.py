@@ -1,0 +1,346 @@
+"""The IPU methods that Keras models gain inside an IPUStrategy scope (keras-extensions.md).
+
+`fit`, `evaluate` and `predict` keep Keras' own loops (callbacks, progress bar,
+History, validation), but the data arrives in whole executions
+(`data_handler.IPUDataHandler`) and each execution runs as one engine program
+(`execution.ExecutionFunction`). The other methods set the options of the
+original API; the options the engine does not need for its numbers (queue
+depths, schedules, recomputation, ...) are validated and kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import inspect
+from collections.abc import Iterator
+
+import tensorflow as tf
+
+from openipu._src.keras.extensions import data_handler, pipeline_stages
+from openipu._src.keras.extensions.execution import ExecutionFunction
+from openipu._src.keras.extensions.gradient_accumulation import (
+    AccumulatingOptimizer,
+    AccumulatorState,
+)
+from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
+
+#: Keys of `get_config()` under which IPU options are saved with a model.
+SAVED_OPTIONS_KEY = "ipu_options"
+
+
+class ReplicatedMetricReductionMethod(enum.Enum):
+    """How metrics are reduced across replicas (`set_replication_options`)."""
+
+    NONE = "NONE"
+    LIST = "LIST"
+    SUM = "SUM"
+    MEAN = "MEAN"
+
+
+def _positive_int_or_none(value, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    return value
+
+
+class IPUModelState:
+    """The IPU options of one model."""
+
+    def __init__(self, device_ordinal: int) -> None:
+        self.device_ordinal = device_ordinal
+        self.gradient_accumulation_steps: int | None = None
+        self.gradient_accumulation_reduction = GradientAccumulationReductionMethod.SUM
+        self.gradient_accumulation_dtype: tf.DType | None = None
+        self.gradient_accumulation_kwargs: dict = {}
+        self.accumulator_state = AccumulatorState()
+        self.pipelining_steps: int | None = None
+        self.pipelining_device_mapping: list[int] | None = None
+        self.pipelining_accumulate_outfeed: bool | None = None
+        self.pipelining_reduction = GradientAccumulationReductionMethod.SUM
+        self.pipelining_kwargs: dict = {}
+        self.pipeline_assignment: list | None = None
+        self.infeed_options: dict = {}
+        self.outfeed_options: dict = {}
+        self.asynchronous_callbacks = False
+        self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
+        self.executing = False
+
+
+class KerasExtensions:
+    """Mixed into Keras model classes created in an IPUStrategy scope."""
+
+    def _ipu_initialize(self, ipu_ordinal: int) -> None:
+        # One plain attribute, set past Keras' attribute tracking: options are not weights.
+        object.__setattr__(self, "_ipu", IPUModelState(ipu_ordinal))
+
+    # Gradient accumulation -------------------------------------------------------------------
+
+    def set_gradient_accumulation_options(
+        self,
+        gradient_accumulation_steps_per_replica=None,
+        gradient_accumulation_reduction_method="sum",
+        use_v2_gradient_accumulation_optimizer=False,
+        **gradient_accumulation_optimizer_kwargs,
+    ) -> None:
+        """Accumulate gradients over that many micro-batches per replica before each update."""
+        steps = _positive_int_or_none(
+            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
+        )
+        reduction = GradientAccumulationReductionMethod.parse(
+            gradient_accumulation_reduction_method, "gradient_accumulation_reduction_method"
+        )
+        kwargs = dict(gradient_accumulation_optimizer_kwargs)
+        dtype = kwargs.pop("dtype", None)
+        allowed = {"offload_weight_update_variables", "replicated_optimizer_state_sharding", "name"}
+        unknown = set(kwargs) - allowed
+        if unknown:
+            raise ValueError(
+                f"set_gradient_accumulation_options: unknown argument(s) {sorted(unknown)}; "
+                f"accepted are dtype and {sorted(allowed)}"
+            )
+        self._ipu.gradient_accumulation_steps = steps
+        self._ipu.gradient_accumulation_reduction = reduction
+        self._ipu.gradient_accumulation_dtype = None if dtype is None else tf.as_dtype(dtype)
+        self._ipu.gradient_accumulation_kwargs = dict(
+            kwargs,
+            use_v2_gradient_accumulation_optimizer=bool(use_v2_gradient_accumulation_optimizer),
+        )
+        self._reset_execution_functions()
+
+    # Pipelining ------------------------------------------------------------------------------
+
+    def set_pipelining_options(
+        self,
+        gradient_accumulation_steps_per_replica=None,
+        device_mapping=None,
+        accumulate_outfeed=None,
+        gradient_accumulation_reduction_method="sum",
+        **pipelining_kwargs,
+    ) -> None:
+        """Options of a pipelined model: its pipeline depth, stage-to-IPU mapping and more."""
+        from openipu._src.pipelining import pipeline_options
+
+        self._ipu.pipelining_steps = _positive_int_or_none(
+            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
+        )
+        if device_mapping is not None:
+            if not isinstance(device_mapping, (list, tuple)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in device_mapping
+            ):
+                raise TypeError(
+                    f"device_mapping must be a list of IPU indices (ints >= 0), got {device_mapping!r}"
+                )
+            device_mapping = list(device_mapping)
+        self._ipu.pipelining_device_mapping = device_mapping
+        self._ipu.pipelining_accumulate_outfeed = (
+            None if accumulate_outfeed is None else bool(accumulate_outfeed)
+        )
+        self._ipu.pipelining_reduction = GradientAccumulationReductionMethod.parse(
+            gradient_accumulation_reduction_method, "gradient_accumulation_reduction_method"
+        )
+        self._ipu.pipelining_kwargs = pipeline_options.check_keras_pipelining_kwargs(
+            pipelining_kwargs
+        )
+        self._reset_execution_functions()
+
+    def set_pipeline_stage_assignment(self, pipeline_stage_assignment) -> None:
+        """Assigns every layer invocation to a pipeline stage (ints, or assignment records)."""
+        records = pipeline_stages.from_user_assignment(self, pipeline_stage_assignment)
+        pipeline_stages.validate(self, records, None)
+        self._ipu.pipeline_assignment = records
+        self._reset_execution_functions()
+
+    def get_pipeline_stage_assignment(self) -> list:
+        """The assignment records (layers not assigned yet have `pipeline_stage` None)."""
+        if self._ipu.pipeline_assignment is not None:
+            return list(self._ipu.pipeline_assignment)
+        return pipeline_stages.default_assignment(self)
+
+    def reset_pipeline_stage_assignment(self) -> None:
+        """The model is no longer pipelined."""
+        self._ipu.pipeline_assignment = []
+        self._reset_execution_functions()
+
+    def print_pipeline_stage_assignment_summary(self, line_length=None, print_fn=None) -> None:
+        pipeline_stages.print_summary(
+            self, self.get_pipeline_stage_assignment(), line_length, print_fn
+        )
+
+    def _pipeline_records(self) -> list | None:
+        """The model's stage assignment if it is pipelined, else None."""
+        if self._ipu.pipeline_assignment == []:
+            return None
+        records = self.get_pipeline_stage_assignment() if self.built else []
+        if not records or all(r.pipeline_stage is None for r in records):
+            return None
+        return records
+
+    # Queues, callbacks, replication ----------------------------------------------------------
+
+    def set_infeed_queue_options(self, **kwargs) -> None:
+        """Options for the infeeds that fit/evaluate/predict create (e.g. prefetch_depth)."""
+        from openipu._src.feeds import infeed
+
+        _check_kwargs(
+            infeed.IPUInfeedQueue.__init__, kwargs, "set_infeed_queue_options", {"dataset"}
+        )
+        if "prefetch_depth" in kwargs:
+            infeed._validate_prefetch_depth(kwargs["prefetch_depth"])  # noqa: SLF001
+        self._ipu.infeed_options = dict(kwargs)
+
+    def set_outfeed_queue_options(self, **kwargs) -> None:
+        """Options for the outfeeds that fit/evaluate/predict create (e.g. buffer_depth)."""
+        from openipu._src.feeds.outfeed import IPUOutfeedQueue
+
+        _check_kwargs(
+            IPUOutfeedQueue.__init__, kwargs, "set_outfeed_queue_options", {"outfeed_mode"}
+        )
+        IPUOutfeedQueue(**kwargs)  # validates the values
+        self._ipu.outfeed_options = dict(kwargs)
+
+    def set_asynchronous_callbacks(self, asynchronous=False) -> None:
+        """Run callbacks on a host thread while the device loop continues (kept; see README)."""
+        self._ipu.asynchronous_callbacks = bool(asynchronous)
+
+    def set_replication_options(self, replicated_metric_reduction_method="NONE") -> None:
+        """How metrics are reduced across replicas."""
+        method = replicated_metric_reduction_method
+        if (
+            isinstance(method, str)
+            and method.upper() in ReplicatedMetricReductionMethod.__members__
+        ):
+            method = ReplicatedMetricReductionMethod[method.upper()]
+        if not isinstance(method, ReplicatedMetricReductionMethod):
+            raise ValueError(
+                "replicated_metric_reduction_method must be one of NONE, LIST, SUM, MEAN, "
+                f"got {replicated_metric_reduction_method!r}"
+            )
+        self._ipu.replicated_metric_reduction = method
+
+    # fit / evaluate / predict ------------------------------------------------------------------
+
+    def fit(self, *args, **kwargs):
+        self._check_fit_options()
+        with self._ipu_execution("fit"):
+            return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        with self._ipu_execution("evaluate"):
+            return super().evaluate(*args, **kwargs)
+
+    def predict(self, *args, **kwargs):
+        with self._ipu_execution("predict"):
+            return super().predict(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def _ipu_execution(self, mode: str) -> Iterator[None]:
+        outer = self._ipu.executing
+        self._ipu.executing = True
+        try:
+            with data_handler.ipu_data_mode(self, mode):
+                yield
+        finally:
+            self._ipu.executing = outer
+
+    def make_train_function(self, force=False):
+        if self.train_function is None or force:
+            self.train_function = ExecutionFunction(self, "train")
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        if self.test_function is None or force:
+            self.test_function = ExecutionFunction(self, "test")
+        return self.test_function
+
+    def make_predict_function(self, force=False):
+        if self.predict_function is None or force:
+            self.predict_function = ExecutionFunction(self, "predict")
+        return self.predict_function
+
+    def _reset_execution_functions(self) -> None:
+        self.train_function = None
+        self.test_function = None
+        self.predict_function = None
+
+    def _accumulation_steps(self) -> int | None:
+        """Micro-batches per weight update: the pipeline depth or the accumulation count."""
+        if self._pipeline_records() is not None:
+            return self._ipu.pipelining_steps
+        return self._ipu.gradient_accumulation_steps
+
+    def _check_fit_options(self) -> None:
+        records = self._pipeline_records()
+        steps_per_execution = (
+            int(self._steps_per_execution.numpy()) if self._steps_per_execution is not None else 1
+        )
+        if records is not None:
+            if self._ipu.pipelining_steps is None:
+                raise ValueError(
+                    f"Model {self.name!r} is pipelined: call set_pipelining_options("
+                    "gradient_accumulation_steps_per_replica=...) before fit"
+                )
+            pipeline_stages.validate(self, records, self._ipu.pipelining_device_mapping)
+        accumulation = self._accumulation_steps()
+        if accumulation is not None and steps_per_execution % accumulation:
+            raise ValueError(
+                f"steps_per_execution ({steps_per_execution}) must be divisible by the gradient "
+                f"accumulation steps per replica ({accumulation}) of model {self.name!r}"
+            )
+
+    @contextlib.contextmanager
+    def _ipu_gradient_accumulation(self) -> Iterator[None]:
+        """While a train step is traced, the optimizer accumulates if the model asks for it."""
+        steps = self._accumulation_steps()
+        if steps is None or steps == 1:
+            yield
+            return
+        pipelined = self._pipeline_records() is not None
+        reduction = (
+            self._ipu.pipelining_reduction
+            if pipelined
+            else self._ipu.gradient_accumulation_reduction
+        )
+        real = self.optimizer
+        stand_in = AccumulatingOptimizer(
+            real,
+            steps,
+            reduction,
+            self._ipu.accumulator_state,
+            None if pipelined else self._ipu.gradient_accumulation_dtype,
+        )
+        object.__setattr__(self, "optimizer", stand_in)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "optimizer", real)
+
+    # Saving ------------------------------------------------------------------------------------
+
+    def _ipu_saved_options(self) -> dict:
+        return {
+            "gradient_accumulation_steps_per_replica": self._ipu.gradient_accumulation_steps,
+            "pipelining_gradient_accumulation_steps_per_replica": self._ipu.pipelining_steps,
+            "pipelining_device_mapping": self._ipu.pipelining_device_mapping,
+        }
+
+    def _ipu_restore_options(self, options: dict) -> None:
+        if options.get("gradient_accumulation_steps_per_replica") is not None:
+            self.set_gradient_accumulation_options(
+                options["gradient_accumulation_steps_per_replica"]
+            )
+        steps = options.get("pipelining_gradient_accumulation_steps_per_replica")
+        mapping = options.get("pipelining_device_mapping")
+        if steps is not None or mapping is not None:
+            self.set_pipelining_options(steps, mapping)
+
+
+def _check_kwargs(function, kwargs: dict, caller: str, excluded: set[str]) -> None:
+    parameters = set(inspect.signature(function).parameters) - {"self", "kwargs"} - excluded
+    unknown = set(kwargs) - parameters
+    if unknown:
+        raise ValueError(
+            f"{caller}: unknown argument(s) {sorted(unknown)}; accepted are {sorted(parameters)}"
+        )

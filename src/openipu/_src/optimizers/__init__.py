@@ -1,0 +1,1 @@
+"""IPU optimizer wrappers and gradient accumulation (spec 21.16)."""

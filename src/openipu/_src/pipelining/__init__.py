@@ -1,0 +1,1 @@
+"""Pipelining: `pipelining_ops` (stages on several IPUs, gradient accumulation)."""

@@ -1,0 +1,131 @@
+"""The option types of `pipelining_ops.pipeline` (spec 21.15.7) and their validation.
+
+Schedules, recomputation modes and per-stage Poplar options decide how a
+pipeline is laid out on real IPUs; they change memory and speed, not the
+numbers. They are validated here and kept for the cost model.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+
+
+class PipelineSchedule(enum.Enum):
+    """How the stages of a pipeline are interleaved on its IPUs."""
+
+    Grouped = 0
+    Interleaved = 1
+    Sequential = 2
+
+
+class RecomputationMode(enum.Enum):
+    """How activations are recomputed in a training pipeline (when recomputation is on)."""
+
+    Auto = 0
+    RecomputeThenBackpropagate = 1
+    RecomputeAndBackpropagateInterleaved = 2
+
+
+class PipelineStageOptions:
+    """Poplar options (convolution, matmul, slice) for one stage of a pipeline."""
+
+    def __init__(self, convolution_options=None, matmul_options=None, slice_options=None) -> None:
+        for name, value in (
+            ("convolution_options", convolution_options),
+            ("matmul_options", matmul_options),
+            ("slice_options", slice_options),
+        ):
+            if value is not None and not isinstance(value, dict):
+                raise TypeError(
+                    f"PipelineStageOptions: {name} must be a dictionary of Poplar options, "
+                    f"got {type(value).__name__}"
+                )
+        self.convolution_options = dict(convolution_options or {})
+        self.matmul_options = dict(matmul_options or {})
+        self.slice_options = dict(slice_options or {})
+
+    def get_proto(self) -> dict:
+        """The options as one dictionary (the original returned a protocol buffer)."""
+        return {
+            "convolution_options": dict(self.convolution_options),
+            "matmul_options": dict(self.matmul_options),
+            "slice_options": dict(self.slice_options),
+        }
+
+    def __repr__(self) -> str:
+        return f"PipelineStageOptions({self.get_proto()})"
+
+
+def check_enum(value, enum_type: type[enum.Enum], name: str, default):
+    if value is None:
+        return default
+    if not isinstance(value, enum_type):
+        raise TypeError(
+            f"{name} must be a {enum_type.__name__} ({', '.join(enum_type.__members__)}), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def check_stage_options_list(value, name: str, stages: int | None):
+    """A list with one PipelineStageOptions per stage (or None)."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list or tuple of PipelineStageOptions, got {value!r}")
+    if stages is not None and len(value) != stages:
+        raise ValueError(
+            f"{name} has {len(value)} entries but the pipeline has {stages} stages: give one "
+            "PipelineStageOptions per stage"
+        )
+    for item in value:
+        if not isinstance(item, PipelineStageOptions):
+            raise TypeError(f"{name} must only hold PipelineStageOptions, got {item!r}")
+    return list(value)
+
+
+# `set_pipelining_options` passes its other keyword arguments to `pipeline`; these are
+# the ones a Keras model sets itself.
+_SET_BY_KERAS = {
+    "computational_stages",
+    "gradient_accumulation_count",
+    "repeat_count",
+    "inputs",
+    "infeed_queue",
+    "outfeed_queue",
+    "optimizer_function",
+    "device_mapping",
+    "accumulate_outfeed",
+    "reduction_method",
+    "name",
+}
+
+
+def check_keras_pipelining_kwargs(kwargs: dict) -> dict:
+    """Validates `set_pipelining_options(**pipelining_kwargs)` against `pipeline`'s arguments."""
+    from openipu._src.pipelining import pipelining_ops
+
+    accepted = set(inspect.signature(pipelining_ops.pipeline).parameters) - _SET_BY_KERAS
+    unknown = set(kwargs) - accepted
+    if unknown:
+        raise ValueError(
+            f"set_pipelining_options: unknown argument(s) {sorted(unknown)}; the pipelining "
+            f"arguments accepted are {sorted(accepted)}"
+        )
+    checked = dict(kwargs)
+    if "pipeline_schedule" in checked:
+        check_enum(checked["pipeline_schedule"], PipelineSchedule, "pipeline_schedule", None)
+    if "recomputation_mode" in checked:
+        check_enum(checked["recomputation_mode"], RecomputationMode, "recomputation_mode", None)
+    for name in (
+        "forward_propagation_stages_poplar_options",
+        "backward_propagation_stages_poplar_options",
+    ):
+        if name in checked:
+            check_stage_options_list(checked[name], name, None)
+    if checked.get("weight_update_poplar_options") is not None and not isinstance(
+        checked["weight_update_poplar_options"], PipelineStageOptions
+    ):
+        raise TypeError("weight_update_poplar_options must be a PipelineStageOptions")
+    return checked

@@ -1,0 +1,524 @@
+"""`pipelining_ops.pipeline`: computational stages over several IPUs, as a device loop.
+
+What a pipeline computes, for every schedule (the fact sheet's CPU reference):
+
+    for r in range(repeat_count):
+        for g in range(gradient_accumulation_count):
+            element = next(infeed)
+            outputs = stage_n(...stage_1(stage_0(*inputs, *element)))
+            if training: accumulate the gradients of the optimizer function's loss
+            enqueue the last stage's outputs (or the loss) to the outfeed
+        if training: apply the accumulated gradients once
+
+All the mini-batches of one repeat use the same weights. It is built as two
+nested device loops in one compiled region: the infeed's
+repeat_count x gradient_accumulation_count elements are fetched by the host
+before the region, and each repeat's slice feeds its inner loop. Each stage's
+operations are placed on the host device of its IPU (`device_mapping`).
+Schedules, recomputation, offloading and per-stage Poplar options change
+memory and speed on a real IPU, not the numbers: they are validated and kept.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
+from tensorflow.python.util import nest
+
+from openipu._src.engine import device_loop
+from openipu._src.engine import region as region_lib
+from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
+from openipu._src.pipelining import pipeline_options
+from openipu._src.pipelining.pipeline_options import (
+    PipelineSchedule,
+    PipelineStageOptions,
+    RecomputationMode,
+)
+
+# `functools.reduce` is reachable as `pipelining_ops.reduce` in the original (a doc artifact).
+reduce = functools.reduce
+
+__all__ = [
+    "OptimizerFunctionOutput",
+    "PipelineSchedule",
+    "PipelineStageOptions",
+    "RecomputationMode",
+    "pipeline",
+    "recomputation_checkpoint",
+    "reduce",
+]
+
+
+class OptimizerFunctionOutput:
+    """What a pipeline's `optimizer_function` returns: the optimizer and the loss to minimise."""
+
+    def __init__(
+        self,
+        opt,
+        loss,
+        compute_gradients_args=None,
+        compute_gradients_kwargs=None,
+        apply_gradients_args=None,
+        apply_gradients_kwargs=None,
+    ) -> None:
+        if not _is_optimizer(opt):
+            raise TypeError(
+                f"OptimizerFunctionOutput: opt must be an optimizer (tf.compat.v1.train.Optimizer "
+                f"or a Keras optimizer), got {type(opt).__name__}"
+            )
+        if not isinstance(loss, (tf.Tensor, tf.Variable)):
+            raise TypeError(
+                f"OptimizerFunctionOutput: loss must be a tensor, got {type(loss).__name__}"
+            )
+        self.opt = opt
+        self.loss = loss
+        self.compute_gradients_args = tuple(compute_gradients_args or ())
+        self.compute_gradients_kwargs = dict(compute_gradients_kwargs or {})
+        self.apply_gradients_args = tuple(apply_gradients_args or ())
+        self.apply_gradients_kwargs = dict(apply_gradients_kwargs or {})
+
+
+def _is_optimizer(opt) -> bool:
+    return isinstance(opt, tf.compat.v1.train.Optimizer) or hasattr(opt, "apply_gradients")
+
+
+def recomputation_checkpoint(tensors, name=None):
+    """Marks tensors to be stored rather than recomputed (numerically the identity)."""
+    with ops.name_scope(name or "recomputation_checkpoint"):
+        return nest.map_structure(tf.identity, tensors)
+
+
+def pipeline(
+    computational_stages,
+    gradient_accumulation_count=None,
+    gradient_accumulation_dtype=None,
+    repeat_count=1,
+    batch_serialization_iterations=1,
+    inputs=None,
+    infeed_queue=None,
+    outfeed_queue=None,
+    optimizer_function=None,
+    device_mapping=None,
+    pipeline_schedule=None,
+    recomputation_mode=None,
+    forward_propagation_stages_poplar_options=None,
+    backward_propagation_stages_poplar_options=None,
+    weight_update_poplar_options=None,
+    offload_weight_update_variables=None,
+    replicated_optimizer_state_sharding=False,
+    offload_activations=None,
+    offload_gradient_accumulation_buffers=None,
+    replicated_weight_sharding=None,
+    offload_weights=None,
+    continuous_weight_updates=False,
+    outfeed_loss=False,
+    accumulate_outfeed=False,
+    accumulate_outfeed_dtype=None,
+    outfeed_mask=None,
+    reduction_method=GradientAccumulationReductionMethod.SUM,
+    name=None,
+):
+    """Runs `computational_stages` as a pipeline; returns the operation that runs it."""
+    stages = _check_stages(computational_stages)
+    count = _check_positive_int(gradient_accumulation_count, "gradient_accumulation_count")
+    repeats = _check_positive_int(repeat_count, "repeat_count")
+    serialization = _check_positive_int(
+        batch_serialization_iterations, "batch_serialization_iterations"
+    )
+    schedule = pipeline_options.check_enum(
+        pipeline_schedule,
+        PipelineSchedule,
+        "pipeline_schedule",
+        PipelineSchedule.Sequential if serialization > 1 else PipelineSchedule.Grouped,
+    )
+    pipeline_options.check_enum(recomputation_mode, RecomputationMode, "recomputation_mode", None)
+    mapping = _check_device_mapping(device_mapping, len(stages), serialization)
+    for option_name, value in (
+        ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
+        ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
+    ):
+        pipeline_options.check_stage_options_list(value, option_name, len(stages))
+    if weight_update_poplar_options is not None and not isinstance(
+        weight_update_poplar_options, PipelineStageOptions
+    ):
+        raise TypeError("weight_update_poplar_options must be a PipelineStageOptions")
+    if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
+        raise TypeError(
+            f"infeed_queue must be an IPUInfeedQueue, got {type(infeed_queue).__name__}"
+        )
+    if outfeed_queue is not None and not isinstance(outfeed_queue, IPUOutfeedQueue):
+        raise TypeError(
+            f"outfeed_queue must be an IPUOutfeedQueue, got {type(outfeed_queue).__name__}"
+        )
+    if continuous_weight_updates:
+        raise NotImplementedError(
+            "continuous_weight_updates is not implemented (nor was it in the original)"
+        )
+    if serialization > 1 and schedule is not PipelineSchedule.Sequential:
+        raise NotImplementedError(
+            "batch_serialization_iterations > 1 needs the Sequential pipeline schedule"
+        )
+    if serialization > 1 and len(set(mapping)) > 1:
+        raise NotImplementedError(
+            "batch_serialization_iterations > 1 needs every stage on the same IPU"
+        )
+    training = optimizer_function is not None
+    if schedule is PipelineSchedule.Interleaved and training and len(set(mapping)) < len(mapping):
+        raise NotImplementedError(
+            "The Interleaved schedule cannot train a pipeline with two stages on the same IPU"
+        )
+    if outfeed_loss and not training:
+        raise ValueError("outfeed_loss needs an optimizer_function (a training pipeline)")
+    if outfeed_mask is not None:
+        if outfeed_loss:
+            raise ValueError("outfeed_mask cannot be used together with outfeed_loss")
+        if not training:
+            raise ValueError("outfeed_mask needs an optimizer_function (a training pipeline)")
+        if not isinstance(outfeed_mask, (list, tuple)) or not all(
+            isinstance(m, bool) for m in outfeed_mask
+        ):
+            raise TypeError(f"outfeed_mask must be a list of bools, got {outfeed_mask!r}")
+    if accumulate_outfeed and (
+        outfeed_queue is None or outfeed_queue.outfeed_mode is not IPUOutfeedMode.ALL
+    ):
+        raise ValueError("accumulate_outfeed needs an outfeed_queue in IPUOutfeedMode.ALL")
+    reduction = GradientAccumulationReductionMethod.parse(reduction_method, "reduction_method")
+
+    plan = _PipelinePlan(
+        stages=stages,
+        count=count,
+        repeats=repeats,
+        inputs=list(inputs)
+        if isinstance(inputs, (list, tuple))
+        else ([] if inputs is None else [inputs]),
+        outfeed=outfeed_queue,
+        optimizer_function=optimizer_function,
+        mapping=mapping,
+        outfeed_loss=outfeed_loss,
+        outfeed_mask=list(outfeed_mask) if outfeed_mask is not None else None,
+        accumulate_outfeed=bool(accumulate_outfeed),
+        accumulate_outfeed_dtype=accumulate_outfeed_dtype,
+        accumulation_dtype=gradient_accumulation_dtype,
+        reduction=reduction,
+    )
+    if region_lib.current_region() is None:
+        return device_loop._in_own_region(lambda: plan.build(infeed_queue))  # noqa: SLF001
+    return plan.build(infeed_queue)
+
+
+def _check_stages(stages) -> list[Callable]:
+    if not isinstance(stages, (list, tuple)):
+        raise TypeError(
+            f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
+        )
+    if not stages:
+        raise ValueError("A pipeline needs at least one computational stage")
+    for stage in stages:
+        if not callable(stage):
+            raise TypeError(f"Every computational stage must be callable, got {stage!r}")
+    return list(stages)
+
+
+def _check_positive_int(value, name: str) -> int:
+    if value is None:
+        raise ValueError(f"{name} must be given (a positive int)")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _check_device_mapping(device_mapping, stages: int, serialization: int) -> list[int]:
+    if device_mapping is None:
+        return [0] * stages if serialization > 1 else list(range(stages))
+    if not isinstance(device_mapping, (list, tuple)):
+        raise TypeError(f"device_mapping must be a list or tuple of ints, got {device_mapping!r}")
+    if len(device_mapping) != stages:
+        raise ValueError(
+            f"device_mapping has {len(device_mapping)} entries but the pipeline has {stages} "
+            "computational stages: give one IPU per stage"
+        )
+    for ipu in device_mapping:
+        if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
+            raise TypeError(f"device_mapping entries must be ints >= 0, got {ipu!r}")
+    return list(device_mapping)
+
+
+class _PipelinePlan:
+    """Everything `pipeline` checked, and how to build it in the current region."""
+
+    def __init__(self, **fields) -> None:
+        self.__dict__.update(fields)
+        self._outfeed_accumulators: list = []
+        self._outfeed_structure = None
+
+    # Building ------------------------------------------------------------------------------
+
+    def build(self, infeed):
+        region = region_lib.current_region()
+        self._stage_devices = self._stage_host_devices(region)
+        total = self.count * self.repeats
+        stacked = device_loop._prefetch(infeed, total)  # noqa: SLF001
+        if stacked is not None:
+            per_repeat = nest.map_structure(
+                lambda t: tf.reshape(t, [self.repeats, self.count, *t.shape[1:]]), stacked
+            )
+            outer_input = device_loop.StackedInput(per_repeat)
+        else:
+            outer_input = None
+
+        def repeat_body(*element):
+            inner_input = (
+                device_loop.StackedInput(element[0]) if outer_input is not None else infeed
+            )
+            accumulated = self._run_mini_batches(inner_input)
+            return self._after_mini_batches(accumulated)
+
+        done = device_loop.repeat(self.repeats, repeat_body, [], outer_input)
+        return done if isinstance(done, ops.Operation) else tf.group(done)
+
+    def _stage_host_devices(self, region) -> list[str | None]:
+        if region is None or region.device is None:
+            return [None] * len(self.stages)
+        from openipu._src.compiler import device_scope
+        from openipu._src.system import configure
+
+        system = configure.maybe_current_system()
+        ordinal = device_scope.current_ipu_ordinal() or 0
+        if system is None or ordinal >= len(system.devices):
+            return [None] * len(self.stages)
+        device = system.device(ordinal)
+        needed = max(self.mapping) + 1
+        if needed > device.num_ipus:
+            raise ValueError(
+                f"The pipeline's device_mapping {self.mapping} needs {needed} IPUs but "
+                f"{device.name} has {device.num_ipus}: configure a larger device "
+                "(IPUConfig.auto_select_ipus)"
+            )
+        return [device.host_device(ipu) for ipu in self.mapping]
+
+    def _run_mini_batches(self, inner_input):
+        """The inner loop over the mini-batches of one repeat."""
+
+        def body(*element, **element_kwargs):
+            outputs, loss, updates = self._forward_and_backward(element, element_kwargs)
+            data = self._outfeed_data(outputs, loss)
+            if data is None:
+                return updates
+            if self.outfeed is None:
+                raise ValueError(
+                    "The last computational stage has outputs, so the pipeline needs an "
+                    "outfeed_queue to enqueue them"
+                )
+            if self.accumulate_outfeed:
+                return updates + [self._accumulate_outfeed(data)]
+            return updates + [self.outfeed.enqueue(data)]
+
+        return device_loop.repeat(self.count, body, [], inner_input)
+
+    def _after_mini_batches(self, inner_loop):
+        operations = [inner_loop] if isinstance(inner_loop, ops.Operation) else []
+        with tf.control_dependencies(operations):
+            if self.accumulate_outfeed and self._outfeed_accumulators:
+                values = [a.read_value() for a in self._outfeed_accumulators]
+                enqueue = self.outfeed.enqueue(
+                    nest.pack_sequence_as(self._outfeed_structure, values)
+                )
+                with tf.control_dependencies([enqueue]):
+                    operations.append(
+                        tf.group([a.assign(tf.zeros_like(a)) for a in self._outfeed_accumulators])
+                    )
+            if self.optimizer_function is not None:
+                operations.append(self._apply_accumulated())
+        return operations
+
+    def _accumulate_outfeed(self, data):
+        """`accumulate_outfeed`: sums the outfeed data of a repeat's mini-batches."""
+        flat = nest.flatten(data)
+        if not self._outfeed_accumulators:
+            dtype = self.accumulate_outfeed_dtype
+            self._outfeed_accumulators = [
+                _persistent_zeros(
+                    ("outfeed", id(self.outfeed), index, t.dtype, tuple(t.shape)),
+                    t.shape,
+                    _outfeed_dtype(dtype, t.dtype),
+                    "pipeline_outfeed",
+                )
+                for index, t in enumerate(flat)
+            ]
+            self._outfeed_structure = data
+        return tf.group(
+            [
+                a.assign_add(tf.cast(t, a.dtype))
+                for a, t in zip(self._outfeed_accumulators, flat, strict=True)
+            ]
+        )
+
+    # Forward, backward and weight update ------------------------------------------------------
+
+    def _forward_and_backward(self, element, element_kwargs):
+        args, kwargs = self._stage0_arguments(element, element_kwargs)
+        with tf.GradientTape(persistent=False) as tape:
+            outputs = self._run_stages(args, kwargs)
+            if self.optimizer_function is None:
+                return outputs, None, []
+            result = self._call_with(self.optimizer_function, outputs)
+        if not isinstance(result, OptimizerFunctionOutput):
+            raise TypeError(
+                "optimizer_function must return an OptimizerFunctionOutput, got "
+                f"{type(result).__name__}"
+            )
+        self._optimizer_output = result
+        grads_and_vars = self._gradients(result, tape)
+        return outputs, result.loss, self._accumulate(grads_and_vars)
+
+    def _stage0_arguments(self, element, element_kwargs):
+        """The first stage's arguments: the pipeline inputs, then the infeed element."""
+        if element_kwargs:
+            return list(self.inputs), dict(element_kwargs)
+        if len(element) == 1 and isinstance(element[0], dict):
+            return list(self.inputs), dict(element[0])
+        if len(element) == 1 and isinstance(element[0], (list, tuple)):
+            return list(self.inputs) + list(element[0]), {}
+        return list(self.inputs) + list(element), {}
+
+    def _run_stages(self, args, kwargs):
+        outputs = None
+        for index, stage in enumerate(self.stages):
+            with ops.device(self._stage_devices[index]) if self._stage_devices[index] else _null():
+                outputs = stage(*args, **kwargs) if index == 0 else self._call_with(stage, outputs)
+        return outputs
+
+    @staticmethod
+    def _call_with(function, outputs):
+        if outputs is None:
+            return function()
+        if isinstance(outputs, dict):
+            return function(**outputs)
+        if isinstance(outputs, (list, tuple)):
+            return function(*outputs)
+        return function(outputs)
+
+    def _gradients(self, result: OptimizerFunctionOutput, tape: tf.GradientTape):
+        opt = result.opt
+        if isinstance(opt, tf.compat.v1.train.Optimizer):
+            kwargs = dict(result.compute_gradients_kwargs)
+            if (
+                tf.inside_function()
+                and not tf.compat.v1.trainable_variables()
+                and "var_list" not in kwargs
+            ):
+                kwargs["var_list"] = [v for v in tape.watched_variables() if v.trainable]
+            return [
+                (g, v)
+                for g, v in opt.compute_gradients(
+                    result.loss, *result.compute_gradients_args, **kwargs
+                )
+                if g is not None
+            ]
+        variables = [v for v in tape.watched_variables() if v.trainable]
+        gradients = tape.gradient(result.loss, variables)
+        return [(g, v) for g, v in zip(gradients, variables, strict=True) if g is not None]
+
+    def _accumulator(self, variable: tf.Variable) -> tf.Variable:
+        dtype = self.accumulation_dtype
+        if callable(dtype) and not isinstance(dtype, tf.DType):
+            dtype = dtype(variable)
+        dtype = tf.as_dtype(dtype) if dtype is not None else variable.dtype
+        return _persistent_zeros(
+            ("gradient", variable.ref(), dtype), variable.shape, dtype, variable.name
+        )
+
+    def _accumulate(self, grads_and_vars) -> list:
+        """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
+        self._accumulated_pairs = []
+        updates = []
+        iteration = device_loop.loop_stack()[-1].index
+        for gradient, variable in grads_and_vars:
+            accumulator = self._accumulator(variable)
+            gradient = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
+            if self.reduction is GradientAccumulationReductionMethod.SUM:
+                update = accumulator.assign_add(gradient)
+            elif self.reduction is GradientAccumulationReductionMethod.MEAN:
+                update = accumulator.assign_add(gradient / self.count)
+            else:
+                n = tf.cast(iteration, accumulator.dtype)
+                update = accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
+            updates.append(update.op if hasattr(update, "op") else update)
+            self._accumulated_pairs.append((accumulator, variable))
+        return updates
+
+    def _apply_accumulated(self):
+        result = self._optimizer_output
+        pairs = [(a.read_value(), v) for a, v in self._accumulated_pairs]
+        applied = result.opt.apply_gradients(
+            pairs, *result.apply_gradients_args, **result.apply_gradients_kwargs
+        )
+        with tf.control_dependencies(
+            [applied] if isinstance(applied, (tf.Operation, tf.Tensor)) else []
+        ):
+            resets = [a.assign(tf.zeros_like(a)) for a, _ in self._accumulated_pairs]
+        return tf.group(resets)
+
+    # Outfeed data ----------------------------------------------------------------------------
+
+    def _outfeed_data(self, outputs, loss):
+        if self.outfeed_loss:
+            return loss
+        if outputs is None or (isinstance(outputs, (list, tuple)) and not outputs):
+            return None
+        if self.outfeed_mask is not None:
+            flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+            if len(flat) != len(self.outfeed_mask):
+                raise ValueError(
+                    f"outfeed_mask has {len(self.outfeed_mask)} entries but the last stage has "
+                    f"{len(flat)} outputs"
+                )
+            kept = [o for o, masked in zip(flat, self.outfeed_mask, strict=True) if not masked]
+            return kept or None
+        return outputs
+
+
+_accumulators: dict = {}
+
+
+def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
+    """An accumulator kept across traces (a retraced pipeline reuses it; it resets after use).
+
+    Made as a plain resource variable outside any tf.function's variable
+    creator: accumulators belong to the pipeline, not to the traced function.
+    """
+    with tf.init_scope():
+        # TF1 graphs each need their own variables; eager ones are shared.
+        key = (key, None if tf.executing_eagerly() else id(ops.get_default_graph()))
+    accumulator = _accumulators.get(key)
+    if accumulator is None:
+        with tf.init_scope():
+            accumulator = resource_variable_ops.ResourceVariable(
+                tf.zeros(shape, dtype),
+                trainable=False,
+                name=name.split(":")[0].replace("/", "_") + "_accumulator",
+            )
+        _accumulators[key] = accumulator
+    return accumulator
+
+
+def _outfeed_dtype(dtype, default):
+    if dtype is None:
+        return default
+    if callable(dtype) and not isinstance(dtype, tf.DType):
+        return tf.as_dtype(dtype(default))
+    return tf.as_dtype(dtype)
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
