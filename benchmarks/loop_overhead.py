@@ -12,11 +12,12 @@ of each and the ratio (openipu / stock; higher is better).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.python import ipu
+
+from timing import best_rate
 
 
 def make_dataset() -> tf.data.Dataset:
@@ -26,16 +27,6 @@ def make_dataset() -> tf.data.Dataset:
 
 def body(total, x):
     return total + tf.reduce_sum(tf.matmul(x, x))
-
-
-def best_rate(run, iterations: int, repeats: int) -> float:
-    run()  # trace, compile, warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return iterations / best
 
 
 def stock_rate(iterations: int, repeats: int) -> float:

@@ -416,7 +416,9 @@ class _FusedLoop:
                 )
                 flat = nest.flatten(stacked)
                 self.rewrite.last_fetch[key] = [flat[0].op]
-                streams[key] = _Stream(iterator, per_iteration, flat)
+                streams[key] = _Stream(
+                    iterator, per_iteration, [_at_least_one_row(buffer) for buffer in flat]
+                )
 
         loop = device_loop.LoopContext(trip_count=self.trip_count)
         iteration = tf.constant(0, tf.int32, name="fused_iteration")
@@ -463,6 +465,18 @@ class _FusedLoop:
             # The loop uses only the range's bounds; the range itself, of a length known only
             # at run time, would not compile.
             region.move_to_host(iter_.op, self.host_bounds)
+
+
+def _at_least_one_row(buffer: tf.Tensor) -> tf.Tensor:
+    """XLA compiles the loop body even if it never runs, and a slice of nothing would not compile."""
+    rows = buffer.shape[0]
+    if rows is not None and rows > 0:
+        return buffer
+    return tf.cond(
+        tf.shape(buffer)[0] > 0,
+        lambda: buffer,
+        lambda: tf.zeros([1, *buffer.shape[1:]], buffer.dtype),
+    )
 
 
 def _is_loop_body_of(graph: ops.Graph, region_graph: ops.Graph) -> bool:

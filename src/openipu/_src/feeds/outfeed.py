@@ -3,8 +3,10 @@
 Inside a device loop of known length an enqueue writes its values into a
 device buffer with one slot per iteration, and the host moves the whole
 buffer into its queue once the compiled region has run: no host round trip
-per iteration. Anywhere else (a loop of unknown length, plain functions) an
-enqueue is a host queue operation.
+per iteration. The length may be a number the host computes just before the
+region runs (a fused autograph loop over `tf.range(steps)`): the buffer is
+then sized by the host at that point. Anywhere else (a loop of unknown
+length, plain functions) an enqueue is a host queue operation.
 
 Dequeued shapes, for an element of shape S, K enqueues since the last
 dequeue and R replicas (the spec's table): ALL gives [K, *S] (R = 1) or
@@ -23,7 +25,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop, replication
+from openipu._src.engine import autograph_loops, device_loop, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.feeds import poplar_flags
 from openipu._src.feeds.host_queue import HostQueue
@@ -128,6 +130,10 @@ class IPUOutfeedQueue:
                 raise ValueError(
                     f"IPUOutfeedQueue.enqueue: the shape {spec.shape} is not fully defined"
                 )
+        if autograph_loops.probing():
+            # A loop body traced only to learn what it reads and writes: no side effects.
+            autograph_loops.record_probed_enqueue(self._name, self._structure_of(tensors))
+            return tf.no_op(name=f"{self._name}_probed_enqueue")
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
@@ -139,8 +145,12 @@ class IPUOutfeedQueue:
             return self._write_loop_buffers(flat, specs, iteration, region, store, replica)
         return store.enqueue(flat, replica)
 
+    @staticmethod
+    def _structure_of(tensors):
+        return nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), tensors)
+
     def _set_structure(self, tensors, specs) -> None:
-        structure = nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), tensors)
+        structure = self._structure_of(tensors)
         if self._structure is not None:
             try:
                 nest.assert_same_structure(self._structure, structure)
@@ -165,15 +175,26 @@ class IPUOutfeedQueue:
     def _write_loop_buffers(self, flat, specs, iteration, region, store, replica):
         index, total = iteration
         last_only = self._mode is IPUOutfeedMode.LAST
+        # One slot at least: XLA compiles the loop body even if it never runs, and a write to
+        # an empty buffer would not compile.
+        static_total = isinstance(total, int)
         with tf.init_scope(), ops.device(region.device or "/device:CPU:0"):
             buffers = [
                 resource_variable_ops.ResourceVariable(
-                    tf.zeros([total, *spec.shape], spec.dtype),
+                    tf.zeros([max(total, 1) if static_total else 1, *spec.shape], spec.dtype),
+                    shape=[max(total, 1) if static_total else None, *spec.shape],
                     trainable=False,
                     name=f"{self._name}_buffer",
                 )
                 for spec in specs
             ]
+        if not static_total:
+            # The trip count is known once the host has computed it: size the buffers then,
+            # before the region runs (automatic control dependencies order the writes after).
+            with region.on_host():
+                slots = tf.maximum(total, 1)
+                for buffer, spec in zip(buffers, specs, strict=True):
+                    buffer.assign(tf.zeros([slots, *spec.shape.as_list()], spec.dtype))
         self._loop_buffers.append(buffers)
         writes = [
             tf.raw_ops.ResourceScatterUpdate(
@@ -187,8 +208,10 @@ class IPUOutfeedQueue:
         def move_to_host(region_outputs):
             with tf.control_dependencies(region_outputs), ops.device("/device:CPU:0"):
                 if last_only:
-                    return [store.enqueue([b[total - 1] for b in buffers], replica)]
-                return [store.enqueue_many([b.read_value() for b in buffers], replica)]
+                    # The last slot, if the loop ran at all.
+                    last = slice(tf.maximum(total - 1, 0), total)
+                    return [store.enqueue_many([b[last] for b in buffers], replica)]
+                return [store.enqueue_many([b[:total] for b in buffers], replica)]
 
         region.add_finalizer(move_to_host)
         return tf.group(writes, name=f"{self._name}_enqueue")
