@@ -58,6 +58,13 @@ class LoopProgram:
 
     def __call__(self, stacked_inputs):
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
+        if self._compile_mode is None and self._last_mode is None:
+            # Trace first: if the region must run as a graph, rebuild it outside the XLA
+            # context (see region._PlainContext) before it ever runs.
+            self._function.get_concrete_function(stacked_inputs)
+            if self._last_mode is compile_policy.CompileMode.GRAPH:
+                self._compile_mode = compile_policy.CompileMode.GRAPH
+                self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         return self._function(stacked_inputs)
 
     @property

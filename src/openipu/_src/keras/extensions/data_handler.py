@@ -96,6 +96,13 @@ class IPUDataHandler(data_adapter.DataHandler):
         # Whole executions are prepared on tf.data's threads while the device computes.
         self._dataset = dataset.batch(execution, drop_remainder=True).prefetch(2)
 
+    def _infer_steps(self, steps, dataset):
+        # Keras re-infers the steps of an epoch from `self._dataset`, which now holds
+        # whole executions; the step count (in batches) was fixed when it was configured.
+        if dataset is getattr(self, "_dataset", None):
+            return self._inferred_steps
+        return super()._infer_steps(steps, dataset)
+
     @property
     def execution_size(self) -> int:
         return self._execution_size
@@ -162,9 +169,11 @@ class IPUDataHandler(data_adapter.DataHandler):
 
 def _adapter_batch_size(adapter) -> int | None:
     try:
-        return adapter.batch_size()
+        size = adapter.batch_size()
     except (AttributeError, NotImplementedError):
-        return None
+        size = None
+    # Generators: the size of the first batch, which Keras peeked at.
+    return size or getattr(adapter, "_first_batch_size", None)
 
 
 def _leading_dim(element) -> tf.Tensor:

@@ -67,6 +67,7 @@ class IPUModelState:
         self.asynchronous_callbacks = False
         self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
         self.executing = False
+        self.traced_assignment: list | None = None
 
 
 class KerasExtensions:
@@ -173,7 +174,12 @@ class KerasExtensions:
         """The model's stage assignment if it is pipelined, else None."""
         if self._ipu.pipeline_assignment == []:
             return None
-        records = self.get_pipeline_stage_assignment() if self.built else []
+        if self._ipu.pipeline_assignment is None and self._ipu.traced_assignment is None:
+            # Read once: for subclassed models this traces `call`.
+            self._ipu.traced_assignment = (
+                pipeline_stages.default_assignment(self) if self.built else None
+            )
+        records = self._ipu.pipeline_assignment or self._ipu.traced_assignment or []
         if not records or all(r.pipeline_stage is None for r in records):
             return None
         return records

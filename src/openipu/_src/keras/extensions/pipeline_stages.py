@@ -250,14 +250,7 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
         finally:
             depth["value"] -= id(layer) in direct
 
-    inputs = tf.nest.map_structure(
-        lambda shape: tf.TensorSpec([1 if d is None else d for d in shape], tf.float32),
-        model._build_input_shape,  # noqa: SLF001
-        is_leaf=lambda s: (
-            isinstance(s, (tuple, tf.TensorShape))
-            and all(isinstance(d, (int, type(None))) for d in s)
-        ),
-    )
+    inputs = _input_specs(model._build_input_shape)  # noqa: SLF001
     tf_keras.layers.Layer.__call__ = recording_call
     try:
         concrete = tf.function(lambda x: model.call(x)).get_concrete_function(inputs)
@@ -265,6 +258,18 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
     finally:
         tf_keras.layers.Layer.__call__ = stock_call
     return invocations
+
+
+def _input_specs(shape):
+    """TensorSpecs (batch of 1 where unknown) for a model's recorded build input shape."""
+    import tensorflow as tf
+
+    if isinstance(shape, dict):
+        return {k: _input_specs(v) for k, v in shape.items()}
+    dims = shape.as_list() if isinstance(shape, tf.TensorShape) else shape
+    if isinstance(dims, (list, tuple)) and all(isinstance(d, (int, type(None))) for d in dims):
+        return tf.TensorSpec([1 if d is None else d for d in dims], tf.float32)
+    return type(shape)(_input_specs(s) for s in shape)
 
 
 def validate(

@@ -1,0 +1,256 @@
+"""Keras fit/evaluate/predict on the IPU (later API) against stock tf_keras."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from tensorflow.python import ipu
+
+from openipu._src.keras.extensions.model_extensions import KerasExtensions
+
+
+@pytest.fixture
+def strategy(ipu_system):
+    return ipu.ipu_strategy.IPUStrategy()
+
+
+def _data(samples=96, features=8, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(samples, features)).astype(np.float32)
+    y = rng.integers(0, classes, size=(samples,)).astype(np.int32)
+    return x, y
+
+
+def _sequential():
+    return keras.Sequential(
+        [keras.layers.Dense(16, activation="relu", input_shape=(8,)), keras.layers.Dense(3)]
+    )
+
+
+def _functional():
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16, activation="relu")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(3)(hidden))
+
+
+class _Subclassed(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(16, activation="relu")
+        self.out = keras.layers.Dense(3)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+def _compile(model, **kwargs):
+    model.compile(
+        keras.optimizers.SGD(0.05),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        **kwargs,
+    )
+    return model
+
+
+def _reference(build, x, y, epochs=2, batch_size=8, **fit_kwargs):
+    keras.utils.set_random_seed(3)
+    model = _compile(build())
+    if isinstance(model, _Subclassed):
+        model(x[:1])
+    history = model.fit(
+        x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0, **fit_kwargs
+    )
+    return model, history
+
+
+def _ipu_model(strategy, build, x, **compile_kwargs):
+    with strategy.scope():
+        keras.utils.set_random_seed(3)
+        model = _compile(build(), **compile_kwargs)
+        if isinstance(model, _Subclassed):
+            model(x[:1])
+    return model
+
+
+@pytest.mark.parametrize(
+    "build", [_sequential, _functional, _Subclassed], ids=["sequential", "functional", "subclassed"]
+)
+def test_fit_matches_stock_keras(strategy, build):
+    x, y = _data()
+    reference, reference_history = _reference(build, x, y)
+    model = _ipu_model(strategy, build, x, steps_per_execution=4)
+    assert isinstance(model, KerasExtensions)
+    with strategy.scope():
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    # Keras reports the running mean of the epoch's losses; so do we.
+    np.testing.assert_allclose(
+        history.history["loss"], reference_history.history["loss"], rtol=1e-4
+    )
+    np.testing.assert_allclose(history.history["accuracy"], reference_history.history["accuracy"])
+
+
+def test_evaluate_and_predict_match_stock_keras(strategy):
+    x, y = _data()
+    reference, _ = _reference(_sequential, x, y, epochs=1)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    model.set_weights(reference.get_weights())
+    with strategy.scope():
+        ours = model.evaluate(x, y, batch_size=8, verbose=0)
+        predictions = model.predict(x, batch_size=8, verbose=0)
+    np.testing.assert_allclose(ours, reference.evaluate(x, y, batch_size=8, verbose=0), rtol=1e-5)
+    np.testing.assert_allclose(
+        predictions, reference.predict(x, batch_size=8, verbose=0), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_fit_with_datasets_finite_and_repeated(strategy):
+    x, y = _data()
+    reference, _ = _reference(_sequential, x, y)
+    finite = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        model.fit(finite, epochs=2, verbose=0)
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+    repeated = finite.repeat()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        history = model.fit(repeated, epochs=2, steps_per_epoch=12, verbose=0)
+    assert len(history.history["loss"]) == 2
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_fit_with_a_generator(strategy):
+    x, y = _data()
+
+    def batches():
+        while True:
+            for start in range(0, len(x), 8):
+                yield x[start : start + 8], y[start : start + 8]
+
+    reference, _ = _reference(_sequential, x, y, epochs=1)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        model.fit(batches(), steps_per_epoch=12, epochs=1, verbose=0)
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_validation_data_and_frequency(strategy):
+    x, y = _data()
+    xv, yv = _data(32, seed=1)
+    reference, reference_history = _reference(
+        _sequential, x, y, epochs=4, validation_data=(xv, yv), validation_freq=2
+    )
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        history = model.fit(
+            x,
+            y,
+            batch_size=8,
+            epochs=4,
+            shuffle=False,
+            verbose=0,
+            validation_data=(xv, yv),
+            validation_freq=2,
+        )
+    assert len(history.history["val_loss"]) == 2
+    np.testing.assert_allclose(
+        history.history["val_loss"], reference_history.history["val_loss"], rtol=1e-4
+    )
+
+
+def test_steps_per_epoch_must_be_a_multiple_of_steps_per_execution(strategy):
+    x, y = _data()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=5)
+    with (
+        strategy.scope(),
+        pytest.raises(
+            ValueError,
+            match=r"steps per epoch \(12\) must be a multiple of steps_per_execution \(5\)",
+        ),
+    ):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+
+
+def test_evaluate_and_predict_round_their_steps_and_warn(strategy, caplog):
+    x, y = _data()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=5)
+    with strategy.scope():
+        predictions = model.predict(x, batch_size=8, verbose=0)
+        model.evaluate(x, y, batch_size=8, verbose=0)
+    assert predictions.shape == (80, 3)  # 12 steps rounded down to 10
+    assert any("running 10 steps, the last 2 are skipped" in r.message for r in caplog.records)
+
+
+def test_partial_batch_is_skipped_with_a_warning(strategy, caplog):
+    x, y = _data(100)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert any("The last 4 sample(s) do not fill a batch of 8" in r.message for r in caplog.records)
+
+
+class _Recorder(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+        self.evaluations = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches.append(batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        x, y = _data(32, seed=5)
+        self.evaluations.append(self.model.evaluate(x, y, batch_size=8, verbose=0))
+        self.weights = self.model.get_weights()
+
+
+def test_callbacks_see_whole_executions_and_can_evaluate(strategy, tmp_path):
+    x, y = _data()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    recorder = _Recorder()
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "weights.{epoch}.h5"), save_weights_only=True
+    )
+    board = keras.callbacks.TensorBoard(str(tmp_path / "logs"))
+    with strategy.scope():
+        model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[recorder, checkpoint, board])
+    # One callback per execution of 4 steps, numbered by the last step in it (as stock Keras).
+    assert recorder.batches == [3, 7, 11, 3, 7, 11]
+    assert len(recorder.evaluations) == 2
+    assert (tmp_path / "weights.2.h5").exists()
+    for ours, saved in zip(model.get_weights(), recorder.weights, strict=True):
+        np.testing.assert_array_equal(ours, saved)
+
+
+def test_progress_bar_counts_steps(strategy, capsys):
+    x, y = _data()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    with strategy.scope():
+        model.fit(x, y, batch_size=8, epochs=1, verbose=1)
+    assert "12/12" in capsys.readouterr().out
+
+
+def test_train_on_batch_runs_one_step(strategy):
+    x, y = _data()
+    reference = _compile(_sequential())
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
+    reference.set_weights(model.get_weights())
+    with strategy.scope():
+        ours = model.train_on_batch(x[:8], y[:8])
+    np.testing.assert_allclose(ours, reference.train_on_batch(x[:8], y[:8]), rtol=1e-5)
+
+
+def test_models_outside_the_scope_are_stock(strategy):
+    assert not isinstance(_sequential(), KerasExtensions)
+    disabled = ipu.ipu_strategy.IPUStrategy(enable_keras_extensions=False)
+    with disabled.scope():
+        assert not isinstance(_sequential(), KerasExtensions)
