@@ -49,6 +49,28 @@ class _RegionContext(xla.XLACompileContext):
         self.marked_ops.append(op)
 
 
+class _PlainContext:
+    """Stands in for the XLA compile context when a region is built for graph mode only.
+
+    Built inside the XLA context, control flow stays functional (While, If), which
+    TensorFlow's executor runs far slower than the lowered form it otherwise uses;
+    a region known to run as a graph is therefore built outside that context.
+    """
+
+    def __init__(self, graph: ops.Graph) -> None:
+        self.outer_context = graph._get_control_flow_context()  # noqa: SLF001
+        self.marked_ops: list[ops.Operation] = []
+
+    def Enter(self) -> None:  # noqa: N802 - the compile context's interface
+        pass
+
+    def Exit(self) -> None:  # noqa: N802
+        pass
+
+    def ExitResult(self, result) -> None:  # noqa: N802
+        pass
+
+
 class CompiledRegion:
     """One region being built: its compile context and its host-side work."""
 
@@ -170,7 +192,8 @@ def compile_region(
     name = graph.unique_name("ipu_cluster")
     with ops.device(device) if device else contextlib.nullcontext():
         pivot = control_flow_ops.no_op(name=name + "/pivot")
-        context = _RegionContext(name, pivot)
+        graph_only = compile_policy.CompileMode.GRAPH in (mode, compile_policy.forced_mode())
+        context = _PlainContext(graph) if graph_only else _RegionContext(name, pivot)
         region = CompiledRegion(graph, context, device)
         stack = _state.__dict__.setdefault("regions", [])
         stack.append(region)
