@@ -108,6 +108,14 @@ class _PipelineStageAssignment:
 class SequentialLayerPipelineStageAssignment(_PipelineStageAssignment):
     """A layer of a Sequential model and its pipeline stage."""
 
+    @property
+    def inbound_layers(self) -> list:
+        nodes = self._layer._inbound_nodes  # noqa: SLF001
+        if not nodes:
+            return []
+        inbound = nodes[0].inbound_layers
+        return inbound if isinstance(inbound, list) else [inbound]
+
 
 class FunctionalLayerPipelineStageAssignment(_PipelineStageAssignment):
     """An invocation (node) of a layer in a functional model and its pipeline stage."""
