@@ -5,7 +5,8 @@ The original patched Keras itself. openipu does the smallest equivalent:
 Keras extensions is the current strategy becomes an instance of a subclass
 of its own class that mixes in `KerasExtensions`. The subclass keeps the
 class name, so `isinstance`, `type(model).__name__` and saved configurations
-are unchanged, and the model loads into stock Keras. `from_config` is wrapped
+are unchanged, and the model loads into stock Keras. The subclass defines no
+constructor, so Keras still recognises functional models by their `__init__`. `from_config` is wrapped
 so that the IPU options saved in a model's config come back with it.
 """
 
@@ -16,6 +17,7 @@ import threading
 
 import tensorflow as tf
 from tf_keras.src.engine import sequential, training
+from tf_keras.src.utils import generic_utils
 
 from openipu._src.keras.extensions.model_extensions import SAVED_OPTIONS_KEY, KerasExtensions
 
@@ -37,7 +39,6 @@ def extended_class(cls: type) -> type:
                 {
                     "__module__": cls.__module__,
                     "__qualname__": cls.__qualname__,
-                    "__init__": _init_then_configure(cls),
                     "get_config": _get_config_with_options,
                 },
             )
@@ -45,19 +46,10 @@ def extended_class(cls: type) -> type:
         return extended
 
 
-def _init_then_configure(cls: type):
-    def __init__(self, *args, **kwargs):  # noqa: N807 - defines the class's constructor
-        ordinal = self.__dict__.pop("_ipu_pending_ordinal", 0)
-        cls.__init__(self, *args, **kwargs)
-        if not hasattr(self, "_ipu"):
-            self._ipu_initialize(ordinal)
-
-    return __init__
-
-
+@generic_utils.default  # Keras treats the config as its own (not a user override)
 def _get_config_with_options(self):
     config = super(type(self), self).get_config()
-    if isinstance(config, dict) and hasattr(self, "_ipu"):
+    if isinstance(config, dict):
         config = dict(config)
         config[SAVED_OPTIONS_KEY] = self._ipu_saved_options()
     return config
@@ -87,7 +79,7 @@ def install() -> None:
         ordinal = _ipu_strategy_ordinal()
         if ordinal is not None and not isinstance(instance, KerasExtensions):
             instance.__class__ = extended_class(type(instance))
-            instance.__dict__["_ipu_pending_ordinal"] = ordinal
+            instance.__dict__["_ipu_device_ordinal"] = ordinal
         return instance
 
     training.Model.__new__ = staticmethod(new)

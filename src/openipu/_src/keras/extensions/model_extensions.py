@@ -73,9 +73,14 @@ class IPUModelState:
 class KerasExtensions:
     """Mixed into Keras model classes created in an IPUStrategy scope."""
 
-    def _ipu_initialize(self, ipu_ordinal: int) -> None:
-        # One plain attribute, set past Keras' attribute tracking: options are not weights.
-        object.__setattr__(self, "_ipu", IPUModelState(ipu_ordinal))
+    @property
+    def _ipu(self) -> IPUModelState:
+        # Kept in the instance dict, past Keras' attribute tracking: options are not weights.
+        state = self.__dict__.get("_ipu_state")
+        if state is None:
+            state = IPUModelState(self.__dict__.get("_ipu_device_ordinal", 0))
+            self.__dict__["_ipu_state"] = state
+        return state
 
     # Gradient accumulation -------------------------------------------------------------------
 
