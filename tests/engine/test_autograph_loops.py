@@ -47,7 +47,10 @@ def fusion(monkeypatch, caplog):
             ]
 
         def reasons(self) -> list[str]:
-            return [r.getMessage() for r in caplog.records if r.name == LOOPS_LOGGER]
+            """What the rewrite logged, then why regions run as graphs."""
+            return [
+                r.getMessage() for r in caplog.records if r.name in (LOOPS_LOGGER, REGION_LOGGER)
+            ]
 
     caplog.set_level(logging.DEBUG, logger=REGION_LOGGER)
     caplog.set_level(logging.DEBUG, logger=LOOPS_LOGGER)
@@ -474,3 +477,88 @@ def test_hooks_only_exist_while_a_region_is_traced(strategy, fusion):
         return total
 
     np.testing.assert_array_equal(plain(plain_iterator).numpy(), [6.0, 9.0])
+
+
+def _losses_in_a_tensor_array_of_steps(iterator, steps):
+    sums = tf.TensorArray(tf.float32, size=steps)
+    for step in tf.range(steps):
+        sums = sums.write(step, tf.reduce_sum(next(iterator)))
+    return sums.stack()
+
+
+def _range_also_used_as_a_tensor(iterator, steps):
+    indices = tf.range(steps)
+    total = tf.zeros([2])
+    for _ in indices:
+        total += next(iterator)
+    return total * tf.cast(tf.reduce_sum(indices), tf.float32)
+
+
+def _steps_used_as_a_shape(iterator, steps):
+    total = tf.zeros([2])
+    for _ in tf.range(steps):
+        total += next(iterator)
+    return total + tf.reduce_sum(tf.ones([steps]))
+
+
+def _static_loop_and_steps_as_a_shape(iterator, steps):
+    total = tf.zeros([2])
+    for _ in tf.range(2):
+        total += next(iterator)
+    return total + tf.reduce_sum(tf.ones([steps]))
+
+
+def _steps_used_as_a_shape_in_the_body(iterator, steps):
+    total = tf.zeros([2])
+    for _ in tf.range(steps):
+        total += next(iterator) + tf.reduce_sum(tf.ones([steps])) - tf.cast(steps, tf.float32)
+    return total
+
+
+# name: (body, expected result from the elements it reads and the steps, why it is a graph)
+RUN_TIME_SHAPES = {
+    "tensor array of steps": (
+        _losses_in_a_tensor_array_of_steps,
+        lambda values, steps: values[:steps].sum(axis=1),
+        "is used by TensorArray",
+    ),
+    "range used as a tensor": (
+        _range_also_used_as_a_tensor,
+        lambda values, steps: values[:steps].sum(axis=0) * sum(range(steps)),
+        "is used by range",
+    ),
+    "steps used as a shape": (
+        _steps_used_as_a_shape,
+        lambda values, steps: values[:steps].sum(axis=0) + steps,
+        "is used by",
+    ),
+    "static loop, steps used as a shape": (
+        _static_loop_and_steps_as_a_shape,
+        lambda values, steps: values[:2].sum(axis=0) + steps,
+        "is used by ones",
+    ),
+    "steps used as a shape in the body": (
+        _steps_used_as_a_shape_in_the_body,
+        lambda values, steps: values[:steps].sum(axis=0),
+        "the body of the loop over range:0 uses",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RUN_TIME_SHAPES))
+def test_run_time_values_used_as_shapes_keep_the_region_a_graph(strategy, fusion, name):
+    """XLA needs static shapes: a fused region where steps may be a shape runs as a graph."""
+    body, expected, reason = RUN_TIME_SHAPES[name]
+    values = np.arange(40, dtype=np.float32).reshape(20, 2)
+    fusion(True)
+    with strategy.scope():
+        iterator = iter(_counting_dataset(20))
+        loop = tf.function(body, jit_compile=True)
+        first = strategy.run(loop, args=[iterator, tf.constant(3)])
+        position = 2 if name.startswith("static") else 3
+        second = strategy.run(loop, args=[iterator, tf.constant(4)])
+    np.testing.assert_array_equal(first.numpy(), expected(values, 3))
+    np.testing.assert_array_equal(second.numpy(), expected(values[position:], 4))
+    assert any("is fused" in r for r in fusion.reasons())
+    assert fusion.modes() == ["graph"]
+    assert any(reason in r for r in fusion.reasons()), fusion.reasons()

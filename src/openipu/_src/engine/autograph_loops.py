@@ -53,6 +53,7 @@ from tensorflow.python.ops import array_ops, control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop
+from openipu._src.feeds import host_stream
 
 FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def fusing_iterator_loops(region) -> Iterator[None]:
             yield
         finally:
             stack.pop()
+    rewrite.finish()
 
 
 def probing() -> bool:
@@ -239,6 +241,24 @@ class _FusedIteration:
 
 # Deciding and building.
 
+# Ops through which a trip count flows as data; what they compute is followed further.
+_DATA_OPS = frozenset(
+    {
+        "Identity", "Cast", "Neg", "AddV2", "Sub", "Mul", "RealDiv", "FloorDiv", "FloorMod",
+        "Maximum", "Minimum", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class _FusedLoopRecord:
+    """A fused loop, as the region's final checks need it."""
+
+    range_: tf.Tensor
+    host_bounds: list[tf.Tensor] | None  # the range's bounds on the host, if not static
+    lowering_ops: set  # what autograph built for it in the region graph
+    body_graph: ops.Graph
+
 
 class _RegionRewrite:
     """The fused loops of one region being traced."""
@@ -246,6 +266,56 @@ class _RegionRewrite:
     def __init__(self, region) -> None:
         self.region = region
         self.last_fetch: dict = {}  # handle ref -> the host fetch that reads it last
+        self.fused_loops: list[_FusedLoopRecord] = []
+
+    def finish(self) -> None:
+        """Once the region is traced: keeps values known only at run time out of XLA shapes.
+
+        Fused, the region compiles to XLA, which needs shapes as compile-time constants:
+        a function argument (a trip count, say) is not one. A use of such a value that may
+        be a shape makes the region run as a graph, as it would have unfused.
+        """
+        if not self.fused_loops:
+            return
+        on_host = set()
+        for loop in self.fused_loops:
+            if loop.host_bounds is not None and not loop.range_.consumers():
+                # The loop used only the range's bounds: the range itself goes to the host.
+                self.region.move_to_host(loop.range_.op, loop.host_bounds)
+                on_host.add(loop.range_.op)
+        reason = self._run_time_value_as_shape(on_host)
+        if reason is not None:
+            self.region.require_graph_mode(reason)
+
+    def _run_time_value_as_shape(self, on_host: set) -> str | None:
+        """Why an integer given at run time may be a shape in the region, or None."""
+        sources = [
+            tensor
+            for op in self.region.graph.get_operations()
+            if op.type == "Placeholder"
+            for tensor in op.outputs
+            if tensor.dtype.is_integer
+        ]
+        for loop in self.fused_loops:
+            # A loop body also receives what its condition captures (the limit): only a use
+            # inside the body counts.
+            for external, internal in loop.body_graph.captures:
+                if any(external is t for t in sources) and internal.consumers():
+                    return f"the body of the loop over {loop.range_.name} uses {external.name}"
+        lowering = {op for loop in self.fused_loops for op in loop.lowering_ops} | on_host
+        pending, seen = list(sources), set()
+        while pending:
+            tensor = pending.pop()
+            if tensor.ref() in seen:
+                continue
+            seen.add(tensor.ref())
+            for op in tensor.consumers():
+                if op in lowering or not self._built_in_region(op):
+                    continue
+                if op.type not in _DATA_OPS:
+                    return f"{tensor.name}, known at run time, is used by {op.name}"
+                pending.extend(op.outputs)
+        return None
 
     def plan(self, iter_, extra_test, body, get_state, set_state) -> _FusedLoop | None:
         """A fused loop for this range loop, or None (with the reason logged) to keep autograph's."""
@@ -334,7 +404,8 @@ class _RegionRewrite:
     def _unfusable_reads(self, probe: _Probe | None) -> str | None:
         if probe is None:
             return "tracing its body failed"
-        for iterator in probe.unstreamable.values():
+        if probe.unstreamable:
+            iterator = next(iter(probe.unstreamable.values()))
             return (
                 f"iterator {_handle(iterator).name} has elements of {iterator.element_spec}, "
                 "not dense tensors of static shapes"
@@ -400,8 +471,6 @@ class _FusedLoop:
         self.reads = reads
 
     def build(self, iter_, body, get_state, set_state, symbol_names, opts) -> None:
-        from openipu._src.feeds import host_stream
-
         region = self.rewrite.region
         streams = {}
         with region.on_host():
@@ -449,6 +518,7 @@ class _FusedLoop:
         opts = dict(opts, parallel_iterations=1)  # iterations run in order, as on the device
         stack = device_loop.loop_stack()
         stack.append(loop)
+        ops_before = len(region.graph.get_operations())
         try:
             _original_range_for_stmt(
                 iter_,
@@ -461,10 +531,14 @@ class _FusedLoop:
             )
         finally:
             stack.pop()
-        if self.host_bounds is not None and not iter_.consumers():
-            # The loop uses only the range's bounds; the range itself, of a length known only
-            # at run time, would not compile.
-            region.move_to_host(iter_.op, self.host_bounds)
+        self.rewrite.fused_loops.append(
+            _FusedLoopRecord(
+                iter_,
+                self.host_bounds,
+                set(region.graph.get_operations()[ops_before:]),
+                loop.body_graph,
+            )
+        )
 
 
 def _at_least_one_row(buffer: tf.Tensor) -> tf.Tensor:
