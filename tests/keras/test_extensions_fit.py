@@ -254,3 +254,21 @@ def test_models_outside_the_scope_are_stock(strategy):
     disabled = ipu.ipu_strategy.IPUStrategy(enable_keras_extensions=False)
     with disabled.scope():
         assert not isinstance(_sequential(), KerasExtensions)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="automatic data parallelism needs the replication issue's engine"
+)
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_automatic_data_parallelism_runs_two_replicas(ipu_system):
+    """A 2-IPU device runs 2 replicas of a 1-IPU model: global batch 2 x 8."""
+    x, y = _data()
+    reference, _ = _reference(_sequential, x, y, batch_size=16)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=2)
+    with strategy.scope():
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    assert strategy.num_replicas_in_sync == 2
+    assert len(history.history["loss"]) == 2
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)

@@ -31,10 +31,15 @@ _state = threading.local()
 
 
 @contextlib.contextmanager
-def ipu_data_mode(model, mode: str) -> Iterator[None]:
-    """Within this context, Keras builds IPU data handlers for `model` (mode fit/evaluate/predict)."""
+def ipu_data_mode(model, mode: str, batches_per_step: int = 1) -> Iterator[None]:
+    """Within this context, Keras builds IPU data handlers for `model` (mode fit/evaluate/predict).
+
+    `batches_per_step` is how many batches one Keras step (one progress-bar step)
+    consumes: 1 in the later API; the gradient accumulation count in the first
+    API, whose steps are weight updates.
+    """
     stack = _state.__dict__.setdefault("modes", [])
-    stack.append((model, mode))
+    stack.append((model, (mode, batches_per_step)))
     _install()
     try:
         yield
@@ -63,7 +68,7 @@ def _install() -> None:
         mode = _current_mode(kwargs.get("model"))
         if mode is None:
             return _stock_get_data_handler(*args, **kwargs)
-        return IPUDataHandler(*args, ipu_mode=mode, **kwargs)
+        return IPUDataHandler(*args, ipu_mode=mode[0], batches_per_step=mode[1], **kwargs)
 
     data_adapter.get_data_handler = get_data_handler
     _installed = True
@@ -72,8 +77,9 @@ def _install() -> None:
 class IPUDataHandler(data_adapter.DataHandler):
     """A DataHandler whose iterator yields stacks of `steps_per_execution` batches."""
 
-    def __init__(self, *args, ipu_mode: str, **kwargs) -> None:
+    def __init__(self, *args, ipu_mode: str, batches_per_step: int = 1, **kwargs) -> None:
         self._ipu_mode = ipu_mode
+        self._batches_per_step = batches_per_step
         self._batch_size_argument = kwargs.get("batch_size")
         super().__init__(*args, **kwargs)
 
@@ -85,16 +91,31 @@ class IPUDataHandler(data_adapter.DataHandler):
         if class_weight:
             dataset = dataset.map(data_adapter._make_class_weight_map_fn(class_weight))
         dataset, full_batches = self._without_partial_batches(dataset)
-        steps = self._infer_steps(steps_per_epoch, dataset)
-        if steps_per_epoch is None and full_batches is not None:
-            steps = full_batches
+        if steps_per_epoch not in (None, -1):
+            steps = steps_per_epoch
+        else:
+            batches = self._infer_steps(steps_per_epoch, dataset)
+            if full_batches is not None:
+                batches = full_batches
+            steps = None if batches is None else self._whole_steps(batches)
         steps_per_execution = int(self._steps_per_execution.numpy())
         steps = self._apply_step_rules(steps, steps_per_execution)
         execution = steps_per_execution if steps is None else min(steps_per_execution, steps)
         self._inferred_steps = steps
         self._execution_size = execution
         # Whole executions are prepared on tf.data's threads while the device computes.
-        self._dataset = dataset.batch(execution, drop_remainder=True).prefetch(2)
+        chunk = execution * self._batches_per_step
+        self._dataset = dataset.batch(chunk, drop_remainder=True).prefetch(2)
+
+    def _whole_steps(self, batches: int) -> int:
+        steps, leftover = divmod(batches, self._batches_per_step)
+        if leftover:
+            logger.warning(
+                "%d batch(es) do not fill a step of %d batches and are skipped",
+                leftover,
+                self._batches_per_step,
+            )
+        return steps
 
     def _infer_steps(self, steps, dataset):
         # Keras re-infers the steps of an epoch from `self._dataset`, which now holds

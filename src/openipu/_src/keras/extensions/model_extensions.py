@@ -68,6 +68,11 @@ class IPUModelState:
         self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
         self.executing = False
         self.traced_assignment: list | None = None
+        # The first API's state (api_v1): the constructor's accumulation count, and
+        # whether the model is being built (the only time it may be called directly).
+        self.first_api_accumulation = 1
+        self.building = False
+        self.step_batches = 1  # batches per Keras step (the first API's steps are updates)
 
 
 class KerasExtensions:
@@ -251,7 +256,7 @@ class KerasExtensions:
         outer = self._ipu.executing
         self._ipu.executing = True
         try:
-            with data_handler.ipu_data_mode(self, mode):
+            with data_handler.ipu_data_mode(self, mode, self._ipu.step_batches):
                 yield
         finally:
             self._ipu.executing = outer
