@@ -562,3 +562,70 @@ def test_run_time_values_used_as_shapes_keep_the_region_a_graph(strategy, fusion
     assert any("is fused" in r for r in fusion.reasons())
     assert fusion.modes() == ["graph"]
     assert any(reason in r for r in fusion.reasons()), fusion.reasons()
+
+
+def test_other_threads_keep_autograph_lowering_while_a_region_is_traced(strategy, fusion):
+    """The hooks are process-wide attributes, but act only for the thread tracing the region."""
+    import threading
+
+    other_thread_ops = []
+
+    def trace_plain_function():
+        iterator = iter(_counting_dataset(4))
+
+        @tf.function
+        def plain(iterator):
+            total = tf.zeros([2])
+            for _ in tf.range(3):
+                total += next(iterator)
+            return total
+
+        graph = plain.get_concrete_function(iterator).graph
+        while_op = next(
+            op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")
+        )
+        body = graph._get_function(while_op.get_attr("body").name).definition  # noqa: SLF001
+        other_thread_ops.extend(node.op for node in body.node_def)
+
+    fusion(True)
+    with strategy.scope():
+        iterator = iter(_counting_dataset(4))
+
+        @tf.function(jit_compile=True)
+        def loop(iterator):
+            total = tf.zeros([2])
+            for _ in tf.range(2):
+                thread = threading.Thread(target=trace_plain_function)
+                thread.start()
+                thread.join()
+                total += next(iterator)
+            return total
+
+        np.testing.assert_array_equal(strategy.run(loop, args=[iterator]).numpy(), [2.0, 4.0])
+    assert "IteratorGetNext" in other_thread_ops
+    assert any("is fused" in r for r in fusion.reasons())
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_dataset_that_runs_out_raises_out_of_range(strategy, fusion, enabled):
+    """Fused, an execution runs all its iterations or none (its data is read first, as an IPU
+    program's infeed would be); unfused, the iterations that had data run before the error."""
+    values = np.arange(10, dtype=np.float32).reshape(5, 2)
+    fusion(enabled)
+    with strategy.scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices(values))  # five elements, no repeat
+        total = tf.Variable(tf.zeros([2]))
+
+        @tf.function(jit_compile=True)
+        def loop(iterator, steps):
+            for _ in tf.range(steps):
+                total.assign_add(next(iterator))
+
+        strategy.run(loop, args=[iterator, tf.constant(3)])
+        np.testing.assert_array_equal(total.numpy(), values[:3].sum(axis=0))
+        with pytest.raises(tf.errors.OutOfRangeError):
+            strategy.run(loop, args=[iterator, tf.constant(3)])
+    ran = values[:3] if enabled else values
+    np.testing.assert_array_equal(total.numpy(), ran.sum(axis=0))
+    with pytest.raises(StopIteration):
+        next(iterator)
