@@ -58,7 +58,7 @@ def test_functional_model_with_gradient_accumulation_sums(strategy):
         first, second = _layers()
         model = ipu.keras.Model(inputs, second(first(inputs)), gradient_accumulation_count=4)
         model.compile(keras.optimizers.SGD(0.1 / 4), "mse")
-        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     _assert_weights(model.get_weights(), _stock_weights(x, y, 32, 0.1, epochs=2))
     assert model.optimizer.iterations.numpy() == 4  # one update per 4 batches, 2 epochs
 
