@@ -629,3 +629,25 @@ def test_a_dataset_that_runs_out_raises_out_of_range(strategy, fusion, enabled):
     np.testing.assert_array_equal(total.numpy(), ran.sum(axis=0))
     with pytest.raises(StopIteration):
         next(iterator)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_value_first_defined_in_the_loop_is_returned(strategy, fusion, enabled):
+    """Autograph stages such a body once more in a scratch graph to learn the value's type."""
+    values = np.arange(40, dtype=np.float32).reshape(20, 2)
+    fusion(enabled)
+    with strategy.scope():
+        iterator = iter(_counting_dataset(20))
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        @tf.function(jit_compile=True)
+        def loop(iterator, steps):
+            for _ in tf.range(steps):
+                last = next(iterator) * 2.0
+                outfeed.enqueue(last)
+            return last
+
+        last = strategy.run(loop, args=[iterator, tf.constant(3)])
+    np.testing.assert_array_equal(last.numpy(), values[2] * 2.0)
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), values[:3] * 2.0)
+    assert set(fusion.modes()) == ({"xla"} if enabled else {"graph"})
