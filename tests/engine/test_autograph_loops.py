@@ -651,3 +651,29 @@ def test_a_value_first_defined_in_the_loop_is_returned(strategy, fusion, enabled
     np.testing.assert_array_equal(last.numpy(), values[2] * 2.0)
     np.testing.assert_array_equal(outfeed.dequeue().numpy(), values[:3] * 2.0)
     assert set(fusion.modes()) == ({"xla"} if enabled else {"graph"})
+
+
+def test_one_iterator_through_two_handles_is_read_in_program_order(strategy, fusion):
+    """Fused, the host reads in the loop's order. (Unfused, TensorFlow orders reads through
+    different handles of one iterator in no particular way.)"""
+    values = np.arange(40, dtype=np.float32).reshape(20, 2)
+    fusion(True)
+    with strategy.scope():
+        iterator = iter(_counting_dataset(20))
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        @tf.function(jit_compile=True)
+        def loop(as_argument, steps):
+            for _ in tf.range(steps):
+                first = next(as_argument)
+                second = next(iterator)  # the same iterator, captured from Python
+                third = next(as_argument)
+                outfeed.enqueue((first, second, third))
+
+        strategy.run(loop, args=[iterator, tf.constant(2)])
+        strategy.run(loop, args=[iterator, tf.constant(1)])
+    first, second, third = (t.numpy() for t in outfeed.dequeue())
+    np.testing.assert_array_equal(first, values[[0, 3, 6]])
+    np.testing.assert_array_equal(second, values[[1, 4, 7]])
+    np.testing.assert_array_equal(third, values[[2, 5, 8]])
+    assert set(fusion.modes()) == {"xla"}

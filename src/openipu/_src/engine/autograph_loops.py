@@ -180,6 +180,13 @@ def _handle(iterator: iterator_ops.OwnedIterator) -> tf.Tensor:
     return iterator._iterator_resource  # noqa: SLF001 - the iterator's only handle
 
 
+def _label(iterator: iterator_ops.OwnedIterator) -> str:
+    handle = _handle(iterator)
+    if isinstance(handle, ops.EagerTensor):
+        return "an iterator captured from Python"
+    return f"iterator {handle.name}"
+
+
 @dataclass
 class _Probe:
     """A loop body traced in a throwaway graph: what it reads and enqueues."""
@@ -187,6 +194,7 @@ class _Probe:
     graph: ops.Graph | None = None
     iterators: dict = field(default_factory=dict)  # handle ref -> iterator
     reads: dict = field(default_factory=dict)  # handle ref -> next() calls per iteration
+    order: list = field(default_factory=list)  # handle refs, as next() is called
     enqueues: dict = field(default_factory=dict)  # outfeed name -> element structure
     unstreamable: dict = field(default_factory=dict)  # handle ref -> iterator
 
@@ -198,6 +206,7 @@ class _Probe:
             return _UNHANDLED
         self.iterators[key] = iterator
         self.reads[key] = self.reads.get(key, 0) + 1
+        self.order.append(key)
         return nest.map_structure(lambda s: array_ops.placeholder(s.dtype, s.shape), spec)
 
 
@@ -265,7 +274,9 @@ class _RegionRewrite:
 
     def __init__(self, region) -> None:
         self.region = region
-        self.last_fetch: dict = {}  # handle ref -> the host fetch that reads it last
+        # The host reads of the region's last fused loop: the next loop's reads follow them
+        # (its iterators may be the same, even through other handles).
+        self.last_fetch: list[ops.Operation] = []
         self.fused_loops: list[_FusedLoopRecord] = []
 
     def finish(self) -> None:
@@ -338,10 +349,10 @@ class _RegionRewrite:
             "Loop over %s is fused: trip count %s, next() calls per iteration %s, enqueues %s",
             iter_.name,
             trip_count,
-            [(_handle(probe.iterators[key]).name, count) for key, count in probe.reads.items()],
+            [(_label(probe.iterators[key]), count) for key, count in probe.reads.items()],
             probe.enqueues,
         )
-        return _FusedLoop(self, trip_count, host_bounds, probe.iterators, probe.reads)
+        return _FusedLoop(self, trip_count, host_bounds, probe)
 
     def _unfusable_position(self, iter_, extra_test) -> str | None:
         region = self.region
@@ -407,7 +418,7 @@ class _RegionRewrite:
         if probe.unstreamable:
             iterator = next(iter(probe.unstreamable.values()))
             return (
-                f"iterator {_handle(iterator).name} has elements of {iterator.element_spec}, "
+                f"{_label(iterator)} has elements of {iterator.element_spec}, "
                 "not dense tensors of static shapes"
             )
         if not probe.reads:
@@ -416,17 +427,17 @@ class _RegionRewrite:
         for key, iterator in probe.iterators.items():
             handle = _handle(iterator)
             if key in captured:
-                return f"it also reads iterator {handle.name} in nested control flow"
+                return f"it also reads {_label(iterator)} in nested control flow"
             if self._host_value(handle) is None:
-                return f"iterator {handle.name} is created inside the region"
+                return f"{_label(iterator)} is created inside the region"
             if self._used_in_region(handle):
-                return f"iterator {handle.name} is also read earlier in the region"
+                return f"{_label(iterator)} is also read earlier in the region"
         return None
 
     def _used_in_region(self, handle: tf.Tensor) -> bool:
         """Whether an op built in the region so far takes `handle` (directly or captured)."""
         graph = self.region.graph
-        if handle.graph is not graph:
+        if isinstance(handle, ops.EagerTensor) or handle.graph is not graph:
             handle = next((inner for outer, inner in graph.captures if outer is handle), None)
             if handle is None:
                 return False
@@ -461,33 +472,34 @@ class _FusedLoop:
         rewrite: _RegionRewrite,
         trip_count: int | tf.Tensor,
         host_bounds: list[tf.Tensor] | None,
-        iterators: dict,
-        reads: dict,
+        probe: _Probe,
     ) -> None:
         self.rewrite = rewrite
         self.trip_count = trip_count
         self.host_bounds = host_bounds
-        self.iterators = iterators
-        self.reads = reads
+        self.probe = probe
 
     def build(self, iter_, body, get_state, set_state, symbol_names, opts) -> None:
         region = self.rewrite.region
-        streams = {}
+        iterators = self.probe.iterators
+        keys = list(iterators)
         with region.on_host():
-            for key, iterator in self.iterators.items():
-                per_iteration = self.reads[key]
-                count = self.trip_count * per_iteration
-                stacked = host_stream.fetch_from_iterator(
-                    _handle(iterator),
-                    iterator.element_spec,
-                    count,
-                    after=self.rewrite.last_fetch.get(key, ()),
+            # Read in the order the loop does: right even if two handles are one iterator.
+            stacked = host_stream.fetch_from_iterators(
+                [(_handle(iterators[key]), iterators[key].element_spec) for key in keys],
+                [keys.index(key) for key in self.probe.order],
+                self.trip_count,
+                after=self.rewrite.last_fetch,
+            )
+            self.rewrite.last_fetch = [nest.flatten(elements)[0].op for elements in stacked]
+            streams = {
+                key: _Stream(
+                    iterators[key],
+                    self.probe.reads[key],
+                    [_at_least_one_row(buffer) for buffer in nest.flatten(elements)],
                 )
-                flat = nest.flatten(stacked)
-                self.rewrite.last_fetch[key] = [flat[0].op]
-                streams[key] = _Stream(
-                    iterator, per_iteration, [_at_least_one_row(buffer) for buffer in flat]
-                )
+                for key, elements in zip(keys, stacked, strict=True)
+            }
 
         loop = device_loop.LoopContext(trip_count=self.trip_count)
         iteration = tf.constant(0, tf.int32, name="fused_iteration")

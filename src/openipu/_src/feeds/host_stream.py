@@ -22,59 +22,113 @@ from tensorflow.python.ops import gen_dataset_ops
 from tensorflow.python.util import nest
 
 _UNBOUNDED = -1
-# Up to this many elements are fetched by a straight chain of ops; more by a host loop, whose
-# per-iteration cost is higher but whose graph does not grow with the count.
+# Up to this many elements are read by a straight chain of ops; more by a host loop, whose
+# per-element cost is higher but whose graph does not grow with the count.
 _UNROLLED_FETCH_LIMIT = 32
 
 
-def fetch_from_iterator(handle: tf.Tensor, element_spec, count: int | tf.Tensor, after=()):
-    """The next `count` elements of the iterator behind `handle`, stacked along a new first axis.
+def fetch_from_iterator(handle: tf.Tensor, element_spec, count: int | tf.Tensor):
+    """The next `count` elements of the iterator behind `handle`, stacked along a new first axis."""
+    return fetch_from_iterators([(handle, element_spec)], [0], count)[0]
 
-    Reads exactly `count` elements, in order, and no more: the iterator may also be
-    read elsewhere. `IteratorGetNextSync` costs about half as much per element as
-    `IteratorGetNext`, whose asynchronous dispatch buys nothing in a sequential read.
-    `after`: operations that must run before the first read (earlier reads of the
-    same iterator). Builds host operations; call it on the host.
+
+def fetch_from_iterators(
+    sources: list[tuple[tf.Tensor, object]],
+    order: list[int],
+    iterations: int | tf.Tensor,
+    after=(),
+) -> list:
+    """Reads the sequence `order` `iterations` times; each source's elements, stacked.
+
+    `sources` holds (iterator handle, element spec) pairs and `order` indexes them
+    in the order one iteration of a loop reads them. The reads happen in exactly that
+    order, and no more of them: an iterator may be read elsewhere too, and two
+    handles may be the same iterator. `IteratorGetNextSync` costs about half as much
+    per element as `IteratorGetNext`, whose asynchronous dispatch buys nothing here.
+    `after`: operations the first read waits for. Builds host operations.
     """
-    flat_specs = nest.flatten(element_spec)
-    types = [s.dtype for s in flat_specs]
-    shapes = [s.shape for s in flat_specs]
+    flat_specs = [nest.flatten(spec) for _, spec in sources]
+    reads_per_iteration = [order.count(source) for source in range(len(sources))]
 
-    def read_one():
+    def read(source: int) -> list[tf.Tensor]:
+        specs = flat_specs[source]
         return gen_dataset_ops.iterator_get_next_sync(
-            handle, output_types=types, output_shapes=shapes
+            sources[source][0],
+            output_types=[s.dtype for s in specs],
+            output_shapes=[s.shape for s in specs],
         )
 
-    static_count = tf.get_static_value(count)
+    def read_iteration(previous: list) -> tuple[list[list[list[tf.Tensor]]], list]:
+        """One iteration's reads, chained after `previous`: per source, per read, its parts."""
+        elements: list[list[list[tf.Tensor]]] = [[] for _ in sources]
+        for source in order:
+            with tf.control_dependencies(previous):
+                element = read(source)
+            previous = element[:1]
+            elements[source].append(element)
+        return elements, previous
+
+    static_iterations = tf.get_static_value(iterations)
     with ops.device("/device:CPU:0"), tf.control_dependencies(list(after)):
-        if static_count is not None and static_count <= _UNROLLED_FETCH_LIMIT:
-            elements = []
-            for _ in range(int(static_count)):
-                with tf.control_dependencies(elements[-1][:1] if elements else []):
-                    elements.append(read_one())
+        if (
+            static_iterations is not None
+            and static_iterations * len(order) <= _UNROLLED_FETCH_LIMIT
+        ):
+            columns = [[[] for _ in specs] for specs in flat_specs]
+            previous: list = []
+            for _ in range(int(static_iterations)):
+                elements, previous = read_iteration(previous)
+                for source, reads in enumerate(elements):
+                    for element in reads:
+                        for column, part in zip(columns[source], element, strict=True):
+                            column.append(part)
             stacked = [
-                tf.stack([e[i] for e in elements]) if elements else tf.zeros([0, *s], t)
-                for i, (t, s) in enumerate(zip(types, shapes, strict=True))
+                [
+                    tf.stack(column) if column else tf.zeros([0, *spec.shape], spec.dtype)
+                    for column, spec in zip(columns[source], specs, strict=True)
+                ]
+                for source, specs in enumerate(flat_specs)
             ]
         else:
             arrays = [
-                tf.TensorArray(t, size=count, element_shape=s)
-                for t, s in zip(types, shapes, strict=True)
+                [
+                    tf.TensorArray(
+                        spec.dtype,
+                        size=iterations * reads_per_iteration[source],
+                        element_shape=spec.shape,
+                    )
+                    for spec in specs
+                ]
+                for source, specs in enumerate(flat_specs)
             ]
 
-            def fetch(i, *arrays):
-                element = read_one()
-                return [i + 1] + [a.write(i, e) for a, e in zip(arrays, element, strict=True)]
+            def fetch(i, *flat_arrays):
+                arrays = nest.pack_sequence_as(flat_specs, list(flat_arrays))
+                elements, _ = read_iteration([])
+                for source, reads in enumerate(elements):
+                    for position, element in enumerate(reads):
+                        index = i * reads_per_iteration[source] + position
+                        arrays[source] = [
+                            array.write(index, part)
+                            for array, part in zip(arrays[source], element, strict=True)
+                        ]
+                return [i + 1, *nest.flatten(arrays)]
 
-            _, *arrays = tf.while_loop(
-                lambda i, *_: i < count,
+            _, *flat_arrays = tf.while_loop(
+                lambda i, *_: i < iterations,
                 fetch,
-                [tf.constant(0, tf.int32)] + arrays,
-                parallel_iterations=1,  # elements arrive in dataset order
+                [tf.constant(0, tf.int32), *nest.flatten(arrays)],
+                parallel_iterations=1,  # one iteration's reads after another's
                 name="iterator_fetch",
             )
-            stacked = [a.stack() for a in arrays]
-    return nest.pack_sequence_as(element_spec, stacked)
+            stacked = [
+                [array.stack() for array in arrays]
+                for arrays in nest.pack_sequence_as(flat_specs, flat_arrays)
+            ]
+    return [
+        nest.pack_sequence_as(spec, parts)
+        for (_, spec), parts in zip(sources, stacked, strict=True)
+    ]
 
 
 class ElementStream:
