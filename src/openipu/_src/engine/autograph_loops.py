@@ -18,8 +18,9 @@ such a loop becomes the device loop `loops.repeat` builds:
    optimizer slots) are lifted out as in any `tf.function` and exist afterwards.
    Outfeed enqueues are recorded but have no effect there;
 2. *host prologue*: before the region runs, the host reads the n * k elements
-   the loop consumes from each iterator, in order and no more (the iterator may
-   be read elsewhere too), as one stacked buffer (`host_stream.fetch_from_iterator`);
+   the loop consumes from each iterator, in the loop's order and no more (the
+   iterator may be read elsewhere too), as one stacked buffer per iterator
+   (`host_stream.fetch_from_iterators`);
 3. *device loop*: one `tf.while_loop` in which the j-th `next(iterator)` of
    iteration i is `buffer[i * k + j]`, and outfeed enqueues write device buffers
    that the host drains after the region (`device_loop.flat_iteration`).

@@ -10,7 +10,7 @@ dataset order and none is skipped.
 TF1 sessions initialise their iterator explicitly (`infeed.initializer`)
 before the loops that use it are known, so there the stream reads single
 elements (`ElementStream`), as it does from a user's own `tf.data` iterator
-read by a fused autograph loop (`fetch_from_iterator`): such an iterator is
+read by a fused autograph loop (`fetch_from_iterators`): such an iterator is
 shared with the rest of the program, so it is never read ahead.
 """
 
