@@ -9,22 +9,24 @@ openipu runs it through `IPUStrategy.run`, which fuses the loop into one XLA
 computation (see `engine/autograph_loops.py`), and once more with the fusion
 turned off. Prints samples per second and the ratios (higher is better).
 
-    python benchmarks/iterator_loop.py [--steps 100] [--repeats 10]
+    python benchmarks/iterator_loop.py [--steps 100] [--repeats 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 from tensorflow.python import ipu
 
-from timing import best_rate
+from timing import best_rates
 
 BATCH = 32
+FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
 
 
 def make_dataset() -> tf.data.Dataset:
@@ -53,7 +55,7 @@ def train_step(model, optimizer, x, y):
     return loss
 
 
-def stock_rate(steps: int, repeats: int) -> float:
+def stock_program(steps: int) -> Callable[[], object]:
     model, optimizer = make_model(), keras.optimizers.SGD(0.01)
     iterator = iter(make_dataset())
 
@@ -66,10 +68,10 @@ def stock_rate(steps: int, repeats: int) -> float:
         return losses.stack()
 
     steps_tensor = tf.constant(steps)
-    return best_rate(lambda: training_loop(iterator, steps_tensor).numpy(), steps * BATCH, repeats)
+    return lambda: training_loop(iterator, steps_tensor).numpy()
 
 
-def openipu_rate(steps: int, repeats: int) -> float:
+def openipu_program(steps: int, fused: bool) -> Callable[[], object]:
     strategy = ipu.ipu_strategy.IPUStrategy()
     with strategy.scope():
         model, optimizer = make_model(), keras.optimizers.SGD(0.01)
@@ -82,33 +84,44 @@ def openipu_rate(steps: int, repeats: int) -> float:
                 x, y = next(iterator)
                 outfeed.enqueue(train_step(model, optimizer, x, y))
 
-        steps_tensor = tf.constant(steps)
+    steps_tensor = tf.constant(steps)
 
-        def run():
-            strategy.run(training_loop, args=[iterator, steps_tensor])
-            outfeed.dequeue().numpy()
+    def run():
+        strategy.run(training_loop, args=[iterator, steps_tensor])
+        return outfeed.dequeue().numpy()
 
-        return best_rate(run, steps * BATCH, repeats)
+    previous = os.environ.get(FUSE_ENV)
+    os.environ[FUSE_ENV] = "1" if fused else "0"
+    try:
+        run()  # traced (fused or not) and compiled now
+    finally:
+        if previous is None:
+            del os.environ[FUSE_ENV]
+        else:
+            os.environ[FUSE_ENV] = previous
+    return run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
     config = ipu.config.IPUConfig()
     config.auto_select_ipus = 1
     config.configure_ipu_system()
 
-    stock = stock_rate(args.steps, args.repeats)
-    fused = openipu_rate(args.steps, args.repeats)
-    os.environ["OPENIPU_FUSE_ITERATOR_LOOPS"] = "0"
-    unfused = openipu_rate(args.steps, args.repeats)
-    print(f"stock TensorFlow tf.function:            {stock:10.0f} samples/s")
-    print(f"openipu IPUStrategy.run, fused loop:     {fused:10.0f} samples/s")
-    print(f"openipu IPUStrategy.run, fusion off:     {unfused:10.0f} samples/s")
-    print(f"ratio fused / stock:   {fused / stock:.2f}")
-    print(f"ratio unfused / stock: {unfused / stock:.2f}")
+    programs = {
+        "stock": stock_program(args.steps),
+        "fused": openipu_program(args.steps, fused=True),
+        "unfused": openipu_program(args.steps, fused=False),
+    }
+    rates = best_rates(programs, args.steps * BATCH, args.repeats)
+    print(f"stock TensorFlow tf.function:            {rates['stock']:10.0f} samples/s")
+    print(f"openipu IPUStrategy.run, fused loop:     {rates['fused']:10.0f} samples/s")
+    print(f"openipu IPUStrategy.run, fusion off:     {rates['unfused']:10.0f} samples/s")
+    print(f"ratio fused / stock:   {rates['fused'] / rates['stock']:.2f}")
+    print(f"ratio unfused / stock: {rates['unfused'] / rates['stock']:.2f}")
 
 
 if __name__ == "__main__":
