@@ -677,3 +677,28 @@ def test_one_iterator_through_two_handles_is_read_in_program_order(strategy, fus
     np.testing.assert_array_equal(second, values[[1, 4, 7]])
     np.testing.assert_array_equal(third, values[[2, 5, 8]])
     assert set(fusion.modes()) == {"xla"}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_device_loop_with_an_outfeed_inside_a_fused_loop(strategy, fusion, enabled):
+    values = np.arange(40, dtype=np.float32).reshape(20, 2)
+    fusion(enabled)
+    with strategy.scope():
+        iterator = iter(_counting_dataset(20))
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        @tf.function(jit_compile=True)
+        def loop(iterator, steps):
+            for _ in tf.range(steps):
+                element = next(iterator)
+
+                def body(count, element):
+                    outfeed.enqueue(count + element)
+                    return count + 1.0, element
+
+                ipu.loops.repeat(2, body, [0.0, element])
+
+        strategy.run(loop, args=[iterator, tf.constant(3)])
+    expected = [values[i] + offset for i in range(3) for offset in (0.0, 1.0)]
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), expected)
+    assert set(fusion.modes()) == ({"xla"} if enabled else {"graph"})

@@ -78,7 +78,7 @@ def flat_iteration() -> tuple[tf.Tensor, int | tf.Tensor] | None:
     stack = loop_stack()
     if not stack or any(c.trip_count is None or c.index is None for c in stack):
         return None
-    if ops.get_default_graph() is not stack[-1].body_graph:
+    if ops.get_default_graph() is not stack[-1].body_graph or _inside_other_control_flow(stack):
         return None
     index = tf.constant(0, tf.int32)
     for context in stack:
@@ -88,6 +88,21 @@ def flat_iteration() -> tuple[tf.Tensor, int | tf.Tensor] | None:
         return index, math.prod(counts)
     with region_lib.current_region().on_host():  # the host sizes buffers before the region
         return index, functools.reduce(operator.mul, counts)
+
+
+def _inside_other_control_flow(stack: list[LoopContext]) -> bool:
+    """Whether a loop or conditional that is no device loop encloses the innermost body.
+
+    Its iterations would write the same buffer slots again, its branches skip them.
+    """
+    region = region_lib.current_region()
+    bodies = {id(context.body_graph) for context in stack}
+    graph = stack[-1].body_graph
+    while region is not None and graph is not None and graph is not region.graph:
+        if id(graph) not in bodies:
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
 
 
 def _as_list(values) -> list:
