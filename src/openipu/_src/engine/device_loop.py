@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
+from tensorflow.python.ops import control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
@@ -99,10 +100,17 @@ def _inside_other_control_flow(stack: list[LoopContext]) -> bool:
     bodies = {id(context.body_graph) for context in stack}
     graph = stack[-1].body_graph
     while region is not None and graph is not None and graph is not region.graph:
-        if id(graph) not in bodies:
+        if id(graph) not in bodies and isinstance(graph, _CONTROL_FLOW_GRAPHS):
             return True
         graph = getattr(graph, "outer_graph", None)
     return False
+
+
+_CONTROL_FLOW_GRAPHS = (
+    control_flow_v2_func_graphs.WhileBodyFuncGraph,
+    control_flow_v2_func_graphs.WhileCondFuncGraph,
+    control_flow_v2_func_graphs.CondBranchFuncGraph,
+)
 
 
 def _as_list(values) -> list:
