@@ -11,7 +11,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# As in an IPU program, the IPU module comes first: it splits the host CPU into one
+# logical device per emulated IPU, which must happen before TensorFlow starts.
 import pytest  # noqa: E402
+import tensorflow.python.ipu  # noqa: E402, F401
 
 
 @pytest.fixture

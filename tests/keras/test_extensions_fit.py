@@ -256,9 +256,6 @@ def test_models_outside_the_scope_are_stock(strategy):
         assert not isinstance(_sequential(), KerasExtensions)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="automatic data parallelism needs the replication issue's engine"
-)
 @pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_automatic_data_parallelism_runs_two_replicas(ipu_system):
     """A 2-IPU device runs 2 replicas of a 1-IPU model: global batch 2 x 8."""

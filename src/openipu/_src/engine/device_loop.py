@@ -33,6 +33,7 @@ from tensorflow.python.ops import control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
+from openipu._src.engine import replicated_loop
 from openipu._src.system import configure
 
 _state = threading.local()
@@ -164,6 +165,9 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
         raise ValueError(f"repeat: n must be >= 0, got {n}")
     if region_lib.current_region() is None:
         return _in_own_region(lambda: repeat(n, body, inputs, infeed))
+    if replicated_loop.in_replicated_replica_context():
+        # One loop for all replicas, synchronising them every iteration.
+        return replicated_loop.repeat(n, body, inputs, infeed, repeat)
 
     carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
     stacked = _prefetch(infeed, n)

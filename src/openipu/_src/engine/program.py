@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+from tensorflow.python.util import nest
 
 from openipu._src.engine import compile_policy, device_loop, region, replication
 from openipu._src.system import configure
@@ -39,14 +40,22 @@ class LoopProgram:
         host_device: str | None = None,
         outputs: str = "all",
         compile_mode: compile_policy.CompileMode | None = None,
+        group_size: int = 1,
+        after_group: Callable[[], object] | None = None,
         name: str = "ipu_program",
     ) -> None:
         from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
 
         if outputs not in ("all", "last"):
             raise ValueError(f"outputs must be 'all' or 'last', got {outputs!r}")
+        if iterations % group_size:
+            raise ValueError(
+                f"A program of {iterations} steps cannot run in groups of {group_size} steps"
+            )
         self._step = step
         self.iterations = iterations
+        self._group_size = group_size
+        self._after_group = after_group
         self._device_ordinal = device_ordinal
         self._host_device = host_device
         self._compile_mode = compile_mode
@@ -77,17 +86,51 @@ class LoopProgram:
         host_device = self._host_device or (
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
-        infeed = device_loop.StackedInput(stacked_inputs)
+        replicas = replication.strategy_replica_count()
+        needed = self.iterations * replicas
+        for tensor in nest.flatten(stacked_inputs):
+            if tensor.shape.rank and tensor.shape[0] != needed:
+                raise ValueError(
+                    f"The program runs {self.iterations} steps per call on {replicas} "
+                    f"replica(s), so its inputs need {needed} elements along the first axis; "
+                    f"got shape {tensor.shape}"
+                )
+        groups = self.iterations // self._group_size
+        # Step i of replica r reads element i * R + r; steps run in groups.
+        shape = [groups, self._group_size] if self._group_size > 1 else [self.iterations]
+        shape += [replicas] if replicas > 1 else []
+        stacked = nest.map_structure(
+            lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
+        )
 
-        def body(element):
-            outputs = replication.run_in_replica_context(self._step, element)
+        def step_in_replica(element):
+            outputs = self._step(element)
             if outputs is None:
-                return []
+                return tf.constant(0)
             self._has_outputs = True
-            return [self._outfeed.enqueue(outputs)]
+            with tf.control_dependencies([self._outfeed.enqueue(outputs)]):
+                return tf.constant(0)
+
+        def run_step(element):
+            return [replication.run_on_replicas(step_in_replica, element, self._device_ordinal)]
+
+        def run_group(group):
+            steps = device_loop.repeat(
+                self._group_size, run_step, [], device_loop.StackedInput(group)
+            )
+            with tf.control_dependencies([steps]):
+                return [
+                    replication.run_on_replicas(
+                        lambda: _as_token(self._after_group()), None, self._device_ordinal
+                    )
+                ]
 
         def build():
-            return device_loop.repeat(self.iterations, body, [], infeed)
+            if self._group_size > 1:
+                return device_loop.repeat(groups, run_group, [], device_loop.StackedInput(stacked))
+            return device_loop.repeat(
+                self.iterations, run_step, [], device_loop.StackedInput(stacked)
+            )
 
         region.compile_region(
             build,
@@ -102,3 +145,10 @@ class LoopProgram:
 
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode
+
+
+def _as_token(result) -> tf.Tensor:
+    """A tensor that runs after `result` (an operation, a tensor or None)."""
+    dependencies = [result] if isinstance(result, (tf.Tensor, tf.Operation)) else []
+    with tf.control_dependencies(dependencies):
+        return tf.constant(0)

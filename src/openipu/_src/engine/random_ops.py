@@ -53,8 +53,10 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
     """While building a region, routes stateful random ops to the device's generator.
 
     Only in TF2 functions: a TF1 graph keeps TensorFlow's graph-level seeding.
+    Nested uses in one thread keep the outer stream (a one-replica program runs
+    its replica in the thread that built the region).
     """
-    if not tf.inside_function():
+    if not tf.inside_function() or getattr(_state, "active", False):
         yield
         return
     generator = seeds.generator(device_ordinal, replica)
@@ -72,7 +74,9 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
         return None if replacement is None else [replacement]
 
     op_callbacks.add_op_callback(replace)
+    _state.active = True
     try:
         yield
     finally:
+        _state.active = False
         op_callbacks.remove_op_callback(replace)

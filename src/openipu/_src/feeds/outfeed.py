@@ -85,7 +85,8 @@ class IPUOutfeedQueue:
         self._name = f"outfeed{next(_names)}"
         self._structure = None
         self._store: HostQueue | None = None
-        self._enqueue_graphs: weakref.WeakSet = weakref.WeakSet()
+        # Graphs already holding an enqueue, with the replicas that made them.
+        self._enqueue_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._loop_buffers: list = []  # keeps device buffers alive as long as the queue
 
     @property
@@ -116,13 +117,15 @@ class IPUOutfeedQueue:
         tensors = _validate_structure(tensors)
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
-            if graph in self._enqueue_graphs:
+            replicas = self._enqueue_graphs.setdefault(graph, set())
+            replica = replication.current_replica_index()
+            if replica in replicas:
                 raise ValueError(
                     "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
                     "can be enqueued only once per program (enqueue a tuple or a dictionary to "
                     "send several tensors)"
                 )
-            self._enqueue_graphs.add(graph)
+            replicas.add(replica)
         flat = nest.flatten(tensors)
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in flat]
         for spec in specs:
@@ -268,7 +271,7 @@ class IPUOutfeedQueue:
         """An operation releasing the host storage, after which the queue can be reused."""
         store, self._store = self._store, None
         self._structure = None
-        self._enqueue_graphs = weakref.WeakSet()
+        self._enqueue_graphs = weakref.WeakKeyDictionary()
         if store is None:
             return None if tf.executing_eagerly() else tf.no_op()
         ops_ = store.close()

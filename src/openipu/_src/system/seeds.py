@@ -47,6 +47,14 @@ class SeedStream:
         counters = first + tf.range(count, dtype=tf.int64)
         return tf.stack([tf.fill([count], key), counters])
 
+    def normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32) -> tf.Tensor:
+        """Normal random numbers drawn from this stream."""
+        return tf.random.stateless_normal(shape, self.make_seeds(1)[:, 0], mean, stddev, dtype)
+
+    def uniform(self, shape, minval=0, maxval=None, dtype=tf.float32) -> tf.Tensor:
+        """Uniform random numbers drawn from this stream."""
+        return tf.random.stateless_uniform(shape, self.make_seeds(1)[:, 0], minval, maxval, dtype)
+
     def reset(self, key: int) -> None:
         self._state.assign(tf.constant([key, 0], tf.int64))
 

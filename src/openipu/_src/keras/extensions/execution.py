@@ -25,20 +25,38 @@ class ExecutionFunction:
 
     def __call__(self, iterator):
         element = next(iterator)
+        replicas = self._model.distribute_strategy.num_replicas_in_sync
         if not self._model._ipu.executing:  # noqa: SLF001 - a single batch from *_on_batch
             element = nest.map_structure(lambda t: tf.expand_dims(t, 0), element)
-        steps = int(nest.flatten(element)[0].shape[0])
-        outputs = self._program(steps)(element)
+            element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
+        batches = int(nest.flatten(element)[0].shape[0])
+        outputs = self._program(batches // replicas)(element)
         if self._kind == "predict":
-            # Keras expects the predictions of an execution concatenated along the batch.
-            return nest.map_structure(_merge_leading_dims, outputs)
+            # Keras expects the predictions of an execution concatenated along the batch,
+            # in data order: step i of replica r had batch i * R + r.
+            stacked_dims = 2 if replicas > 1 else 1
+            return nest.map_structure(
+                lambda t: tf.reshape(t, [-1, *t.shape[stacked_dims + 1 :]]), outputs
+            )
+        if replicas > 1:
+            # Metrics are aggregated across replicas already: every replica holds the same.
+            return nest.map_structure(lambda t: t[0], outputs)
         return outputs
 
     def _program(self, steps: int) -> LoopProgram:
         program = self._programs.get(steps)
         if program is None:
+            stand_in = None
+            if self._kind == "train":
+                stand_in = self._model._ipu_accumulating_optimizer()  # noqa: SLF001
+            group_size = stand_in.count if stand_in is not None else 1
+            if steps % group_size:
+                raise ValueError(
+                    f"An execution of {steps} steps cannot hold whole gradient accumulation "
+                    f"groups of {group_size} steps"
+                )
             step = {
-                "train": self._train_step,
+                "train": lambda data: self._train_step(data, stand_in),
                 "test": self._test_step,
                 "predict": self._predict_step,
             }[self._kind]
@@ -47,14 +65,16 @@ class ExecutionFunction:
                 steps,
                 device_ordinal=self._model._ipu.device_ordinal,  # noqa: SLF001
                 outputs="all" if self._kind == "predict" else "last",
+                group_size=group_size,
+                after_group=stand_in.apply_accumulated if stand_in is not None else None,
                 name=f"{self._model.name}_{self._kind}",
             )
             self._programs[steps] = program
         return program
 
-    def _train_step(self, data):
+    def _train_step(self, data, stand_in):
         model = self._model
-        with model._ipu_gradient_accumulation():  # noqa: SLF001
+        with model._ipu_optimizer_replaced(stand_in):  # noqa: SLF001
             outputs = model.train_step(data)
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             model._train_counter.assign_add(1)  # noqa: SLF001
@@ -71,11 +91,6 @@ class ExecutionFunction:
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             self._model._predict_counter.assign_add(1)  # noqa: SLF001
         return outputs
-
-
-def _merge_leading_dims(stacked: tf.Tensor) -> tf.Tensor:
-    shape = tf.shape(stacked)
-    return tf.reshape(stacked, tf.concat([[shape[0] * shape[1]], shape[2:]], axis=0))
 
 
 def _minimum_control_deps(outputs) -> list:

@@ -256,7 +256,9 @@ class KerasExtensions:
         outer = self._ipu.executing
         self._ipu.executing = True
         try:
-            with data_handler.ipu_data_mode(self, mode, self._ipu.step_batches):
+            # With R replicas, one step takes R batches (one per replica).
+            replicas = self.distribute_strategy.num_replicas_in_sync
+            with data_handler.ipu_data_mode(self, mode, self._ipu.step_batches * replicas):
                 yield
         finally:
             self._ipu.executing = outer
@@ -306,27 +308,32 @@ class KerasExtensions:
                 f"accumulation steps per replica ({accumulation}) of model {self.name!r}"
             )
 
-    @contextlib.contextmanager
-    def _ipu_gradient_accumulation(self) -> Iterator[None]:
-        """While a train step is traced, the optimizer accumulates if the model asks for it."""
+    def _ipu_accumulating_optimizer(self) -> AccumulatingOptimizer | None:
+        """A stand-in optimizer that accumulates, if the model accumulates gradients."""
         steps = self._accumulation_steps()
         if steps is None or steps == 1:
-            yield
-            return
+            return None
         pipelined = self._pipeline_records() is not None
         reduction = (
             self._ipu.pipelining_reduction
             if pipelined
             else self._ipu.gradient_accumulation_reduction
         )
-        real = self.optimizer
-        stand_in = AccumulatingOptimizer(
-            real,
+        return AccumulatingOptimizer(
+            self.optimizer,
             steps,
             reduction,
             self._ipu.accumulator_state,
             None if pipelined else self._ipu.gradient_accumulation_dtype,
         )
+
+    @contextlib.contextmanager
+    def _ipu_optimizer_replaced(self, stand_in) -> Iterator[None]:
+        """While a train step is traced, `stand_in` is the model's optimizer."""
+        if stand_in is None:
+            yield
+            return
+        real = self.optimizer
         object.__setattr__(self, "optimizer", stand_in)
         try:
             yield
