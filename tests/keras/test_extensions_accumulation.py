@@ -131,7 +131,9 @@ def test_pipeline_stage_contexts_assign_functional_layers(strategy):
     assert [layer.name for layer in records[1].inbound_layers] == ["hidden"]
 
 
+@pytest.mark.parametrize("ipu_system", [[2, 1]], indirect=True)
 def test_pipelined_model_trains_like_the_unpipelined_one(strategy):
+    """The two-stage model on a 2-IPU device, the plain one on a 1-IPU device."""
     x, y = _data()
     with strategy.scope():
         pipelined = _compiled(lambda: _functional(pipelined=True), steps_per_execution=8)
@@ -142,6 +144,7 @@ def test_pipelined_model_trains_like_the_unpipelined_one(strategy):
             gradient_accumulation_reduction_method="mean",
         )
         pipelined.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    with ipu.ipu_strategy.IPUStrategy("/device:IPU:1").scope():
         plain = _compiled(_functional, steps_per_execution=8)
         plain.set_gradient_accumulation_options(4, gradient_accumulation_reduction_method="mean")
         plain.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
@@ -149,6 +152,7 @@ def test_pipelined_model_trains_like_the_unpipelined_one(strategy):
     _assert_weights(pipelined.get_weights(), _stock_large_batch(x, y, 32, 0.1))
 
 
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_fit_of_a_pipelined_model_needs_pipelining_options(strategy):
     x, y = _data()
     with strategy.scope():
@@ -209,6 +213,7 @@ def test_unassigned_layer_is_named(strategy):
             model.fit(x, y, batch_size=8, epochs=1, verbose=0)
 
 
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_device_mapping_too_short(strategy):
     x, y = _data()
     with strategy.scope():

@@ -15,6 +15,10 @@ def strategy(ipu_system):
     return ipu.ipu_strategy.IPUStrategy()
 
 
+# The saved model is a two-stage pipeline: its device needs two IPUs.
+pytestmark = pytest.mark.parametrize("ipu_system", [2], indirect=True)
+
+
 def _trained(strategy):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 8)).astype(np.float32)

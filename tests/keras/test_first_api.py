@@ -110,6 +110,7 @@ def test_first_api_argument_rules(strategy):
         ipu.keras.Sequential([keras.layers.Dense(2), "relu"])
 
 
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_pipeline_model_steps_are_pipeline_executions(strategy):
     """GA=4, batch 8, 64 samples: 2 steps per epoch; weights as stock Keras on batch 32 (sum)."""
     x, y = _data()
@@ -143,6 +144,7 @@ def test_pipeline_model_needs_every_layer_in_a_stage(strategy):
             ipu.keras.PipelineModel(inputs, outputs, gradient_accumulation_count=4)
 
 
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_pipeline_sequential_matches_pipeline_model(strategy):
     x, y = _data()
     with strategy.scope():

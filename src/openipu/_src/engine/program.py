@@ -42,6 +42,7 @@ class LoopProgram:
         compile_mode: compile_policy.CompileMode | None = None,
         group_size: int = 1,
         after_group: Callable[[], object] | None = None,
+        ipus_per_replica: int = 1,
         name: str = "ipu_program",
     ) -> None:
         from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
@@ -56,6 +57,7 @@ class LoopProgram:
         self.iterations = iterations
         self._group_size = group_size
         self._after_group = after_group
+        self._ipus_per_replica = ipus_per_replica
         self._device_ordinal = device_ordinal
         self._host_device = host_device
         self._compile_mode = compile_mode
@@ -86,7 +88,15 @@ class LoopProgram:
         host_device = self._host_device or (
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
-        replicas = replication.strategy_replica_count()
+        slots = replication.strategy_replica_count()
+        per_replica = self._ipus_per_replica
+        if slots % per_replica:
+            raise ValueError(
+                f"The IPU device runs {slots} replica slot(s), one per IPU, but the program needs "
+                f"{per_replica} IPUs per replica: {slots} is not a multiple of {per_replica}"
+            )
+        # A replica of a k-IPU program takes k slots; they compute the same (see `_by_replica`).
+        replicas = slots // per_replica
         needed = self.iterations * replicas
         for tensor in nest.flatten(stacked_inputs):
             if tensor.shape.rank and tensor.shape[0] != needed:
@@ -98,10 +108,14 @@ class LoopProgram:
         groups = self.iterations // self._group_size
         # Step i of replica r reads element i * R + r; steps run in groups.
         shape = [groups, self._group_size] if self._group_size > 1 else [self.iterations]
-        shape += [replicas] if replicas > 1 else []
+        shape += [replicas] if slots > 1 else []
         stacked = nest.map_structure(
             lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
         )
+        if per_replica > 1 and slots > 1:
+            stacked = nest.map_structure(
+                lambda t: tf.repeat(t, per_replica, axis=len(shape) - 1), stacked
+            )
 
         def step_in_replica(element):
             outputs = self._step(element)
@@ -141,7 +155,22 @@ class LoopProgram:
             mode=self._compile_mode,
             on_mode=self._record_mode,
         )
-        return self._outfeed.dequeue() if self._has_outputs else None
+        if not self._has_outputs:
+            return None
+        return self._by_replica(self._outfeed.dequeue(), slots, per_replica)
+
+    def _by_replica(self, outputs, slots: int, per_replica: int):
+        """Outputs per replica: the first slot of each (its other slots computed the same)."""
+        if slots == 1 or per_replica == 1:
+            return outputs
+        axis = 1 if self._outfeed.outfeed_mode.name == "ALL" else 0
+        replicas = slots // per_replica
+
+        def select(t):
+            first_slots = tf.gather(t, list(range(0, slots, per_replica)), axis=axis)
+            return tf.squeeze(first_slots, axis) if replicas == 1 else first_slots
+
+        return nest.map_structure(select, outputs)
 
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode

@@ -25,7 +25,7 @@ class ExecutionFunction:
 
     def __call__(self, iterator):
         element = next(iterator)
-        replicas = self._model.distribute_strategy.num_replicas_in_sync
+        replicas = self._model._ipu_replica_count()  # noqa: SLF001
         if not self._model._ipu.executing:  # noqa: SLF001 - a single batch from *_on_batch
             element = nest.map_structure(lambda t: tf.expand_dims(t, 0), element)
             element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
@@ -67,6 +67,7 @@ class ExecutionFunction:
                 outputs="all" if self._kind == "predict" else "last",
                 group_size=group_size,
                 after_group=stand_in.apply_accumulated if stand_in is not None else None,
+                ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
                 name=f"{self._model.name}_{self._kind}",
             )
             self._programs[steps] = program

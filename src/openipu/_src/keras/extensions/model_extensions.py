@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import inspect
+import threading
 from collections.abc import Iterator
 
 import tensorflow as tf
@@ -73,6 +74,9 @@ class IPUModelState:
         self.first_api_accumulation = 1
         self.building = False
         self.step_batches = 1  # batches per Keras step (the first API's steps are updates)
+        self.lock = threading.Lock()
+        self.replacing = 0
+        self.real_optimizer = None
 
 
 class KerasExtensions:
@@ -257,8 +261,8 @@ class KerasExtensions:
         self._ipu.executing = True
         try:
             # With R replicas, one step takes R batches (one per replica).
-            replicas = self.distribute_strategy.num_replicas_in_sync
-            with data_handler.ipu_data_mode(self, mode, self._ipu.step_batches * replicas):
+            batches = self._ipu.step_batches * self._ipu_replica_count()
+            with data_handler.ipu_data_mode(self, mode, batches):
                 yield
         finally:
             self._ipu.executing = outer
@@ -282,6 +286,26 @@ class KerasExtensions:
         self.train_function = None
         self.test_function = None
         self.predict_function = None
+
+    def _ipu_ipus_per_replica(self) -> int:
+        """IPUs one replica of this model needs: its pipeline's IPUs, else one."""
+        records = self._pipeline_records()
+        if records is None:
+            return 1
+        mapping = self._ipu.pipelining_device_mapping
+        stages = len({r.pipeline_stage for r in records})
+        return max(mapping[:stages]) + 1 if mapping else stages
+
+    def _ipu_replica_count(self) -> int:
+        """Replicas of this model on its device: the device's IPUs over the model's."""
+        slots = self.distribute_strategy.num_replicas_in_sync
+        needed = self._ipu_ipus_per_replica()
+        if slots % needed:
+            raise ValueError(
+                f"Model {self.name!r} needs {needed} IPUs per replica, so its device requires "
+                f"a multiple of {needed} IPUs; it has {slots}"
+            )
+        return slots // needed
 
     def _accumulation_steps(self) -> int | None:
         """Micro-batches per weight update: the pipeline depth or the accumulation count."""
@@ -329,16 +353,28 @@ class KerasExtensions:
 
     @contextlib.contextmanager
     def _ipu_optimizer_replaced(self, stand_in) -> Iterator[None]:
-        """While a train step is traced, `stand_in` is the model's optimizer."""
+        """While a train step is traced, `stand_in` is the model's optimizer.
+
+        Replicas trace their steps in threads of their own: the first to enter
+        puts the stand-in in place and the last to leave puts the optimizer back.
+        """
         if stand_in is None:
             yield
             return
-        real = self.optimizer
-        object.__setattr__(self, "optimizer", stand_in)
+        state = self._ipu
+        with state.lock:
+            if state.replacing == 0:
+                state.real_optimizer = self.optimizer
+                object.__setattr__(self, "optimizer", stand_in)
+            state.replacing += 1
         try:
             yield
         finally:
-            object.__setattr__(self, "optimizer", real)
+            with state.lock:
+                state.replacing -= 1
+                if state.replacing == 0:
+                    object.__setattr__(self, "optimizer", state.real_optimizer)
+                    state.real_optimizer = None
 
     # Saving ------------------------------------------------------------------------------------
 
