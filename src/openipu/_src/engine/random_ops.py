@@ -64,6 +64,8 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
     def replace(op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if op_type not in _REPLACED or graph is None or getattr(_state, "busy", False):
             return None
+        if not outputs or outputs[0].op.type != op_type:
+            return None  # another stream already replaced it (a replica thread inherits callbacks)
         _state.busy = True
         try:
             with graph.as_default():

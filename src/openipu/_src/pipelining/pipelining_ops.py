@@ -29,7 +29,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop
+from openipu._src.engine import device_loop, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
@@ -254,8 +254,12 @@ class _PipelinePlan:
 
     def __init__(self, **fields) -> None:
         self.__dict__.update(fields)
-        self._outfeed_accumulators: list = []
-        self._outfeed_structure = None
+        self._replica_states: dict[int, _ReplicaState] = {}
+
+    def _state(self) -> _ReplicaState:
+        """What this replica's trace built (replicas trace the same plan in their own threads)."""
+        replica = replication.current_replica_index()
+        return self._replica_states.setdefault(replica, _ReplicaState())
 
     # Building ------------------------------------------------------------------------------
 
@@ -324,14 +328,16 @@ class _PipelinePlan:
     def _after_mini_batches(self, inner_loop):
         operations = [inner_loop] if isinstance(inner_loop, ops.Operation) else []
         with tf.control_dependencies(operations):
-            if self.accumulate_outfeed and self._outfeed_accumulators:
-                values = [a.read_value() for a in self._outfeed_accumulators]
+            if self.accumulate_outfeed and self._state().outfeed_accumulators:
+                values = [a.read_value() for a in self._state().outfeed_accumulators]
                 enqueue = self.outfeed.enqueue(
-                    nest.pack_sequence_as(self._outfeed_structure, values)
+                    nest.pack_sequence_as(self._state().outfeed_structure, values)
                 )
                 with tf.control_dependencies([enqueue]):
                     operations.append(
-                        tf.group([a.assign(tf.zeros_like(a)) for a in self._outfeed_accumulators])
+                        tf.group(
+                            [a.assign(tf.zeros_like(a)) for a in self._state().outfeed_accumulators]
+                        )
                     )
             if self.optimizer_function is not None:
                 operations.append(self._apply_accumulated())
@@ -340,9 +346,9 @@ class _PipelinePlan:
     def _accumulate_outfeed(self, data):
         """`accumulate_outfeed`: sums the outfeed data of a repeat's mini-batches."""
         flat = nest.flatten(data)
-        if not self._outfeed_accumulators:
+        if not self._state().outfeed_accumulators:
             dtype = self.accumulate_outfeed_dtype
-            self._outfeed_accumulators = [
+            self._state().outfeed_accumulators = [
                 _persistent_zeros(
                     ("outfeed", id(self.outfeed), index, t.dtype, tuple(t.shape)),
                     t.shape,
@@ -351,11 +357,11 @@ class _PipelinePlan:
                 )
                 for index, t in enumerate(flat)
             ]
-            self._outfeed_structure = data
+            self._state().outfeed_structure = data
         return tf.group(
             [
                 a.assign_add(tf.cast(t, a.dtype))
-                for a, t in zip(self._outfeed_accumulators, flat, strict=True)
+                for a, t in zip(self._state().outfeed_accumulators, flat, strict=True)
             ]
         )
 
@@ -373,7 +379,7 @@ class _PipelinePlan:
                 "optimizer_function must return an OptimizerFunctionOutput, got "
                 f"{type(result).__name__}"
             )
-        self._optimizer_output = result
+        self._state().optimizer_output = result
         grads_and_vars = self._gradients(result, tape)
         return outputs, result.loss, self._accumulate(grads_and_vars)
 
@@ -436,7 +442,7 @@ class _PipelinePlan:
 
     def _accumulate(self, grads_and_vars) -> list:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
-        self._accumulated_pairs = []
+        self._state().accumulated_pairs = []
         updates = []
         iteration = device_loop.loop_stack()[-1].index
         for gradient, variable in grads_and_vars:
@@ -450,19 +456,19 @@ class _PipelinePlan:
                 n = tf.cast(iteration, accumulator.dtype)
                 update = accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
             updates.append(update.op if hasattr(update, "op") else update)
-            self._accumulated_pairs.append((accumulator, variable))
+            self._state().accumulated_pairs.append((accumulator, variable))
         return updates
 
     def _apply_accumulated(self):
-        result = self._optimizer_output
-        pairs = [(a.read_value(), v) for a, v in self._accumulated_pairs]
+        result = self._state().optimizer_output
+        pairs = [(a.read_value(), v) for a, v in self._state().accumulated_pairs]
         applied = result.opt.apply_gradients(
             pairs, *result.apply_gradients_args, **result.apply_gradients_kwargs
         )
         with tf.control_dependencies(
             [applied] if isinstance(applied, (tf.Operation, tf.Tensor)) else []
         ):
-            resets = [a.assign(tf.zeros_like(a)) for a, _ in self._accumulated_pairs]
+            resets = [a.assign(tf.zeros_like(a)) for a, _ in self._state().accumulated_pairs]
         return tf.group(resets)
 
     # Outfeed data ----------------------------------------------------------------------------
@@ -484,6 +490,16 @@ class _PipelinePlan:
         return outputs
 
 
+class _ReplicaState:
+    """One replica's accumulators and optimizer output, built while its body is traced."""
+
+    def __init__(self) -> None:
+        self.outfeed_accumulators: list = []
+        self.outfeed_structure = None
+        self.optimizer_output = None
+        self.accumulated_pairs: list = []
+
+
 _accumulators: dict = {}
 
 
@@ -493,6 +509,8 @@ def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
     Made as a plain resource variable outside any tf.function's variable
     creator: accumulators belong to the pipeline, not to the traced function.
     """
+    # Replicas accumulate their own mini-batches; the optimizer's update reduces them.
+    key = (key, replication.current_replica_index())
     with tf.init_scope():
         # TF1 graphs each need their own variables; eager ones are shared.
         key = (key, None if tf.executing_eagerly() else id(ops.get_default_graph()))
