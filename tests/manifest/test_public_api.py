@@ -32,23 +32,13 @@ IMPLEMENTED_SECTIONS = {
     "21.12",
     "21.14",
     "21.15",
+    "21.16",
 }
 
 # Names of landed sections whose implementation is still to come (their issue is open).
 PENDING_NAMES = {
     f"tensorflow.python.ipu.{name}"
     for name in [
-        # Replication issue.
-        "all_to_all_op.all_gather",
-        "all_to_all_op.all_to_all",
-        "cross_replica_ops.assume_equal_across_replicas",
-        "cross_replica_ops.cross_replica_mean",
-        "cross_replica_ops.cross_replica_sum",
-        "reduce_scatter_op.reduce_scatter",
-        "replication_ops.replication_index",
-        "within_replica_ops.all_gather",
-        "within_replica_ops.all_reduce",
-        "within_replica_ops.reduce_scatter",
         # Keras issue (pipelines).
         "internal_ops.fifo",
         "internal_ops.get_current_iteration_counter",

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
 import tf_keras
 
-
-def _assume_equal_across_replicas(tensors, inplace: bool = False):
-    # Stand-in for `cross_replica_ops.assume_equal_across_replicas`, which is
-    # not written yet: numerically it is the identity. Replace this call with
-    # the real op once it exists.
-    del inplace
-    return tf.nest.map_structure(tf.identity, tensors)
+from openipu._src.ops.cross_replica_ops import assume_equal_across_replicas
 
 
 @tf_keras.utils.register_keras_serializable(package="openipu")
@@ -29,7 +22,7 @@ class AssumeEqualAcrossReplicas(tf_keras.layers.Layer):
         self.inplace = inplace
 
     def call(self, inputs, **kwargs):
-        return _assume_equal_across_replicas(inputs, self.inplace)
+        return assume_equal_across_replicas(inputs, self.inplace)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -1,0 +1,152 @@
+"""Replica groups and reductions shared by the collective operators.
+
+Replicas run on `tf.distribute` (see `openipu._src.strategy`): inside a
+replica function, the replica context says which replica this is and offers
+`all_reduce` and `all_gather`, the only communication the collectives use, so
+their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
+Outside any replica context there is one replica, and every collective over it
+is the identity.
+
+A collective with group size k splits the R replicas into consecutive groups
+{0..k-1}, {k..2k-1}, ...; R must be a multiple of k (rule E59: the original
+failed while compiling).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tensorflow as tf
+
+#: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
+_STACK_REDUCTIONS = {
+    "COLLECTIVE_OP_ADD": lambda stacked: tf.reduce_sum(stacked, axis=0),
+    "COLLECTIVE_OP_MEAN": lambda stacked: _mean(tf.reduce_sum(stacked, axis=0), stacked.shape[0]),
+    "COLLECTIVE_OP_MUL": lambda stacked: tf.reduce_prod(stacked, axis=0),
+    "COLLECTIVE_OP_MIN": lambda stacked: tf.reduce_min(stacked, axis=0),
+    "COLLECTIVE_OP_MAX": lambda stacked: tf.reduce_max(stacked, axis=0),
+    "COLLECTIVE_OP_LOGICAL_AND": lambda stacked: tf.reduce_all(stacked, axis=0),
+    "COLLECTIVE_OP_LOGICAL_OR": lambda stacked: tf.reduce_any(stacked, axis=0),
+    "COLLECTIVE_OP_SQUARE_ADD": lambda stacked: tf.reduce_sum(tf.square(stacked), axis=0),
+}
+COLLECTIVE_OPS = tuple(_STACK_REDUCTIONS)
+_LOGICAL_OPS = ("COLLECTIVE_OP_LOGICAL_AND", "COLLECTIVE_OP_LOGICAL_OR")
+
+
+def check_collective_op(op, what: str) -> str:
+    """The `COLLECTIVE_OP_*` name `op` (the prefix may be left out), upper case."""
+    name = op.upper() if isinstance(op, str) else None
+    if name is not None and not name.startswith("COLLECTIVE_OP_"):
+        name = "COLLECTIVE_OP_" + name
+    if name not in _STACK_REDUCTIONS:
+        raise ValueError(f"{what}: op must be one of {', '.join(COLLECTIVE_OPS)}, got {op!r}")
+    return name
+
+
+def check_operand_dtype(op: str, dtype: tf.DType, what: str) -> None:
+    is_logical = op in _LOGICAL_OPS
+    if is_logical != (dtype == tf.bool):
+        wanted = "bool" if is_logical else "numeric"
+        raise TypeError(f"{what}: {op} needs {wanted} tensors, got dtype {dtype.name}")
+
+
+def reduce_stack(op: str, stacked: tf.Tensor) -> tf.Tensor:
+    """Reduces `stacked` over axis 0 with the collective reduction `op`."""
+    return _STACK_REDUCTIONS[op](stacked)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaGroup:
+    """Where the replica being built sits among R replicas split into groups of k."""
+
+    replica_count: int
+    size: int
+    replica_index: int
+
+    @property
+    def number(self) -> int:
+        return self.replica_index // self.size
+
+    @property
+    def position(self) -> int:
+        """The replica's index within its group."""
+        return self.replica_index % self.size
+
+    @property
+    def group_count(self) -> int:
+        return self.replica_count // self.size
+
+
+def replica_count() -> int:
+    context = tf.distribute.get_replica_context()
+    return 1 if context is None else int(context.num_replicas_in_sync)
+
+
+def replica_index() -> int:
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return 0
+    replica_id = context.replica_id_in_sync_group
+    if isinstance(replica_id, int):
+        return replica_id
+    static = tf.get_static_value(replica_id)
+    if static is None:
+        raise NotImplementedError(
+            "IPU collectives need the replica index while the program is built, "
+            "but this distribution strategy only knows it at run time"
+        )
+    return int(static)
+
+
+def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
+    """The group of the replica being built; `group_size=None` is one group of all replicas."""
+    count = replica_count()
+    if group_size is None:
+        group_size = count
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
+    if count % group_size:
+        raise ValueError(
+            f"{what}: the {count} replicas cannot be split into groups of {parameter}="
+            f"{group_size}: the replica count must be a multiple of the group size"
+        )
+    return ReplicaGroup(count, group_size, replica_index())
+
+
+def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
+    """The sum of `x` over the replicas of `group`, by one all-reduce."""
+    if group.size == 1:
+        return tf.identity(x)
+    context = tf.distribute.get_replica_context()
+    if group.group_count == 1:
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
+    # Each group sums in its own slot of a zero buffer, so one all-reduce serves every group.
+    padding = [[group.number, group.group_count - 1 - group.number]] + [[0, 0]] * x.shape.rank
+    slots = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.pad(x[None], padding))
+    return slots[group.number]
+
+
+def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
+    """`[k, *x.shape]`: the `x` of every replica of `group`, in replica order."""
+    if group.size == 1:
+        return tf.identity(x)[None]
+    context = tf.distribute.get_replica_context()
+    everyone = context.all_gather(x[None], axis=0)
+    first = group.number * group.size
+    return everyone[first : first + group.size]
+
+
+def group_reduce(op: str, x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
+    """`op` over the `x` of the replicas of `group`."""
+    if op == "COLLECTIVE_OP_ADD":
+        return group_sum(x, group)
+    if op == "COLLECTIVE_OP_MEAN":
+        return _mean(group_sum(x, group), group.size)
+    return reduce_stack(op, group_gather(x, group))
+
+
+def _mean(total: tf.Tensor, count: int) -> tf.Tensor:
+    if total.dtype.is_integer:
+        # Integer means truncate, like an integer division on the device.
+        return tf.truncatediv(total, tf.cast(count, total.dtype))
+    return total / tf.cast(count, total.dtype)

@@ -1,0 +1,42 @@
+"""Sums and means across replicas (`ipu.cross_replica_ops`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from openipu._src.ops import collectives
+
+
+def assume_equal_across_replicas(tensors, inplace: bool = False):
+    """Marks `tensors` (a structure) as equal on every replica; the values are unchanged.
+
+    On the IPU this only tells the compiler that a conditional on these values
+    cannot diverge between replicas; with or without `inplace`, the values pass
+    through.
+    """
+    if not isinstance(inplace, bool):
+        raise TypeError(f"assume_equal_across_replicas: inplace must be a bool, got {inplace!r}")
+    return tf.nest.map_structure(tf.identity, tensors)
+
+
+def cross_replica_sum(x, replica_group_size: int | None = None, name: str | None = None):
+    """The sum of `x` over the replicas of this replica's group (all replicas by default)."""
+    with tf.name_scope(name or "cross_replica_sum"):
+        x = tf.convert_to_tensor(x)
+        group = collectives.replica_group(
+            replica_group_size, "replica_group_size", "cross_replica_sum"
+        )
+        return collectives.group_reduce("COLLECTIVE_OP_ADD", x, group)
+
+
+def cross_replica_mean(x, replica_group_size: int | None = None, name: str | None = None):
+    """The mean of `x` over the replicas of this replica's group (all replicas by default).
+
+    Integer tensors get the truncated quotient.
+    """
+    with tf.name_scope(name or "cross_replica_mean"):
+        x = tf.convert_to_tensor(x)
+        group = collectives.replica_group(
+            replica_group_size, "replica_group_size", "cross_replica_mean"
+        )
+        return collectives.group_reduce("COLLECTIVE_OP_MEAN", x, group)

@@ -1,0 +1,13 @@
+"""The index of the replica being run (`ipu.replication_ops`)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from openipu._src.ops import collectives
+
+
+def replication_index(name: str | None = None) -> tf.Tensor:
+    """An int32 scalar: the index of this replica, 0 to R - 1 (0 without replication)."""
+    with tf.name_scope(name or "replication_index"):
+        return tf.constant(collectives.replica_index(), tf.int32)

@@ -1,0 +1,255 @@
+"""Gradient accumulation optimizers: one weight update per N mini-batches.
+
+Each `apply_gradients` call adds the mini-batch's gradients into accumulators;
+every N-th call the wrapped optimizer applies the accumulated gradients and
+the accumulators restart. Accumulators and the call counter are non-trainable
+variables with one copy per replica, made once however often the program is
+traced, so accumulation carries on across calls of a compiled function and
+through the iterations of device loops.
+
+The cross-replica variants wrap the optimizer in a `CrossReplicaOptimizer`, as
+the original did: replicas exchange gradients only when they apply them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from openipu._src.optimizers import ipu_optimizer, replicas
+from openipu._src.optimizers.cross_replica_optimizer import CrossReplicaOptimizer
+from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
+
+#: An accumulator type: None (the variable's), a DType, or a callable from the variable.
+AccumulatorDType = tf.DType | Callable[[tf.Variable], tf.DType] | None
+
+
+class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
+    """Accumulates the gradients of `num_mini_batches` calls, then applies them with `opt`.
+
+    `dtype` is the accumulators' type: None for the variable's, a DType, or a
+    callable from the variable to a DType; the wrapped optimizer receives
+    gradients of that type. `reduction_method` combines the mini-batches
+    (SUM, MEAN or RUNNING_MEAN). Offloading and state sharding only place
+    variables on the device: they are checked and kept.
+    """
+
+    def __init__(
+        self,
+        opt,
+        num_mini_batches: int,
+        offload_weight_update_variables: bool | None = None,
+        replicated_optimizer_state_sharding: bool | None = False,
+        dtype: AccumulatorDType = None,
+        reduction_method=GradientAccumulationReductionMethod.SUM,
+        name: str = "GradientAccumulationOptimizerV2",
+    ) -> None:
+        super().__init__(opt, name=name)
+        what = type(self).__name__
+        self._num_mini_batches = _check_count(num_mini_batches, what)
+        self._offload_weight_update_variables = _check_optional_bool(
+            offload_weight_update_variables, "offload_weight_update_variables", what
+        )
+        self._replicated_optimizer_state_sharding = _check_optional_bool(
+            replicated_optimizer_state_sharding, "replicated_optimizer_state_sharding", what
+        )
+        self._accumulator_dtype = _check_accumulator_dtype_rule(dtype, what)
+        self._reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
+        self._counter: tf.Variable | None = None
+        self._accumulators: dict = {}
+
+    @property
+    def num_mini_batches(self) -> int:
+        return self._num_mini_batches
+
+    @property
+    def reduction_method(self) -> GradientAccumulationReductionMethod:
+        return self._reduction_method
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        what = f"{type(self).__name__}.apply_gradients"
+        pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars, what)
+        pairs = [(g, v) for g, v in pairs if g is not None]
+        variables = [v for _, v in pairs]
+        self._create_state(variables)
+        accumulators = [self._accumulators[v.ref()] for v in variables]
+
+        count = self._counter.read_value()
+        updates = [
+            self._accumulate(accumulator, g, count)
+            for accumulator, (g, _) in zip(accumulators, pairs, strict=True)
+        ]
+        with tf.control_dependencies(updates):
+            next_count = tf.math.floormod(count + 1, self._num_mini_batches)
+            with tf.control_dependencies([self._counter.assign(next_count)]):
+                complete = tf.equal(next_count, 0)
+
+        def apply_accumulated():
+            accumulated = [
+                (a.read_value(), v) for a, v in zip(accumulators, variables, strict=True)
+            ]
+            applied = ipu_optimizer.apply_on_each_replica(self._opt, accumulated, global_step, name)
+            with tf.control_dependencies([applied] if applied is not None else []):
+                return tf.group([a.assign(tf.zeros_like(a)) for a in accumulators])
+
+        return tf.group(replicas.cond_in_replicas(complete, apply_accumulated))
+
+    def variables(self) -> list[tf.Variable]:
+        own = [] if self._counter is None else [self._counter, *self._accumulators.values()]
+        return super().variables() + own
+
+    def _accumulate(self, accumulator: tf.Variable, gradient, count: tf.Tensor):
+        gradient = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
+        method = GradientAccumulationReductionMethod
+        if self._reduction_method is method.SUM:
+            return accumulator.assign_add(gradient)
+        if self._reduction_method is method.MEAN:
+            return accumulator.assign_add(gradient / self._num_mini_batches)
+        n = tf.cast(count, accumulator.dtype)
+        return accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
+
+    def _create_state(self, variables: list[tf.Variable]) -> None:
+        missing = [v for v in variables if v.ref() not in self._accumulators]
+        if self._counter is not None and not missing:
+            return
+
+        def create() -> None:
+            if self._counter is None:
+                self._counter = replicas.per_replica_variable(
+                    0, name=f"{self._name}/mini_batch_counter"
+                )
+            for variable in missing:
+                dtype = self._dtype_for(variable)
+                self._accumulators[variable.ref()] = replicas.per_replica_variable(
+                    tf.zeros(variable.shape, dtype),
+                    name=variable.name.split(":")[0] + "/gradient_accumulator",
+                )
+
+        replicas.create_state(create)
+
+    def _dtype_for(self, variable: tf.Variable) -> tf.DType:
+        rule = self._accumulator_dtype
+        if rule is None:
+            return variable.dtype.base_dtype
+        if isinstance(rule, tf.DType):
+            return rule
+        dtype = rule(variable)
+        try:
+            dtype = tf.as_dtype(dtype)
+        except TypeError:
+            raise TypeError(
+                f"{type(self).__name__}: the dtype callable must return a DType, got {dtype!r} "
+                f"for {variable.name}"
+            ) from None
+        return _check_floating(dtype, type(self).__name__)
+
+
+class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):
+    """`GradientAccumulationOptimizerV2` whose replicas average the accumulated gradients."""
+
+    def __init__(
+        self,
+        opt,
+        num_mini_batches: int,
+        offload_weight_update_variables: bool | None = None,
+        replicated_optimizer_state_sharding: bool | None = False,
+        dtype: AccumulatorDType = None,
+        reduction_method=GradientAccumulationReductionMethod.SUM,
+        name: str = "CrossReplicaGradientAccumulationOptimizerV2",
+    ) -> None:
+        ipu_optimizer.check_optimizer(opt, "opt", type(self).__name__)
+        if replicated_optimizer_state_sharding is None:
+            replicated_optimizer_state_sharding = offload_weight_update_variables
+        super().__init__(
+            CrossReplicaOptimizer(opt),
+            num_mini_batches,
+            offload_weight_update_variables,
+            replicated_optimizer_state_sharding,
+            dtype,
+            reduction_method,
+            name,
+        )
+
+
+class GradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
+    """Sums the gradients of `num_mini_batches` calls, then applies them (V1).
+
+    It supports `GradientDescentOptimizer` and `MomentumOptimizer`; with
+    `verify_usage=False` any optimizer is accepted (the original warned that
+    its results might then be wrong; here they are those of the V2 optimizer).
+    """
+
+    def __init__(
+        self,
+        opt,
+        num_mini_batches: int,
+        verify_usage: bool = True,
+        name: str = "GradientAccumulationOptimizer",
+    ) -> None:
+        _verify_usage(opt, verify_usage, type(self).__name__)
+        super().__init__(opt, num_mini_batches, name=name)
+
+
+class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
+    """`GradientAccumulationOptimizer` whose replicas average the summed gradients (V1)."""
+
+    def __init__(
+        self,
+        opt,
+        num_mini_batches: int,
+        verify_usage: bool = True,
+        name: str = "CrossReplicaGradientAccumulationOptimizer",
+    ) -> None:
+        _verify_usage(opt, verify_usage, type(self).__name__)
+        super().__init__(CrossReplicaOptimizer(opt), num_mini_batches, name=name)
+
+
+_V1_SUPPORTED = (tf.compat.v1.train.GradientDescentOptimizer, tf.compat.v1.train.MomentumOptimizer)
+
+
+def _verify_usage(opt, verify_usage: bool, what: str) -> None:
+    """Rule E66: the V1 accumulation supports gradient descent and momentum only."""
+    if not isinstance(verify_usage, bool):
+        raise TypeError(f"{what}: verify_usage must be a bool, got {verify_usage!r}")
+    ipu_optimizer.check_optimizer(opt, "opt", what)
+    leaf = ipu_optimizer.leaf_optimizer(opt)
+    if verify_usage and not isinstance(leaf, _V1_SUPPORTED):
+        raise ValueError(
+            f"{what} supports GradientDescentOptimizer and MomentumOptimizer only, got "
+            f"{type(leaf).__name__}: use GradientAccumulationOptimizerV2 (or pass "
+            "verify_usage=False)"
+        )
+
+
+def _check_count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
+    return value
+
+
+def _check_optional_bool(value, parameter: str, what: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{what}: {parameter} must be a bool or None, got {value!r}")
+    return value
+
+
+def _check_accumulator_dtype_rule(dtype, what: str) -> AccumulatorDType:
+    if dtype is None:
+        return None
+    try:
+        as_dtype = tf.as_dtype(dtype)
+    except TypeError:
+        if callable(dtype):
+            return dtype
+        raise TypeError(
+            f"{what}: dtype must be None, a floating DType or a callable returning one, "
+            f"got {dtype!r}"
+        ) from None
+    return _check_floating(as_dtype, what)
+
+
+def _check_floating(dtype: tf.DType, what: str) -> tf.DType:
+    if not dtype.is_floating:
+        raise TypeError(f"{what}: accumulators must have a floating dtype, got {dtype.name}")
+    return dtype
