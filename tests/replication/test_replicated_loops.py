@@ -113,3 +113,26 @@ def test_variables_are_mirrored_and_random_numbers_differ_per_replica():
 
     first, second = strategy.experimental_local_results(strategy.run(draw))
     assert not np.array_equal(first.numpy(), second.numpy())
+
+
+@pytest.mark.parametrize("replicas", [2])
+def test_replicated_while_loop_with_an_infeed(replicas):
+    strategy = _strategy_with(replicas)
+    data = np.arange(40, dtype=np.float32).reshape(20, 2)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))
+
+        def body(count, total, x):
+            context = tf.distribute.get_replica_context()
+            return count + 1, total + context.all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.reduce_sum(x)
+            )
+
+        @tf.function(jit_compile=True)
+        def net():
+            return ipu.loops.while_loop(lambda count, total: total < 20.0, body, [0, 0.0], infeed)
+
+        counts, totals = strategy.run(net)
+    # Iteration sums (both replicas): rows 0+1 = 6, rows 2+3 = 22 -> stops after 2 iterations.
+    assert [int(c) for c in strategy.experimental_local_results(counts)] == [2, 2]
+    assert [float(t) for t in strategy.experimental_local_results(totals)] == [28.0, 28.0]

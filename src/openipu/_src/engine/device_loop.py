@@ -207,6 +207,10 @@ def while_loop(
         return _in_own_region(
             lambda: while_loop(condition, body, inputs, infeed, maximum_iterations)
         )
+    if replicated_loop.in_replicated_replica_context():
+        return replicated_loop.while_loop(
+            condition, body, inputs, infeed, maximum_iterations, while_loop
+        )
     carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
     check_signature(condition, "condition", carried, {})
     if infeed is None:

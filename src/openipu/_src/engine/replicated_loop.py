@@ -60,6 +60,89 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
     return context.merge_call(shared, args=(carried, buffer_values))
 
 
+def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: Callable):
+    """`device_loop.while_loop` for one replica of several: one shared loop.
+
+    Replicas of one program must agree on when a loop ends (on an IPU a
+    replica that disagreed would hang its collectives): the shared loop
+    continues while replica 0's condition holds.
+    """
+    context = tf.distribute.get_replica_context()
+    saved = thread_state.snapshot()
+
+    def shared(strategy, per_replica_carried):
+        with thread_state.restored(saved):
+            return _shared_while(
+                strategy,
+                condition,
+                body,
+                per_replica_carried,
+                infeed,
+                maximum_iterations,
+                build_loop,
+            )
+
+    return context.merge_call(shared, args=(_as_list(inputs),))
+
+
+def _shared_while(
+    strategy, condition, body, per_replica_carried, infeed, maximum_iterations, build_loop
+):
+    from openipu._src.engine import device_loop
+
+    replicas = strategy.num_replicas_in_sync
+    count = len(per_replica_carried)
+    flat_inputs = [c for value in per_replica_carried for c in _local_values(strategy, value)]
+    source = _InterleavedInfeed(infeed, replicas) if infeed is not None else None
+
+    def replica_zero_condition(per_replica):
+        decisions = strategy.run(
+            thread_state.for_replicas(
+                lambda *values: tf.convert_to_tensor(condition(*values), tf.bool)
+            ),
+            args=tuple(per_replica),
+        )
+        return strategy.experimental_local_results(decisions)[0]
+
+    def regroup(flat):
+        return [
+            _per_replica(strategy, flat[i * replicas : (i + 1) * replicas]) for i in range(count)
+        ]
+
+    def shared_body(*args):
+        arguments = regroup(list(args[:-1]))
+        if source is not None:
+            arguments.append(_distribute(strategy, source.fetch_iteration()))
+
+        def replica_body(*values):
+            own = list(values[:count])
+            replica_element = values[count] if source is not None else None
+            tensors, operations = device_loop._call_body(body, own, replica_element)  # noqa: SLF001
+            with tf.control_dependencies(operations):
+                return tensors + [tf.constant(0)]
+
+        outputs = _as_list(
+            strategy.run(thread_state.for_replicas(replica_body), args=tuple(arguments))
+        )
+        flat = [c for value in outputs[:-1] for c in _local_values(strategy, value)]
+        with tf.control_dependencies(_local_values(strategy, outputs[-1])):
+            flat = [tf.identity(t) for t in flat]
+        return flat + [replica_zero_condition(regroup(flat))]
+
+    keep_going = replica_zero_condition(per_replica_carried)
+    results = build_loop(
+        lambda *args: args[-1], shared_body, flat_inputs + [keep_going], None, maximum_iterations
+    )
+    tensors = [r for r in _as_list(results) if not isinstance(r, tf.Operation)][:-1]
+    if count == 0:
+        return results
+    grouped = [
+        distribute_values.PerReplica(tuple(tensors[i * replicas : (i + 1) * replicas]))
+        for i in range(count)
+    ]
+    return grouped[0] if count == 1 else grouped
+
+
 def _as_list(values) -> list:
     if values is None:
         return []
@@ -142,10 +225,11 @@ class _InterleavedInfeed:
         )
 
     def _fetch_one(self):
-        raise ValueError(
-            "A replicated loop of unknown length cannot consume an infeed: give the loop a "
-            "fixed number of iterations (loops.repeat)"
-        )
+        raise ValueError("A replicated loop reads its infeed through fetch_iteration")
+
+    def fetch_iteration(self):
+        """The next R elements (one per replica), stacked along a replica axis."""
+        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
 
 
 class _ReplicaAxisBuffer:
