@@ -62,7 +62,23 @@ IPU_OPERATOR_MODULES = frozenset(
         "within_replica_ops",
     }
 )
-MODULE_ALIASES.update({f"openipu.ipu.{name}": f"openipu.ipu.ops.{name}" for name in IPU_OPERATOR_MODULES})
+MODULE_ALIASES.update(
+    {f"openipu.ipu.{name}": f"openipu.ipu.ops.{name}" for name in IPU_OPERATOR_MODULES}
+)
+
+#: The optimizer modules, reachable as `tensorflow.python.ipu.<name>` too (their older path).
+IPU_OPTIMIZER_MODULES = frozenset(
+    {
+        "cross_replica_optimizer",
+        "gradient_accumulation_optimizer",
+        "ipu_optimizer",
+        "map_gradient_optimizer",
+        "sharded_optimizer",
+    }
+)
+MODULE_ALIASES.update(
+    {f"openipu.ipu.{name}": f"openipu.ipu.optimizers.{name}" for name in IPU_OPTIMIZER_MODULES}
+)
 
 #: Modules that receive a lazy `ipu` attribute once they have been executed.
 _KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras", "tensorflow.keras")

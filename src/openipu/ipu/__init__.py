@@ -38,6 +38,7 @@ _SUBMODULES = frozenset(
         "utils",
     }
     | _openipu_startup.IPU_OPERATOR_MODULES
+    | _openipu_startup.IPU_OPTIMIZER_MODULES
 )
 
 
