@@ -3,24 +3,86 @@
 Replicas run on `tf.distribute` (see `strategy`): inside a replica function
 the distribution strategy's replica context says which one this is. Outside
 any replicated execution there is one replica.
+
+A strategy spanning several processes (`distributed`) counts every process's
+replicas in `num_replicas_in_sync`; the engine builds and feeds only this
+process's, so the counts and indices here are local unless named global.
 """
 
 from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.util import nest
 
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def slots_per_replica(count: int) -> Iterator[None]:
+    """Within this context, every `count` consecutive strategy replicas are one replica.
+
+    A program that needs k IPUs runs on k replica slots of the strategy (one per
+    IPU); what it reports (outfeeds) counts replicas, not slots.
+    """
+    previous = getattr(_state, "slots", 1)
+    _state.slots = count
+    try:
+        yield
+    finally:
+        _state.slots = previous
+
 
 def current_replica_count() -> int:
-    return int(tf.distribute.get_replica_context().num_replicas_in_sync) if _in_replica() else 1
+    if not _in_replica():
+        return 1
+    slots = local_replica_count()
+    return max(1, slots // getattr(_state, "slots", 1))
 
 
 def current_replica_index() -> int:
     if not _in_replica():
         return 0
+    slot = _global_slot() % local_replica_count()
+    return slot // getattr(_state, "slots", 1)
+
+
+def current_slot_index() -> int:
+    """The strategy replica (slot) being built, whatever `slots_per_replica` says."""
+    if not _in_replica():
+        return 0
+    return _global_slot() % local_replica_count()
+
+
+def current_slots_per_replica() -> int:
+    """How many strategy replicas make one replica here (see `slots_per_replica`)."""
+    return getattr(_state, "slots", 1)
+
+
+def global_replica_index() -> int:
+    """Index of the replica being built among every process's replicas."""
+    if not _in_replica():
+        return 0
+    return _global_slot() // getattr(_state, "slots", 1)
+
+
+def _global_slot() -> int:
     replica_id = tf.distribute.get_replica_context().replica_id_in_sync_group
     return replica_id if isinstance(replica_id, int) else int(tf.get_static_value(replica_id))
+
+
+def local_replica_count(strategy=None) -> int:
+    """Replica slots of `strategy` (the current one by default) run by this process.
+
+    A strategy spanning several processes (`distributed`) counts every process's
+    replicas in `num_replicas_in_sync`; the engine builds and feeds this process's.
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    return getattr(strategy.extended, "local_replica_count", strategy.num_replicas_in_sync)
 
 
 def _in_replica() -> bool:
@@ -40,8 +102,8 @@ def run_in_replica_context(fn, *args):
 
 
 def strategy_replica_count() -> int:
-    """Replicas of the current strategy (in its cross-replica context; 1 without one)."""
-    return tf.distribute.get_strategy().num_replicas_in_sync
+    """This process's replicas of the current strategy (in its cross-replica context; 1 without)."""
+    return local_replica_count()
 
 
 def run_on_replicas(fn, element, ipu_ordinal: int | None = None) -> tf.Operation:
@@ -56,7 +118,7 @@ def run_on_replicas(fn, element, ipu_ordinal: int | None = None) -> tf.Operation
     if not tf.distribute.in_cross_replica_context():
         return tf.group(fn(*args))
     strategy = tf.distribute.get_strategy()
-    replicas = strategy.num_replicas_in_sync
+    replicas = local_replica_count(strategy)
     if replicas > 1 and element is not None:
         args = (
             nest.map_structure(

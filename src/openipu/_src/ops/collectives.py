@@ -5,7 +5,9 @@ replica function, the replica context says which replica this is and offers
 `all_reduce` and `all_gather`, the only communication the collectives use, so
 their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
 Outside any replica context there is one replica, and every collective over it
-is the identity.
+is the identity. Where k strategy replicas (slots) make one replica
+(`replication.slots_per_replica`, a k-IPU pipeline), the collectives count
+each replica once.
 
 A collective with group size k splits the R replicas into consecutive groups
 {0..k-1}, {k..2k-1}, ...; R must be a multiple of k (rule E59: the original
@@ -17,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 
 import tensorflow as tf
+
+from openipu._src.engine import replication
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -78,11 +82,19 @@ class ReplicaGroup:
 
 
 def replica_count() -> int:
+    return _slot_count() // replication.current_slots_per_replica()
+
+
+def replica_index() -> int:
+    return _slot_index() // replication.current_slots_per_replica()
+
+
+def _slot_count() -> int:
     context = tf.distribute.get_replica_context()
     return 1 if context is None else int(context.num_replicas_in_sync)
 
 
-def replica_index() -> int:
+def _slot_index() -> int:
     context = tf.distribute.get_replica_context()
     if context is None:
         return 0
@@ -96,6 +108,14 @@ def replica_index() -> int:
             "but this distribution strategy only knows it at run time"
         )
     return int(static)
+
+
+def _contribution(x: tf.Tensor) -> tf.Tensor:
+    """What this slot adds to an all-reduce: a replica of k alike slots counts once."""
+    slots = replication.current_slots_per_replica()
+    if slots == 1 or _slot_index() % slots == 0:
+        return x
+    return tf.zeros_like(x)
 
 
 def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
@@ -118,6 +138,7 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     if group.size == 1:
         return tf.identity(x)
     context = tf.distribute.get_replica_context()
+    x = _contribution(x)
     if group.group_count == 1:
         return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
     # Each group sums in its own slot of a zero buffer, so one all-reduce serves every group.
@@ -131,7 +152,8 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     if group.size == 1:
         return tf.identity(x)[None]
     context = tf.distribute.get_replica_context()
-    everyone = context.all_gather(x[None], axis=0)
+    # Every slot gathers; the first slot of each replica speaks for it.
+    everyone = context.all_gather(x[None], axis=0)[:: replication.current_slots_per_replica()]
     first = group.number * group.size
     return everyone[first : first + group.size]
 

@@ -100,14 +100,9 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         return super().variables() + own
 
     def _accumulate(self, accumulator: tf.Variable, gradient, count: tf.Tensor):
-        gradient = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
-        method = GradientAccumulationReductionMethod
-        if self._reduction_method is method.SUM:
-            return accumulator.assign_add(gradient)
-        if self._reduction_method is method.MEAN:
-            return accumulator.assign_add(gradient / self._num_mini_batches)
-        n = tf.cast(count, accumulator.dtype)
-        return accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
+        return self._reduction_method.accumulate(
+            accumulator, gradient, self._num_mini_batches, count
+        )
 
     def _create_state(self, variables: list[tf.Variable]) -> None:
         missing = [v for v in variables if v.ref() not in self._accumulators]

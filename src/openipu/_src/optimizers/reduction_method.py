@@ -29,3 +29,15 @@ class GradientAccumulationReductionMethod(enum.Enum):
             f"{parameter} must be one of 'sum', 'mean', 'running_mean' "
             f"(or a GradientAccumulationReductionMethod), got {value!r}"
         )
+
+    def accumulate(self, accumulator, gradient, count: int, index):
+        """Adds micro-batch `index` (0-based) of `count` into `accumulator`; returns the update."""
+        import tensorflow as tf
+
+        gradient = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
+        if self is GradientAccumulationReductionMethod.SUM:
+            return accumulator.assign_add(gradient)
+        if self is GradientAccumulationReductionMethod.MEAN:
+            return accumulator.assign_add(gradient / count)
+        n = tf.cast(index, accumulator.dtype)
+        return accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))

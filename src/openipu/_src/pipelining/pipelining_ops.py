@@ -29,10 +29,11 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop, replication
+from openipu._src.engine import device_loop, replicated_loop, replication, thread_state
 from openipu._src.engine import region as region_lib
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.optimizers import ipu_optimizer
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.pipelining import pipeline_options
 from openipu._src.pipelining.pipeline_options import (
@@ -258,7 +259,7 @@ class _PipelinePlan:
 
     def _state(self) -> _ReplicaState:
         """What this replica's trace built (replicas trace the same plan in their own threads)."""
-        replica = replication.current_replica_index()
+        replica = replication.current_slot_index()
         return self._replica_states.setdefault(replica, _ReplicaState())
 
     # Building ------------------------------------------------------------------------------
@@ -266,22 +267,73 @@ class _PipelinePlan:
     def build(self, infeed):
         region = region_lib.current_region()
         self._stage_devices = self._stage_host_devices(region)
-        total = self.count * self.repeats
-        stacked = device_loop._prefetch(infeed, total)  # noqa: SLF001
-        if stacked is not None:
-            per_repeat = nest.map_structure(
-                lambda t: tf.reshape(t, [self.repeats, self.count, *t.shape[1:]]), stacked
+        if replicated_loop.in_replicated_replica_context():
+            # Replicas share one pipeline loop; each of its steps runs every replica.
+            saved = thread_state.snapshot()
+
+            def shared(strategy):
+                with thread_state.restored(saved):
+                    return self._build_loops(infeed)
+
+            return tf.distribute.get_replica_context().merge_call(shared)
+        return self._build_loops(infeed)
+
+    def _build_loops(self, infeed):
+        """The repeats x mini-batches loops; steps run in replica context on every replica.
+
+        On a device with more replica slots than one pipeline needs IPUs, replicas
+        of a k-IPU pipeline take k slots each, which compute alike.
+        """
+        slots = (
+            replication.strategy_replica_count() if tf.distribute.in_cross_replica_context() else 1
+        )
+        per_replica = max(self.mapping) + 1 if slots > 1 else 1
+        if slots % per_replica:
+            raise ValueError(
+                f"The pipeline needs {per_replica} IPUs per replica, so its device requires a "
+                f"multiple of {per_replica} IPUs; it has {slots}"
             )
-            outer_input = device_loop.StackedInput(per_repeat)
+        self._slots_per_replica = per_replica
+        replicas = slots // per_replica
+        stacked = device_loop._prefetch(infeed, self.count * self.repeats * replicas)  # noqa: SLF001
+        if stacked is not None:
+            # Mini-batch g of repeat i on replica r is element (i * G + g) * R + r.
+            lead = [self.repeats, self.count] + ([replicas] if slots > 1 else [])
+            stacked = nest.map_structure(lambda t: tf.reshape(t, [*lead, *t.shape[1:]]), stacked)
+            if per_replica > 1:
+                stacked = nest.map_structure(lambda t: tf.repeat(t, per_replica, axis=2), stacked)
+            outer_input = device_loop.StackedInput(stacked)
         else:
             outer_input = None
 
+        def in_replica(fn):
+            # Collectives, replica indices and outfeeds count replicas, not slots.
+            def run(*args):
+                with replication.slots_per_replica(per_replica):
+                    return fn(*args)
+
+            return run
+
+        def mini_batch(*element):
+            return [
+                replication.run_on_replicas(
+                    in_replica(self._mini_batch_in_replica), element[0] if element else None
+                )
+            ]
+
         def repeat_body(*element):
             inner_input = (
-                device_loop.StackedInput(element[0]) if outer_input is not None else infeed
+                device_loop.StackedInput(element[0])
+                if outer_input is not None
+                else _PerIterationInfeed(infeed, slots)
             )
-            accumulated = self._run_mini_batches(inner_input)
-            return self._after_mini_batches(accumulated)
+            inner = device_loop.repeat(self.count, mini_batch, [], inner_input)
+            with tf.control_dependencies([inner]):
+                return [
+                    replication.run_on_replicas(
+                        in_replica(self._after_mini_batches_in_replica), None
+                    )
+                ]
 
         done = device_loop.repeat(self.repeats, repeat_body, [], outer_input)
         return done if isinstance(done, ops.Operation) else tf.group(done)
@@ -304,44 +356,52 @@ class _PipelinePlan:
                 f"{device.name} has {device.num_ipus}: configure a larger device "
                 "(IPUConfig.auto_select_ipus)"
             )
+        self._variable_device = device.host_device(0)
         return [device.host_device(ipu) for ipu in self.mapping]
 
-    def _run_mini_batches(self, inner_input):
-        """The inner loop over the mini-batches of one repeat."""
-
-        def body(*element, **element_kwargs):
-            outputs, loss, updates = self._forward_and_backward(element, element_kwargs)
-            data = self._outfeed_data(outputs, loss)
-            if data is None:
-                return updates
+    def _mini_batch_in_replica(self, element=None):
+        """One mini-batch on one replica: stages, gradients, outfeed; returns a token."""
+        args, kwargs = (element, {}) if element is not None else ((), {})
+        outputs, loss, updates = self._forward_and_backward(
+            args if isinstance(args, tuple) else (args,), kwargs
+        )
+        data = self._outfeed_data(outputs, loss)
+        operations = list(updates)
+        if data is not None:
             if self.outfeed is None:
                 raise ValueError(
                     "The last computational stage has outputs, so the pipeline needs an "
                     "outfeed_queue to enqueue them"
                 )
-            if self.accumulate_outfeed:
-                return updates + [self._accumulate_outfeed(data)]
-            return updates + [self.outfeed.enqueue(data)]
-
-        return device_loop.repeat(self.count, body, [], inner_input)
-
-    def _after_mini_batches(self, inner_loop):
-        operations = [inner_loop] if isinstance(inner_loop, ops.Operation) else []
-        with tf.control_dependencies(operations):
-            if self.accumulate_outfeed and self._state().outfeed_accumulators:
-                values = [a.read_value() for a in self._state().outfeed_accumulators]
-                enqueue = self.outfeed.enqueue(
-                    nest.pack_sequence_as(self._state().outfeed_structure, values)
+            if self._first_slot_of_replica():
+                operations.append(
+                    self._accumulate_outfeed(data)
+                    if self.accumulate_outfeed
+                    else self.outfeed.enqueue(data)
                 )
-                with tf.control_dependencies([enqueue]):
-                    operations.append(
-                        tf.group(
-                            [a.assign(tf.zeros_like(a)) for a in self._state().outfeed_accumulators]
-                        )
-                    )
-            if self.optimizer_function is not None:
-                operations.append(self._apply_accumulated())
-        return operations
+        with tf.control_dependencies(operations):
+            return tf.constant(0)
+
+    def _first_slot_of_replica(self) -> bool:
+        """Whether this replica slot reports for its replica (the others compute alike)."""
+        per_replica = getattr(self, "_slots_per_replica", 1)
+        return replication.current_slot_index() % per_replica == 0
+
+    def _after_mini_batches_in_replica(self):
+        """The weight update (and accumulated outfeed) after a repeat's mini-batches."""
+        operations = []
+        state = self._state()
+        if self.accumulate_outfeed and state.outfeed_accumulators:
+            values = [a.read_value() for a in state.outfeed_accumulators]
+            enqueue = self.outfeed.enqueue(nest.pack_sequence_as(state.outfeed_structure, values))
+            with tf.control_dependencies([enqueue]):
+                operations.append(
+                    tf.group([a.assign(tf.zeros_like(a)) for a in state.outfeed_accumulators])
+                )
+        if self.optimizer_function is not None:
+            operations.append(self._apply_accumulated())
+        with tf.control_dependencies(operations):
+            return tf.constant(0)
 
     def _accumulate_outfeed(self, data):
         """`accumulate_outfeed`: sums the outfeed data of a repeat's mini-batches."""
@@ -396,9 +456,22 @@ class _PipelinePlan:
     def _run_stages(self, args, kwargs):
         outputs = None
         for index, stage in enumerate(self.stages):
-            with ops.device(self._stage_devices[index]) if self._stage_devices[index] else _null():
+            with ops.device(self._stage_placer(index)) if self._stage_devices[index] else _null():
                 outputs = stage(*args, **kwargs) if index == 0 else self._call_with(stage, outputs)
         return outputs
+
+    def _stage_placer(self, index: int) -> Callable[[ops.Operation], str]:
+        """Places a stage's ops on its IPU's host device, and its variables with the region's.
+
+        A compiled region runs on one device, so variables it uses must live there.
+        """
+        stage_device = self._stage_devices[index]
+        variable_device = getattr(self, "_variable_device", stage_device)
+
+        def place(op: ops.Operation) -> str:
+            return variable_device if op.type in _VARIABLE_OPS else stage_device
+
+        return place
 
     @staticmethod
     def _call_with(function, outputs):
@@ -447,14 +520,7 @@ class _PipelinePlan:
         iteration = device_loop.loop_stack()[-1].index
         for gradient, variable in grads_and_vars:
             accumulator = self._accumulator(variable)
-            gradient = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
-            if self.reduction is GradientAccumulationReductionMethod.SUM:
-                update = accumulator.assign_add(gradient)
-            elif self.reduction is GradientAccumulationReductionMethod.MEAN:
-                update = accumulator.assign_add(gradient / self.count)
-            else:
-                n = tf.cast(iteration, accumulator.dtype)
-                update = accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
+            update = self.reduction.accumulate(accumulator, gradient, self.count, iteration)
             updates.append(update.op if hasattr(update, "op") else update)
             self._state().accumulated_pairs.append((accumulator, variable))
         return updates
@@ -462,6 +528,11 @@ class _PipelinePlan:
     def _apply_accumulated(self):
         result = self._state().optimizer_output
         pairs = [(a.read_value(), v) for a, v in self._state().accumulated_pairs]
+        slots = getattr(self, "_slots_per_replica", 1)
+        if slots > 1 and not isinstance(result.opt, ipu_optimizer.IpuOptimizer):
+            # A stock optimizer sums over every slot, and a replica's k slots hold the
+            # same gradients. (IPU optimizers divide by the slot count themselves.)
+            pairs = [(a / slots, v) for a, v in pairs]
         applied = result.opt.apply_gradients(
             pairs, *result.apply_gradients_args, **result.apply_gradients_kwargs
         )
@@ -490,6 +561,27 @@ class _PipelinePlan:
         return outputs
 
 
+_VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "VarIsInitializedOp"})
+
+
+class _PerIterationInfeed:
+    """An infeed read once per mini-batch (when it cannot be read before the region)."""
+
+    def __init__(self, infeed, replicas: int) -> None:
+        self._infeed = infeed
+        self._replicas = replicas
+
+    def _fetch_one(self):
+        if self._infeed is None:
+            return None
+        if self._replicas == 1:
+            return self._infeed._fetch_one()  # noqa: SLF001
+        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
+
+    def _fetch_stacked(self, count: int):
+        return None
+
+
 class _ReplicaState:
     """One replica's accumulators and optimizer output, built while its body is traced."""
 
@@ -510,7 +602,7 @@ def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
     creator: accumulators belong to the pipeline, not to the traced function.
     """
     # Replicas accumulate their own mini-batches; the optimizer's update reduces them.
-    key = (key, replication.current_replica_index())
+    key = (key, replication.current_slot_index())
     with tf.init_scope():
         # TF1 graphs each need their own variables; eager ones are shared.
         key = (key, None if tf.executing_eagerly() else id(ops.get_default_graph()))

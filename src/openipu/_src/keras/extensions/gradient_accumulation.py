@@ -125,10 +125,4 @@ class AccumulatingOptimizer:
         return tf.group(resets)
 
     def _accumulate(self, accumulator: tf.Variable, gradient: tf.Tensor, index: tf.Tensor):
-        method = GradientAccumulationReductionMethod
-        if self._reduction is method.SUM:
-            return accumulator.assign_add(gradient)
-        if self._reduction is method.MEAN:
-            return accumulator.assign_add(gradient / self._count)
-        n = tf.cast(index, accumulator.dtype)
-        return accumulator.assign(accumulator * n / (n + 1) + gradient / (n + 1))
+        return self._reduction.accumulate(accumulator, gradient, self._count, index)

@@ -1,0 +1,357 @@
+"""`pipelining_ops.pipeline` (spec 21.15.7): numbers against numpy, options, error rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+
+pipelining_ops = ipu.pipelining_ops
+
+
+def _configure(ipus):
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = ipus
+    config.configure_ipu_system()
+    return ipu.ipu_strategy.IPUStrategy()
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    yield
+    ipu.config.reset_ipu_configuration()
+
+
+def _data(batches=16, batch=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.normal(size=(batches * batch, 4)).astype(np.float32),
+        rng.normal(size=(batches * batch, 1)).astype(np.float32),
+    )
+
+
+def _numpy_training(x, y, batch, count, repeats, learning_rate, reduction="sum", replicas=1):
+    """Two linear stages, squared error, gradients accumulated over `count` mini-batches."""
+    w1 = np.ones([4, 3], np.float32)
+    w2 = np.ones([3, 1], np.float32)
+    losses = []
+    for r in range(repeats):
+        g1 = np.zeros_like(w1)
+        g2 = np.zeros_like(w2)
+        for g in range(count):
+            step_g1 = np.zeros_like(w1)
+            step_g2 = np.zeros_like(w2)
+            for replica in range(replicas):
+                i = (r * count + g) * replicas + replica
+                xb, yb = x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch]
+                h = xb @ w1
+                e = h @ w2 - yb
+                losses.append(np.mean(e**2))
+                d = 2 * e / e.size
+                step_g2 += h.T @ d / replicas
+                step_g1 += xb.T @ (d @ w2.T) / replicas
+            scale = 1 / count if reduction == "mean" else 1
+            g1 += step_g1 * scale
+            g2 += step_g2 * scale
+        w1 = w1 - learning_rate * g1
+        w2 = w2 - learning_rate * g2
+    return np.array(losses), w1, w2
+
+
+def _train(strategy, x, y, batch, count, repeats, learning_rate, cross_replica=False, **kwargs):
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w1 = tf.Variable(tf.ones([4, 3]))
+        w2 = tf.Variable(tf.ones([3, 1]))
+
+        def stage1(features, labels):
+            return tf.matmul(features, w1), labels
+
+        def stage2(hidden, labels):
+            return tf.reduce_mean(tf.square(tf.matmul(hidden, w2) - labels))
+
+        def optimizer_function(loss):
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate)
+            if cross_replica:
+                optimizer = ipu.optimizers.CrossReplicaOptimizer(optimizer)
+            return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2],
+                gradient_accumulation_count=count,
+                repeat_count=repeats,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=optimizer_function,
+                outfeed_loss=True,
+                **kwargs,
+            )
+
+        strategy.run(net)
+    return outfeed.dequeue().numpy(), w1, w2
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "running_mean"])
+def test_training_pipeline_matches_numpy(reduction):
+    strategy = _configure(2)
+    x, y = _data()
+    losses, w1, w2 = _train(
+        strategy, x, y, 4, 4, 2, 0.01, reduction_method=reduction, device_mapping=[0, 1]
+    )
+    expected, e1, e2 = _numpy_training(x, y, 4, 4, 2, 0.01, "mean" if reduction != "sum" else "sum")
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+    np.testing.assert_allclose(w1.numpy(), e1, rtol=1e-5)
+    np.testing.assert_allclose(w2.numpy(), e2, rtol=1e-5)
+
+
+def test_replicated_pipeline_matches_one_replica_with_the_global_batch():
+    """A 2-IPU pipeline on a 4-IPU device: 2 replicas, CrossReplicaOptimizer (mean)."""
+    strategy = _configure(4)
+    x, y = _data(batches=32)
+    losses, w1, w2 = _train(strategy, x, y, 4, 4, 2, 0.01, cross_replica=True)
+    expected, e1, e2 = _numpy_training(x, y, 4, 4, 2, 0.01, replicas=2)
+    assert losses.shape == (8, 2)
+    np.testing.assert_allclose(np.sort(losses.ravel()), np.sort(expected), rtol=1e-5)
+    np.testing.assert_allclose(strategy.experimental_local_results(w1)[0].numpy(), e1, rtol=1e-5)
+    np.testing.assert_allclose(strategy.experimental_local_results(w2)[0].numpy(), e2, rtol=1e-5)
+
+
+def test_inference_pipeline_enqueues_every_mini_batch():
+    strategy = _configure(2)
+    x, _ = _data()
+    dataset = tf.data.Dataset.from_tensor_slices(x).batch(4, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [
+                    lambda features: features * 2.0,
+                    lambda doubled: (doubled + 1.0, tf.reduce_sum(doubled)),
+                ],
+                gradient_accumulation_count=4,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                pipeline_schedule=pipelining_ops.PipelineSchedule.Sequential,
+            )
+
+        strategy.run(net)
+    values, sums = outfeed.dequeue()
+    assert values.shape == (8, 4, 4) and sums.shape == (8,)
+    np.testing.assert_allclose(values.numpy().reshape(-1, 4), x[:32] * 2 + 1, rtol=1e-6)
+
+
+def test_accumulate_outfeed_and_outfeed_mask():
+    strategy = _configure(2)
+    x, y = _data()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        accumulated = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w = tf.Variable(tf.zeros([4, 1]))
+
+        def stage1(features, labels):
+            return tf.matmul(features, w), labels
+
+        def stage2(prediction, labels):
+            return tf.reduce_mean(tf.square(prediction - labels)), tf.reduce_sum(labels)
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2],
+                gradient_accumulation_count=4,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=accumulated,
+                optimizer_function=lambda loss, total: pipelining_ops.OptimizerFunctionOutput(
+                    tf.compat.v1.train.GradientDescentOptimizer(0.0), loss
+                ),
+                accumulate_outfeed=True,
+                outfeed_mask=[True, False],
+            )
+
+        strategy.run(net)
+    kept = accumulated.dequeue()
+    assert isinstance(kept, list) and len(kept) == 1
+    sums = kept[0].numpy()
+    # One entry per repeat: the labels' sum over its 4 mini-batches (the loss is masked out).
+    np.testing.assert_allclose(sums.ravel(), [y[:16].sum(), y[16:32].sum()], rtol=1e-5, atol=1e-6)
+
+
+def test_tf1_pipeline_with_variables_in_the_stages(tf1_graph):
+    _configure(2)
+    x, y = _data()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(features, labels):
+        with tf.compat.v1.variable_scope("stage1", use_resource=True):
+            w1 = tf.compat.v1.get_variable("w", [4, 3], initializer=tf.compat.v1.ones_initializer())
+        return tf.matmul(features, w1), labels
+
+    def stage2(hidden, labels):
+        with tf.compat.v1.variable_scope("stage2", use_resource=True):
+            w2 = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.compat.v1.ones_initializer())
+        return tf.reduce_mean(tf.square(tf.matmul(hidden, w2) - labels))
+
+    def optimizer_function(loss):
+        return pipelining_ops.OptimizerFunctionOutput(
+            tf.compat.v1.train.GradientDescentOptimizer(0.01), loss
+        )
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(
+            lambda: pipelining_ops.pipeline(
+                [stage1, stage2],
+                4,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=optimizer_function,
+                outfeed_loss=True,
+            )
+        )
+    dequeue = outfeed.dequeue()
+    with tf.compat.v1.Session(graph=tf1_graph) as session:
+        session.run(infeed.initializer)
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(run)
+        losses = session.run(dequeue)
+        w1 = session.run([v for v in tf.compat.v1.global_variables() if v.name == "stage1/w:0"][0])
+    expected, e1, _ = _numpy_training(x, y, 4, 4, 2, 0.01)
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+    np.testing.assert_allclose(w1, e1, rtol=1e-5)
+
+
+def test_recomputation_checkpoint_is_the_identity_and_options_validate():
+    values = [tf.constant(1.0), tf.constant([2.0, 3.0])]
+    checked = pipelining_ops.recomputation_checkpoint(values)
+    assert [v.numpy().tolist() for v in checked] == [1.0, [2.0, 3.0]]
+    options = pipelining_ops.PipelineStageOptions(
+        matmul_options={"availableMemoryProportion": "0.2"}
+    )
+    assert options.get_proto()["matmul_options"] == {"availableMemoryProportion": "0.2"}
+    with pytest.raises(TypeError, match="matmul_options must be a dictionary"):
+        pipelining_ops.PipelineStageOptions(matmul_options=["x"])
+    assert pipelining_ops.reduce(lambda a, b: a + b, [1, 2, 3]) == 6
+
+
+def _stage(x):
+    return x
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"computational_stages": _stage}, TypeError, "must be a list or tuple of functions"),
+        (
+            {"gradient_accumulation_count": None},
+            ValueError,
+            "gradient_accumulation_count must be given",
+        ),
+        (
+            {"device_mapping": [0]},
+            ValueError,
+            "device_mapping has 1 entries but the pipeline has 2",
+        ),
+        ({"device_mapping": 0}, TypeError, "device_mapping must be a list or tuple"),
+        (
+            {"pipeline_schedule": "Grouped"},
+            TypeError,
+            "pipeline_schedule must be a PipelineSchedule",
+        ),
+        ({"recomputation_mode": 1}, TypeError, "recomputation_mode must be a RecomputationMode"),
+        ({"continuous_weight_updates": True}, NotImplementedError, "continuous_weight_updates"),
+        ({"outfeed_loss": True}, ValueError, "outfeed_loss needs an optimizer_function"),
+        ({"outfeed_mask": [True]}, ValueError, "outfeed_mask needs an optimizer_function"),
+        ({"accumulate_outfeed": True}, ValueError, "accumulate_outfeed needs an outfeed_queue"),
+        (
+            {
+                "batch_serialization_iterations": 2,
+                "pipeline_schedule": pipelining_ops.PipelineSchedule.Grouped,
+            },
+            NotImplementedError,
+            "needs the Sequential pipeline schedule",
+        ),
+        (
+            {"forward_propagation_stages_poplar_options": [pipelining_ops.PipelineStageOptions()]},
+            ValueError,
+            "has 1 entries but the pipeline has 2 stages",
+        ),
+        (
+            {"infeed_queue": tf.data.Dataset.range(2)},
+            TypeError,
+            "infeed_queue must be an IPUInfeedQueue",
+        ),
+        ({"reduction_method": "median"}, ValueError, "reduction_method must be one of"),
+    ],
+)
+def test_error_rules(kwargs, error, message):
+    arguments = {"computational_stages": [_stage, _stage], "gradient_accumulation_count": 4}
+    arguments.update(kwargs)
+    with pytest.raises(error, match=message):
+        pipelining_ops.pipeline(**arguments)
+
+
+def test_interleaved_training_needs_one_stage_per_ipu():
+    with pytest.raises(NotImplementedError, match="Interleaved schedule cannot train"):
+        pipelining_ops.pipeline(
+            [_stage, _stage],
+            4,
+            device_mapping=[0, 0],
+            pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
+            optimizer_function=lambda x: None,
+        )
+
+
+def test_optimizer_function_output_checks_its_arguments():
+    with pytest.raises(TypeError, match="opt must be an optimizer"):
+        pipelining_ops.OptimizerFunctionOutput("sgd", tf.constant(1.0))
+    with pytest.raises(TypeError, match="loss must be a tensor"):
+        pipelining_ops.OptimizerFunctionOutput(
+            tf.compat.v1.train.GradientDescentOptimizer(0.1), 1.0
+        )
+
+
+def test_collectives_in_stages_count_replicas_not_ipus():
+    """A 2-IPU pipeline on a 4-IPU device is 2 replicas to the collectives in its stages."""
+    strategy = _configure(4)
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(
+        1, drop_remainder=True
+    )
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def stage1(value):
+            return value, tf.cast(ipu.replication_ops.replication_index(), tf.float32)
+
+        def stage2(value, index):
+            total = ipu.cross_replica_ops.cross_replica_sum(value)
+            gathered = ipu.cross_replica_ops.cross_replica_mean(tf.ones([]))
+            return total, index, gathered
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2], 2, repeat_count=2, infeed_queue=infeed, outfeed_queue=outfeed
+            )
+
+        strategy.run(net)
+    totals, indices, means = (t.numpy() for t in outfeed.dequeue())
+    assert totals.shape == (4, 2, 1)
+    # Mini-batch g of repeat i on replica r holds value (i * 2 + g) * 2 + r.
+    values = np.arange(8, dtype=np.float32).reshape(4, 2, 1)
+    np.testing.assert_array_equal(totals, np.repeat(values.sum(axis=1, keepdims=True), 2, axis=1))
+    np.testing.assert_array_equal(indices, np.tile([[0.0, 1.0]], (4, 1)))
+    np.testing.assert_array_equal(means, np.ones((4, 2)))
