@@ -1,6 +1,5 @@
 """`tf.keras.ipu`: pipeline-stage helpers of Keras on the IPU (re-exports only)."""
 
-from openipu._src.keras.extensions.model_extensions import ReplicatedMetricReductionMethod
 from openipu._src.keras.extensions.pipeline_stages import (
     FunctionalLayerPipelineStageAssignment,
     FunctionalNestedModelPipelineStageAssignment,
@@ -9,6 +8,7 @@ from openipu._src.keras.extensions.pipeline_stages import (
     PipelineStage,
     SequentialLayerPipelineStageAssignment,
 )
+from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 
 __all__ = [
     "FunctionalLayerPipelineStageAssignment",

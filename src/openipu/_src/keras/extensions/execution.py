@@ -13,6 +13,7 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 
 from openipu._src.engine.program import LoopProgram
+from openipu._src.keras.extensions import replicated_metrics
 
 
 class ExecutionFunction:
@@ -22,6 +23,7 @@ class ExecutionFunction:
         self._model = model
         self._kind = kind
         self._programs: dict[int, LoopProgram] = {}
+        self._local_metric_names: frozenset = frozenset()
 
     def __call__(self, iterator):
         element = next(iterator)
@@ -39,8 +41,11 @@ class ExecutionFunction:
                 lambda t: tf.reshape(t, [-1, *t.shape[stacked_dims + 1 :]]), outputs
             )
         if replicas > 1:
-            # Metrics are aggregated across replicas already: every replica holds the same.
-            return nest.map_structure(lambda t: t[0], outputs)
+            return replicated_metrics.reduce_over_replicas(
+                outputs,
+                self._local_metric_names,
+                self._model._ipu.replicated_metric_reduction,  # noqa: SLF001
+            )
         return outputs
 
     def _program(self, steps: int) -> LoopProgram:
@@ -76,16 +81,23 @@ class ExecutionFunction:
     def _train_step(self, data, stand_in):
         model = self._model
         with model._ipu_optimizer_replaced(stand_in):  # noqa: SLF001
-            outputs = model.train_step(data)
+            outputs = self._replica_metrics(model.train_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             model._train_counter.assign_add(1)  # noqa: SLF001
         return outputs
 
     def _test_step(self, data):
-        outputs = self._model.test_step(data)
+        outputs = self._replica_metrics(self._model.test_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             self._model._test_counter.assign_add(1)  # noqa: SLF001
         return outputs
+
+    def _replica_metrics(self, logs):
+        """Each replica reports its own metrics (reduced across replicas in `__call__`)."""
+        if self._model._ipu_replica_count() == 1:  # noqa: SLF001
+            return logs
+        logs, self._local_metric_names = replicated_metrics.with_local_results(self._model, logs)
+        return logs
 
     def _predict_step(self, data):
         outputs = self._model.predict_step(data)

@@ -11,32 +11,25 @@ depths, schedules, recomputation, ...) are validated and kept.
 from __future__ import annotations
 
 import contextlib
-import enum
 import inspect
 import threading
 from collections.abc import Iterator
 
 import tensorflow as tf
+from tf_keras.src.utils import tf_utils
 
+from openipu._src.engine import replication
 from openipu._src.keras.extensions import data_handler, pipeline_stages
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import (
     AccumulatingOptimizer,
     AccumulatorState,
 )
+from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 
 #: Keys of `get_config()` under which IPU options are saved with a model.
 SAVED_OPTIONS_KEY = "ipu_options"
-
-
-class ReplicatedMetricReductionMethod(enum.Enum):
-    """How metrics are reduced across replicas (`set_replication_options`)."""
-
-    NONE = "NONE"
-    LIST = "LIST"
-    SUM = "SUM"
-    MEAN = "MEAN"
 
 
 def _positive_int_or_none(value, name: str) -> int | None:
@@ -267,6 +260,13 @@ class KerasExtensions:
         finally:
             self._ipu.executing = outer
 
+    def _validate_and_get_metrics_result(self, logs):
+        # Keras re-reads its metrics summed over all replicas; replicated IPU models
+        # report what their replicas' steps reported (`set_replication_options`).
+        if self._ipu.executing and self._ipu_replica_count() > 1:
+            return tf_utils.sync_to_numpy_or_python_type(logs)
+        return super()._validate_and_get_metrics_result(logs)
+
     def make_train_function(self, force=False):
         if self.train_function is None or force:
             self.train_function = ExecutionFunction(self, "train")
@@ -298,7 +298,8 @@ class KerasExtensions:
 
     def _ipu_replica_count(self) -> int:
         """Replicas of this model on its device: the device's IPUs over the model's."""
-        slots = self.distribute_strategy.num_replicas_in_sync
+        # This process's slots: a strategy spanning processes counts all of them in sync.
+        slots = replication.local_replica_count(self.distribute_strategy)
         needed = self._ipu_ipus_per_replica()
         if slots % needed:
             raise ValueError(
