@@ -5,16 +5,15 @@ Imports are grouped by area, one comment header each; add new areas the same way
 # ruff: noqa: F401 - every import here is a re-export
 
 # -- Errors -------------------------------------------------------------------------------
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import OutOfMemoryException, popart_exception, popart_runtime_error
 
 # isort: split
 # -- Tensors ------------------------------------------------------------------------------
-from openipu._src.popart.builder import tensor_info as tensorinfo
 from openipu._src.popart.builder.tensor_info import DataType, TensorInfo
+from popart import tensorinfo
 
 # isort: split
 # -- Builder ------------------------------------------------------------------------------
-from openipu._src.popart import builder
 from openipu._src.popart.builder import (
     AiGraphcoreOpset1,
     AiOnnxMlOpset1,
@@ -31,6 +30,7 @@ from openipu._src.popart.builder.model_context import (
     defaultAiOnnxMlOpset,
     defaultAiOnnxOpset,
 )
+from popart import builder
 
 # isort: split
 # -- Builder enums ------------------------------------------------------------------------
@@ -42,4 +42,108 @@ from openipu._src.popart.builder.enums import (
     ReductionType,
     ScatterReduction,
     TensorRemapType,
+)
+
+# isort: split
+# -- Sessions -----------------------------------------------------------------------------
+from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.session import (
+    InferenceSession,
+    PyStepIO,
+    PyStepIOCallback,
+    PyWeightsIO,
+)
+
+# isort: split
+# -- Data flow ----------------------------------------------------------------------------
+from openipu._src.popart.dataflow import (
+    AnchorReturnType,
+    AnchorReturnTypeId,
+    DataFlow,
+    ExchangeStrategy,
+    InputSettings,
+    ReplicatedStreamMode,
+)
+
+# isort: split
+# -- Devices ------------------------------------------------------------------------------
+from openipu._src.popart.devices import (
+    DeviceConnectionType,
+    DeviceInfo,
+    DeviceManager,
+    DeviceSelectionCriterion,
+    DeviceType,
+    SyncPattern,
+)
+
+# isort: split
+# -- Session options, their option classes and enums --------------------------------------
+from openipu._src.popart.options import SessionOptions
+from openipu._src.popart.options.enums import (
+    AccumulateOuterFragmentSchedule,
+    AutodiffStitchStrategy,
+    BatchSerializationBatchSchedule,
+    BatchSerializationMethod,
+    BatchSerializationTransformContext,
+    ExecutionPhaseIOSchedule,
+    ExecutionPhaseSchedule,
+    GradientTensorTrackingMethod,
+    Instrumentation,
+    IrSerializationFormat,
+    MeanReductionStrategy,
+    MergeVarUpdateType,
+    RecomputationType,
+    ReplicatedTensorSharding,
+    SubgraphCopyingStrategy,
+    SyntheticDataMode,
+    TensorStorage,
+    TileSet,
+    VariableRetrievalMode,
+    VirtualGraphMode,
+)
+from openipu._src.popart.options.replica_groups import (
+    CommGroup,
+    ReplicaGrouping,
+    VariableSettings,
+)
+from openipu._src.popart.options.settings import (
+    AccumulateOuterFragmentSettings,
+    AutodiffSettings,
+    AutomaticLossScalingSettings,
+    BatchSerializationSettings,
+    ExecutionPhaseSettings,
+    ExperimentalSettings,
+    ReplicatedCollectivesSettings,
+    TensorLocation,
+    TensorLocationSettings,
+)
+
+# isort: split
+# -- Patterns -----------------------------------------------------------------------------
+from openipu._src.popart.options.patterns import Patterns, PatternsLevel
+
+# isort: split
+# -- Logging and reserved tensor names ----------------------------------------------------
+from openipu._src.popart.logging import Logger, getLogger
+from openipu._src.popart.reserved_names import (
+    reservedAccl1Prefix,
+    reservedAccl2Prefix,
+    reservedAccl3Prefix,
+    reservedAcclPrefix,
+    reservedAccumPrefix,
+    reservedConcatInitPrefix,
+    reservedCounterPrefix,
+    reservedGradientPrefix,
+    reservedInitPrefix,
+    reservedLoopCondPrefix,
+    reservedLoopIteratorPrefix,
+    reservedLossScalingPrefix,
+    reservedPrefixes,
+    reservedRandomSeedPrefix,
+    reservedRemoteArgPrefix,
+    reservedRestoredPrefix,
+    reservedSeedModifierPrefix,
+    reservedStashedPrefix,
+    reservedStepPrefix,
+    reservedUpdatedVarPrefix,
 )

@@ -39,3 +39,11 @@ class TensorInfoError(popart_exception, TypeError):
     The original raises TypeError here; see UnsupportedOpsetError for why it is
     also a popart_exception.
     """
+
+
+class OptionTypeError(popart_exception, TypeError):
+    """An option (SessionOptions, an option class, a device option) given a value of the wrong type.
+
+    The original's Python bindings raise TypeError here; see UnsupportedOpsetError for why it
+    is also a popart_exception.
+    """

@@ -1,0 +1,169 @@
+"""`popart.Patterns`: which of PopART's graph-rewriting patterns a session applies.
+
+The patterns rewrite PopART's IR for the Poplar backend; the emulation lowers ONNX to
+TensorFlow directly, so they change no numbers. They are kept as a registry of the
+original's pattern names so that programs naming them are validated: an unknown name is an
+error, and a session refuses to run with a mandatory pattern disabled unless runtime asserts
+are turned off (`Patterns(PatternsLevel.NoPatterns).enableRuntimeAsserts(False)`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.options.typed_fields import check_bool
+
+
+class PatternsLevel(enum.IntEnum):
+    NoPatterns = 0
+    Minimal = 1
+    Default = 2
+    All = 3
+
+
+@dataclass(frozen=True)
+class _PatternInfo:
+    enabled_by_default: bool
+    mandatory: bool  # the backend has no lowering for what the pattern removes
+
+
+def _patterns(mandatory: str, default: str, optional: str) -> dict[str, _PatternInfo]:
+    table = {name: _PatternInfo(True, True) for name in mandatory.split()}
+    table.update({name: _PatternInfo(True, False) for name in default.split()})
+    table.update({name: _PatternInfo(False, False) for name in optional.split()})
+    return table
+
+
+# The original's named patterns (patterns.cpp and the inplace pattern).
+PATTERNS: dict[str, _PatternInfo] = _patterns(
+    mandatory="""
+        MatMulOp MatMulLhsGradOp MatMulRhsGradOp InitAccumulate
+        ReciprocalGradOp SinGradOp CosGradOp DivArg0GradOp DivArg1GradOp PowArg0GradOp
+        PowArg1GradOp ExpGradOp Expm1GradOp Log1pGradOp LogGradOp SqrtGradOp AtanGradOp
+        FmodArg0GradOp ConvFlipWeightsGradOp ConvDataGrad ConvTranspose UpsampleToResize
+        RandomNormalLikeOpPattern RandomUniformLikeOpPattern ZerosLikeOpPattern CoshOp
+        AcosOpPattern AsinGradOp AcoshOp AsinhOp AtanhOp Atan2Arg0GradOp Atan2Arg1GradOp
+        GeluGradOp GeluErfGradOp ScatterToScatterReduce ExpandCast
+    """,
+    default="""
+        PreUniRepl PostNRepl SoftMaxGradDirect NlllWithSoftMaxGradDirect SplitGradOp
+        OpToIdentity SubtractArg1GradOp MulArgGradOp NegativeOneScale SumToAdd
+        ConvFlipWeightsDoubleFlip DecomposeBinaryConstScalar TiedGather TiedGatherAccumulate
+        LambSerialisedWeight ViewSimplifyPattern SplitGather LSTMOp InPlace
+        UpdateInplacePrioritiesForIpu ContiguateIpuCopyIndices OptimizerDecompose
+        TransposeToIdentityOrReshape AllReduceToIdentity SGD0Decompose SGD1Decompose
+        SGD2Decompose AdamDecompose AdaptiveDecompose
+    """,
+    optional="""
+        TanToSinOverCos RemoveUnnecessaryLossGradCast PadSum ElementWiseGradOpPattern
+        SparseAccumulate
+    """,
+)
+
+# The original exposes a few patterns as boolean properties of Patterns.
+_PROPERTY_PATTERNS = (
+    "PreUniRepl",
+    "PostNRepl",
+    "SoftMaxGradDirect",
+    "NlllWithSoftMaxGradDirect",
+    "OpToIdentity",
+    "SubtractArg1GradOp",
+    "MulArgGradOp",
+    "MatMulOp",
+    "MatMulLhsGradOp",
+    "MatMulRhsGradOp",
+    "InPlace",
+)
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise OptionTypeError(f"A pattern name must be a str, got {name!r} ({type(name).__name__})")
+    if name not in PATTERNS:
+        close = difflib.get_close_matches(name, PATTERNS, n=1)
+        hint = f", did you mean {close[0]}?" if close else ""
+        raise popart_exception(f"Unknown pattern {name}{hint}")
+    return name
+
+
+def _enabled_at(level: PatternsLevel) -> set[str]:
+    if level is PatternsLevel.NoPatterns:
+        return set()
+    if level is PatternsLevel.Minimal:
+        return {name for name, info in PATTERNS.items() if info.mandatory}
+    if level is PatternsLevel.Default:
+        return {name for name, info in PATTERNS.items() if info.enabled_by_default}
+    return set(PATTERNS)
+
+
+class Patterns:
+    """`Patterns()` (Default level), `Patterns(PatternsLevel)` or `Patterns([names])`."""
+
+    def __init__(self, levelOrNames: Any = PatternsLevel.Default) -> None:  # noqa: N803
+        self._runtime_asserts = True
+        if isinstance(levelOrNames, PatternsLevel):
+            self._enabled = _enabled_at(levelOrNames)
+        elif isinstance(levelOrNames, (list, tuple, set)):
+            self._enabled = {_check_name(name) for name in levelOrNames}
+        else:
+            raise OptionTypeError(
+                "Patterns takes a PatternsLevel or a list of pattern names, got "
+                f"{levelOrNames!r} ({type(levelOrNames).__name__})"
+            )
+
+    def enablePattern(self, name: str, enable: bool) -> Patterns:  # noqa: N802 - the original's
+        _check_name(name)
+        if check_bool(enable, f"enablePattern({name!r}, enable): enable"):
+            self._enabled.add(name)
+        else:
+            self._enabled.discard(name)
+        return self
+
+    def isPatternEnabled(self, name: str) -> bool:  # noqa: N802
+        return _check_name(name) in self._enabled
+
+    def enableRuntimeAsserts(self, enable: bool) -> Patterns:  # noqa: N802
+        self._runtime_asserts = check_bool(enable, "Patterns.enableRuntimeAsserts(enable)")
+        return self
+
+    @property
+    def runtimeAssertsOn(self) -> bool:  # noqa: N802
+        return self._runtime_asserts
+
+    def enabledPatterns(self) -> list[str]:  # noqa: N802 - an openipu addition, for reports
+        return sorted(self._enabled)
+
+    def ensureMandatoryPatternsEnabled(self) -> None:  # noqa: N802
+        """What a session checks: mandatory patterns on, unless runtime asserts are off."""
+        if not self._runtime_asserts:
+            return
+        missing = sorted(
+            name for name, info in PATTERNS.items() if info.mandatory and name not in self._enabled
+        )
+        if missing:
+            raise popart_exception(
+                f"Mandatory patterns {missing} are disabled. Enable them, or turn the check off "
+                "with Patterns.enableRuntimeAsserts(False) if you know what you are doing"
+            )
+
+    def __repr__(self) -> str:
+        return f"Patterns({self.enabledPatterns()})"
+
+
+def _pattern_property(name: str) -> property:
+    def get(self: Patterns) -> bool:
+        return self.isPatternEnabled(name)
+
+    def set_(self: Patterns, enable: bool) -> None:
+        self.enablePattern(name, enable)
+
+    return property(get, set_, doc=f"Whether the {name} pattern is enabled.")
+
+
+for _name in _PROPERTY_PATTERNS:
+    setattr(Patterns, _name, _pattern_property(_name))
+del _name

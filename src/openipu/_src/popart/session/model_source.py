@@ -1,0 +1,64 @@
+"""The ONNX model a session runs: read from bytes, a ModelProto or a file, and checked.
+
+Besides the builder's checks (a parsable, valid ONNX model), a session needs one version of
+each operator set: PopART refuses a model that imports two versions of ai.onnx (once as ""
+and once as "ai.onnx").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+from onnx import ModelProto
+
+from openipu._src.popart.builder.model_io import load_model
+from openipu._src.popart.errors import popart_exception
+
+_DEFAULT_DOMAIN = "ai.onnx"
+
+
+@dataclass
+class ModelSource:
+    """A checked model, and where its externally saved initializers live (by tensor id)."""
+
+    model: ModelProto
+    external_locations: dict[str, str] = field(default_factory=dict)
+
+
+def read_model(model_or_filename: Any) -> ModelSource:
+    """The model of a session's `fnModel` (serialized bytes, a ModelProto or a file name)."""
+    model = load_model(model_or_filename)
+    check_opsets(model)
+    locations: dict[str, str] = {}
+    if isinstance(model_or_filename, (str, os.PathLike)):
+        locations = _external_locations(os.fspath(model_or_filename))
+    return ModelSource(model, locations)
+
+
+def check_opsets(model: ModelProto) -> dict[str, int]:
+    """One version per operator-set domain ("" and "ai.onnx" are the same domain)."""
+    versions: dict[str, int] = {}
+    for entry in model.opset_import:
+        domain = entry.domain or _DEFAULT_DOMAIN
+        known = versions.get(domain)
+        if known is not None and known != entry.version:
+            raise popart_exception(
+                f"The model imports {domain} opset versions {known} and {entry.version}: a model "
+                "can use only one version of an operator set (mixing ai.onnx opsets is not "
+                "supported)"
+            )
+        versions[domain] = entry.version
+    return versions
+
+
+def _external_locations(path: str) -> dict[str, str]:
+    header = onnx.load_model(path, load_external_data=False)
+    locations = {}
+    for tensor in header.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            entries = {entry.key: entry.value for entry in tensor.external_data}
+            locations[tensor.name] = entries.get("location", "")
+    return locations

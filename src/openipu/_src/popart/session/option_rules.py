@@ -1,0 +1,185 @@
+"""Rules across session options, the device and the model, checked when a session is created.
+
+Each rule raises a popart_exception that names the options involved, their values and what
+would be allowed, with the original's wording where it has one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import onnx
+
+from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.dataflow import DataFlow
+from openipu._src.popart.devices.device_info import DeviceInfo
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.options.enums import VirtualGraphMode
+from openipu._src.popart.options.session_options import SessionOptions
+
+PARTIALS_TYPES = ("", "float", "half")
+
+
+def check_inference_options(options: SessionOptions) -> None:
+    """Options that only a training session can use."""
+    if options.enableGradientAccumulation:
+        raise popart_exception(
+            "Gradient Accumulation only available when training (SessionOptions."
+            "enableGradientAccumulation is True in an InferenceSession)"
+        )
+    if options.accumulationFactor != 1:
+        raise popart_exception(
+            f"SessionOptions.accumulationFactor is {options.accumulationFactor}, but "
+            "enableGradientAccumulation is False: either enable gradient accumulation (training "
+            "only) or set the accumulation factor to 1"
+        )
+    if options.automaticLossScalingSettings.enabled:
+        raise popart_exception(
+            "automaticLossScalingSettings.enabled is True, but automatic loss scaling is only "
+            "for training sessions"
+        )
+
+
+def check_options(
+    options: SessionOptions, device: DeviceInfo, data_flow: DataFlow, model: onnx.ModelProto
+) -> None:
+    """Every rule that does not depend on training."""
+    options.validate()
+    _check_replication(options, device)
+    _check_buffering(options)
+    _check_values(options)
+    _check_virtual_graphs(options, device, model)
+    _check_pipelining(options, device, data_flow, model)
+
+
+def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:
+    count = options.replicatedGraphCount
+    if count < 1:
+        raise popart_exception(f"SessionOptions.replicatedGraphCount must be >= 1, got {count}")
+    if options.enableReplicatedGraphs and count == 1:
+        raise popart_exception(
+            "Local replicated graphs enabled but replication factor is 1 (set "
+            "SessionOptions.replicatedGraphCount > 1, or enableReplicatedGraphs = False)"
+        )
+    replicas = options.getReplicationFactor()
+    if device.numIpus % replicas:
+        raise popart_exception(
+            "For replicated graphs, the number of IPUs must be divisible by the replication "
+            f"factor: the device has {device.numIpus} IPUs and replicatedGraphCount is {replicas}"
+        )
+    if options.globalReplicationFactor < 1:
+        raise popart_exception(
+            f"SessionOptions.globalReplicationFactor must be > 0, got "
+            f"{options.globalReplicationFactor}"
+        )
+    if options.enableDistributedReplicatedGraphs:
+        factor, offset = options.globalReplicationFactor, options.globalReplicaOffset
+        if not 0 <= offset <= factor - replicas:
+            raise popart_exception(
+                f"SessionOptions.globalReplicaOffset is {offset}: it must be in [0, "
+                f"globalReplicationFactor - replicatedGraphCount] = [0, {factor - replicas}]"
+            )
+
+
+def _check_buffering(options: SessionOptions) -> None:
+    depths = {"defaultBufferingDepth": options.defaultBufferingDepth}
+    depths.update({f"bufferingDepthMap[{k!r}]": v for k, v in options.bufferingDepthMap.items()})
+    for name, depth in depths.items():
+        if depth < 1:
+            raise popart_exception(f"SessionOptions.{name} must be >= 1, got {depth}")
+    if max(depths.values()) > 1:
+        for flag in ("rearrangeStreamsOnHost", "rearrangeAnchorsOnHost"):
+            if getattr(options, flag):
+                raise popart_exception(
+                    f"A buffering depth > 1 cannot be used with SessionOptions.{flag} = True: "
+                    f"set {flag} to False"
+                )
+
+
+def _check_values(options: SessionOptions) -> None:
+    if options.partialsTypeMatMuls.lower() not in PARTIALS_TYPES:
+        raise popart_exception(
+            f"SessionOptions.partialsTypeMatMuls is {options.partialsTypeMatMuls!r}: one of "
+            "'float', 'half' or '' (not set)"
+        )
+    for ratio in options.virtualGraphSplitRatios:
+        if not 0 < ratio < 1:
+            raise popart_exception(
+                f"SessionOptions.virtualGraphSplitRatios {options.virtualGraphSplitRatios}: "
+                "each ratio must be in (0, 1)"
+            )
+    for name in ("serializedPoprithmsAnnealGraphsDir", "serializedPoprithmsShiftGraphsDir"):
+        directory = getattr(options, name)
+        if directory and not os.path.isdir(directory):
+            raise popart_exception(
+                f"SessionOptions.{name} is {directory!r}, which is not an existing directory "
+                "(PopART does not create it)"
+            )
+    phases = options.executionPhaseSettings.phases
+    if phases > 1 and options.virtualGraphMode is not VirtualGraphMode.ExecutionPhases:
+        raise popart_exception(
+            f"executionPhaseSettings.phases is {phases}, which needs SessionOptions."
+            f"virtualGraphMode = VirtualGraphMode.ExecutionPhases (it is "
+            f"{options.virtualGraphMode.name})"
+        )
+    if options.batchSerializationSettings.factor < 0:
+        raise popart_exception("batchSerializationSettings.factor must be >= 0")
+
+
+def _annotation(node: onnx.NodeProto, name: str) -> int | None:
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return int(onnx.helper.get_attribute_value(attribute))
+    return None
+
+
+def _check_virtual_graphs(options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto):
+    if options.virtualGraphMode is not VirtualGraphMode.Manual:
+        return
+    ipus_per_replica = device.numIpus // options.getReplicationFactor()
+    for node in model.graph.node:
+        graph = _annotation(node, annotation_names.VIRTUAL_GRAPH)
+        where = f"Op '{node.name or node.output[0]}' ({node.op_type})"
+        if graph is None:
+            raise popart_exception(
+                f"{where} has no virtual graph, but SessionOptions.virtualGraphMode is Manual: "
+                "annotate every op with builder.virtualGraph(id)"
+            )
+        if not 0 <= graph < ipus_per_replica:
+            raise popart_exception(
+                f"{where} is on virtual graph {graph}, but each replica has {ipus_per_replica} "
+                f"IPU(s) ({device.numIpus} IPUs / replication factor "
+                f"{options.getReplicationFactor()}): virtual graph ids must be < {ipus_per_replica}"
+            )
+
+
+def _check_pipelining(
+    options: SessionOptions, device: DeviceInfo, data_flow: DataFlow, model: onnx.ModelProto
+) -> None:
+    if not options.enablePipelining:
+        return
+    ipus_per_replica = device.numIpus // options.getReplicationFactor()
+    if ipus_per_replica < 2:
+        raise popart_exception(
+            f"Pipelining needs more than one IPU per replica; the device has {device.numIpus} "
+            f"IPU(s) and the replication factor is {options.getReplicationFactor()}"
+        )
+    if options.virtualGraphMode is VirtualGraphMode.Off:
+        raise popart_exception(
+            "Pipelining needs virtual graphs: set SessionOptions.virtualGraphMode (Manual or Auto)"
+        )
+    stages = {_annotation(node, annotation_names.PIPELINE_STAGE) for node in model.graph.node}
+    stages.discard(None)
+    if not stages:
+        stages = {_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node}
+        stages.discard(None)
+    if len(stages) > data_flow.batchesPerStep():
+        raise popart_exception(
+            f"The pipeline has {len(stages)} stages, so an inference session needs at least "
+            f"{len(stages)} batches per step (DataFlow has {data_flow.batchesPerStep()})"
+        )
+    if options.aliasZeroCopy and not options.enableExplicitMainLoops:
+        raise popart_exception(
+            "SessionOptions.aliasZeroCopy is not supported with implicit pipelining (set "
+            "enableExplicitMainLoops, or aliasZeroCopy = False)"
+        )

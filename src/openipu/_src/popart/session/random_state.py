@@ -1,0 +1,103 @@
+"""A session's random state: the seed of its random ops, and the RNG state of its device.
+
+The seed lives on the device (a variable next to the weights) and moves on by one every
+batch, so consecutive batches and runs draw new numbers; `getRandomSeed` reads it back, and
+`setRandomSeed` with that value replays what follows. Random ops take their seeds from it
+through the lowering's stateless RNG (one stream per op), so compiled and eager runs agree.
+
+The RNG state is the hardware generator's state, which on the IPU drives stochastic
+rounding. Stochastic rounding is not emulated, so the state is kept (derived from the seed,
+readable and writable) but changes no numbers.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import tensorflow as tf
+
+from openipu._src.popart.errors import OptionTypeError, popart_exception
+
+_SEED_RANGE = 1 << 64
+_RNG_WORDS_PER_WORKER = 4  # the hardware generator's state: four 32-bit words per worker
+
+
+def _as_signed(seed: int) -> int:
+    return seed - _SEED_RANGE if seed >= 1 << 63 else seed
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise OptionTypeError(
+            f"The random seed must be an int, got {seed!r} ({type(seed).__name__})"
+        )
+    if not 0 <= int(seed) < _SEED_RANGE:
+        raise popart_exception(f"The random seed must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+class RandomState:
+    def __init__(self, rng_state_size: int) -> None:
+        self._rng_state_size = rng_state_size
+        self._seed = random.getrandbits(63)
+        self._rng_state = self._derived_rng_state(self._seed)
+        self._variable: tf.Variable | None = None
+
+    def place_on(self, host_device: str) -> None:
+        """Creates the device copy of the seed (when the session prepares its device)."""
+        with tf.init_scope(), tf.device(host_device):
+            self._variable = tf.Variable(
+                _as_signed(self._seed), dtype=tf.int64, trainable=False, name="randomSeed___"
+            )
+
+    def batch_seed(self) -> tf.Tensor:
+        """Inside a step: the [2] seed of this batch's random ops; moves the seed on."""
+        if self._variable is None:
+            raise popart_exception("The random seed is not on the device yet (prepareDevice)")
+        before = self._variable.assign_add(1, read_value=True) - 1
+        return tf.stack([before, tf.zeros_like(before)])
+
+    @property
+    def seed(self) -> int:
+        if self._variable is not None:
+            self._seed = int(self._variable.numpy()) % _SEED_RANGE
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: object) -> None:
+        self._seed = _check_seed(value)
+        self._rng_state = self._derived_rng_state(self._seed)
+        if self._variable is not None:
+            self._variable.assign(_as_signed(self._seed))
+
+    @property
+    def rng_state(self) -> list[int]:
+        return list(self._rng_state)
+
+    @rng_state.setter
+    def rng_state(self, state: object) -> None:
+        if isinstance(state, (str, bytes)) or not hasattr(state, "__len__"):
+            raise OptionTypeError(
+                f"The RNG state must be a list of ints, got {type(state).__name__}"
+            )
+        values = list(state)
+        if len(values) != self._rng_state_size:
+            raise popart_exception(
+                f"The RNG state has {len(values)} values, but this device's has "
+                f"{self._rng_state_size} (from getRNGState of a session on the same device)"
+            )
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise OptionTypeError(f"RNG state values must be ints, got {value!r}")
+            if not 0 <= int(value) < 1 << 32:
+                raise popart_exception(f"RNG state values are 32-bit unsigned, got {value}")
+        self._rng_state = [int(value) for value in values]
+
+    def _derived_rng_state(self, seed: int) -> list[int]:
+        words = np.random.default_rng(seed).integers(0, 1 << 32, self._rng_state_size)
+        return [int(word) for word in words]
+
+
+def rng_state_size(num_ipus: int, tiles_per_ipu: int, workers_per_tile: int) -> int:
+    return num_ipus * tiles_per_ipu * workers_per_tile * _RNG_WORDS_PER_WORKER

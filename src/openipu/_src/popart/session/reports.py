@@ -1,0 +1,89 @@
+"""What a session reports about its compiled program (summary, serialized graph, report).
+
+The original reads these from the Poplar engine: memory per tile, cycle estimates, the
+vertex graph. The emulation has none of that, so the reports describe what it does have:
+the device, the lowered ONNX graph, how the program was compiled (XLA or a TensorFlow graph)
+and how many runs it made.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import onnx
+
+
+@dataclass
+class ProgramFacts:
+    """What the session knows about its program, for the reports."""
+
+    session_name: str
+    device: str
+    batches_per_step: int
+    replication_factor: int
+    compile_mode: str = "not compiled yet"
+    runs: int = 0
+    anchors: dict[str, str] = field(default_factory=dict)  # id -> return type
+
+
+def summary_report(model: onnx.ModelProto, facts: ProgramFacts) -> str:
+    op_counts: dict[str, int] = {}
+    for node in model.graph.node:
+        key = f"{node.domain or 'ai.onnx'}::{node.op_type}"
+        op_counts[key] = op_counts.get(key, 0) + 1
+    weights = sum(
+        int(onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize) * int(_elements(t.dims))
+        for t in model.graph.initializer
+    )
+    lines = [
+        f"Session: {facts.session_name} (emulated IPU; no Poplar engine, no cycle or memory "
+        "profile)",
+        f"Device: {facts.device}",
+        f"Program: {facts.batches_per_step} batch(es) per step, replication factor "
+        f"{facts.replication_factor}, compiled as {facts.compile_mode}",
+        f"Runs since the last reset: {facts.runs}",
+        f"Graph: {len(model.graph.node)} ops, {len(model.graph.initializer)} initializers "
+        f"({weights} bytes)",
+    ]
+    lines += [f"  {op}: {count}" for op, count in sorted(op_counts.items())]
+    lines += ["Anchors:"] + [f"  {name}: {art}" for name, art in facts.anchors.items()]
+    return "\n".join(lines) + "\n"
+
+
+def serialized_graph(model: onnx.ModelProto, facts: ProgramFacts) -> bytes:
+    graph = {
+        "name": facts.session_name,
+        "compileMode": facts.compile_mode,
+        "inputs": [value.name for value in model.graph.input],
+        "outputs": [value.name for value in model.graph.output],
+        "ops": [
+            {
+                "name": node.name,
+                "type": node.op_type,
+                "domain": node.domain or "ai.onnx",
+                "inputs": list(node.input),
+                "outputs": list(node.output),
+            }
+            for node in model.graph.node
+        ],
+    }
+    return json.dumps(graph, indent=1).encode()
+
+
+class Report:
+    """Stands in for the PopVision analysis report (`pva::Report`) of the original."""
+
+    def __init__(self, summary: str, graph_json: bytes) -> None:
+        self.summary = summary
+        self.graph = json.loads(graph_json)
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def _elements(dims) -> int:
+    count = 1
+    for dim in dims:
+        count *= dim
+    return count

@@ -1,0 +1,665 @@
+"""What every PopART session does: model, data flow, device, weights, runs, files, reports.
+
+A session is created from an ONNX model, a DataFlow, a device and options. Creating it
+checks and lowers the model (`lowering/`), checks the options against the device and the
+model, and plans the inputs and anchors. `prepareDevice` puts the weights and the random
+seed on the device's host device and compiles the program (`step_program.py`), which
+`run` calls once per step: `batchesPerStep` batches read from the step IO, anchors written
+back in the shapes of their return types (`anchors.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import difflib
+import json
+import logging
+import os
+from typing import Any
+
+import numpy as np
+import onnx
+import tensorflow as tf
+
+from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.popart import reserved_names
+from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.builder.tensor_info import TensorInfo
+from openipu._src.popart.dataflow import DataFlow
+from openipu._src.popart.devices.device_info import DeviceInfo
+from openipu._src.popart.devices.enums import DeviceConnectionType, DeviceType
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.lowering import lower_model
+from openipu._src.popart.options.enums import SyntheticDataMode
+from openipu._src.popart.options.patterns import Patterns
+from openipu._src.popart.options.session_options import SessionOptions
+from openipu._src.popart.options.typed_fields import check_instance
+from openipu._src.popart.session import executable_file, model_writer, option_rules, reports
+from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.ir import Ir
+from openipu._src.popart.session.model_source import read_model
+from openipu._src.popart.session.random_state import RandomState, rng_state_size
+from openipu._src.popart.session.step_program import ProgramSpec, build_program
+from openipu._src.popart.session.stepio import InputPlan, StepIO
+from openipu._src.popart.session.tensor_types import TensorTypes, input_signatures
+from openipu._src.popart.session.weights import WeightStore
+from openipu._src.popart.session.weights_io import PyWeightsIO
+
+logger = logging.getLogger("popart.session")
+
+# The programs a session can run by handle (`run(programHandle, stepio)`); "" is the main one.
+_MAIN_PROGRAM = ""
+_FORWARD_ONLY_PROGRAM = "implicitPipeliningFwdOnly"
+
+
+class SessionCore:
+    """The members that inference and training sessions share."""
+
+    _training = False
+    _default_name = "session"
+
+    def __init__(
+        self,
+        fnModel: Any,  # noqa: N803 - the original's argument names
+        dataFlow: DataFlow,  # noqa: N803
+        deviceInfo: DeviceInfo,  # noqa: N803
+        inputShapeInfo: InputShapeInfo | None = None,  # noqa: N803
+        patterns: Patterns | None = None,
+        userOptions: SessionOptions | None = None,  # noqa: N803
+        name: str | None = None,
+    ) -> None:
+        kind = type(self).__name__
+        name = self._default_name if name is None else name
+        if deviceInfo is None:
+            raise popart_exception(f"Must pass a valid deviceInfo to {kind}")
+        self._device = check_instance(deviceInfo, DeviceInfo, f"{kind} deviceInfo")
+        self._data_flow = copy.deepcopy(check_instance(dataFlow, DataFlow, f"{kind} dataFlow"))
+        shape_info = check_instance(
+            InputShapeInfo() if inputShapeInfo is None else inputShapeInfo,
+            InputShapeInfo,
+            f"{kind} inputShapeInfo",
+        )
+        self._shape_info = copy.deepcopy(shape_info)
+        self._patterns = copy.deepcopy(
+            check_instance(
+                Patterns() if patterns is None else patterns, Patterns, f"{kind} patterns"
+            )
+        )
+        self._options = copy.deepcopy(
+            check_instance(
+                SessionOptions() if userOptions is None else userOptions,
+                SessionOptions,
+                f"{kind} userOptions",
+            )
+        )
+        self._name = check_instance(name, str, f"{kind} name")
+
+        source = read_model(fnModel)
+        self._model = source.model
+        self._external_locations = source.external_locations
+        self._model_directory = (
+            os.path.dirname(os.path.abspath(os.fspath(fnModel)))
+            if isinstance(fnModel, (str, os.PathLike))
+            else os.getcwd()
+        )
+        self._check_options()
+        self._lowered = lower_model(self._model)
+        self._input_signatures = input_signatures(self._lowered, self._shape_info)
+        self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
+        self._inputs = self._plan_inputs()
+        self._anchors = self._plan_anchors()
+        self._weights = WeightStore(self._lowered.initializers)
+        spec = self._device.spec
+        self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
+        self._spec = self._program_spec()
+        self._program = None
+        self._prepared = False
+        self._engine_loaded = False
+        self._weights_from_host_called = False
+        self._host_weights_in_sync = False
+        self._loaded_executable: str | None = None
+        self._facts = reports.ProgramFacts(
+            session_name=self._name,
+            device=str(self._device),
+            batches_per_step=self._data_flow.batchesPerStep(),
+            replication_factor=self.replicationFactor,
+            anchors={plan.tensor_id: repr(plan.art) for plan in self._anchors},
+        )
+
+    # -- construction ------------------------------------------------------------------------
+
+    def _check_options(self) -> None:
+        option_rules.check_options(self._options, self._device, self._data_flow, self._model)
+        if not self._training:
+            option_rules.check_inference_options(self._options)
+        self._patterns.ensureMandatoryPatternsEnabled()
+
+    def _plan_inputs(self) -> list[InputPlan]:
+        broadcast = self._broadcast_inputs()
+        return [
+            InputPlan(
+                tensor_id,
+                info,
+                self._data_flow.batchesPerStep(),
+                self.replicationFactor,
+                tensor_id in broadcast,
+            )
+            for tensor_id, info in self._input_signatures.items()
+        ]
+
+    def _broadcast_inputs(self) -> set[str]:
+        """Inputs the builder marked `ReplicatedStreamMode.Broadcast` (model metadata)."""
+        broadcast = set()
+        prefix = annotation_names.INPUT_SETTINGS_PREFIX
+        for entry in self._model.metadata_props:
+            if entry.key.startswith(prefix):
+                settings = json.loads(entry.value or "{}")
+                if settings.get("replicatedStreamMode") == "Broadcast":
+                    broadcast.add(entry.key[len(prefix) :])
+        return broadcast
+
+    def _plan_anchors(self) -> list[AnchorPlan]:
+        anchor_ids = self._data_flow.anchors()
+        if not anchor_ids and not self._training:
+            raise popart_exception("User must specify an anchor tensor when doing inference.")
+        known = self._lowered.tensor_names()
+        for tensor_id in anchor_ids:
+            if tensor_id not in known:
+                raise popart_exception(self._unknown_anchor(tensor_id, known))
+        infos = self._types.resolve(anchor_ids)
+        return [
+            AnchorPlan(
+                tensor_id,
+                self._data_flow.art(tensor_id),
+                infos[tensor_id],
+                self._data_flow.batchesPerStep(),
+                self.accumulationFactor,
+                self.replicationFactor,
+            )
+            for tensor_id in anchor_ids
+        ]
+
+    def _unknown_anchor(self, tensor_id: str, known: list[str]) -> str:
+        if tensor_id.startswith(reserved_names.reservedGradientPrefix()) and not self._training:
+            return (
+                f"Anchor tensor '{tensor_id}' is a gradient: only a TrainingSession computes "
+                "gradients"
+            )
+        close = difflib.get_close_matches(tensor_id, known, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        return f"Anchor tensor '{tensor_id}' is not a tensor of the model.{hint}"
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def dataFlow(self) -> DataFlow:  # noqa: N802 - the original's names
+        return copy.deepcopy(self._data_flow)
+
+    @property
+    def replicationFactor(self) -> int:  # noqa: N802
+        return self._options.getReplicationFactor()
+
+    @property
+    def accumulationFactor(self) -> int:  # noqa: N802
+        return self._options.getAccumulationFactor()
+
+    # -- preparing the device ----------------------------------------------------------------
+
+    def prepareDevice(self, loadEngine: bool = True, err: Any = None) -> None:  # noqa: N802, N803
+        """Puts the weights on the device and compiles the program."""
+        check_instance(loadEngine, bool, "prepareDevice loadEngine")
+        if self._prepared:
+            return
+        if self._options.compileEngine:
+            self._weights.place_on(self._device.host_device())
+            self._random.place_on(self._device.host_device())
+            if self.replicationFactor == 1:
+                self._program = build_program(
+                    self._spec, self._weights.program_values, self._random
+                )
+                self._compile()
+            if self._can_execute():
+                self._device.ensure_attached_for("run the session")
+        self._prepared = True
+        self._engine_loaded = loadEngine and self._program is not None
+
+    def _program_spec(self) -> ProgramSpec:
+        return ProgramSpec(
+            lowered=self._lowered,
+            inputs=self._inputs,
+            anchors=self._anchors,
+            batches_per_step=self._data_flow.batchesPerStep(),
+            synthetic_data=self._options.syntheticDataMode,
+            host_device=self._device.host_device(),
+            ipu_ordinal=self._device.ipu_ordinal(),
+            compile_mode=self._compile_mode(),
+            name=self._name,
+        )
+
+    def _compile_mode(self) -> CompileMode | None:
+        """XLA: measured faster for whole models on this CPU, convolutional ones included.
+
+        The engine's policy runs regions with convolutions as TensorFlow graphs (for a few
+        convolutions inside a larger program XLA is slower); a session's program is the whole
+        model, and `benchmarks/popart_inference.py` measured XLA ahead on the MLP (1.15x), the
+        CNNs (1.03-1.09x) and the transformer block (1.35x). Ops XLA cannot compile still make
+        the program a graph, and so does a failure to compile (see `_compile`).
+        """
+        return CompileMode.XLA
+
+    def _compile(self) -> None:
+        """Traces and compiles the program with a first run on zeros (not seen by the user).
+
+        A program XLA cannot compile (a shape that depends on a streamed value) is rebuilt to
+        run as a TensorFlow graph, as the engine does for ops XLA has no kernel for.
+        """
+        seed = self._random.seed
+        try:
+            self._warm_up()
+        except tf.errors.OpError as error:
+            if self._program.compiled_mode is not CompileMode.XLA:
+                # Zeros are not valid data for every model: the first real run will tell.
+                logger.debug("Compiling %s on zeros failed: %s", self._name, error.message)
+            else:
+                logger.info("XLA cannot compile %s (%s): it runs as a TensorFlow graph",
+                            self._name, error.message.splitlines()[0])  # fmt: skip
+                self._spec = dataclasses.replace(self._spec, compile_mode=CompileMode.GRAPH)
+                self._program = build_program(
+                    self._spec, self._weights.program_values, self._random
+                )
+                with contextlib.suppress(tf.errors.OpError):
+                    self._warm_up()
+        finally:
+            self._random.seed = seed
+        self._facts.compile_mode = self._compiled_mode_name()
+
+    def _warm_up(self) -> None:
+        self._program(self._zero_inputs())
+
+    def _zero_inputs(self) -> dict[str, tf.Tensor]:
+        if self._options.syntheticDataMode is not SyntheticDataMode.Off:
+            return {}
+        return {
+            plan.tensor_id: tf.zeros(plan.stacked_shape, plan.signature.dtype)
+            for plan in self._inputs
+        }
+
+    def _compiled_mode_name(self) -> str:
+        mode = self._program.compiled_mode if self._program is not None else None
+        return {
+            CompileMode.XLA: "one XLA computation",
+            CompileMode.GRAPH: "a TensorFlow graph",
+        }.get(mode, "not compiled yet")
+
+    def _can_execute(self) -> bool:
+        return (
+            self._device.type is not DeviceType.OfflineIpu
+            and self._device.connectionType is not DeviceConnectionType.Never
+        )
+
+    def _require_prepared(self, what: str) -> None:
+        if not self._prepared:
+            raise popart_exception(f"{what} may only be called after prepareDevice()")
+
+    def loadEngineAndConnectStreams(self) -> None:  # noqa: N802
+        self._require_prepared("loadEngineAndConnectStreams")
+        self._engine_loaded = True
+
+    def setEngineIsLoaded(self, isLoaded: bool) -> None:  # noqa: N802, N803
+        self._engine_loaded = check_instance(isLoaded, bool, "setEngineIsLoaded isLoaded")
+
+    # -- running -------------------------------------------------------------------------
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """`run(stepio, debugName='')` or `run(programHandle, stepio, debugName='')`."""
+        handle, stepio, debug_name = _run_arguments(args, kwargs)
+        self._require_prepared("run")
+        if not self._options.compileEngine:
+            raise popart_exception(
+                "SessionOptions.compileEngine is False: the graph was built but not compiled, "
+                "so nothing can run or be transferred to the device"
+            )
+        self._device.ensure_attached_for("run the session")
+        if self.replicationFactor > 1:
+            raise popart_exception(
+                f"Replicated execution is not available yet: this session has "
+                f"{self.replicationFactor} replicas (SessionOptions.replicatedGraphCount). "
+                "Options, checks and anchor shapes of replicated sessions work; running them "
+                "needs the engine's replicas, which are still to come"
+            )
+        if handle not in (_MAIN_PROGRAM, _FORWARD_ONLY_PROGRAM) or (
+            handle == _FORWARD_ONLY_PROGRAM
+            and not self._options.createImplicitPipeliningFwdOnlyProgram
+        ):
+            raise popart_exception(
+                f"Unknown program handle {handle!r}: this session has the main program ('')"
+            )
+        check_instance(stepio, StepIO, "run stepio (a PyStepIO or PyStepIOCallback)")
+        logger.debug("run %s %s", self._name, debug_name)
+        synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
+        stacked = {} if synthetic else self._stacked_inputs(stepio)
+        outputs = self._program(stacked)
+        self._facts.runs += 1
+        self._facts.compile_mode = self._compiled_mode_name()
+        self._engine_loaded = True
+        if not synthetic:
+            stepio.write_anchors(self._anchors, self._anchor_values(outputs))
+
+    def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
+        arrays = stepio.read_inputs(self._inputs)
+        return {
+            plan.tensor_id: tf.constant(arrays[plan.tensor_id], plan.signature.dtype)
+            for plan in self._inputs
+        }
+
+    def _anchor_values(self, outputs: dict[str, tf.Tensor] | None) -> dict[str, np.ndarray]:
+        outputs = outputs or {}
+        values = {}
+        for plan in self._anchors:
+            if plan.tensor_id not in outputs:  # no elements: nothing came from the device
+                batches = [self._data_flow.batchesPerStep(), *plan.signature.shape]
+                values[plan.tensor_id] = plan.from_steps(np.zeros(batches, plan.dtype))
+                continue
+            value = outputs[plan.tensor_id].numpy().astype(plan.dtype, copy=False)
+            stacked = value[None] if self._spec.returns_last_batch_only else value
+            if stacked.shape[1:] != plan.signature.shape or not _same_kind(stacked, plan):
+                raise popart_exception(
+                    f"Anchor '{plan.tensor_id}' came back as {stacked.dtype} "
+                    f"{list(stacked.shape[1:])}, but its type is {plan.signature} (the "
+                    "model's declared output type does not match what its ops compute)"
+                )
+            values[plan.tensor_id] = plan.from_steps(stacked)
+        return values
+
+    def initAnchorArrays(self) -> dict[str, np.ndarray]:  # noqa: N802
+        """One empty array per anchor, in its host shape and type."""
+        return {plan.tensor_id: plan.empty_array() for plan in self._anchors}
+
+    # -- weights -----------------------------------------------------------------------------
+
+    def weightsFromHost(self) -> None:  # noqa: N802
+        self._require_device_weights("weightsFromHost")
+        self._weights.to_device()
+        self._weights_from_host_called = True
+        self._host_weights_in_sync = False
+
+    def weightsToHost(self) -> None:  # noqa: N802
+        self._require_device_weights("weightsToHost")
+        self._weights.from_device()
+        self._host_weights_in_sync = True
+
+    def readWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
+        self._weights.read_into(check_instance(weightsIo, PyWeightsIO, "readWeights weightsIo"))
+
+    def writeWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
+        check_instance(weightsIo, PyWeightsIO, "writeWeights weightsIo")
+        self._refuse_if_constant_weights("writeWeights")
+        if not self._weights_from_host_called:
+            raise popart_exception("writeWeights may only be called after weightsFromHost()")
+        self._weights.write_from(weightsIo)
+
+    def resetHostWeights(  # noqa: N802
+        self,
+        modelProtoOrFilename: Any,  # noqa: N803
+        ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False,  # noqa: N803
+    ) -> None:
+        self._refuse_if_constant_weights("resetHostWeights")
+        model = read_model(modelProtoOrFilename).model
+        if _structure(model) != _structure(self._model):
+            raise popart_exception(
+                "resetHostWeights: the model differs from the session's model in more than its "
+                "weights (only weight values may differ)"
+            )
+        self._weights.reset_from_model(model, ignoreWeightsInModelWithoutCorrespondingHostWeight)
+
+    def _refuse_if_constant_weights(self, what: str) -> None:
+        if not self._training and self._options.constantWeights:
+            raise popart_exception(
+                f"Cannot call {what} when constantWeights is set: the weights of this inference "
+                "session are constants. Create it with SessionOptions.constantWeights = False "
+                "to change them"
+            )
+
+    def _require_device_weights(self, what: str) -> None:
+        self._require_prepared(what)
+        if not self._options.compileEngine:
+            raise popart_exception(
+                f"{what}: SessionOptions.compileEngine is False, so nothing can be transferred"
+            )
+
+    def modelToHost(self, fn: str) -> None:  # noqa: N802
+        """Writes the model with the device's current weights to an ONNX file."""
+        weights = self._weights.current()
+        model = model_writer.model_with_weights(self._model, weights)
+        model_writer.write_model(os.fspath(fn), model, self._external_locations)
+
+    def updateExternallySavedTensorLocations(self, fromLocation: str, toLocation: str) -> None:  # noqa: N802, N803
+        moved = [name for name, loc in self._external_locations.items() if loc == fromLocation]
+        if not moved:
+            raise popart_exception(
+                f"updateExternallySavedTensorLocations: no initializer is saved externally at "
+                f"'{fromLocation}' (locations: {sorted(set(self._external_locations.values()))})"
+            )
+        if not os.path.exists(os.path.join(self._model_directory, fromLocation)):
+            raise popart_exception(
+                f"updateExternallySavedTensorLocations: '{fromLocation}' does not exist"
+            )
+        target = os.path.join(self._model_directory, toLocation)
+        if os.path.exists(target):
+            raise popart_exception(
+                f"updateExternallySavedTensorLocations: '{toLocation}' already exists"
+            )
+        current = model_writer.model_with_weights(self._model, self._weights.current())
+        tensors = [t for t in current.graph.initializer if t.name in moved]
+        model_writer.write_tensor_data(target, tensors)
+        for name in moved:
+            self._external_locations[name] = toLocation
+
+    # -- host weights sync flags -------------------------------------------------------------
+
+    def areHostWeightsInSync(self) -> bool:  # noqa: N802
+        return self._host_weights_in_sync
+
+    def markHostWeightsInSync(self) -> None:  # noqa: N802
+        self._host_weights_in_sync = True
+
+    def markHostWeightsOutOfSync(self) -> None:  # noqa: N802
+        self._host_weights_in_sync = False
+
+    def copyDeviceWeightsToHost(self) -> None:  # noqa: N802
+        """Device -> host stream buffers -> host tensor data (skipped when already in sync)."""
+        self._require_device_weights("copyDeviceWeightsToHost")
+        if not self._host_weights_in_sync:
+            self._weights.from_device()
+        self._weights.host.update({name: v.numpy() for name, v in self._weights.device.items()})
+        self._host_weights_in_sync = True
+
+    # -- tensors -------------------------------------------------------------------------
+
+    def getInfo(self, tensorId: str) -> TensorInfo:  # noqa: N802, N803
+        if tensorId not in self._lowered.tensor_names():
+            raise popart_exception(f"No tensor '{tensorId}' in the session's graph")
+        return self._types.get(tensorId).tensor_info()
+
+    def getAllTensorIds(self) -> set[str]:  # noqa: N802
+        self._require_prepared("getAllTensorIds")
+        return set(self._lowered.tensor_names())
+
+    def getTensorIds(self) -> set[str]:  # noqa: N802
+        self._require_prepared("getTensorIds")
+        return set(self._lowered.tensor_names())
+
+    def getIr(self) -> Ir:  # noqa: N802
+        return Ir(
+            copy.deepcopy(self._model),
+            copy.deepcopy(self._data_flow),
+            copy.deepcopy(self._options),
+            copy.deepcopy(self._shape_info),
+            copy.deepcopy(self._patterns),
+            tuple(self._lowered.tensor_names()),
+        )
+
+    def checkInplacingAmbiguity(self) -> None:  # noqa: N802
+        """Nothing is done in place on an emulated IPU, so nothing is ambiguous."""
+
+    def updateEngineCache(self) -> None:  # noqa: N802
+        """There is no Poplar engine cache to refresh."""
+
+    # -- random state ----------------------------------------------------------------------
+
+    def getRandomSeed(self) -> int:  # noqa: N802
+        return self._random.seed
+
+    def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
+        self._random.seed = seedValue
+
+    def getRNGState(self) -> list[int]:  # noqa: N802
+        self._require_rng_state("getRNGState")
+        return self._random.rng_state
+
+    def setRNGState(self, rngValue: list[int]) -> None:  # noqa: N802, N803
+        self._require_rng_state("setRNGState")
+        self._random.rng_state = rngValue
+
+    def _require_rng_state(self, what: str) -> None:
+        if not self._options.enableLoadAndOffloadRNGState:
+            raise popart_exception(
+                f"{what} needs SessionOptions.enableLoadAndOffloadRNGState = True"
+            )
+        self._require_prepared(what)
+
+    def getCycleCount(self, id: str = "") -> int:  # noqa: A002, N802 - the original's names
+        if not self._options.instrumentWithHardwareCycleCounter:
+            raise popart_exception(
+                "getCycleCount needs SessionOptions.instrumentWithHardwareCycleCounter = True"
+            )
+        self._require_prepared("getCycleCount")
+        if self._facts.runs == 0:
+            raise popart_exception("getCycleCount: the session has not run yet")
+        raise popart_exception(
+            "getCycleCount: cycle counts are not available on emulated IPUs: openipu has no "
+            "cost model of the IPU yet, so it cannot count (or estimate) device cycles"
+        )
+
+    # -- reports -------------------------------------------------------------------------
+
+    def getSummaryReport(self, resetProfile: bool = True) -> str:  # noqa: N802, N803
+        self._require_prepared("getSummaryReport")
+        report = reports.summary_report(self._model, self._facts)
+        if resetProfile:
+            self._facts.runs = 0
+        return report
+
+    def getSerializedGraph(self) -> bytes:  # noqa: N802
+        self._require_prepared("getSerializedGraph")
+        return reports.serialized_graph(self._model, self._facts)
+
+    def getReport(self) -> reports.Report:  # noqa: N802
+        self._require_prepared("getReport")
+        return reports.Report(
+            reports.summary_report(self._model, self._facts), self.getSerializedGraph()
+        )
+
+    # -- executables ---------------------------------------------------------------------
+
+    def _fingerprint(self) -> str:
+        return executable_file.model_fingerprint(
+            self._model,
+            {
+                "batchesPerStep": self._data_flow.batchesPerStep(),
+                "anchors": [(p.tensor_id, repr(p.art)) for p in self._anchors],
+                "inputs": [(p.tensor_id, str(p.signature)) for p in self._inputs],
+                "replicationFactor": self.replicationFactor,
+                "syntheticDataMode": self._options.syntheticDataMode.name,
+            },
+        )
+
+    def compileAndExport(self, filename: str, err: Any = None) -> None:  # noqa: N802
+        """Writes an executable that `loadExecutable` of a session of the same model reads."""
+        path = executable_file.resolve_path(filename, executable_file.EXECUTABLE_FILE_NAME)
+        self._write_executable(path, with_model=True, with_variables=True)
+
+    def saveExecutable(  # noqa: N802
+        self,
+        path: str,
+        savePopartMetadata: bool = True,  # noqa: N803
+        saveVariables: bool = True,  # noqa: N803
+    ) -> None:
+        self._require_prepared("saveExecutable")
+        target = executable_file.resolve_path(path, executable_file.EXECUTABLE_FILE_NAME)
+        self._write_executable(target, with_model=savePopartMetadata, with_variables=saveVariables)
+
+    def saveVariables(self, path: str) -> None:  # noqa: N802
+        self._require_prepared("saveVariables")
+        target = executable_file.resolve_path(path, executable_file.VARIABLES_FILE_NAME)
+        artifact = executable_file.SessionArtifact(
+            "variables", self._fingerprint(), self._name, variables=self._weight_values()
+        )
+        executable_file.write_artifact(target, artifact)
+
+    def _weight_values(self) -> dict[str, np.ndarray]:
+        current = self._weights.current()
+        return {name: current[name] for name in self._weights.weight_ids}
+
+    def _write_executable(self, path: str, with_model: bool, with_variables: bool) -> None:
+        model = None
+        if with_model:
+            model = model_writer.model_with_weights(self._model, self._weights.current())
+        artifact = executable_file.SessionArtifact(
+            "executable",
+            self._fingerprint(),
+            self._name,
+            model=None if model is None else model.SerializeToString(),
+            variables=self._weight_values() if with_variables else {},
+        )
+        executable_file.write_artifact(path, artifact)
+
+    def loadExecutable(self, filename: str) -> None:  # noqa: N802
+        """Uses an executable written for this model; call it before prepareDevice."""
+        if self._prepared:
+            raise popart_exception("loadExecutable must be called before prepareDevice()")
+        artifact = executable_file.read_artifact(filename)
+        if artifact.kind != "executable":
+            raise popart_exception(
+                f"{filename} holds {artifact.kind} (saveVariables), not an executable"
+            )
+        if artifact.fingerprint != self._fingerprint():
+            raise popart_exception(
+                f"The executable in {filename} was compiled for another model or other settings "
+                f"(session '{artifact.name}'), not for this session"
+            )
+        if artifact.variables:
+            self._weights.write_from(PyWeightsIO(artifact.variables))
+        self._loaded_executable = os.fspath(filename)
+
+
+def _same_kind(value: np.ndarray, plan: AnchorPlan) -> bool:
+    if plan.dtype == np.dtype(object):
+        return value.dtype.kind in "OSU"
+    return value.dtype == plan.dtype
+
+
+def _structure(model: onnx.ModelProto) -> bytes:
+    """The model's graph without initializer values (what resetHostWeights may not change)."""
+    graph = onnx.GraphProto()
+    graph.CopyFrom(model.graph)
+    del graph.initializer[:]
+    return graph.SerializeToString(deterministic=True)
+
+
+def _run_arguments(args: tuple, kwargs: dict) -> tuple[str, Any, str]:
+    """(programHandle, stepio, debugName) from either `run` overload."""
+    if args and isinstance(args[0], str):
+        handle, rest = args[0], list(args[1:])
+    else:
+        handle, rest = kwargs.pop("programHandle", _MAIN_PROGRAM), list(args)
+    stepio = rest.pop(0) if rest else kwargs.pop("stepio", None)
+    debug_name = rest.pop(0) if rest else kwargs.pop("debugName", "")
+    if rest or kwargs:
+        raise TypeError(f"run() got unexpected arguments {rest or sorted(kwargs)}")
+    if stepio is None:
+        raise popart_exception("run needs a step IO: session.run(popart.PyStepIO(inputs, anchors))")
+    return handle, stepio, check_instance(debug_name, str, "run debugName")

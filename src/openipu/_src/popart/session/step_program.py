@@ -1,0 +1,110 @@
+"""The program a session runs: `batchesPerStep` batches of the lowered graph per call.
+
+It is an engine `LoopProgram` (the one device loop): the host passes every input of the run
+stacked along a leading `batchesPerStep` axis, the step evaluates the lowered ONNX graph for
+one batch with the weights read from their device variables, and the anchors of every batch
+come back stacked (or only the last batch's, when every anchor is `Final`).
+
+With synthetic data the step makes its own inputs (zeros or random values) and reads
+nothing from the host, as the original does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import tensorflow as tf
+
+from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.program import LoopProgram
+from openipu._src.popart.dataflow import AnchorReturnTypeId
+from openipu._src.popart.lowering import LoweredGraph
+from openipu._src.popart.lowering.tensor_utils import cast
+from openipu._src.popart.options.enums import SyntheticDataMode
+from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.random_state import RandomState
+from openipu._src.popart.session.stepio import InputPlan
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """Everything that decides the traced program."""
+
+    lowered: LoweredGraph
+    inputs: list[InputPlan]
+    anchors: list[AnchorPlan]
+    batches_per_step: int
+    synthetic_data: SyntheticDataMode
+    host_device: str
+    ipu_ordinal: int
+    compile_mode: CompileMode | None
+    name: str
+
+    @property
+    def returns_last_batch_only(self) -> bool:
+        return all(plan.art.id() is AnchorReturnTypeId.Final for plan in self.anchors)
+
+    @property
+    def device_anchors(self) -> list[AnchorPlan]:
+        """The anchors the device returns: an empty tensor's value is known without running
+        (and TensorFlow's host queues crash on empty elements)."""
+        return [plan for plan in self.anchors if plan.signature.nelms > 0]
+
+
+def build_program(
+    spec: ProgramSpec,
+    initializer_values: Callable[[], Mapping[str, tf.Tensor | tf.Variable]],
+    random_state: RandomState,
+) -> LoopProgram:
+    """`initializer_values()` gives, inside the step, the values of the initializers that are
+    not compiled in (the weights' variables)."""
+    outputs = set(spec.lowered.output_names)
+    anchor_ids = dict.fromkeys(plan.tensor_id for plan in spec.anchors)
+    fetch = [name for name in anchor_ids if name not in outputs]
+
+    def step(element):
+        seed = random_state.batch_seed()
+        if spec.synthetic_data is SyntheticDataMode.Off:
+            inputs = element
+        else:
+            inputs = _synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
+        weights = initializer_values()
+        results = spec.lowered.run(inputs, weights, training=False, seed=seed, fetch=fetch)
+        # Shapes the model declares hold even where ops leave them open (data-dependent).
+        returned = {
+            plan.tensor_id: tf.ensure_shape(
+                cast(results[plan.tensor_id], plan.signature.transfer_dtype),
+                plan.signature.shape,
+            )
+            for plan in spec.device_anchors
+        }
+        return returned or None
+
+    return LoopProgram(
+        step,
+        spec.batches_per_step,
+        device_ordinal=spec.ipu_ordinal,
+        host_device=spec.host_device,
+        outputs="last" if spec.returns_last_batch_only else "all",
+        compile_mode=spec.compile_mode,
+        name=spec.name,
+    )
+
+
+def _synthetic_inputs(
+    plans: list[InputPlan], mode: SyntheticDataMode, seed: tf.Tensor
+) -> dict[str, tf.Tensor]:
+    inputs = {}
+    for index, plan in enumerate(plans):
+        dtype = plan.signature.dtype
+        shape = plan.stacked_shape[1:]
+        input_seed = tf.random.experimental.stateless_fold_in(seed, index)
+        if mode is SyntheticDataMode.Zeros or not dtype.is_floating:
+            # Integer inputs are often indices: zeros are always valid ones.
+            inputs[plan.tensor_id] = tf.zeros(shape, dtype)
+        elif mode is SyntheticDataMode.RandomNormal:
+            inputs[plan.tensor_id] = tf.random.stateless_normal(shape, input_seed, dtype=dtype)
+        else:
+            inputs[plan.tensor_id] = tf.random.stateless_uniform(shape, input_seed, dtype=dtype)
+    return inputs

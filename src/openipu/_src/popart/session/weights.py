@@ -1,0 +1,156 @@
+"""A session's weights in their three places, as in the original.
+
+- *host* weights: the IR's tensor data, which `writeWeights` and `resetHostWeights` change;
+- *device* weights: `tf.Variable`s on the session's emulated IPU, which the program reads;
+  `weightsFromHost` copies host -> device;
+- *streamed* weights: the host stream buffers that `weightsToHost` fills from the device
+  and `readWeights` copies out of.
+
+Floating-point initializers are the weights. Other initializers (shapes, indices, tables)
+are constant data compiled into the program, as values that decide shapes must be known
+when compiling; they can be read but not written. The few constants a TensorFlow graph
+cannot embed (scalars of the float8 "fnuz" types) reach the program as float32 tensors that
+the step casts back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import tensorflow as tf
+from onnx import numpy_helper
+from tensorflow.python.framework import tensor_util
+
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.lowering.dtypes import is_narrow
+from openipu._src.popart.lowering.tensor_utils import cast
+from openipu._src.popart.session.weights_io import PyWeightsIO
+
+
+def _is_weight(array: np.ndarray) -> bool:
+    try:
+        dtype = tf.as_dtype(array.dtype)
+    except TypeError:
+        return False
+    # TensorFlow stores float8 but has no variables of it: such tensors stay constants.
+    return dtype.is_floating and not is_narrow(dtype)
+
+
+class WeightStore:
+    def __init__(self, initializers: dict[str, np.ndarray]) -> None:
+        self.host = {name: np.array(array, copy=True) for name, array in initializers.items()}
+        self.weight_ids = [name for name, array in self.host.items() if _is_weight(array)]
+        self.device: dict[str, tf.Variable] = {}
+        self.unembeddable: dict[str, tuple[tf.Tensor, tf.DType]] = {}
+        self._streamed: dict[str, np.ndarray] | None = None
+
+    # -- device copies -------------------------------------------------------------------
+
+    def place_on(self, host_device: str) -> None:
+        with tf.init_scope(), tf.device(host_device):
+            self.device = {
+                name: tf.Variable(self.host[name], trainable=False, name=_variable_name(name))
+                for name in self.weight_ids
+            }
+            self.unembeddable = {
+                name: (tf.constant(array.astype(np.float32)), tf.as_dtype(array.dtype))
+                for name, array in self.host.items()
+                if name not in self.device and not _embeddable(array)
+            }
+
+    def program_values(self) -> dict[str, tf.Tensor | tf.Variable]:
+        """Inside a step: what the program reads for initializers (others are compiled in)."""
+        values: dict[str, tf.Tensor | tf.Variable] = dict(self.device)
+        for name, (wide, dtype) in self.unembeddable.items():
+            values[name] = cast(wide, dtype)
+        return values
+
+    def to_device(self) -> None:
+        for name, variable in self.device.items():
+            variable.assign(self.host[name])
+
+    def from_device(self) -> None:
+        streamed = {name: np.array(array, copy=True) for name, array in self.host.items()}
+        streamed.update({name: variable.numpy() for name, variable in self.device.items()})
+        self._streamed = streamed
+
+    def current(self) -> dict[str, np.ndarray]:
+        """The weights the program uses now (the device's once it has them)."""
+        values = dict(self.host)
+        values.update({name: variable.numpy() for name, variable in self.device.items()})
+        return values
+
+    # -- user arrays ---------------------------------------------------------------------
+
+    def read_into(self, weights_io: PyWeightsIO) -> None:
+        if self._streamed is None:
+            raise popart_exception(
+                "readWeights may only be called after weightsToHost(): the host stream "
+                "buffers are empty"
+            )
+        for name in weights_io.weightIds():
+            value = self._streamed.get(name)
+            if value is None:
+                raise popart_exception(self._not_a_weight(name, "readWeights"))
+            target = weights_io.array(name)
+            self._check_array(name, target, value, "readWeights")
+            target[...] = value.reshape(target.shape)
+
+    def write_from(self, weights_io: PyWeightsIO) -> None:
+        for name in weights_io.weightIds():
+            if name not in self.host:
+                raise popart_exception(self._not_a_weight(name, "writeWeights"))
+            if name not in self.weight_ids:
+                raise popart_exception(
+                    f"writeWeights: '{name}' ({self.host[name].dtype}) is constant data compiled "
+                    "into the program, not a weight: it cannot be written"
+                )
+            source = weights_io.array(name)
+            self._check_array(name, source, self.host[name], "writeWeights")
+        for name in weights_io.weightIds():
+            self.host[name] = np.array(weights_io.array(name)).reshape(self.host[name].shape)
+
+    def reset_from_model(self, model: onnx.ModelProto, ignore_unknown: bool) -> None:
+        updates = {}
+        for tensor in model.graph.initializer:
+            if tensor.name not in self.host:
+                if ignore_unknown:
+                    continue
+                raise popart_exception(
+                    f"resetWeights, no tensor '{tensor.name}' in tensors (pass "
+                    "ignoreWeightsInModelWithoutCorrespondingHostWeight=True to skip it)"
+                )
+            value = numpy_helper.to_array(tensor)
+            known = self.host[tensor.name]
+            if value.shape != known.shape or value.dtype != known.dtype:
+                raise popart_exception(
+                    f"resetHostWeights: the TensorInfo of '{tensor.name}' in the model "
+                    f"({value.dtype} {list(value.shape)}) does not match the session's "
+                    f"({known.dtype} {list(known.shape)})"
+                )
+            updates[tensor.name] = value
+        self.host.update(updates)
+
+    def _check_array(self, name: str, given: np.ndarray, weight: np.ndarray, what: str) -> None:
+        if given.size != weight.size or given.dtype != weight.dtype:
+            raise popart_exception(
+                f"{what}: the array for '{name}' has dtype {given.dtype} and shape "
+                f"{list(given.shape)}, but the weight is {weight.dtype} {list(weight.shape)}"
+            )
+
+    def _not_a_weight(self, name: str, what: str) -> str:
+        return f"{what}: no weight '{name}' in the session (weights: {sorted(self.host)})"
+
+
+def _embeddable(array: np.ndarray) -> bool:
+    try:
+        tensor_util.make_tensor_proto(array)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _variable_name(tensor_id: str) -> str:
+    # TensorFlow variable names allow fewer characters than ONNX tensor ids.
+    cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in tensor_id)
+    return cleaned.lstrip("_.-") or "weight"

@@ -1,0 +1,109 @@
+"""Patterns, popart.getLogger, the reserved tensor-name prefixes and the public modules."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pathlib
+
+import pytest
+
+import popart
+
+
+def test_pattern_levels():
+    assert popart.Patterns().isPatternEnabled("InPlace")  # Default level
+    none = popart.Patterns(popart.PatternsLevel.NoPatterns)
+    assert not none.isPatternEnabled("InPlace") and not none.isPatternEnabled("MatMulOp")
+    minimal = popart.Patterns(popart.PatternsLevel.Minimal)
+    assert minimal.isPatternEnabled("MatMulOp") and not minimal.isPatternEnabled("InPlace")
+    every = popart.Patterns(popart.PatternsLevel.All)
+    assert every.isPatternEnabled("TanToSinOverCos")
+    assert not popart.Patterns().isPatternEnabled("TanToSinOverCos")
+
+
+def test_named_patterns_and_properties():
+    patterns = popart.Patterns(["PreUniRepl", "InPlace"])
+    assert patterns.PreUniRepl and patterns.InPlace and not patterns.MatMulOp
+    assert patterns.enablePattern("MatMulOp", True) is patterns
+    assert patterns.MatMulOp
+    patterns.InPlace = False
+    assert not patterns.isPatternEnabled("InPlace")
+
+
+def test_unknown_patterns_suggest_a_name():
+    with pytest.raises(
+        popart.popart_exception, match="Unknown pattern Inplace, did you mean InPlace"
+    ):
+        popart.Patterns(["Inplace"])
+    with pytest.raises(popart.popart_exception, match="Unknown pattern Nothing"):
+        popart.Patterns().isPatternEnabled("Nothing")
+    with pytest.raises(TypeError, match="PatternsLevel or a list"):
+        popart.Patterns("Default")
+    with pytest.raises(TypeError, match="enable must be bool"):
+        popart.Patterns().enablePattern("InPlace", 1)
+
+
+def test_mandatory_patterns_check_follows_runtime_asserts():
+    patterns = popart.Patterns().enablePattern("MatMulOp", False)
+    with pytest.raises(popart.popart_exception, match="MatMulOp"):
+        patterns.ensureMandatoryPatternsEnabled()
+    patterns.enableRuntimeAsserts(False).ensureMandatoryPatternsEnabled()
+
+
+def test_logger_levels():
+    logger = popart.getLogger()
+    logger.setLevel("DEBUG")
+    assert logging.getLogger("popart").level == logging.DEBUG
+    popart.getLogger("session").setLevel("off")
+    assert logging.getLogger("popart.session").level > logging.CRITICAL
+    with pytest.raises(popart.popart_exception, match="Unknown log level 'LOUD'"):
+        logger.setLevel("LOUD")
+    logger.setLevel("WARN")
+
+
+def test_reserved_prefixes():
+    assert popart.reservedGradientPrefix() == "Gradient___"
+    assert popart.reservedUpdatedVarPrefix() == "UpdatedVar___"
+    assert popart.reservedAccl1Prefix() == "Accl1___"
+    assert popart.reservedStepPrefix() == "Step___"
+    assert popart.reservedLossScalingPrefix() == "lossScaling_"
+    assert popart.reservedRandomSeedPrefix() == "randomSeed___"
+    assert "Gradient___" in popart.reservedPrefixes()
+
+
+def test_exceptions():
+    assert issubclass(popart.OutOfMemoryException, popart.popart_exception)
+    assert issubclass(popart.popart_runtime_error, popart.popart_exception)
+    assert issubclass(popart.popart_exception, RuntimeError)
+
+
+def test_builder_and_tensorinfo_modules_import():
+    builder = importlib.import_module("popart.builder")
+    tensorinfo = importlib.import_module("popart.tensorinfo")
+    assert builder.Builder is popart.Builder and builder is popart.builder
+    assert tensorinfo.TensorInfo is popart.TensorInfo and tensorinfo is popart.tensorinfo
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "InferenceSession", "SessionOptions", "DataFlow", "AnchorReturnType", "AnchorReturnTypeId",
+        "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "DeviceManager",
+        "DeviceInfo", "DeviceType", "DeviceConnectionType", "SyncPattern",
+        "DeviceSelectionCriterion", "Patterns", "PatternsLevel", "SyntheticDataMode",
+        "VirtualGraphMode", "RecomputationType", "MergeVarUpdateType", "TensorLocation",
+        "TensorLocationSettings", "TensorStorage", "TileSet", "ExchangeStrategy", "InputSettings",
+        "ReplicatedStreamMode", "CommGroup", "VariableSettings", "VariableRetrievalMode",
+        "getLogger", "reservedGradientPrefix", "OutOfMemoryException",
+    ],
+)  # fmt: skip
+def test_public_names(name):
+    assert getattr(popart, name) is not None
+
+
+def test_public_modules_only_reexport():
+    root = pathlib.Path(popart.__file__).parent
+    for path in root.glob("*.py"):
+        for line in path.read_text().splitlines():
+            assert not line.startswith(("def ", "class ")), f"{path.name} defines {line!r}"
