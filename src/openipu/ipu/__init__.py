@@ -19,6 +19,7 @@ _SUBMODULES = frozenset(
         "dataset_benchmark",
         "distributed",
         "gradient_accumulation",
+        "horovod",
         "ipu_compiler",
         "ipu_estimator",
         "ipu_infeed_queue",

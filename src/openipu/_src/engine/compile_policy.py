@@ -57,6 +57,29 @@ _IGNORED = frozenset(
 )
 
 
+# Collectives between processes (multi-worker strategies). XLA has kernels for some, but
+# they would reduce within the compiled program only; as an IPU program moves its
+# inter-host all-reduce to the host, a region holding one runs as a graph.
+_BETWEEN_PROCESSES = frozenset(
+    {
+        "CollectiveReduce",
+        "CollectiveReduceV2",
+        "CollectiveReduceV3",
+        "CollectiveGather",
+        "CollectiveGatherV2",
+        "CollectiveBcastSend",
+        "CollectiveBcastRecv",
+        "CollectiveBcastSendV2",
+        "CollectiveBcastRecvV2",
+        "CollectiveAllToAllV2",
+        "CollectiveAllToAllV3",
+        "CollectiveReduceScatterV2",
+        "CollectiveAssignGroupV2",
+        "CollectiveInitializeCommunicator",
+    }
+)
+
+
 class CompileMode(enum.Enum):
     XLA = "xla"
     GRAPH = "graph"
@@ -92,7 +115,7 @@ def choose_mode(
     """
     op_types = _op_types_with_called_functions(graph, operations)
     forced = forced_mode() or requested
-    unsupported = op_types - xla_op_types() - _IGNORED
+    unsupported = (op_types - xla_op_types() - _IGNORED) | (op_types & _BETWEEN_PROCESSES)
     if unsupported:
         return CompileMode.GRAPH
     if forced is not None:
@@ -104,7 +127,8 @@ def choose_mode(
 
 def unsupported_by_xla(graph: ops.Graph, operations: Iterable[ops.Operation]) -> set[str]:
     """The op types in `operations` (and the functions they call) that XLA cannot compile."""
-    return set(_op_types_with_called_functions(graph, operations) - xla_op_types() - _IGNORED)
+    op_types = _op_types_with_called_functions(graph, operations)
+    return set((op_types - xla_op_types() - _IGNORED) | (op_types & _BETWEEN_PROCESSES))
 
 
 def _op_types_with_called_functions(

@@ -21,7 +21,7 @@ import tensorflow as tf
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.util import nest
 
-from openipu._src.engine import thread_state
+from openipu._src.engine import replication, thread_state
 
 
 def in_replicated_replica_context() -> bool:
@@ -51,7 +51,7 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
             source = (
                 _ReplicaAxisBuffer(strategy, per_replica_buffer)
                 if device_buffer is not None
-                else _InterleavedInfeed(infeed, strategy.num_replicas_in_sync)
+                else _InterleavedInfeed(infeed, replication.local_replica_count(strategy))
                 if infeed is not None
                 else None
             )
@@ -90,7 +90,7 @@ def _shared_while(
 ):
     from openipu._src.engine import device_loop
 
-    replicas = strategy.num_replicas_in_sync
+    replicas = replication.local_replica_count(strategy)
     count = len(per_replica_carried)
     flat_inputs = [c for value in per_replica_carried for c in _local_values(strategy, value)]
     source = _InterleavedInfeed(infeed, replicas) if infeed is not None else None
@@ -152,7 +152,7 @@ def _as_list(values) -> list:
 def _shared_repeat(strategy, n, body, per_replica_carried, source, build_loop):
     from openipu._src.engine import device_loop
 
-    replicas = strategy.num_replicas_in_sync
+    replicas = replication.local_replica_count(strategy)
     count = len(per_replica_carried)
     flat_inputs = [c for value in per_replica_carried for c in _local_values(strategy, value)]
 
@@ -193,7 +193,7 @@ def _local_values(strategy, value) -> list[tf.Tensor]:
     """One tensor per replica (a value every replica passed alike is repeated)."""
     if isinstance(value, distribute_values.DistributedValues):
         return [tf.convert_to_tensor(v) for v in strategy.experimental_local_results(value)]
-    return [tf.convert_to_tensor(value)] * strategy.num_replicas_in_sync
+    return [tf.convert_to_tensor(value)] * replication.local_replica_count(strategy)
 
 
 def _per_replica(strategy, components: list[tf.Tensor]):
@@ -202,7 +202,7 @@ def _per_replica(strategy, components: list[tf.Tensor]):
 
 def _distribute(strategy, stacked):
     """Replica r's slice of an element stacked along a replica axis (per-replica leaves)."""
-    replicas = strategy.num_replicas_in_sync
+    replicas = replication.local_replica_count(strategy)
     return nest.map_structure(
         lambda t: distribute_values.PerReplica(tuple(t[r] for r in range(replicas))), stacked
     )

@@ -64,7 +64,8 @@ def for_replicas(fn: Callable, ipu_ordinal: int | None = None) -> Callable:
     def in_replica(*args, **kwargs):
         from openipu._src.engine import replication
 
-        with restored(saved), _seeded(ipu_ordinal, replication.current_replica_index()):
+        # Seeds follow the global replica: a replica draws alike in one process or several.
+        with restored(saved), _seeded(ipu_ordinal, replication.global_replica_index()):
             return fn(*args, **kwargs)
 
     return in_replica

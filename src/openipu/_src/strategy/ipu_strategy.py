@@ -93,13 +93,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         enable_keras_extensions: bool = True,
     ) -> None:
         host_devices.ensure_logical_devices()
-        ordinal = _parse_ordinal(ipu_device)
-        replicas = _replica_count(ordinal)
-        if replicas > 1:
-            extended = IPUReplicatedExtended(self, ordinal, _host_device_for(ordinal), replicas)
-        else:
-            extended = IPUExtended(self, ipu_device, cpu_device)
-        super().__init__(extended)
+        super().__init__(self._create_extended(ipu_device, cpu_device))
         self._enable_dataset_iterators = bool(enable_dataset_iterators)
         self._enable_keras_extensions = bool(enable_keras_extensions)
         if self._enable_keras_extensions:
@@ -107,6 +101,14 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 
             activation.install()
         self._region_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _create_extended(self, ipu_device: str, cpu_device: str):
+        """The strategy internals (strategies spanning processes override this)."""
+        ordinal = _parse_ordinal(ipu_device)
+        replicas = _replica_count(ordinal)
+        if replicas > 1:
+            return IPUReplicatedExtended(self, ordinal, _host_device_for(ordinal), replicas)
+        return IPUExtended(self, ipu_device, cpu_device)
 
     @property
     def enable_dataset_iterators(self) -> bool:

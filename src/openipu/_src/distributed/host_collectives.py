@@ -1,0 +1,245 @@
+"""`ipu.distributed.allreduce`, `allgather` and `broadcast`: collectives between instances.
+
+Graphcore's versions ran on Horovod, whose ranks are processes: these reduce
+one tensor per instance (not per replica), with TensorFlow's collective ops
+between the instances' host devices. Without other instances they return
+their input (a world of one).
+
+Before reducing, the instances exchange the shape and dtype of their tensor,
+so a mismatch is an error naming every instance's shape, on every instance,
+instead of a failure deep in the transport.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import context
+from tensorflow.python.framework import indexed_slices, ops
+from tensorflow.python.ops import collective_ops
+
+from openipu._src.distributed import cluster_runtime
+
+# The instances' group, apart from the groups of strategies (see `collective_extended`).
+_GROUP_KEY = 2_000_000
+# Longest shape whose agreement is checked; ranks above it are refused.
+_MAX_RANK = 16
+
+_OPS = {
+    "average": ("Add", "Div"),
+    "sum": ("Add", "Id"),
+    "min": ("Min", "Id"),
+    "max": ("Max", "Id"),
+    "product": ("Mul", "Id"),
+}
+Average = "average"
+Sum = "sum"
+Min = "min"
+Max = "max"
+Product = "product"
+
+_instance_keys = itertools.count(1)
+_instance_keys_lock = threading.Lock()
+
+
+def allreduce(tensor, op=None):
+    """The reduction of `tensor` over every instance (the mean by default).
+
+    `op` is `Average` (None), `Sum`, `Min`, `Max` or `Product`, or a
+    `tf.distribute.ReduceOp`. An `IndexedSlices` is gathered (values and
+    indices of every instance), which represents the reduced tensor.
+    """
+    name = _op_name(op)
+    if isinstance(tensor, indexed_slices.IndexedSlices):
+        if name not in ("average", "sum"):
+            raise ValueError(f"allreduce of IndexedSlices supports Sum and Average, not {op!r}")
+        values = allgather(tensor.values)
+        if name == "average":
+            values = values / _world_size()
+        return indexed_slices.IndexedSlices(values, allgather(tensor.indices), tensor.dense_shape)
+    tensor = tf.convert_to_tensor(tensor)
+    runtime = cluster_runtime.start()
+    if runtime is None:
+        return tf.identity(tensor)
+    merge_op, final_op = _OPS[name]
+    with ops.device(runtime.host_device):
+        checked = _checked_alike(tensor, runtime, "allreduce", same_first_dimension=True)
+        return collective_ops.all_reduce_v2(
+            checked,
+            runtime.process_count,
+            _GROUP_KEY,
+            _next_instance_key(),
+            merge_op=merge_op,
+            final_op=final_op,
+        )
+
+
+def allgather(tensor, name=None):
+    """`tensor` of every instance, concatenated along dimension 0 in instance order.
+
+    Dimension 0 may differ between instances; the other dimensions must match.
+    """
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.shape.rank == 0:
+        raise ValueError(
+            "allgather concatenates along dimension 0, so it needs a tensor of rank 1 or more; "
+            "got a scalar"
+        )
+    runtime = cluster_runtime.start()
+    if runtime is None:
+        return tf.identity(tensor, name=name)
+    with ops.device(runtime.host_device):
+        shapes = _exchange_shapes(tensor, runtime)
+        checked = _assert_alike(tensor, shapes, "allgather", same_first_dimension=False)
+        sizes = shapes[:, 2]  # dtype, rank, then the dimensions
+        longest = tf.reduce_max(sizes)
+        padding = [[0, longest - tf.shape(checked, out_type=tf.int64)[0]]]
+        padding += [[0, 0]] * (tensor.shape.rank - 1)
+        gathered = collective_ops.all_gather_v2(
+            tf.pad(checked, padding), runtime.process_count, _GROUP_KEY, _next_instance_key()
+        )
+        pieces = [
+            gathered[i * longest : i * longest + sizes[i]] for i in range(runtime.process_count)
+        ]
+        return tf.concat(pieces, axis=0, name=name)
+
+
+def broadcast(tensor, root_rank, name=None):
+    """The `tensor` of instance `root_rank`, on every instance."""
+    tensor = tf.convert_to_tensor(tensor)
+    size = _world_size()
+    if isinstance(root_rank, bool) or not isinstance(root_rank, (int, np.integer)):
+        raise TypeError(f"broadcast: root_rank must be an int, got {root_rank!r}")
+    if not 0 <= root_rank < size:
+        raise ValueError(
+            f"broadcast: root_rank={root_rank} does not exist: the run has {size} instance(s), "
+            f"ranks 0 to {size - 1}"
+        )
+    runtime = cluster_runtime.start()
+    if runtime is None:
+        return tf.identity(tensor, name=name)
+    with ops.device(runtime.host_device):
+        checked = _checked_alike(tensor, runtime, "broadcast", same_first_dimension=True)
+        key = _next_instance_key()
+        if runtime.task_id == root_rank:
+            sent = collective_ops.broadcast_send_v2(checked, runtime.process_count, _GROUP_KEY, key)
+            with tf.control_dependencies([sent]):
+                return tf.identity(checked, name=name)
+        received = collective_ops.broadcast_recv_v2(
+            tf.shape(checked), checked.dtype, runtime.process_count, _GROUP_KEY, key
+        )
+        return tf.identity(received, name=name)
+
+
+def world_size() -> int:
+    """Instances in the run (1 without a multi-process cluster)."""
+    return _world_size()
+
+
+def world_rank() -> int:
+    """This instance's rank."""
+    runtime = cluster_runtime.start()
+    return 0 if runtime is None else runtime.task_id
+
+
+def _world_size() -> int:
+    runtime = cluster_runtime.start()
+    return 1 if runtime is None else runtime.process_count
+
+
+def _op_name(op) -> str:
+    if op is None:
+        return "average"
+    if isinstance(op, tf.distribute.ReduceOp):
+        return {tf.distribute.ReduceOp.SUM: "sum", tf.distribute.ReduceOp.MEAN: "average"}[op]
+    if isinstance(op, str) and op.lower() in (*_OPS, "mean"):
+        return "average" if op.lower() == "mean" else op.lower()
+    raise ValueError(
+        f"allreduce: op={op!r} is not one of Average (the default), Sum, Min, Max, Product "
+        "or a tf.distribute.ReduceOp"
+    )
+
+
+def _checked_alike(tensor, runtime, what: str, same_first_dimension: bool):
+    shapes = _exchange_shapes(tensor, runtime)
+    return _assert_alike(tensor, shapes, what, same_first_dimension)
+
+
+def _exchange_shapes(tensor, runtime) -> tf.Tensor:
+    """[instances, 2 + _MAX_RANK]: each instance's dtype, rank and dimensions."""
+    rank = tensor.shape.rank
+    if rank is None or rank > _MAX_RANK:
+        raise ValueError(f"Collectives between instances need a known rank of at most {_MAX_RANK}")
+    description = tf.concat(
+        [
+            tf.constant([tensor.dtype.as_datatype_enum, rank], tf.int64),
+            tf.shape(tensor, out_type=tf.int64),
+            tf.fill([_MAX_RANK - rank], tf.constant(-1, tf.int64)),
+        ],
+        axis=0,
+    )
+    gathered = collective_ops.all_gather_v2(
+        description[None], runtime.process_count, _GROUP_KEY, _next_instance_key()
+    )
+    return tf.reshape(gathered, [runtime.process_count, 2 + _MAX_RANK])
+
+
+def _assert_alike(tensor, shapes: tf.Tensor, what: str, same_first_dimension: bool):
+    compared = shapes if same_first_dimension else tf.concat([shapes[:, :2], shapes[:, 3:]], 1)
+    alike = tf.reduce_all(tf.equal(compared, compared[0]))
+    if context.executing_eagerly():
+        if not bool(alike):
+            raise ValueError(_mismatch_message(what, shapes.numpy(), same_first_dimension))
+        return tensor
+    check = tf.debugging.Assert(
+        alike,
+        [
+            f"{what}: the tensors differ across instances ("
+            + (
+                "shape and dtype"
+                if same_first_dimension
+                else "dtype, rank or a dimension after the first"
+            )
+            + " must match). Each row is one instance, in rank order: dtype enum, rank, "
+            "dimensions (-1 past the rank):",
+            shapes,
+        ],
+        summarize=shapes.shape.num_elements(),
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(tensor)
+
+
+def _mismatch_message(what: str, shapes: np.ndarray, same_first_dimension: bool) -> str:
+    described = []
+    for rank_index, row in enumerate(shapes):
+        dtype = tf.dtypes.as_dtype(int(row[0])).name
+        dims = [int(d) for d in row[2 : 2 + int(row[1])]]
+        described.append(f"instance {rank_index} has shape {dims} ({dtype})")
+    rule = (
+        "every instance's tensor must have the same shape and dtype"
+        if same_first_dimension
+        else "the tensors must have the same dtype, rank and dimensions after the first"
+    )
+    return f"{what}: {rule}, but " + ", ".join(described)
+
+
+def _next_instance_key():
+    """A fresh instance key, taken each time the collective runs (as TensorFlow's own do).
+
+    Inside a function being traced, the key is a value captured at call time, so
+    instances that trace a function a different number of times still agree.
+    """
+    graph = ops.get_default_graph()
+    while getattr(graph, "is_control_flow_graph", False):
+        graph = graph.outer_graph
+    if not context.executing_eagerly() and graph.building_function:
+        with graph.as_default():
+            return graph.capture_call_time_value(_next_instance_key, tf.TensorSpec([], tf.int32))
+    with _instance_keys_lock:
+        key = next(_instance_keys)
+    with ops.device("/device:CPU:0"):
+        return tf.constant(key, tf.int32)

@@ -1,0 +1,64 @@
+"""`IPUMultiWorkerStrategy`: synchronous training on the IPUs of several workers.
+
+The older interface (deprecated in favour of `PopDistStrategy`): the cluster
+comes from a `tf.distribute` cluster resolver (usually `TF_CONFIG`). Gradients
+are summed across every replica of every worker when an optimizer applies
+them, so scale the loss by the global batch (`tf.nn.compute_average_loss`).
+`variables_on_host` is accepted and kept: an emulated IPU's memory is the
+host's, so where variables live changes no numbers. Keras `fit` is not
+supported with this strategy (as documented); use `PopDistStrategy`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from openipu._src.distributed.collective_extended import IPUCollectiveExtended
+from openipu._src.strategy.ipu_strategy import IPUStrategyV1
+
+logger = logging.getLogger(__name__)
+
+
+class IPUMultiWorkerExtended(IPUCollectiveExtended):
+    """Strategy internals of `IPUMultiWorkerStrategy`."""
+
+    def __init__(
+        self, container_strategy, cluster_resolver, ipu_device: str, variables_on_host: bool
+    ) -> None:
+        self._variables_on_host = bool(variables_on_host)
+        super().__init__(container_strategy, cluster_resolver, ipu_device)
+
+    @property
+    def variables_on_host(self) -> bool:
+        return self._variables_on_host
+
+
+class IPUMultiWorkerStrategyV1(IPUStrategyV1):
+    """Replicas on the IPUs of every worker of `cluster_resolver`, kept in sync by all-reduces."""
+
+    _extended_class = IPUMultiWorkerExtended
+
+    def __init__(
+        self,
+        cluster_resolver,
+        ipu_device: str = "/device:IPU:0",
+        variables_on_host: bool = False,
+    ) -> None:
+        logger.warning("%s is deprecated: use PopDistStrategy instead", type(self).__name__)
+        self._cluster_resolver_argument = cluster_resolver
+        self._variables_on_host = variables_on_host
+        # Keras fit is not supported with this strategy, so Keras runs unextended.
+        super().__init__(ipu_device, enable_keras_extensions=False)
+
+    def _create_extended(self, ipu_device: str, cpu_device: str):
+        del cpu_device  # the host of each worker is its task
+        return self._extended_class(
+            self, self._cluster_resolver_argument, ipu_device, self._variables_on_host
+        )
+
+    @property
+    def cluster_resolver(self):
+        return self.extended._cluster_resolver  # noqa: SLF001
+
+
+IPUMultiWorkerStrategy = IPUMultiWorkerStrategyV1

@@ -1,0 +1,176 @@
+"""The distributed strategies and collectives in one process (a world of one instance).
+
+Without a multi-process cluster, `PopDistStrategy` runs the device's replicas
+like `IPUStrategy`, and the collectives between instances return their input.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from tensorflow.python import ipu
+from tensorflow.python.distribute.cluster_resolver import SimpleClusterResolver
+from tensorflow.python.ipu import distributed
+from tensorflow.python.ipu.distributed.ipu_horovod_strategy import IPUHorovodStrategy
+from tensorflow.python.ipu.distributed.popdist_strategy import (
+    IPUMirroredVariable,
+    IPUSyncOnReadVariable,
+    PopDistStrategy,
+)
+from tensorflow.python.ipu.ipu_multi_worker_strategy import IPUMultiWorkerStrategy
+from tensorflow.python.training.server_lib import ClusterSpec
+
+from openipu._src.distributed import environment
+
+
+@pytest.fixture(autouse=True)
+def _alone(monkeypatch):
+    """No poprun variables, no cluster; the IPU configuration is reset afterwards."""
+    for name in (*environment.POPDIST_VARIABLES, environment.TF_CONFIG):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    ipu.config.reset_ipu_configuration()
+
+
+def _configure(ipus: int, process_count: int = 0) -> None:
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = ipus
+    config.experimental.multi_replica_distribution.process_count = process_count
+    config.configure_ipu_system()
+
+
+def _replica_sum():
+    context = tf.distribute.get_replica_context()
+    return context.all_reduce("sum", tf.cast(context.replica_id_in_sync_group, tf.float32) + 1)
+
+
+def test_popdist_strategy_alone_runs_the_device_replicas():
+    _configure(2)
+    strategy = PopDistStrategy()
+    assert strategy.num_replicas_in_sync == 2
+    assert strategy.extended.local_replica_count == 2
+    assert (strategy.extended.process_count, strategy.extended.process_index) == (1, 0)
+    results = strategy.experimental_local_results(strategy.run(_replica_sum))
+    assert [float(r) for r in results] == [3.0, 3.0]
+    config = strategy.update_ipu_config(ipu.config.IPUConfig())
+    distribution = config.experimental.multi_replica_distribution
+    assert (distribution.process_count, distribution.process_index) == (1, 0)
+
+
+def _fit(strategy, x, y):
+    with strategy.scope():
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential(
+            [keras.layers.Dense(8, activation="tanh", input_shape=(4,)), keras.layers.Dense(1)]
+        )
+        model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=2)
+        model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    return model.get_weights()
+
+
+def test_keras_fit_under_popdist_strategy_alone_equals_ipu_strategy():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(32, 4)).astype(np.float32)
+    y = rng.normal(size=(32, 1)).astype(np.float32)
+    _configure(2)
+    ours = _fit(PopDistStrategy(), x, y)
+    _configure(2)
+    reference = _fit(ipu.ipu_strategy.IPUStrategy(), x, y)
+    for a, b in zip(ours, reference, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_variables_have_the_ipu_classes():
+    _configure(2)
+    strategy = PopDistStrategy()
+    with strategy.scope():
+        mirrored = tf.Variable(1.0)
+        on_read = tf.Variable(
+            0.0,
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.SUM,
+        )
+    assert isinstance(mirrored, IPUMirroredVariable)
+    assert isinstance(on_read, IPUSyncOnReadVariable)
+
+    def count():
+        on_read.assign_add(1.0)
+
+    strategy.run(count)
+    assert float(strategy.extended.read_var(on_read)) == 2.0  # one per replica, summed
+
+
+def test_poprun_placement_must_match_the_device(monkeypatch):
+    placement = environment.Placement(num_instances=1, num_total_replicas=2)
+    for name, value in placement.as_environment().items():
+        monkeypatch.setenv(name, value)
+    _configure(1)
+    with pytest.raises(ValueError, match=r"runs 2 replica\(s\) .* has 1 IPU\(s\)"):
+        PopDistStrategy()
+    placement = environment.Placement(num_instances=2, num_total_replicas=2)
+    for name, value in placement.as_environment().items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=r"poprun started 2 instance\(s\) .* has 1 worker"):
+        PopDistStrategy()
+
+
+def test_the_ipu_config_process_count_must_match_the_cluster():
+    _configure(1, process_count=2)
+    with pytest.raises(ValueError, match="process_count=2, but the strategy's cluster has 1"):
+        PopDistStrategy()
+
+
+def test_multi_worker_strategies_with_one_worker(caplog):
+    _configure(2)
+    resolver = SimpleClusterResolver(ClusterSpec({}), task_type="worker", task_id=0)
+    with caplog.at_level(logging.WARNING):
+        strategy = IPUMultiWorkerStrategy(resolver, variables_on_host=True)
+    assert "IPUMultiWorkerStrategyV1 is deprecated: use PopDistStrategy" in caplog.text
+    assert strategy.extended.variables_on_host
+    assert strategy.cluster_resolver is resolver
+    assert [float(r) for r in strategy.experimental_local_results(strategy.run(_replica_sum))] == [
+        3.0,
+        3.0,
+    ]
+    horovod = IPUHorovodStrategy()
+    assert horovod.num_replicas_in_sync == 2
+
+
+def test_collectives_of_a_single_instance_return_their_input():
+    value = tf.constant([1.0, 2.0])
+    for op in (None, distributed.Sum, distributed.Max, "min", tf.distribute.ReduceOp.MEAN):
+        np.testing.assert_array_equal(distributed.allreduce(value, op=op), value)
+    np.testing.assert_array_equal(distributed.allgather(value), value)
+    np.testing.assert_array_equal(distributed.broadcast(value, root_rank=0), value)
+    sparse = tf.IndexedSlices(tf.constant([[1.0]]), tf.constant([1]), [2, 1])
+    np.testing.assert_array_equal(tf.convert_to_tensor(distributed.allreduce(sparse)), [[0], [1]])
+    assert (ipu.horovod.size(), ipu.horovod.rank()) == (1, 0)
+
+
+def test_bad_collective_arguments():
+    value = tf.constant([1.0])
+    with pytest.raises(
+        ValueError, match=r"root_rank=1 does not exist: the run has 1 instance\(s\)"
+    ):
+        distributed.broadcast(value, root_rank=1)
+    with pytest.raises(ValueError, match="root_rank=-1 does not exist"):
+        distributed.broadcast(value, root_rank=-1)
+    with pytest.raises(TypeError, match="root_rank must be an int, got '0'"):
+        distributed.broadcast(value, root_rank="0")
+    with pytest.raises(ValueError, match="op='median' is not one of Average"):
+        distributed.allreduce(value, op="median")
+    with pytest.raises(ValueError, match="needs a tensor of rank 1 or more; got a scalar"):
+        distributed.allgather(tf.constant(1.0))
+    sparse = tf.IndexedSlices(tf.constant([[1.0]]), tf.constant([0]), [1, 1])
+    with pytest.raises(ValueError, match="IndexedSlices supports Sum and Average"):
+        distributed.allreduce(sparse, op=distributed.Max)
+
+
+def test_the_deprecated_horovod_module_holds_the_same_names():
+    assert ipu.horovod.popdist_strategy.PopDistStrategy is PopDistStrategy
+    assert ipu.horovod.ipu_horovod_strategy.IPUHorovodStrategy is IPUHorovodStrategy
+    assert ipu.horovod.allreduce is distributed.allreduce
