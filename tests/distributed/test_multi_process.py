@@ -108,6 +108,8 @@ def test_collectives_between_two_instances(tmp_path):
         assert results["function_1"] == [3.0, [1.0, 2.0]]
         assert results["replica_sum"] == [3.0]  # replica ids 0 and 1, plus one each
         assert results["strategy_reduce"] == 2.0
+        # Gradients 1 and 2 summed by the optimizer: 1 - (1 + 2).
+        assert results["older_strategies"] == [-2.0, -2.0]
         assert results["mismatch_eager"] == (
             "allreduce: every instance's tensor must have the same shape and dtype, but "
             "instance 0 has shape [2] (float32), instance 1 has shape [3] (float32)"

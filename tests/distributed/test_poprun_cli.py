@@ -6,7 +6,9 @@ These runs start plain Python programs (no TensorFlow), so they take about a sec
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -174,6 +176,31 @@ def test_a_run_over_its_time_limit_is_stopped():
     assert result.returncode == 124
     assert "poprun: the run exceeded --timeout 1 s; stopped instance(s) 0, 1" in result.stderr
     assert time.monotonic() - start < 15
+
+
+def test_stopping_poprun_stops_its_instances():
+    code = "import os, time; print(os.getpid()); time.sleep(60)"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openipu._src.distributed.poprun", "--num-instances", "2"]
+        + _python(code),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = [int(process.stdout.readline().split(":", 1)[1]) for _ in range(2)]
+    process.send_signal(signal.SIGTERM)
+    _, error = process.communicate(timeout=15)
+    assert process.returncode == 130
+    assert "poprun: interrupted; stopped the instances" in error
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_program_that_does_not_exist():
+    result = _poprun("--num-instances", "2", "no-such-program-here")
+    assert result.returncode == 127
+    assert "poprun: cannot start 'no-such-program-here'" in result.stderr
 
 
 def test_the_topology_is_printed_on_request():

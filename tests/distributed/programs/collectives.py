@@ -10,7 +10,9 @@ import sys
 import tensorflow as tf
 from tensorflow.python import ipu
 from tensorflow.python.ipu import distributed
+from tensorflow.python.ipu.distributed.ipu_horovod_strategy import IPUHorovodStrategy
 from tensorflow.python.ipu.distributed.popdist_strategy import PopDistStrategy
+from tensorflow.python.ipu.ipu_multi_worker_strategy import IPUMultiWorkerStrategy
 
 import popdist
 import popdist.tensorflow
@@ -60,6 +62,28 @@ results["replica_sum"] = [float(v) for v in strategy.experimental_local_results(
 results["strategy_reduce"] = float(
     strategy.reduce("sum", strategy.run(lambda: tf.constant(1.0)), None)
 )
+
+
+# The older strategies over the same cluster, in the same process.
+def sgd_step(older):
+    with older.scope():
+        weight = tf.Variable(1.0)
+        optimizer = tf.keras.optimizers.SGD(1.0)
+
+    def update():
+        context = tf.distribute.get_replica_context()
+        gradient = tf.cast(context.replica_id_in_sync_group, tf.float32) + 1
+        optimizer.apply_gradients([(gradient, weight)])
+
+    older.run(update)
+    return float(weight.numpy())
+
+
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+results["older_strategies"] = [
+    sgd_step(IPUMultiWorkerStrategy(resolver)),
+    sgd_step(IPUHorovodStrategy()),
+]
 
 # Bad input: shapes that differ across instances, eagerly and in a function.
 try:

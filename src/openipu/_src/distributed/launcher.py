@@ -165,7 +165,11 @@ def _exit_code(code: int) -> int:
 
 def _failure_message(index: int, code: int, stopped: list[int]) -> str:
     if code < 0:
-        how = f"was killed by signal {-code} ({signal.Signals(-code).name})"
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        how = f"was killed by signal {-code}{name}"
     else:
         how = f"exited with code {code}"
     others = f"; stopped instance(s) {', '.join(map(str, stopped))}" if stopped else ""

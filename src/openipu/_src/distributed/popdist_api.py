@@ -2,11 +2,12 @@
 
 The names are PopDist's (camelCase). Without `poprun` they describe a run of
 one instance with one replica, so a program runs alike with and without it.
+Importing `popdist` does not import TensorFlow.
 """
 
 from __future__ import annotations
 
-from openipu._src.distributed import cluster_runtime, environment
+from openipu._src.distributed import environment
 
 
 def init() -> None:
@@ -17,6 +18,8 @@ def init() -> None:
     """
     placement = environment.current_placement()
     if placement.num_instances > 1:
+        from openipu._src.distributed import cluster_runtime  # TensorFlow, only when needed
+
         cluster_runtime.start()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -41,14 +42,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if options.print_topology == "yes":
         _print_topology(plan)
-    result = launcher.run_instances(
-        plan.instances,
-        timeout=options.timeout,
-        output_from=options.only_output_from_instance,
-    )
+    # SIGTERM ends poprun like Ctrl-C: the instances (in sessions of their own) are stopped.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = launcher.run_instances(
+            plan.instances,
+            timeout=options.timeout,
+            output_from=options.only_output_from_instance,
+        )
+    except KeyboardInterrupt:
+        print("poprun: interrupted; stopped the instances", file=sys.stderr)
+        return 130
+    except OSError as error:
+        print(f"poprun: cannot start {options.program[0]!r}: {error}", file=sys.stderr)
+        return 127
     if result.message:
         print(result.message, file=sys.stderr)
     return result.exit_code
+
+
+def _interrupt(signum, frame) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
 
 
 class _Parser(argparse.ArgumentParser):
