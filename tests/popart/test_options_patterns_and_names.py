@@ -107,3 +107,9 @@ def test_public_modules_only_reexport():
     for path in root.glob("*.py"):
         for line in path.read_text().splitlines():
             assert not line.startswith(("def ", "class ")), f"{path.name} defines {line!r}"
+
+
+def test_out_of_memory_exception():
+    error = popart.OutOfMemoryException(popart.popart_exception("too big"), "report")
+    assert str(error) == "too big" and error.getSummaryReport() == "report"
+    assert error.getProfilePath() == ""

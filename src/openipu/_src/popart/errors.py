@@ -10,7 +10,23 @@ class popart_runtime_error(popart_exception):  # noqa: N801 - the original's nam
 
 
 class OutOfMemoryException(popart_exception):
-    """The (modelled) IPU memory is too small for the graph."""
+    """The (modelled) IPU memory is too small for the graph: `OutOfMemoryException(e)`.
+
+    Emulated IPUs have no memory model yet, so sessions do not raise it; it exists so that
+    programs catching it keep working.
+    """
+
+    def __init__(self, e: object = "", summary_report: str = "", profile_path: str = "") -> None:
+        super().__init__(str(e))
+        self._summary_report = summary_report
+        self._profile_path = profile_path
+
+    def getProfilePath(self) -> str:  # noqa: N802 - the original's names
+        """The absolute path of profile.pop, or "" when there is none (always, emulated)."""
+        return self._profile_path
+
+    def getSummaryReport(self) -> str:  # noqa: N802
+        return self._summary_report
 
 
 class LoweringError(popart_exception):
