@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ import numpy as np
 import onnx
 
 import popart
+from timing import best_rates
 
 
 @dataclass
@@ -154,20 +154,6 @@ def onnxruntime_runner(model: Model, batches_per_step: int) -> tuple[Callable[[]
     return run, lambda: session.run([model.output_id], feeds)[0]
 
 
-def best_rates(runs: dict[str, Callable[[], None]], samples: int, repeats: int) -> dict[str, float]:
-    """Samples/s of each run, best of `repeats`; the runs alternate, so a busy machine slows
-    them alike."""
-    for run in runs.values():
-        run()  # trace, compile, warm up
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: samples / seconds for name, seconds in best.items()}
-
-
 def without_initializer_inputs(proto: bytes) -> bytes:
     """The same model with its weights out of the graph inputs (PopART lists them there), so
     that onnxruntime treats them as constants and optimises with them, as it would normally."""
@@ -191,6 +177,7 @@ def main() -> None:
     for model in (mlp(), cnn(), transformer_block()):
         ours, our_output = session_runner(model, args.batches_per_step)
         theirs, their_output = onnxruntime_runner(model, args.batches_per_step)
+        ours(), theirs()  # trace, compile, warm up
         rates = best_rates(
             {"ours": ours, "theirs": theirs},
             args.batches_per_step * model.batch.shape[0],
