@@ -190,3 +190,19 @@ def test_deleter_allows_a_new_structure(strategy):
     assert not outfeed.enqueued
     _spec_example(strategy, outfeed, "dict", 2)
     assert set(outfeed.dequeue()) == {"x", "y"}
+
+
+def test_empty_tensors_are_outfed_with_their_shapes(strategy):
+    """TensorFlow's host queues crash on elements of zero size; the outfeed must not."""
+    in_loop = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    outside = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        return x + 1.0, in_loop.enqueue({"empty": tf.zeros([0, 3], tf.int32), "x": x})
+
+    strategy.run(tf.function(lambda: ipu.loops.repeat(3, body, [0.0]), jit_compile=True))
+    strategy.run(tf.function(lambda: outside.enqueue(tf.zeros([2, 0])), jit_compile=True))
+    looped = in_loop.dequeue()
+    assert looped["empty"].shape == (3, 0, 3) and looped["empty"].dtype == tf.int32
+    np.testing.assert_array_equal(looped["x"].numpy(), [0.0, 1.0, 2.0])
+    assert outside.dequeue().shape == (1, 2, 0)

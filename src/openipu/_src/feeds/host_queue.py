@@ -19,8 +19,13 @@ class HostQueue:
     def __init__(self, specs: list[tf.TensorSpec], replicas: int, name: str) -> None:
         self.specs = specs
         self.replicas = replicas
-        dtypes = [s.dtype for s in specs]
-        shapes = [s.shape for s in specs]
+        # TensorFlow's queues crash the process on elements of zero size (enqueue_many of
+        # such stacks); an empty component is known from its spec, so a scalar stands in.
+        self._empty = [s.shape.is_fully_defined() and s.shape.num_elements() == 0 for s in specs]
+        dtypes = [
+            tf.int8 if empty else s.dtype for s, empty in zip(specs, self._empty, strict=True)
+        ]
+        shapes = [[] if empty else s.shape for s, empty in zip(specs, self._empty, strict=True)]
         with tf.init_scope(), ops.device("/device:CPU:0"):
             self.graph = ops.get_default_graph()
             self._queues = [
@@ -34,16 +39,31 @@ class HostQueue:
         ]
 
     def enqueue(self, flat_values: list[tf.Tensor], replica: int = 0) -> ops.Operation | None:
-        return self._queues[replica].enqueue(flat_values)
+        values = [
+            tf.zeros([], tf.int8) if empty else value
+            for value, empty in zip(flat_values, self._empty, strict=True)
+        ]
+        return self._queues[replica].enqueue(values)
 
     def enqueue_many(self, flat_stacked: list[tf.Tensor], replica: int = 0) -> ops.Operation | None:
-        return self._queues[replica].enqueue_many(flat_stacked)
+        count = tf.shape(flat_stacked[0])[0]
+        values = [
+            tf.zeros([count], tf.int8) if empty else value
+            for value, empty in zip(flat_stacked, self._empty, strict=True)
+        ]
+        return self._queues[replica].enqueue_many(values)
 
     def dequeue_all(self, replica: int = 0) -> list[tf.Tensor]:
         """Everything enqueued so far, stacked along a new first axis (which may be 0 long)."""
         queue = self._queues[replica]
         values = queue.dequeue_many(queue.size())
-        return list(values) if isinstance(values, (list, tuple)) else [values]
+        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        return [
+            tf.zeros(tf.concat([tf.shape(value), spec.shape.as_list()], 0), spec.dtype)
+            if empty
+            else value
+            for value, spec, empty in zip(values, self.specs, self._empty, strict=True)
+        ]
 
     def size(self, replica: int = 0) -> tf.Tensor:
         return self._queues[replica].size()
