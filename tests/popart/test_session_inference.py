@@ -427,23 +427,6 @@ def test_run_before_prepare_device(small_model, ipu_model_device):
         session.run(popart.PyStepIO({}, {}))
 
 
-def test_replicated_sessions_have_replica_dimensions_but_do_not_run_yet(small_model):
-    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 2})
-    options = popart.SessionOptions()
-    options.enableReplicatedGraphs = True
-    options.replicatedGraphCount = 2
-    session = make_session(
-        small_model, device, 3, {small_model.y: popart.AnchorReturnType("All")}, options
-    )
-    session.prepareDevice()
-    assert session.replicationFactor == 2
-    anchors = session.initAnchorArrays()
-    assert anchors[small_model.y].shape == (3, 2, 2, 3)
-    stepio = popart.PyStepIO({small_model.x: np.zeros((3, 2, 2, 4), np.float32)}, anchors)
-    with pytest.raises(popart.popart_exception, match="Replicated execution is not available yet"):
-        session.run(stepio)
-
-
 def test_constant_data_initializers_are_compiled_in(ipu_model_device):
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]), "x")

@@ -1,7 +1,7 @@
 """Anchors on the host: their buffer shapes, and what a run's stacked values become.
 
-The device returns an anchor's value for every batch of a run (stacked along a leading
-`batchesPerStep` axis). On the host it takes the shape of its return type:
+The device returns an anchor's value for every micro-batch of a run and every replica (bps
+batches of af accumulation steps each). On the host it takes the shape of its return type:
 
 | return type | host shape                    | values                                    |
 |-------------|-------------------------------|-------------------------------------------|
@@ -86,18 +86,19 @@ class AnchorPlan:
         self.check_return_period()
         return np.empty(self.shape, self.dtype)
 
-    def from_steps(self, stacked: np.ndarray) -> np.ndarray:
-        """The host value of a run whose every batch's value is stacked on axis 0."""
+    def from_steps(self, steps: np.ndarray) -> np.ndarray:
+        """The host value of a run from its micro-batches' values, shaped [bps, af, rf, *shape]
+        (or [1, 1, rf, *shape] when only the last micro-batch's came back)."""
         kind = self.art.id()
         if kind is AnchorReturnTypeId.Final:
-            selected = stacked[-1]
+            selected = steps[-1, -1]
         elif kind is AnchorReturnTypeId.Sum:
-            selected = stacked.sum(axis=0, dtype=stacked.dtype)
+            selected = steps.sum(axis=(0, 1), dtype=steps.dtype)
         elif kind is AnchorReturnTypeId.EveryN:
             period = self.art.rp()
-            selected = stacked[period - 1 :: period]
+            selected = steps[period - 1 :: period]
         else:
-            selected = stacked
+            selected = steps
         return np.asarray(selected).reshape(self.shape)
 
     def per_batch(self, host_value: np.ndarray) -> list[np.ndarray]:

@@ -17,6 +17,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.engine import replication
 from openipu._src.popart.errors import OptionTypeError, popart_exception
 
 _SEED_RANGE = 1 << 64
@@ -45,7 +46,8 @@ class RandomState:
         self._variable: tf.Variable | None = None
 
     def place_on(self, host_device: str) -> None:
-        """Creates the device copy of the seed (when the session prepares its device)."""
+        """Creates the device copy of the seed (when the session prepares its device; in a
+        replicated session's scope, one copy per replica)."""
         with tf.init_scope(), tf.device(host_device):
             self._variable = tf.Variable(
                 _as_signed(self._seed), dtype=tf.int64, trainable=False, name="randomSeed___"
@@ -56,7 +58,21 @@ class RandomState:
         if self._variable is None:
             raise popart_exception("The random seed is not on the device yet (prepareDevice)")
         before = self._variable.assign_add(1, read_value=True) - 1
-        return tf.stack([before, tf.zeros_like(before)])
+        # Replicas draw different numbers (each has its own copy of the seed variable).
+        replica = tf.constant(replication.current_replica_index(), tf.int64)
+        return tf.stack([before, replica])
+
+    def batch_seed_at(self, index: tf.Tensor) -> tf.Tensor:
+        """Inside a step whose seed moves on once per step (`advance`): the [2] seed of its
+        batch `index`, the same as `batch_seed` gives that batch."""
+        if self._variable is None:
+            raise popart_exception("The random seed is not on the device yet (prepareDevice)")
+        value = self._variable.read_value() + tf.cast(index, tf.int64)
+        return tf.stack([value, tf.zeros_like(value)])
+
+    def advance(self, batches: int) -> tf.Operation:
+        """After a step read its seeds with `batch_seed_at`: moves the seed on past them."""
+        return self._variable.assign_add(batches, read_value=False)
 
     @property
     def seed(self) -> int:

@@ -24,6 +24,7 @@ import onnx
 import tensorflow as tf
 
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
 from openipu._src.popart.builder.tensor_info import TensorInfo
@@ -42,6 +43,7 @@ from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_source import read_model
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
+from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.step_program import ProgramSpec, build_program
 from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import TensorTypes, input_signatures
@@ -112,6 +114,9 @@ class SessionCore:
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
         self._weights = WeightStore(self._lowered.initializers)
+        self._replicas = Replicas(
+            self.replicationFactor, self._device.ipu_ordinal(), self._device.host_device()
+        )
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
         self._spec = self._program_spec()
@@ -146,6 +151,7 @@ class SessionCore:
                 self._data_flow.batchesPerStep(),
                 self.replicationFactor,
                 tensor_id in broadcast,
+                self.accumulationFactor,
             )
             for tensor_id, info in self._input_signatures.items()
         ]
@@ -214,17 +220,22 @@ class SessionCore:
         if self._prepared:
             return
         if self._options.compileEngine:
-            self._weights.place_on(self._device.host_device())
-            self._random.place_on(self._device.host_device())
-            if self.replicationFactor == 1:
-                self._program = build_program(
-                    self._spec, self._weights.program_values, self._random
-                )
+            with self._replicas.scope():
+                self._place_variables()
+                self._program = self._build_program()
                 self._compile()
             if self._can_execute():
                 self._device.ensure_attached_for("run the session")
         self._prepared = True
         self._engine_loaded = loadEngine and self._program is not None
+
+    def _place_variables(self) -> None:
+        """Creates the device's variables (one copy per replica: see `replicas.py`)."""
+        self._weights.place_on(self._device.host_device())
+        self._random.place_on(self._device.host_device())
+
+    def _build_program(self) -> LoopProgram:
+        return build_program(self._spec, self._weights.program_values, self._random)
 
     def _program_spec(self) -> ProgramSpec:
         return ProgramSpec(
@@ -267,9 +278,7 @@ class SessionCore:
                 logger.info("XLA cannot compile %s (%s): it runs as a TensorFlow graph",
                             self._name, error.message.splitlines()[0])  # fmt: skip
                 self._spec = dataclasses.replace(self._spec, compile_mode=CompileMode.GRAPH)
-                self._program = build_program(
-                    self._spec, self._weights.program_values, self._random
-                )
+                self._program = self._build_program()
                 with contextlib.suppress(tf.errors.OpError):
                     self._warm_up()
         finally:
@@ -283,7 +292,7 @@ class SessionCore:
         if self._options.syntheticDataMode is not SyntheticDataMode.Off:
             return {}
         return {
-            plan.tensor_id: tf.zeros(plan.stacked_shape, plan.signature.dtype)
+            plan.tensor_id: tf.zeros(plan.program_shape, plan.signature.dtype)
             for plan in self._inputs
         }
 
@@ -323,13 +332,6 @@ class SessionCore:
                 "so nothing can run or be transferred to the device"
             )
         self._device.ensure_attached_for("run the session")
-        if self.replicationFactor > 1:
-            raise popart_exception(
-                f"Replicated execution is not available yet: this session has "
-                f"{self.replicationFactor} replicas (SessionOptions.replicatedGraphCount). "
-                "Options, checks and anchor shapes of replicated sessions work; running them "
-                "needs the engine's replicas, which are still to come"
-            )
         if handle not in (_MAIN_PROGRAM, _FORWARD_ONLY_PROGRAM) or (
             handle == _FORWARD_ONLY_PROGRAM
             and not self._options.createImplicitPipeliningFwdOnlyProgram
@@ -340,8 +342,10 @@ class SessionCore:
         check_instance(stepio, StepIO, "run stepio (a PyStepIO or PyStepIOCallback)")
         logger.debug("run %s %s", self._name, debug_name)
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
+        self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
-        outputs = self._program(stacked)
+        with self._replicas.scope():
+            outputs = self._program(stacked)
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
         self._engine_loaded = True
@@ -351,27 +355,41 @@ class SessionCore:
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)
         return {
-            plan.tensor_id: tf.constant(arrays[plan.tensor_id], plan.signature.dtype)
+            plan.tensor_id: tf.constant(
+                plan.program_values(arrays[plan.tensor_id]), plan.signature.dtype
+            )
             for plan in self._inputs
         }
 
+    def _check_can_run(self) -> None:
+        """What else a run needs (training sessions: weights on the device)."""
+
     def _anchor_values(self, outputs: dict[str, tf.Tensor] | None) -> dict[str, np.ndarray]:
         outputs = outputs or {}
+        # Every micro-batch's values come back, or the last one's when all anchors are Final.
+        if self._spec.returns_last_batch_only:
+            steps = [1, 1, self.replicationFactor]
+        else:
+            steps = [self._data_flow.batchesPerStep(), self.accumulationFactor,
+                     self.replicationFactor]  # fmt: skip
         values = {}
         for plan in self._anchors:
             if plan.tensor_id not in outputs:  # no elements: nothing came from the device
-                batches = [self._data_flow.batchesPerStep(), *plan.signature.shape]
-                values[plan.tensor_id] = plan.from_steps(np.zeros(batches, plan.dtype))
+                values[plan.tensor_id] = plan.from_steps(
+                    np.zeros([*steps, *plan.signature.shape], plan.dtype)
+                )
                 continue
             value = outputs[plan.tensor_id].numpy().astype(plan.dtype, copy=False)
-            stacked = value[None] if self._spec.returns_last_batch_only else value
-            if stacked.shape[1:] != plan.signature.shape or not _same_kind(stacked, plan):
+            # Outfeeds stack the steps (unless only the last came back), then the replicas.
+            leading = (0 if self._spec.returns_last_batch_only else 1) + (steps[2] > 1)
+            per_step = value.shape[leading:]
+            if per_step != plan.signature.shape or not _same_kind(value, plan):
                 raise popart_exception(
-                    f"Anchor '{plan.tensor_id}' came back as {stacked.dtype} "
-                    f"{list(stacked.shape[1:])}, but its type is {plan.signature} (the "
-                    "model's declared output type does not match what its ops compute)"
+                    f"Anchor '{plan.tensor_id}' came back as {value.dtype} {list(per_step)}, "
+                    f"but its type is {plan.signature} (the model's declared output type does "
+                    "not match what its ops compute)"
                 )
-            values[plan.tensor_id] = plan.from_steps(stacked)
+            values[plan.tensor_id] = plan.from_steps(value.reshape([*steps, *plan.signature.shape]))
         return values
 
     def initAnchorArrays(self) -> dict[str, np.ndarray]:  # noqa: N802

@@ -1,7 +1,8 @@
 """`PyStepIO` and `PyStepIOCallback`: where a run reads its inputs and writes its anchors.
 
-A run reads, for each input, one value per batch (and per replica): `batchesPerStep * rf`
-values of the tensor's shape, laid out `[bps, af, rf, *shape]` in a flat buffer. Like the
+A run reads, for each input, one value per micro-batch and replica: `bps * af * rf` values of
+the tensor's shape (`bps * af` for a `ReplicatedStreamMode.Broadcast` input), laid out
+`[bps, af, rf, *shape]` in a flat buffer (replica r of a micro-batch reads the r-th value). Like the
 original, only the element count of a host array is checked, not its shape; with runtime
 asserts off a wrong-sized buffer is read and written cyclically (the original's wrapping
 offset) instead of raising.
@@ -30,17 +31,35 @@ class InputPlan:
     batches_per_step: int
     replication_factor: int
     broadcast: bool = False  # ReplicatedStreamMode.Broadcast: one value for all replicas
+    accumulation_factor: int = 1
+
+    @property
+    def replicas_read(self) -> int:
+        """Values per micro-batch on the host: one per replica, or one for all (Broadcast)."""
+        return 1 if self.broadcast else self.replication_factor
 
     @property
     def fetches(self) -> int:
-        return self.batches_per_step * (1 if self.broadcast else self.replication_factor)
+        return self.batches_per_step * self.accumulation_factor * self.replicas_read
 
     @property
     def stacked_shape(self) -> list[int]:
-        """How the session holds a run's values: [bps, (rf,) *shape]."""
-        per_batch = 1 if self.broadcast else self.replication_factor
-        replicas = [per_batch] if per_batch > 1 else []
-        return [self.batches_per_step, *replicas, *self.signature.shape]
+        """How the session holds a run's values read from the host: [fetches, *shape], in
+        the host layout's order (batch, accumulation step, replica)."""
+        return [self.fetches, *self.signature.shape]
+
+    @property
+    def program_shape(self) -> list[int]:
+        """What the program reads: one value per micro-batch and replica, [bps * af * rf,
+        *shape] (a broadcast value repeated for every replica)."""
+        steps = self.batches_per_step * self.accumulation_factor
+        return [steps * self.replication_factor, *self.signature.shape]
+
+    def program_values(self, stacked: np.ndarray) -> np.ndarray:
+        """The program's input from the values read (`stacked_shape`)."""
+        if not self.broadcast or self.replication_factor == 1:
+            return stacked
+        return np.repeat(stacked, self.replication_factor, axis=0)
 
 
 def _describe(array: np.ndarray) -> str:
@@ -139,8 +158,9 @@ class PyStepIO(StepIO):
                 f"Unexpected number of input elements for Tensor {plan.tensor_id}. Expected "
                 f"{count}, but received {array.size}: the array has {_describe(array)}; "
                 f"expected an array of shape {_host_input_shape(plan)} (tensor shape "
-                f"{list(plan.signature.shape)}, batches per step {plan.batches_per_step}, replication "
-                f"factor {plan.replication_factor})"
+                f"{list(plan.signature.shape)}, batches per step {plan.batches_per_step}, "
+                f"accumulation factor {plan.accumulation_factor}, replication factor "
+                f"{plan.replicas_read})"
             )
 
         return _fitted(array, count, self._asserts, message).reshape(plan.stacked_shape)
@@ -168,8 +188,8 @@ class PyStepIO(StepIO):
 
 
 def _host_input_shape(plan: InputPlan) -> list[int]:
-    replicas = 1 if plan.broadcast else plan.replication_factor
-    return [d for d in (plan.batches_per_step, replicas) if d != 1] + list(plan.signature.shape)
+    outer = (plan.batches_per_step, plan.accumulation_factor, plan.replicas_read)
+    return [d for d in outer if d != 1] + list(plan.signature.shape)
 
 
 class PyStepIOCallback(StepIO):
