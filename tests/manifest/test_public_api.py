@@ -41,9 +41,6 @@ IMPLEMENTED_SECTIONS = {
 PENDING_NAMES = {
     f"tensorflow.python.ipu.{name}"
     for name in [
-        # Keras issue (pipelines).
-        "internal_ops.fifo",
-        "internal_ops.get_current_iteration_counter",
         # Not in an open issue yet.
         "application_compile_op.experimental_application_compile_op",
         "embedded_runtime.RuntimeContext",

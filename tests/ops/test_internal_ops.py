@@ -1,6 +1,7 @@
 """internal_ops: print_tensor prints to standard error; remaps are copies."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from openipu._src.ops import internal_ops
@@ -39,3 +40,65 @@ def test_remap_and_remap_deduce_copy_their_input():
             tape.watch(x)
             y = tf.reduce_sum(op(x) * 2.0)
         np.testing.assert_array_equal(tape.gradient(y, x), np.full((3, 4), 2.0))
+
+
+def _loop_outputs(ipu_system, body, iterations=6):
+    """Runs `body(i)` in a device loop of `iterations`; what it enqueued, per iteration."""
+    from tensorflow.python import ipu
+
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def loop_body(i):
+        return i + 1.0, outfeed.enqueue(body(i))
+
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    strategy.run(
+        tf.function(lambda: ipu.loops.repeat(iterations, loop_body, [0.0]), jit_compile=True)
+    )
+    return outfeed.dequeue().numpy()
+
+
+def test_fifo_returns_the_value_of_depth_iterations_ago(ipu_system):
+    delayed = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(tf.fill([2], i), depth=2))
+    # Iterations 0 and 1 have nothing queued yet (zeros); then i - 2.
+    np.testing.assert_array_equal(delayed[:, 0], [0, 0, 0, 1, 2, 3])
+    same = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(i, depth=0))
+    np.testing.assert_array_equal(same, np.arange(6))
+
+
+def test_fifo_checks_its_arguments():
+    with pytest.raises(ValueError, match="depth must be a non-negative int, got -1"):
+        internal_ops.fifo(tf.ones([2]), -1)
+    with pytest.raises(TypeError, match="offload must be a bool"):
+        internal_ops.fifo(tf.ones([2]), 1, offload="yes")
+
+
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_iteration_counter_counts_the_accumulation_iterations(ipu_system):
+    from tensorflow.python import ipu
+
+    dataset = tf.data.Dataset.from_tensor_slices(np.zeros([8, 1], np.float32)).batch(
+        1, drop_remainder=True
+    )
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(x):
+        return x, internal_ops.get_current_iteration_counter()
+
+    def stage2(x, counter):
+        return counter
+
+    net = tf.function(
+        lambda: ipu.pipelining_ops.pipeline(
+            [stage1, stage2], 4, repeat_count=2, infeed_queue=infeed, outfeed_queue=outfeed
+        ),
+        jit_compile=True,
+    )
+    ipu.ipu_strategy.IPUStrategy().run(net)
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [0, 1, 2, 3, 0, 1, 2, 3])
+
+
+def test_iteration_counter_outside_a_loop_is_an_error():
+    with pytest.raises(ValueError, match="inside a pipeline stage"):
+        internal_ops.get_current_iteration_counter()

@@ -1,14 +1,59 @@
-"""Graphcore utility operators (`ipu.internal_ops`): printing and tile remapping.
-
-`fifo` and `get_current_iteration_counter` belong to the device loop and are
-implemented with it.
-"""
+"""Graphcore utility operators (`ipu.internal_ops`): FIFOs, iteration counters, printing
+and tile remapping."""
 
 from __future__ import annotations
 
 import sys
 
 import tensorflow as tf
+from tensorflow.python.ops import resource_variable_ops
+
+from openipu._src.engine import device_loop
+
+
+def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
+    """`x` as it was `depth` calls (iterations) ago; the first `depth` calls give zeros.
+
+    The queue is a ring buffer of `depth` slots kept in device variables made when
+    the program is built, with a counter saying which slot is oldest. `offload`
+    (Poplar remote buffers) is accepted and kept: storage is host memory here.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"fifo: depth must be a non-negative int, got {depth!r}")
+    if not isinstance(offload, bool):
+        raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
+    x = tf.convert_to_tensor(x)
+    if depth == 0:
+        return tf.identity(x, name=name)
+    if not x.shape.is_fully_defined():
+        raise ValueError(f"fifo: x must have a fully defined shape, got {x.shape}")
+    with tf.init_scope():
+        # Made outside any function being traced: the queue outlives one trace's call.
+        slots = resource_variable_ops.ResourceVariable(
+            tf.zeros([depth, *x.shape], x.dtype), trainable=False, name="fifo_slots"
+        )
+        calls = resource_variable_ops.ResourceVariable(
+            tf.constant(0, tf.int32), trainable=False, name="fifo_calls"
+        )
+    with tf.name_scope(name or "fifo"):
+        slot = calls.read_value() % depth
+        oldest = tf.gather(slots.read_value(), slot)
+        with tf.control_dependencies([oldest]):
+            stored = slots.scatter_update(tf.IndexedSlices(x[None], slot[None]))
+            counted = calls.assign_add(1)
+        with tf.control_dependencies([stored, counted]):
+            return tf.identity(oldest)
+
+
+def get_current_iteration_counter(name=None, **kwargs) -> tf.Tensor:
+    """Which gradient accumulation iteration the pipeline (its innermost device loop) is in."""
+    stack = device_loop.loop_stack()
+    if not stack or stack[-1].index is None:
+        raise ValueError(
+            "get_current_iteration_counter must be called inside a pipeline stage "
+            "(or another device loop's body)"
+        )
+    return tf.identity(tf.cast(stack[-1].index, tf.int32), name=name or "iteration_counter")
 
 
 def print_tensor(input, name: str = ""):  # noqa: A002 - the original's parameter name
