@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -61,3 +63,115 @@ def test_compile_mode_can_be_requested(ipu_system):
 def test_outputs_argument_is_checked():
     with pytest.raises(ValueError, match="outputs must be 'all' or 'last'"):
         LoopProgram(lambda e: e, iterations=1, outputs="some")
+
+
+def _mixed_step(weights: tf.Variable):
+    """A step mixing ops the vectorizer turns into batched ops (a matmul with loop-invariant
+    weights, reductions over the element's own first axis, a reshape to a constant shape)
+    with one it cannot vectorize (SegmentSum, which runs in a loop of its own)."""
+
+    def step(element, index):
+        x = element["x"]
+        product = tf.matmul(x, weights)  # [3, 2]
+        return {
+            "softmax": tf.nn.softmax(product, axis=-1),
+            "column_mean": tf.reduce_mean(x, axis=0),
+            "flat": tf.reshape(product, [6]),
+            "segments": tf.ensure_shape(tf.math.segment_sum(x, [0, 0, 1]), [2, 4]),
+            "index": index * 10,
+        }
+
+    return step
+
+
+def _mixed_step_reference(x: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    product = x @ weights
+    exp = np.exp(product - product.max(axis=-1, keepdims=True))
+    return {
+        "softmax": exp / exp.sum(axis=-1, keepdims=True),
+        "column_mean": x.mean(axis=1),
+        "flat": product.reshape(len(x), 6),
+        "segments": np.stack([x[:, :2].sum(axis=1), x[:, 2]], axis=1),
+        "index": np.arange(len(x)) * 10,
+    }
+
+
+@pytest.mark.parametrize("outputs", ["all", "last"])
+def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs):
+    rng = np.random.default_rng(0)
+    weights = tf.Variable(rng.normal(size=(4, 2)).astype(np.float32))
+    x = rng.normal(size=(5, 3, 4)).astype(np.float32)
+    results = {}
+    for together in (True, False):
+        program = LoopProgram(
+            _mixed_step(weights),
+            iterations=5,
+            outputs=outputs,
+            indexed=True,
+            independent_steps=together,
+        )
+        results[together] = program({"x": tf.constant(x)})
+        assert program.runs_steps_together is together
+    expected = _mixed_step_reference(x, weights.numpy())
+    for name, value in expected.items():
+        value = value if outputs == "all" else value[-1]
+        np.testing.assert_allclose(results[True][name].numpy(), value, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            results[True][name].numpy(), results[False][name].numpy(), rtol=1e-6, atol=1e-6
+        )
+
+
+def test_one_independent_step_runs_without_a_loop(ipu_system):
+    weights = tf.Variable(np.eye(4, 2, dtype=np.float32))
+    x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)
+    program = LoopProgram(_mixed_step(weights), iterations=1, indexed=True, independent_steps=True)
+    outputs = program({"x": tf.constant(x)})
+    for name, value in _mixed_step_reference(x, weights.numpy()).items():
+        np.testing.assert_allclose(outputs[name].numpy(), value, rtol=1e-6)
+    assert program.runs_steps_together
+
+
+def _counter_plus_index(counter: tf.Variable, element, index):
+    return counter.read_value() + index
+
+
+def test_after_group_of_independent_steps_runs_once_after_them(ipu_system):
+    """The steps read the state as it was before the call; `after_group` moves it on once."""
+    for together in (True, False):
+        counter = tf.Variable(100)
+        program = LoopProgram(
+            functools.partial(_counter_plus_index, counter),
+            iterations=4,
+            indexed=True,
+            independent_steps=together,
+            group_size=4,
+            after_group=functools.partial(counter.assign_add, 4),
+        )
+        np.testing.assert_array_equal(program(tf.zeros([4])).numpy(), [100, 101, 102, 103])
+        np.testing.assert_array_equal(program(tf.zeros([4])).numpy(), [104, 105, 106, 107])
+        assert int(counter.numpy()) == 108
+        assert program.runs_steps_together is together
+
+
+def test_independent_steps_keep_the_loop_when_after_group_follows_each_step(ipu_system):
+    counter = tf.Variable(0)
+    program = LoopProgram(
+        lambda element: counter.read_value(),
+        iterations=3,
+        independent_steps=True,
+        after_group=lambda: counter.assign_add(1),
+    )
+    np.testing.assert_array_equal(program(tf.zeros([3])).numpy(), [0, 1, 2])
+    assert not program.runs_steps_together
+
+
+def test_steps_that_cannot_run_together_run_in_the_loop(ipu_system, monkeypatch):
+    from openipu._src.engine import independent_steps
+
+    def cannot_vectorize(*args):
+        raise ValueError("not vectorizable")
+
+    monkeypatch.setattr(independent_steps, "run_together", cannot_vectorize)
+    program = LoopProgram(lambda element: element * 2, iterations=3, independent_steps=True)
+    np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
+    assert not program.runs_steps_together

@@ -6,17 +6,30 @@ per step). `LoopProgram` is their common entry to the engine: one call runs
 one compiled region holding a device loop of N iterations, whose infeed is
 the stacked inputs of the call and whose outputs come back stacked through an
 outfeed. It is the same device loop as `loops.repeat`, not a second engine.
+
+A program whose steps share no state (`independent_steps`) may instead run its N
+steps together, vectorized over the stacked inputs (`independent_steps.run_together`):
+the same numbers, without a loop of N small computations.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import tensorflow as tf
 from tensorflow.python.util import nest
 
-from openipu._src.engine import compile_policy, device_loop, region, replication
+from openipu._src.engine import (
+    compile_policy,
+    device_loop,
+    independent_steps,
+    region,
+    replication,
+)
 from openipu._src.system import configure
+
+logger = logging.getLogger(__name__)
 
 
 class LoopProgram:
@@ -29,6 +42,17 @@ class LoopProgram:
     `host_device` is given: front ends with their own device model (PopART's DeviceManager)
     pass the host device of their emulated IPU, and `device_ordinal` then only names the
     IPU whose seed stream the program's random ops use.
+
+    With `indexed` the step is called `step(element, index)`, `index` being the step's
+    position in the call (0 to `iterations` - 1).
+
+    `after_group()` runs after each group of `group_size` steps.
+
+    `independent_steps` declares that no step depends on another: a step reads only its
+    element, its index and values no step changes, and changes nothing another step reads
+    (`after_group` may change state once its group is done). The program then runs all
+    steps of a call together, vectorized, when it can: on one replica, in one group (or
+    with no `after_group`); otherwise, or if the step cannot be vectorized, in the loop.
     """
 
     def __init__(
@@ -43,6 +67,8 @@ class LoopProgram:
         group_size: int = 1,
         after_group: Callable[[], object] | None = None,
         ipus_per_replica: int = 1,
+        indexed: bool = False,
+        independent_steps: bool = False,
         name: str = "ipu_program",
     ) -> None:
         from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
@@ -61,6 +87,10 @@ class LoopProgram:
         self._device_ordinal = device_ordinal
         self._host_device = host_device
         self._compile_mode = compile_mode
+        self._indexed = indexed
+        self._outputs = outputs
+        # Cleared when vectorizing fails: the steps then run in the loop.
+        self._together = independent_steps and (after_group is None or group_size == iterations)
         mode = IPUOutfeedMode.ALL if outputs == "all" else IPUOutfeedMode.LAST
         self._outfeed = IPUOutfeedQueue(mode)
         self._has_outputs = False
@@ -69,6 +99,17 @@ class LoopProgram:
 
     def __call__(self, stacked_inputs):
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
+        if self._together and self._last_mode is None:
+            try:
+                self._function.get_concrete_function(stacked_inputs)
+            except Exception as error:  # noqa: BLE001 - any failure to vectorize: use the loop
+                # A step that cannot be traced at all fails again, with its own error, below.
+                logger.debug(
+                    "%s: steps run in a loop (vectorizing failed: %s)", self.__name__, error
+                )
+                self._together = False
+                self._last_mode = None
+                self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         if self._compile_mode is None and self._last_mode is None:
             # Trace first: if the region must run as a graph, rebuild it outside the XLA
             # context (see region._PlainContext) before it ever runs.
@@ -82,7 +123,15 @@ class LoopProgram:
     def compiled_mode(self) -> compile_policy.CompileMode | None:
         return self._last_mode
 
+    @property
+    def runs_steps_together(self) -> bool | None:
+        """Whether a call runs its steps together (vectorized); None before the first call."""
+        if self._last_mode is None:
+            return None
+        return self._together and self._runs_together_now
+
     _last_mode: compile_policy.CompileMode | None = None
+    _runs_together_now = False
 
     def _program(self, stacked_inputs):
         host_device = self._host_device or (
@@ -105,9 +154,17 @@ class LoopProgram:
                     f"replica(s), so its inputs need {needed} elements along the first axis; "
                     f"got shape {tensor.shape}"
                 )
+        if self._indexed:
+            # Step i of every replica has index i, wherever the element is stored.
+            indices = tf.repeat(tf.range(self.iterations), replicas)
+            stacked_inputs = (stacked_inputs, indices)
+        self._runs_together_now = self._together and slots == 1
+        if self._runs_together_now:
+            return self._steps_together(stacked_inputs, host_device)
         groups = self.iterations // self._group_size
+        grouped = self._group_size > 1 or self._after_group is not None
         # Step i of replica r reads element i * R + r; steps run in groups.
-        shape = [groups, self._group_size] if self._group_size > 1 else [self.iterations]
+        shape = [groups, self._group_size] if grouped else [self.iterations]
         shape += [replicas] if slots > 1 else []
         stacked = nest.map_structure(
             lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
@@ -118,7 +175,7 @@ class LoopProgram:
             )
 
         def step_in_replica(element):
-            outputs = self._step(element)
+            outputs = self._call_step(element)
             if outputs is None:
                 return tf.constant(0)
             self._has_outputs = True
@@ -140,13 +197,43 @@ class LoopProgram:
                 ]
 
         def build():
-            if self._group_size > 1:
+            if grouped:
                 return device_loop.repeat(groups, run_group, [], device_loop.StackedInput(stacked))
             return device_loop.repeat(
                 self.iterations, run_step, [], device_loop.StackedInput(stacked)
             )
 
-        region.compile_region(
+        self._compile(build, host_device)
+        if not self._has_outputs:
+            return None
+        return self._by_replica(self._outfeed.dequeue(), slots, per_replica)
+
+    def _call_step(self, element):
+        if self._indexed:
+            element, index = element
+            return self._step(element, index)
+        return self._step(element)
+
+    def _steps_together(self, stacked_inputs, host_device: str):
+        """All steps of the call at once (one replica): their outputs come straight back."""
+
+        def build():
+            outputs = independent_steps.run_together(
+                self._call_step, stacked_inputs, self.iterations
+            )
+            if self._after_group is not None:
+                with tf.control_dependencies(nest.flatten(outputs)):
+                    done = _as_token(self._after_group())
+                with tf.control_dependencies([done]):
+                    outputs = nest.map_structure(tf.identity, outputs)
+            if outputs is not None and self._outputs == "last":
+                outputs = nest.map_structure(lambda tensor: tensor[-1], outputs)
+            return outputs
+
+        return self._compile(build, host_device)
+
+    def _compile(self, build: Callable, host_device: str):
+        return region.compile_region(
             build,
             [],
             host_device,
@@ -155,9 +242,6 @@ class LoopProgram:
             mode=self._compile_mode,
             on_mode=self._record_mode,
         )
-        if not self._has_outputs:
-            return None
-        return self._by_replica(self._outfeed.dequeue(), slots, per_replica)
 
     def _by_replica(self, outputs, slots: int, per_replica: int):
         """Outputs per replica: the first slot of each (its other slots computed the same)."""

@@ -7,6 +7,13 @@ come back stacked (or only the last batch's, when every anchor is `Final`).
 
 With synthetic data the step makes its own inputs (zeros or random values) and reads
 nothing from the host, as the original does.
+
+Batches of an inference step are independent: each reads its inputs and the weights, which
+no batch changes, and draws its random numbers from its own seed (the step's first seed plus
+the batch's index; the seed moves on by `batchesPerStep` after the step). So the program
+declares its steps independent, and the engine runs the batches together, vectorized,
+instead of in a loop. Programs that must run as TensorFlow graphs (ops XLA cannot compile:
+host prints, aborts, shapes computed from values) keep the loop.
 """
 
 from __future__ import annotations
@@ -46,6 +53,15 @@ class ProgramSpec:
         return all(plan.art.id() is AnchorReturnTypeId.Final for plan in self.anchors)
 
     @property
+    def steps_are_independent(self) -> bool:
+        """Whether the batches of a step may run together (see the module's docstring).
+
+        A program rebuilt as a graph after XLA failed (a shape computed from a streamed
+        value, which may differ between batches) keeps the loop too.
+        """
+        return self.lowered.compilable and self.compile_mode is not CompileMode.GRAPH
+
+    @property
     def device_anchors(self) -> list[AnchorPlan]:
         """The anchors the device returns: an empty tensor's value is known without running
         (and TensorFlow's host queues crash on empty elements)."""
@@ -63,8 +79,10 @@ def build_program(
     anchor_ids = dict.fromkeys(plan.tensor_id for plan in spec.anchors)
     fetch = [name for name in anchor_ids if name not in outputs]
 
-    def step(element):
-        seed = random_state.batch_seed()
+    together = spec.steps_are_independent
+
+    def step(element, index=None):
+        seed = random_state.batch_seed_at(index) if together else random_state.batch_seed()
         if spec.synthetic_data is SyntheticDataMode.Off:
             inputs = element
         else:
@@ -88,6 +106,10 @@ def build_program(
         host_device=spec.host_device,
         outputs="last" if spec.returns_last_batch_only else "all",
         compile_mode=spec.compile_mode,
+        indexed=together,
+        independent_steps=together,
+        group_size=spec.batches_per_step if together else 1,
+        after_group=(lambda: random_state.advance(spec.batches_per_step)) if together else None,
         name=spec.name,
     )
 

@@ -1,0 +1,108 @@
+"""The batches of an inference step run together (vectorized) and give what the loop over
+them gives, and what onnxruntime gives batch by batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import popart
+from openipu._src.popart.session import step_program
+
+BATCH, CHANNELS, SIZE = 2, 3, 6
+
+
+def mixed_model() -> tuple[bytes, str, dict[str, str]]:
+    """Ops whose meaning depends on the batch axis (a reduction over it, a reshape that folds
+    it, a softmax over the first axis), a convolution chain, 3-D matmuls and a random op."""
+    rng = np.random.default_rng(3)
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    ops = builder.aiOnnx
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [BATCH, CHANNELS, SIZE, SIZE]), "x")
+
+    def weight(*shape):
+        return builder.addInitializedInputTensor(rng.normal(size=shape).astype(np.float32))
+
+    conv = ops.relu([ops.conv([x, weight(4, CHANNELS, 3, 3), weight(4)], pads=[1, 1, 1, 1])])
+    pooled = ops.maxpool([conv], num_outputs=1, kernel_shape=[2, 2], strides=[2, 2])[0]
+    batch_mean = ops.reducemean([pooled], axes=[0], keepdims=1)  # over the batch
+    centred = ops.sub([pooled, batch_mean])
+    rows = ops.reshape([centred, ops.constant(np.array([BATCH * 4, 9], np.int64))])
+    over_first_axis = ops.softmax([rows], axis=0)
+    sequences = ops.reshape([centred, ops.constant(np.array([BATCH, 4, 9], np.int64))])
+    attention = ops.matmul([sequences, ops.transpose([sequences], perm=[0, 2, 1])])
+    noisy = ops.add([attention, ops.randomuniformlike([attention])])
+    outputs = {"softmax": over_first_axis, "attention": attention, "noisy": noisy}
+    for name in outputs.values():
+        builder.addOutputTensor(name)
+    return builder.getModelProto(), x, outputs
+
+
+def run_session(proto, x, anchors, data, seed, together: bool, monkeypatch):
+    with monkeypatch.context() as patch:
+        if not together:
+            patch.setattr(
+                step_program.ProgramSpec,
+                "steps_are_independent",
+                property(lambda spec: False),
+            )
+        session = popart.InferenceSession(
+            proto,
+            popart.DataFlow(len(data), list(anchors)),
+            popart.DeviceManager().createIpuModelDevice({}),
+        )
+        session.prepareDevice()
+    session.setRandomSeed(seed)
+    arrays = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: data}, arrays))
+    assert session._program.runs_steps_together is together  # noqa: SLF001
+    return arrays, session.getRandomSeed()
+
+
+@pytest.mark.parametrize("batches_per_step", [1, 4])
+def test_batches_together_match_the_loop_and_onnxruntime(batches_per_step, monkeypatch):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    proto, x, outputs = mixed_model()
+    data = np.random.default_rng(5).normal(size=(batches_per_step, BATCH, CHANNELS, SIZE, SIZE))
+    data = data.astype(np.float32)
+    anchors = list(outputs.values())
+    together, seed_together = run_session(proto, x, anchors, data, 7, True, monkeypatch)
+    looped, seed_looped = run_session(proto, x, anchors, data, 7, False, monkeypatch)
+
+    # onnx.reference gives Softmax-11 the axis semantics of Softmax-13; onnxruntime does not.
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    reference = onnxruntime.InferenceSession(proto, options, providers=["CPUExecutionProvider"])
+    for name in ("softmax", "attention"):
+        tensor = outputs[name]
+        expected = np.stack([reference.run([tensor], {x: batch})[0] for batch in data])
+        expected = expected.reshape(together[tensor].shape)  # one batch: no batch axis
+        np.testing.assert_allclose(together[tensor], expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(together[tensor], looped[tensor], rtol=1e-5, atol=1e-5)
+    # The random op draws the same numbers from the same per-batch seeds.
+    np.testing.assert_allclose(
+        together[outputs["noisy"]], looped[outputs["noisy"]], rtol=1e-5, atol=1e-5
+    )
+    noise = together[outputs["noisy"]] - together[outputs["attention"]]
+    assert noise.min() >= 0 and noise.max() < 1
+    if batches_per_step > 1:
+        assert not np.allclose(noise[0], noise[1])  # each batch its own numbers
+    assert seed_together == seed_looped == 7 + batches_per_step
+
+
+def test_models_with_host_prints_keep_the_loop(monkeypatch):
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    y = builder.aiGraphcore.printtensor([builder.aiOnnx.relu([x])], title="relu")
+    builder.addOutputTensor(y)
+    session = popart.InferenceSession(
+        builder.getModelProto(),
+        popart.DataFlow(3, [y]),
+        popart.DeviceManager().createIpuModelDevice({}),
+    )
+    session.prepareDevice()
+    arrays = session.initAnchorArrays()
+    data = np.array([[-1, 2], [3, -4], [5, 6]], np.float32)
+    session.run(popart.PyStepIO({x: data}, arrays))
+    np.testing.assert_array_equal(arrays[y], np.maximum(data, 0))
+    assert session._program.runs_steps_together is False  # noqa: SLF001
