@@ -122,3 +122,17 @@ def test_assume_equal_across_replicas_returns_its_inputs(run_on_replicas, inplac
 def test_assume_equal_across_replicas_inplace_must_be_a_bool():
     with pytest.raises(TypeError, match="inplace must be a bool, got 1"):
         cross_replica_ops.assume_equal_across_replicas(tf.constant(1.0), inplace=1)
+
+
+@pytest.mark.parametrize("gather", [False, True])
+def test_shapes_that_differ_across_replicas_are_an_error_naming_them(run_on_replicas, gather):
+    from openipu._src.ops import all_to_all_op
+
+    def fn(replica):
+        x = tf.ones([2 + replica])
+        if gather:
+            return all_to_all_op.all_gather(x, replication_factor=2)
+        return cross_replica_ops.cross_replica_sum(x)
+
+    with pytest.raises(ValueError, match=r"shapes differ \(replica 0: \[2\], replica 1: \[3\]\)"):
+        run_on_replicas(fn, 2)

@@ -140,9 +140,11 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     context = tf.distribute.get_replica_context()
     x = _contribution(x)
     if group.group_count == 1:
+        _check_same_shapes(x, context)
         return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
     # Each group sums in its own slot of a zero buffer, so one all-reduce serves every group.
     padding = [[group.number, group.group_count - 1 - group.number]] + [[0, 0]] * x.shape.rank
+    _check_same_shapes(x, context)
     slots = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.pad(x[None], padding))
     return slots[group.number]
 
@@ -153,9 +155,25 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
         return tf.identity(x)[None]
     context = tf.distribute.get_replica_context()
     # Every slot gathers; the first slot of each replica speaks for it.
+    _check_same_shapes(x, context)
     everyone = context.all_gather(x[None], axis=0)[:: replication.current_slots_per_replica()]
     first = group.number * group.size
     return everyone[first : first + group.size]
+
+
+def _check_same_shapes(x: tf.Tensor, context) -> None:
+    """Every replica's `x` must have one shape (else TensorFlow fails deep in its merge)."""
+
+    def compare(strategy, values) -> None:
+        shapes = [tuple(v.shape.as_list()) for v in strategy.experimental_local_results(values)]
+        if len(set(shapes)) > 1:
+            listed = ", ".join(f"replica {r}: {list(s)}" for r, s in enumerate(shapes))
+            raise ValueError(
+                "A collective across replicas needs the same shape on every replica, "
+                f"but the shapes differ ({listed})"
+            )
+
+    context.merge_call(compare, args=(x,))
 
 
 def group_reduce(op: str, x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
