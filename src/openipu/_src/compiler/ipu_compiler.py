@@ -25,6 +25,4 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
     if not callable(computation):
         raise TypeError(f"computation must be callable, got {computation!r}")
     device = configure.current_system("ipu_compiler.compile").device(ordinal)
-    return region.compile_region(
-        computation, inputs, device.host_device(), ipu_ordinal=ordinal
-    )
+    return region.compile_region(computation, inputs, device.host_device(), ipu_ordinal=ordinal)
