@@ -52,6 +52,24 @@ from openipu._src.popart.session import (
     PyStepIO,
     PyStepIOCallback,
     PyWeightsIO,
+    TrainingSession,
+)
+
+# isort: split
+# -- Optimizers ---------------------------------------------------------------------------
+from openipu._src.popart.optimizers import (
+    SGD,
+    Adam,
+    AdamMode,
+    Adaptive,
+    AdaptiveMode,
+    ClipNormSettings,
+    ConstSGD,
+    Optimizer,
+    OptimizerValue,
+    OptimizerValueMap,
+    SGDAccumulatorAndMomentum,
+    WeightDecayMode,
 )
 
 # isort: split

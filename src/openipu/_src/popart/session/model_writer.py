@@ -16,13 +16,23 @@ from onnx import TensorProto, numpy_helper
 from openipu._src.popart.session.executable_file import atomic_output, write_bytes_atomically
 
 
-def model_with_weights(model: onnx.ModelProto, weights: dict[str, np.ndarray]) -> onnx.ModelProto:
+def model_with_weights(
+    model: onnx.ModelProto,
+    weights: dict[str, np.ndarray],
+    extra: dict[str, np.ndarray] | None = None,
+) -> onnx.ModelProto:
+    """The model with `weights` as its initializers' values, and `extra` tensors (a training
+    session's optimizer state) as further initializers, replacing any of the same name."""
+    extra = dict(extra or {})
     updated = onnx.ModelProto()
     updated.CopyFrom(model)
     for index, tensor in enumerate(updated.graph.initializer):
-        if tensor.name in weights:
-            replacement = numpy_helper.from_array(np.asarray(weights[tensor.name]), tensor.name)
+        value = extra.pop(tensor.name, weights.get(tensor.name))
+        if value is not None:
+            replacement = numpy_helper.from_array(np.asarray(value), tensor.name)
             updated.graph.initializer[index].CopyFrom(replacement)
+    for name, value in extra.items():
+        updated.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     return updated
 
 

@@ -20,18 +20,12 @@ from openipu._src.popart.options.session_options import SessionOptions
 PARTIALS_TYPES = ("", "float", "half")
 
 
-def check_inference_options(options: SessionOptions) -> None:
+def _check_inference_options(options: SessionOptions) -> None:
     """Options that only a training session can use."""
     if options.enableGradientAccumulation:
         raise popart_exception(
             "Gradient Accumulation only available when training (SessionOptions."
             "enableGradientAccumulation is True in an InferenceSession)"
-        )
-    if options.accumulationFactor != 1:
-        raise popart_exception(
-            f"SessionOptions.accumulationFactor is {options.accumulationFactor}, but "
-            "enableGradientAccumulation is False: either enable gradient accumulation (training "
-            "only) or set the accumulation factor to 1"
         )
     if options.automaticLossScalingSettings.enabled:
         raise popart_exception(
@@ -40,16 +34,35 @@ def check_inference_options(options: SessionOptions) -> None:
         )
 
 
+def _check_accumulation(options: SessionOptions) -> None:
+    factor = options.accumulationFactor
+    if not options.enableGradientAccumulation and factor != 1:
+        raise popart_exception(
+            f"SessionOptions.accumulationFactor is {factor}, but enableGradientAccumulation is "
+            "False: either enable gradient accumulation (training only) or set the accumulation "
+            "factor to 1"
+        )
+    if factor < 1:
+        raise popart_exception(f"SessionOptions.accumulationFactor must be >= 1, got {factor}")
+
+
 def check_options(
-    options: SessionOptions, device: DeviceInfo, data_flow: DataFlow, model: onnx.ModelProto
+    options: SessionOptions,
+    device: DeviceInfo,
+    data_flow: DataFlow,
+    model: onnx.ModelProto,
+    training: bool,
 ) -> None:
-    """Every rule that does not depend on training."""
+    """Every rule on the options of a session (`training`: a TrainingSession's)."""
     options.validate()
+    if not training:
+        _check_inference_options(options)
+    _check_accumulation(options)
     _check_replication(options, device)
     _check_buffering(options)
     _check_values(options)
     _check_virtual_graphs(options, device, model)
-    _check_pipelining(options, device, data_flow, model)
+    _check_pipelining(options, device, data_flow, model, training)
 
 
 def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:
@@ -153,8 +166,22 @@ def _check_virtual_graphs(options: SessionOptions, device: DeviceInfo, model: on
             )
 
 
+def pipeline_stages(model: onnx.ModelProto) -> list[int]:
+    """The pipeline stages of a model's ops (their virtual graphs where none has a stage)."""
+    stages = {_annotation(node, annotation_names.PIPELINE_STAGE) for node in model.graph.node}
+    stages.discard(None)
+    if not stages:
+        stages = {_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node}
+        stages.discard(None)
+    return sorted(stages)
+
+
 def _check_pipelining(
-    options: SessionOptions, device: DeviceInfo, data_flow: DataFlow, model: onnx.ModelProto
+    options: SessionOptions,
+    device: DeviceInfo,
+    data_flow: DataFlow,
+    model: onnx.ModelProto,
+    training: bool,
 ) -> None:
     if not options.enablePipelining:
         return
@@ -168,12 +195,15 @@ def _check_pipelining(
         raise popart_exception(
             "Pipelining needs virtual graphs: set SessionOptions.virtualGraphMode (Manual or Auto)"
         )
-    stages = {_annotation(node, annotation_names.PIPELINE_STAGE) for node in model.graph.node}
-    stages.discard(None)
-    if not stages:
-        stages = {_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node}
-        stages.discard(None)
-    if len(stages) > data_flow.batchesPerStep():
+    stages = pipeline_stages(model)
+    if training and len(stages) > options.getAccumulationFactor():
+        raise popart_exception(
+            f"The pipeline has {len(stages)} stages, so a training session needs gradient "
+            f"accumulation with an accumulation factor of at least {len(stages)} (SessionOptions."
+            f"enableGradientAccumulation is {options.enableGradientAccumulation}, "
+            f"accumulationFactor {options.accumulationFactor})"
+        )
+    if not training and len(stages) > data_flow.batchesPerStep():
         raise popart_exception(
             f"The pipeline has {len(stages)} stages, so an inference session needs at least "
             f"{len(stages)} batches per step (DataFlow has {data_flow.batchesPerStep()})"

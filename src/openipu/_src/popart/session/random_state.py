@@ -68,7 +68,8 @@ class RandomState:
         if self._variable is None:
             raise popart_exception("The random seed is not on the device yet (prepareDevice)")
         value = self._variable.read_value() + tf.cast(index, tf.int64)
-        return tf.stack([value, tf.zeros_like(value)])
+        replica = tf.constant(replication.current_replica_index(), tf.int64)
+        return tf.stack([value, replica])
 
     def advance(self, batches: int) -> tf.Operation:
         """After a step read its seeds with `batch_seed_at`: moves the seed on past them."""

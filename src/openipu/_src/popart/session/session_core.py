@@ -46,7 +46,11 @@ from openipu._src.popart.session.random_state import RandomState, rng_state_size
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.step_program import ProgramSpec, build_program
 from openipu._src.popart.session.stepio import InputPlan, StepIO
-from openipu._src.popart.session.tensor_types import TensorTypes, input_signatures
+from openipu._src.popart.session.tensor_types import (
+    TensorSignature,
+    TensorTypes,
+    input_signatures,
+)
 from openipu._src.popart.session.weights import WeightStore
 from openipu._src.popart.session.weights_io import PyWeightsIO
 
@@ -111,9 +115,10 @@ class SessionCore:
         self._lowered = lower_model(self._model)
         self._input_signatures = input_signatures(self._lowered, self._shape_info)
         self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
+        self._weights = WeightStore(self._lowered.initializers)
+        self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
-        self._weights = WeightStore(self._lowered.initializers)
         self._replicas = Replicas(
             self.replicationFactor, self._device.ipu_ordinal(), self._device.host_device()
         )
@@ -137,10 +142,14 @@ class SessionCore:
     # -- construction ------------------------------------------------------------------------
 
     def _check_options(self) -> None:
-        option_rules.check_options(self._options, self._device, self._data_flow, self._model)
-        if not self._training:
-            option_rules.check_inference_options(self._options)
+        option_rules.check_options(
+            self._options, self._device, self._data_flow, self._model, self._training
+        )
         self._patterns.ensureMandatoryPatternsEnabled()
+
+    def _after_lowering(self) -> None:
+        """What a kind of session plans once the model is lowered (training: the loss, the
+        trained weights and their optimizer state)."""
 
     def _plan_inputs(self) -> list[InputPlan]:
         broadcast = self._broadcast_inputs()
@@ -171,11 +180,7 @@ class SessionCore:
         anchor_ids = self._data_flow.anchors()
         if not anchor_ids and not self._training:
             raise popart_exception("User must specify an anchor tensor when doing inference.")
-        known = self._lowered.tensor_names()
-        for tensor_id in anchor_ids:
-            if tensor_id not in known:
-                raise popart_exception(self._unknown_anchor(tensor_id, known))
-        infos = self._types.resolve(anchor_ids)
+        infos = self._anchor_signatures(anchor_ids)
         return [
             AnchorPlan(
                 tensor_id,
@@ -187,6 +192,13 @@ class SessionCore:
             )
             for tensor_id in anchor_ids
         ]
+
+    def _anchor_signatures(self, anchor_ids: list[str]) -> dict[str, TensorSignature]:
+        known = self._lowered.tensor_names()
+        for tensor_id in anchor_ids:
+            if tensor_id not in known:
+                raise popart_exception(self._unknown_anchor(tensor_id, known))
+        return self._types.resolve(anchor_ids)
 
     def _unknown_anchor(self, tensor_id: str, known: list[str]) -> str:
         if tensor_id.startswith(reserved_names.reservedGradientPrefix()) and not self._training:
@@ -282,7 +294,8 @@ class SessionCore:
                 with contextlib.suppress(tf.errors.OpError):
                     self._warm_up()
         finally:
-            self._random.seed = seed
+            with self._replicas.scope():
+                self._random.seed = seed
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
@@ -400,7 +413,8 @@ class SessionCore:
 
     def weightsFromHost(self) -> None:  # noqa: N802
         self._require_device_weights("weightsFromHost")
-        self._weights.to_device()
+        with self._replicas.scope():  # every replica's copy
+            self._weights.to_device()
         self._weights_from_host_called = True
         self._host_weights_in_sync = False
 
@@ -451,8 +465,12 @@ class SessionCore:
     def modelToHost(self, fn: str) -> None:  # noqa: N802
         """Writes the model with the device's current weights to an ONNX file."""
         weights = self._weights.current()
-        model = model_writer.model_with_weights(self._model, weights)
+        model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
         model_writer.write_model(os.fspath(fn), model, self._external_locations)
+
+    def _extra_initializers(self) -> dict[str, np.ndarray]:
+        """Tensors a model file gets beside the model's own (training: optimizer state)."""
+        return {}
 
     def updateExternallySavedTensorLocations(self, fromLocation: str, toLocation: str) -> None:  # noqa: N802, N803
         moved = [name for name, loc in self._external_locations.items() if loc == fromLocation]
@@ -532,7 +550,8 @@ class SessionCore:
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
-        self._random.seed = seedValue
+        with self._replicas.scope():  # every replica's copy
+            self._random.seed = seedValue
 
     def getRNGState(self) -> list[int]:  # noqa: N802
         self._require_rng_state("getRNGState")
@@ -592,8 +611,13 @@ class SessionCore:
                 "inputs": [(p.tensor_id, str(p.signature)) for p in self._inputs],
                 "replicationFactor": self.replicationFactor,
                 "syntheticDataMode": self._options.syntheticDataMode.name,
+                **self._fingerprint_settings(),
             },
         )
+
+    def _fingerprint_settings(self) -> dict[str, Any]:
+        """What else the program depends on (training: the loss, optimizer, accumulation)."""
+        return {}
 
     def compileAndExport(self, filename: str, err: Any = None) -> None:  # noqa: N802
         """Writes an executable that `loadExecutable` of a session of the same model reads."""
@@ -620,7 +644,9 @@ class SessionCore:
 
     def _weight_values(self) -> dict[str, np.ndarray]:
         current = self._weights.current()
-        return {name: current[name] for name in self._weights.weight_ids}
+        return {
+            name: current[name] for name in [*self._weights.weight_ids, *self._weights.state_ids]
+        }
 
     def _write_executable(self, path: str, with_model: bool, with_variables: bool) -> None:
         model = None

@@ -86,7 +86,7 @@ def build_program(
         if spec.synthetic_data is SyntheticDataMode.Off:
             inputs = element
         else:
-            inputs = _synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
+            inputs = synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
         weights = initializer_values()
         results = spec.lowered.run(inputs, weights, training=False, seed=seed, fetch=fetch)
         # Shapes the model declares hold even where ops leave them open (data-dependent).
@@ -114,7 +114,7 @@ def build_program(
     )
 
 
-def _synthetic_inputs(
+def synthetic_inputs(
     plans: list[InputPlan], mode: SyntheticDataMode, seed: tf.Tensor
 ) -> dict[str, tf.Tensor]:
     inputs = {}

@@ -6,6 +6,13 @@
 - *streamed* weights: the host stream buffers that `weightsToHost` fills from the device
   and `readWeights` copies out of.
 
+Training sessions keep their optimizer state here too (`add_state`): PopART's optimizer state
+tensors are variables like the weights (`Accl___<w>`, ...), which weightsFromHost, weightsToHost,
+readWeights and checkpoints move; the program reads them itself, not as model initializers.
+Initializers with PopART's reserved names (optimizer state a training session wrote with
+modelToHost) are not weights: a training session of the same optimizer restores its state
+from them.
+
 Floating-point initializers are the weights. Other initializers (shapes, indices, tables)
 are constant data compiled into the program, as values that decide shapes must be known
 when compiling; they can be read but not written. The few constants a TensorFlow graph
@@ -21,13 +28,16 @@ import tensorflow as tf
 from onnx import numpy_helper
 from tensorflow.python.framework import tensor_util
 
+from openipu._src.popart import reserved_names
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.dtypes import is_narrow
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.session.weights_io import PyWeightsIO
 
 
-def _is_weight(array: np.ndarray) -> bool:
+def _is_weight(name: str, array: np.ndarray) -> bool:
+    if reserved_names.is_reserved(name):
+        return False
     try:
         dtype = tf.as_dtype(array.dtype)
     except TypeError:
@@ -39,18 +49,26 @@ def _is_weight(array: np.ndarray) -> bool:
 class WeightStore:
     def __init__(self, initializers: dict[str, np.ndarray]) -> None:
         self.host = {name: np.array(array, copy=True) for name, array in initializers.items()}
-        self.weight_ids = [name for name, array in self.host.items() if _is_weight(array)]
+        self.weight_ids = [name for name, array in self.host.items() if _is_weight(name, array)]
+        self.state_ids: list[str] = []
         self.device: dict[str, tf.Variable] = {}
         self.unembeddable: dict[str, tuple[tf.Tensor, tf.DType]] = {}
         self._streamed: dict[str, np.ndarray] | None = None
 
     # -- device copies -------------------------------------------------------------------
 
+    def add_state(self, values: dict[str, np.ndarray]) -> None:
+        """Optimizer state tensors, with their starting values (before place_on)."""
+        for name, value in values.items():
+            self.host[name] = np.array(value, copy=True)
+            if name not in self.state_ids:
+                self.state_ids.append(name)
+
     def place_on(self, host_device: str) -> None:
         with tf.init_scope(), tf.device(host_device):
             self.device = {
                 name: tf.Variable(self.host[name], trainable=False, name=_variable_name(name))
-                for name in self.weight_ids
+                for name in [*self.weight_ids, *self.state_ids]
             }
             self.unembeddable = {
                 name: (tf.constant(array.astype(np.float32)), tf.as_dtype(array.dtype))
@@ -60,7 +78,7 @@ class WeightStore:
 
     def program_values(self) -> dict[str, tf.Tensor | tf.Variable]:
         """Inside a step: what the program reads for initializers (others are compiled in)."""
-        values: dict[str, tf.Tensor | tf.Variable] = dict(self.device)
+        values: dict[str, tf.Tensor | tf.Variable] = {n: self.device[n] for n in self.weight_ids}
         for name, (wide, dtype) in self.unembeddable.items():
             values[name] = cast(wide, dtype)
         return values
@@ -100,7 +118,7 @@ class WeightStore:
         for name in weights_io.weightIds():
             if name not in self.host:
                 raise popart_exception(self._not_a_weight(name, "writeWeights"))
-            if name not in self.weight_ids:
+            if name not in self.weight_ids and name not in self.state_ids:
                 raise popart_exception(
                     f"writeWeights: '{name}' ({self.host[name].dtype}) is constant data compiled "
                     "into the program, not a weight: it cannot be written"

@@ -1,0 +1,78 @@
+"""Tensors a training session has that the model does not: gradients, updated weights,
+optimizer state, accumulators and the loss scaling, named with PopART's reserved prefixes
+(`popart.reservedGradientPrefix() + "w"` is the gradient of `w`, and so on).
+
+| anchor id              | value (per micro-batch and replica)                               |
+|------------------------|-------------------------------------------------------------------|
+| Gradient___<t>         | d(loss * loss scaling)/dt of this micro-batch, before accumulation |
+|                        | and before the replicas' all-reduce (any tensor the loss depends on)|
+| UpdatedVar___<w>       | weight w after the step                                           |
+| Accl___<w>, Accl1___,  | w's optimizer state after the step (which exist depends on the    |
+| Accl2___, Accl3___,    | optimizer: see `optimizers/`)                                     |
+| Step___<w>             |                                                                   |
+| Accum___<w>            | w's gradient accumulator after the step (gradient accumulation)   |
+| lossScaling_<TYPE>     | the loss scaling the step used (TYPE: the loss's type, e.g. FLOAT) |
+
+"After the step" includes the weight update without gradient accumulation. With it, the
+update runs once a group's last micro-batch is done, so it shows from the next micro-batch
+on (and in weightsToHost); the accumulator then holds the group's full sum at its last
+micro-batch.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from openipu._src.popart import reserved_names
+
+
+class ReservedKind(enum.Enum):
+    GRADIENT = "gradient"
+    UPDATED_WEIGHT = "updated weight"
+    STATE = "optimizer state"
+    ACCUMULATOR = "gradient accumulator"
+    LOSS_SCALING = "loss scaling"
+
+
+@dataclass(frozen=True)
+class ReservedTensor:
+    tensor_id: str
+    kind: ReservedKind
+    base: str  # the tensor it belongs to (a weight, or for gradients any tensor); "" for ls
+
+    @property
+    def variable_id(self) -> str:
+        """The device variable holding it (for updated weights, state and accumulators)."""
+        return self.base if self.kind is ReservedKind.UPDATED_WEIGHT else self.tensor_id
+
+
+def _state_prefixes() -> tuple[str, ...]:
+    return (
+        reserved_names.reservedAcclPrefix(),
+        reserved_names.reservedAccl1Prefix(),
+        reserved_names.reservedAccl2Prefix(),
+        reserved_names.reservedAccl3Prefix(),
+        reserved_names.reservedStepPrefix(),
+    )
+
+
+def parse(tensor_id: str) -> ReservedTensor | None:
+    """What a reserved tensor id names, or None for an id without a training prefix."""
+    kinds = [
+        (reserved_names.reservedGradientPrefix(), ReservedKind.GRADIENT),
+        (reserved_names.reservedUpdatedVarPrefix(), ReservedKind.UPDATED_WEIGHT),
+        (reserved_names.reservedAccumPrefix(), ReservedKind.ACCUMULATOR),
+        *((prefix, ReservedKind.STATE) for prefix in _state_prefixes()),
+    ]
+    for prefix, kind in kinds:
+        if tensor_id.startswith(prefix) and len(tensor_id) > len(prefix):
+            return ReservedTensor(tensor_id, kind, tensor_id[len(prefix) :])
+    if tensor_id.startswith(reserved_names.reservedLossScalingPrefix()):
+        return ReservedTensor(tensor_id, ReservedKind.LOSS_SCALING, "")
+    return None
+
+
+def loss_scaling_id(loss_type_name: str) -> str:
+    """`lossScaling_FLOAT`, `lossScaling_FLOAT16`: the loss scaling tensor's id."""
+    return reserved_names.reservedLossScalingPrefix() + loss_type_name

@@ -1,0 +1,294 @@
+"""The program a training session runs: forward, backward and update for every micro-batch.
+
+It is an engine `LoopProgram` of `batchesPerStep * accumulationFactor` steps per call (in
+groups of `accumulationFactor`), run by every replica. One step, on one replica:
+
+1. the lowered ONNX graph runs forward (training mode: dropout, batch statistics) under a
+   `tf.GradientTape`, with the weights read from their device variables;
+2. TensorFlow's autodiff gives the gradients of the loss, seeded with the loss scaling, for
+   every trained weight (and for tensors whose gradients are anchored);
+3. without gradient accumulation, the weights are updated at once (below); with it, the
+   gradients are added to the `Accum___<w>` accumulators (a sum, or a running mean), and the
+   update runs after the group's last step (`after_group`), from the accumulators, which it
+   then clears;
+4. the anchors of the step go to the outfeed: forward tensors, gradients, and the weights,
+   optimizer state and loss scaling after the step.
+
+The update: gradients are summed over the replicas (all-reduce), divided by the
+accumulation factor and the replication factor where the reduction type is Mean
+(`accumulationAndReplicationReductionType`; a running mean needs no division by the factor),
+clipped by the optimizer's clip norms, and handed with each weight's state and
+hyper-parameters to the optimizer's `apply`. Weights and state are computed in float32 and
+stored in their own types. Batch normalizations update their running statistics in every
+step, as the original's do (each replica its own copy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tensorflow as tf
+
+from openipu._src.engine.program import LoopProgram
+from openipu._src.popart.builder.enums import ReductionType
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.lowering.tensor_utils import cast
+from openipu._src.popart.optimizers.clip_norm import clip_factors
+from openipu._src.popart.optimizers.optimizer import Optimizer, WeightUpdate
+from openipu._src.popart.options.enums import MeanReductionStrategy, SyntheticDataMode
+from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
+from openipu._src.popart.session.random_state import RandomState
+from openipu._src.popart.session.replicas import Replicas
+from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
+from openipu._src.popart.session.step_program import ProgramSpec, synthetic_inputs
+from openipu._src.popart.session.training_variables import TrainingVariables
+from openipu._src.popart.session.weights import WeightStore
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """What decides a training program besides the forward program's spec."""
+
+    program: ProgramSpec
+    loss_id: str
+    accumulation_factor: int
+    replication_factor: int
+    reduction: ReductionType
+    mean_strategy: MeanReductionStrategy
+    trained: tuple[str, ...]  # weights the optimizer updates
+    state_slots: dict[str, tuple[str, ...]]  # weight -> its optimizer-state tensor ids
+    accumulators: dict[str, str]  # weight -> its accumulator's tensor id (with accumulation)
+    reserved_anchors: dict[str, ReservedTensor]  # anchor id -> what it is
+    statistics: dict[str, str]  # batch-norm running statistic -> the output that updates it
+    automatic_loss_scaling: AutomaticLossScaling | None
+
+    @property
+    def accumulating(self) -> bool:
+        return self.accumulation_factor > 1
+
+    @property
+    def running_mean(self) -> bool:
+        return (
+            self.reduction is ReductionType.Mean
+            and self.mean_strategy is MeanReductionStrategy.Running
+        )
+
+
+def build_training_program(
+    spec: TrainingSpec,
+    weights: WeightStore,
+    variables: TrainingVariables,
+    random_state: RandomState,
+    optimizer: Optimizer,
+) -> LoopProgram:
+    steps = _TrainingSteps(spec, weights, variables, random_state, optimizer)
+    program = spec.program
+    return LoopProgram(
+        steps.step,
+        program.batches_per_step * spec.accumulation_factor,
+        device_ordinal=program.ipu_ordinal,
+        host_device=program.host_device,
+        outputs="last" if program.returns_last_batch_only else "all",
+        compile_mode=program.compile_mode,
+        group_size=spec.accumulation_factor,
+        after_group=steps.after_group if spec.accumulating else None,
+        name=program.name,
+    )
+
+
+class _TrainingSteps:
+    def __init__(
+        self,
+        spec: TrainingSpec,
+        weights: WeightStore,
+        variables: TrainingVariables,
+        random_state: RandomState,
+        optimizer: Optimizer,
+    ) -> None:
+        self._spec = spec
+        self._weights = weights
+        self._variables = variables
+        self._random = random_state
+        self._optimizer = optimizer
+        reserved = spec.reserved_anchors.values()
+        self._gradient_targets = [
+            r.base for r in reserved if r.kind is ReservedKind.GRADIENT
+        ]  # fmt: skip
+
+    # -- one micro-batch ---------------------------------------------------------------------
+
+    def step(self, element):
+        spec, program = self._spec, self._spec.program
+        seed = self._random.batch_seed()
+        if program.synthetic_data is SyntheticDataMode.Off:
+            inputs = element
+        else:
+            inputs = synthetic_inputs(program.inputs, program.synthetic_data, seed)
+        values = self._weights.program_values()
+        trained = {name: tf.convert_to_tensor(values[name]) for name in spec.trained}
+        values.update(trained)
+        inputs = {name: tf.convert_to_tensor(value) for name, value in inputs.items()}
+        fetch = self._fetch()
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(list(trained.values()))
+            tape.watch([inputs[n] for n in self._gradient_targets if n in inputs])
+            results = program.lowered.run(inputs, values, training=True, seed=seed, fetch=fetch)
+        known = {**inputs, **values, **results}
+        loss = known[spec.loss_id]
+        loss_scaling = self._variables.loss_scaling_value()
+        targets = dict(trained)
+        targets.update({name: known[name] for name in self._gradient_targets})
+        gradients = tape.gradient(
+            loss,
+            targets,
+            output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, loss.dtype)),
+        )
+        operations = self._update_statistics(known)
+        trained_gradients = {
+            name: gradients[name] for name in spec.trained if gradients[name] is not None
+        }
+        if spec.accumulating:
+            operations += self._accumulate(trained_gradients)
+        else:
+            operations += self._update(trained_gradients)
+        with tf.control_dependencies(operations):
+            return self._anchors(known, gradients, loss_scaling) or None
+
+    def _fetch(self) -> list[str]:
+        spec, program = self._spec, self._spec.program
+        outputs = set(program.lowered.output_names)
+        wanted = [spec.loss_id, *self._gradient_targets, *spec.statistics.values()]
+        wanted += [
+            plan.tensor_id
+            for plan in program.anchors
+            if plan.tensor_id not in spec.reserved_anchors
+        ]
+        initializers = set(program.lowered.initializers)
+        inputs = set(program.lowered.input_names)
+        return list(dict.fromkeys(
+            n for n in wanted if n not in outputs and n not in initializers and n not in inputs
+        ))  # fmt: skip
+
+    def _update_statistics(self, known: dict) -> list:
+        return [
+            self._weights.device[statistic].assign(
+                tf.cast(known[output], self._weights.device[statistic].dtype)
+            )
+            for statistic, output in self._spec.statistics.items()
+        ]
+
+    def _accumulate(self, gradients: dict[str, tf.Tensor]) -> list:
+        device, counter = self._weights.device, self._variables.accumulated
+        operations = []
+        if self._spec.running_mean:
+            # s_k = (k - 1) / k * s_(k-1) + g_k / k, for the k-th micro-batch of the group.
+            count = counter.read_value() + 1
+            for name, gradient in gradients.items():
+                accumulator = device[self._spec.accumulators[name]]
+                mean = accumulator.read_value() * ((count - 1) / count) + tf.cast(
+                    gradient, accumulator.dtype
+                ) / tf.cast(count, accumulator.dtype)
+                operations.append(accumulator.assign(mean))
+            with tf.control_dependencies(operations):
+                operations.append(counter.assign(count))
+            return operations
+        for name, gradient in gradients.items():
+            accumulator = device[self._spec.accumulators[name]]
+            operations.append(accumulator.assign_add(tf.cast(gradient, accumulator.dtype)))
+        return operations
+
+    # -- after a group of micro-batches (gradient accumulation) ----------------------------------
+
+    def after_group(self):
+        device, spec = self._weights.device, self._spec
+        gradients = {name: device[spec.accumulators[name]].read_value() for name in spec.trained}
+        updates = self._update(gradients, accumulated=True)
+        with tf.control_dependencies(updates):
+            clear = [
+                device[spec.accumulators[name]].assign(tf.zeros_like(gradients[name]))
+                for name in spec.trained
+            ]
+            clear.append(self._variables.accumulated.assign(0.0))
+        return tf.group(clear)
+
+    # -- the weight update ----------------------------------------------------------------------
+
+    def _update(self, gradients: dict[str, tf.Tensor], accumulated: bool = False) -> list:
+        spec = self._spec
+        names = list(gradients)
+        reduced = dict(
+            zip(names, Replicas.all_reduce_sum([gradients[n] for n in names]), strict=True)
+        )
+        divisor = 1.0
+        if spec.reduction is ReductionType.Mean:
+            if accumulated and not spec.running_mean:
+                divisor *= spec.accumulation_factor
+            divisor *= spec.replication_factor
+        loss_scaling = self._variables.loss_scaling_value()
+        scaled = {n: tf.cast(g, tf.float32) / divisor for n, g in reduced.items()}
+        factors = clip_factors(
+            self._optimizer.clip_norm_settings, {n: g / loss_scaling for n, g in scaled.items()}
+        )
+        read = self._variables.reader()
+        device = self._weights.device
+        operations = []
+        for name in names:
+            variable = device[name]
+            gradient = scaled[name] * factors[name] if name in factors else scaled[name]
+            state_ids = spec.state_slots.get(name, ())
+            prefixes = [state_id[: -len(name)] for state_id in state_ids]
+            state = {
+                prefix: tf.cast(device[state_id].read_value(), tf.float32)
+                for prefix, state_id in zip(prefixes, state_ids, strict=True)
+            }
+            new_weight, new_state = self._optimizer.apply(
+                WeightUpdate(
+                    name,
+                    tf.cast(variable.read_value(), tf.float32),
+                    gradient,
+                    state,
+                    lambda key, weight=name: read(key, weight),
+                    loss_scaling,
+                )
+            )
+            operations.append(variable.assign(tf.cast(new_weight, variable.dtype)))
+            for prefix, state_id in zip(prefixes, state_ids, strict=True):
+                target = device[state_id]
+                operations.append(target.assign(tf.cast(new_state[prefix], target.dtype)))
+        if spec.automatic_loss_scaling is not None:
+            operations.append(self._rescale_loss(reduced))
+        return operations
+
+    def _rescale_loss(self, gradients: dict[str, tf.Tensor]) -> tf.Operation:
+        automatic = self._spec.automatic_loss_scaling
+        tracked = [gradients[name] for name in automatic.tracked if name in gradients]
+        proportion = automatic.upper_bin_proportion(tracked)
+        updates = self._variables.updates.assign_add(1)
+        loss_scaling = self._variables.loss_scaling
+        return loss_scaling.assign(
+            automatic.next_loss_scaling(loss_scaling.read_value(), proportion, updates)
+        )
+
+    # -- anchors --------------------------------------------------------------------------------
+
+    def _anchors(self, known: dict, gradients: dict, loss_scaling) -> dict[str, tf.Tensor]:
+        anchors = {}
+        for plan in self._spec.program.device_anchors:
+            reserved = self._spec.reserved_anchors.get(plan.tensor_id)
+            if reserved is None:
+                value = known[plan.tensor_id]
+            elif reserved.kind is ReservedKind.GRADIENT:
+                value = gradients[reserved.base]
+                if value is None:
+                    raise popart_exception(
+                        f"Anchor '{plan.tensor_id}': tensor '{reserved.base}' has no gradient "
+                        f"(the loss '{self._spec.loss_id}' does not depend on it)"
+                    )
+            elif reserved.kind is ReservedKind.LOSS_SCALING:
+                value = tf.convert_to_tensor(loss_scaling)
+            else:  # a variable: weights after the update, optimizer state, accumulators
+                value = self._weights.device[reserved.variable_id].read_value()
+            anchors[plan.tensor_id] = tf.ensure_shape(
+                cast(value, plan.signature.transfer_dtype), plan.signature.shape
+            )
+        return anchors

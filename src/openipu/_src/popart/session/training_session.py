@@ -1,0 +1,433 @@
+"""`popart.TrainingSession`: trains an ONNX model on an emulated IPU.
+
+The session lowers the model like an inference session, then adds what training needs: the
+loss (a scalar tensor of the model), the weights it trains (the floating-point initializers
+the loss depends on), their optimizer state and gradient accumulators (device variables
+named with PopART's reserved prefixes, `reserved_tensors.py`), and a program that runs
+forward, backward (TensorFlow's autodiff of the lowered graph) and the optimizer's update
+for every micro-batch (`training_program.py`). Everything else (data flow, step IOs, weights
+and their files, random state, reports) is the inference session's (`session_core.py`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from openipu._src.engine.program import LoopProgram
+from openipu._src.popart.dataflow import DataFlow
+from openipu._src.popart.devices.device_info import DeviceInfo
+from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.optimizers.adam import Adam
+from openipu._src.popart.optimizers.optimizer import Optimizer
+from openipu._src.popart.options.patterns import Patterns
+from openipu._src.popart.options.session_options import SessionOptions
+from openipu._src.popart.options.typed_fields import check_instance, check_int
+from openipu._src.popart.session import loss_graph, reserved_tensors
+from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
+from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
+from openipu._src.popart.session.session_core import SessionCore
+from openipu._src.popart.session.stepio import StepIO
+from openipu._src.popart.session.tensor_types import TensorSignature
+from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
+from openipu._src.popart.session.training_variables import TrainingVariables
+from openipu._src.popart.session.weights_io import PyWeightsIO
+
+
+class TrainingSession(SessionCore):
+    """`TrainingSession(fnModel, dataFlow, loss, optimizer, deviceInfo,
+    inputShapeInfo=InputShapeInfo(), patterns=None, userOptions=SessionOptions(),
+    name='training')`.
+
+    `loss` is the id of a scalar tensor of the model (a loss op's output, such as
+    `aiGraphcore.nllloss` or `l1loss`); `optimizer` a `popart.SGD`, `ConstSGD`, `Adam` or
+    `Adaptive`. Call `prepareDevice()` and `weightsFromHost()` before the first `run`.
+    """
+
+    _training = True
+    _default_name = "training"
+
+    def __init__(
+        self,
+        fnModel: Any,  # noqa: N803 - the original's argument names
+        dataFlow: DataFlow,  # noqa: N803
+        loss: str,
+        optimizer: Optimizer,
+        deviceInfo: DeviceInfo,  # noqa: N803
+        inputShapeInfo: InputShapeInfo | None = None,  # noqa: N803
+        patterns: Patterns | None = None,
+        userOptions: SessionOptions | None = None,  # noqa: N803
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(loss, str):
+            raise OptionTypeError(
+                f"TrainingSession loss must be the id (str) of the loss tensor, got {loss!r} "
+                f"({type(loss).__name__})"
+            )
+        self._loss_id = loss
+        self._optimizer = check_instance(optimizer, Optimizer, "TrainingSession optimizer").copy()
+        self._streams: dict[str, list[tuple[int, Callable]]] = {}
+        super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name)
+
+    # -- construction ------------------------------------------------------------------------
+
+    def _after_lowering(self) -> None:
+        self._check_loss()
+        depends_on = loss_graph.ancestors(self._model.graph, self._loss_id)
+        self._loss_ancestors = depends_on
+        weights = self._weights
+        statistics = loss_graph.batch_norm_statistics(self._model.graph, set(weights.weight_ids))
+        self._trained = [
+            name for name in weights.weight_ids if name in depends_on and name not in statistics
+        ]
+        self._statistics = statistics
+        accumulating = self.accumulationFactor > 1
+        self._state_slots: dict[str, tuple[str, ...]] = {}
+        state: dict[str, np.ndarray] = {}
+        for name in self._trained:
+            weight = weights.host[name]
+            ids = []
+            for slot in self._optimizer.state_slots(name, accumulating):
+                state_id = slot.prefix + name
+                state[state_id] = self._restored_state(state_id, slot.initial_value(weight))
+                ids.append(state_id)
+            self._state_slots[name] = tuple(ids)
+        self._accumulators: dict[str, str] = {}
+        if accumulating:
+            prefix = reserved_tensors.reserved_names.reservedAccumPrefix()
+            for name in self._trained:
+                dtype = self._optimizer.accumulator_dtype(tf.as_dtype(weights.host[name].dtype))
+                self._accumulators[name] = prefix + name
+                state[prefix + name] = np.zeros(weights.host[name].shape, dtype.as_numpy_dtype)
+        weights.add_state(state)
+        self._automatic_loss_scaling = self._plan_automatic_loss_scaling()
+        self._variables = TrainingVariables(
+            self._optimizer, self._trained, self._automatic_loss_scaling is not None
+        )
+
+    def _check_loss(self) -> None:
+        known = self._lowered.tensor_names()
+        if self._loss_id not in known:
+            close = difflib.get_close_matches(self._loss_id, known, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise popart_exception(
+                f"Could not find loss tensor '{self._loss_id}' in main graph tensors.{hint}"
+            )
+        signature = self._types.get(self._loss_id)
+        if signature.shape != ():
+            raise popart_exception(
+                f"Loss tensor, '{self._loss_id}', must be a scalar tensor (its shape is "
+                f"{list(signature.shape)}): reduce it, e.g. with a loss op's ReductionType.Mean "
+                "or Sum"
+            )
+        if not signature.dtype.is_floating:
+            raise popart_exception(
+                f"Loss tensor, '{self._loss_id}', is {signature.dtype.name}: a loss must be a "
+                "floating-point tensor"
+            )
+        self._loss_signature = signature
+
+    def _restored_state(self, state_id: str, initial: np.ndarray) -> np.ndarray:
+        """A state tensor's start: the model's initializer of that name (a checkpoint written
+        by modelToHost), or the optimizer's initial value."""
+        saved = self._weights.host.get(state_id)
+        if saved is None:
+            return initial
+        if saved.shape != initial.shape or saved.dtype != initial.dtype:
+            raise popart_exception(
+                f"The model's initializer '{state_id}' ({saved.dtype} {list(saved.shape)}) "
+                f"cannot be this session's optimizer state of that name, which is "
+                f"{initial.dtype} {list(initial.shape)}"
+            )
+        return saved
+
+    def _plan_automatic_loss_scaling(self) -> AutomaticLossScaling | None:
+        settings = self._options.automaticLossScalingSettings
+        if not settings.enabled:
+            return None
+        if isinstance(self._optimizer, Adam) and self._optimizer.scaled_optimizer_state:
+            raise popart_exception(
+                "scaledOptimizerState and automaticLossScaling are not compatible."
+            )
+        if self._optimizer.loss_scaling.isConst():
+            raise popart_exception(
+                "Automatic loss scaling changes the loss scaling, so the optimizer's "
+                "lossScaling must be non-const: pass {'lossScaling': (value, False)}"
+            )
+        tracked_types = {}
+        for name in self._options.automaticLossScalingSettings.toTrackTensors or []:
+            if name in self._lowered.tensor_names():
+                tracked_types[name] = self._types.get(name).dtype
+        return AutomaticLossScaling.plan(
+            settings,
+            {name: tf.as_dtype(self._weights.host[name].dtype) for name in self._trained},
+            tracked_types,
+            self._options.ensureFp32LossScaleTensor,
+        )
+
+    def _anchor_signatures(self, anchor_ids: list[str]) -> dict[str, TensorSignature]:
+        self._reserved_anchors: dict[str, ReservedTensor] = {}
+        ordinary = []
+        for tensor_id in anchor_ids:
+            reserved = reserved_tensors.parse(tensor_id)
+            if reserved is None:
+                ordinary.append(tensor_id)
+            else:
+                self._reserved_anchors[tensor_id] = reserved
+        signatures = super()._anchor_signatures(ordinary)
+        for tensor_id, reserved in self._reserved_anchors.items():
+            signatures[tensor_id] = self._reserved_signature(reserved)
+        return {tensor_id: signatures[tensor_id] for tensor_id in anchor_ids}
+
+    def _reserved_signature(self, reserved: ReservedTensor) -> TensorSignature:
+        tensor_id, base = reserved.tensor_id, reserved.base
+        if reserved.kind is ReservedKind.GRADIENT:
+            if base not in self._lowered.tensor_names():
+                raise popart_exception(
+                    f"Anchor '{tensor_id}' is the gradient of '{base}', which is not a tensor of "
+                    "the model"
+                )
+            signature = self._types.get(base)
+            if not signature.dtype.is_floating or base not in self._loss_ancestors:
+                raise popart_exception(
+                    f"Anchor '{tensor_id}': tensor '{base}' has no gradient (the loss "
+                    f"'{self._loss_id}' does not depend on it"
+                    + (
+                        ")"
+                        if signature.dtype.is_floating
+                        else f", and it is {signature.dtype.name})"
+                    )
+                )
+            return signature
+        if reserved.kind is ReservedKind.LOSS_SCALING:
+            signature = self._loss_scaling_signature()
+            expected = reserved_tensors.loss_scaling_id(signature.tensor_info().data_type())
+            if tensor_id != expected:
+                raise popart_exception(
+                    f"Anchor '{tensor_id}' is not a tensor of this session: its loss scaling is "
+                    f"'{expected}'"
+                )
+            return signature
+        if reserved.kind is ReservedKind.UPDATED_WEIGHT:
+            if base not in self._trained:
+                raise popart_exception(
+                    f"Anchor '{tensor_id}': '{base}' is not a weight this session trains "
+                    f"(trained weights: {self._trained})"
+                )
+            return self._variable_signature(base)
+        if tensor_id not in self._weights.state_ids:
+            kind = reserved.kind.value
+            raise popart_exception(
+                f"Anchor '{tensor_id}' is not a tensor of this session: no {kind} of that name "
+                f"(with {self._optimizer.structure_description()} and accumulation factor "
+                f"{self.accumulationFactor}, the optimizer state is {self._weights.state_ids})"
+            )
+        return self._variable_signature(tensor_id)
+
+    def _loss_scaling_signature(self) -> TensorSignature:
+        """The loss scaling has the loss's type, or float32 with ensureFp32LossScaleTensor."""
+        dtype = self._loss_signature.dtype
+        if self._options.ensureFp32LossScaleTensor:
+            dtype = tf.float32
+        return TensorSignature(dtype, ())
+
+    def _variable_signature(self, name: str) -> TensorSignature:
+        value = self._weights.host[name]
+        return TensorSignature(tf.as_dtype(value.dtype), tuple(value.shape))
+
+    # -- the program ---------------------------------------------------------------------------
+
+    def _place_variables(self) -> None:
+        super()._place_variables()
+        self._variables.place_on(self._device.host_device())
+
+    def _build_program(self) -> LoopProgram:
+        spec = TrainingSpec(
+            program=self._spec,
+            loss_id=self._loss_id,
+            accumulation_factor=self.accumulationFactor,
+            replication_factor=self.replicationFactor,
+            reduction=self._options.accumulationAndReplicationReductionType,
+            mean_strategy=self._options.meanAccumulationAndReplicationReductionStrategy,
+            trained=tuple(self._trained),
+            state_slots=dict(self._state_slots),
+            accumulators=dict(self._accumulators),
+            reserved_anchors=dict(self._reserved_anchors),
+            statistics=dict(self._statistics),
+            automatic_loss_scaling=self._automatic_loss_scaling,
+        )
+        return build_training_program(
+            spec, self._weights, self._variables, self._random, self._optimizer
+        )
+
+    def _warm_up(self) -> None:
+        """Compiles with a run on zeros, then puts every variable back as it was (a training
+        step changes weights, optimizer state and counters)."""
+        variables = [*self._weights.device.values(), *self._variables.all()]
+        saved = [variable.numpy() for variable in variables]
+        try:
+            super()._warm_up()
+        finally:
+            with self._replicas.scope():
+                for variable, value in zip(variables, saved, strict=True):
+                    variable.assign(value)
+
+    def _check_can_run(self) -> None:
+        if self._weights.weight_ids and not self._weights_from_host_called:
+            raise popart_exception(
+                "Must call weightsFromHost before run as the model has initializers and the "
+                "session has been created in training mode"
+            )
+
+    # -- the original's training members -------------------------------------------------------
+
+    def updateOptimizerFromHost(self, optimizer: Optimizer) -> None:  # noqa: N802
+        """Takes the new optimizer's hyper-parameters (not its state). It must be of the same
+        type and modes, with the same const values; non-const values may change."""
+        new = check_instance(optimizer, Optimizer, "updateOptimizerFromHost optimizer")
+        self._optimizer.check_replacement(new, self._trained)
+        self._optimizer = new.copy()
+        with self._replicas.scope():
+            self._variables.update_from(self._optimizer)
+
+    def connectStreamToCallback(  # noqa: N802
+        self,
+        streamHandle: str,  # noqa: N803
+        callback: Callable[[np.ndarray], None],
+        index: int = 0,
+    ) -> None:
+        """Calls `callback(buffer)` for each value a stream moves for replica `index`.
+
+        `streamHandle` is an input's id (the callback fills the buffer the device reads; it
+        holds the step IO's value, if any, when called) or an anchor's id (the callback reads
+        what the device wrote). The buffer is only valid during the call, as on the hardware.
+        """
+        check_instance(streamHandle, str, "connectStreamToCallback streamHandle")
+        if not callable(callback):
+            raise OptionTypeError("connectStreamToCallback callback must be callable")
+        index = check_int(index, "connectStreamToCallback index")
+        if not 0 <= index < self.replicationFactor:
+            raise popart_exception(
+                f"connectStreamToCallback index {index}: the session has "
+                f"{self.replicationFactor} replica(s)"
+            )
+        known = [plan.tensor_id for plan in [*self._inputs, *self._anchors]]
+        if streamHandle not in known:
+            raise popart_exception(
+                f"connectStreamToCallback: no stream '{streamHandle}' (the streams are the "
+                f"inputs and anchors {known})"
+            )
+        self._streams.setdefault(streamHandle, []).append((index, callback))
+
+    def broadcastWeights(self, rootRank: int = 0) -> None:  # noqa: N802, N803
+        """Sends the weights of PopRun instance `rootRank` to the others: one instance here."""
+        rank = check_int(rootRank, "broadcastWeights rootRank")
+        instances = 1
+        if self._options.enableDistributedReplicatedGraphs:
+            instances = max(
+                1, self._options.globalReplicationFactor // max(1, self.replicationFactor)
+            )
+        if not 0 <= rank < instances:
+            raise popart_exception(
+                f"broadcastWeights rootRank {rank}: there are {instances} PopRun instance(s)"
+            )
+
+    def readWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
+        if self._options.disableOptimizerStateTensorStreams:
+            streamed_state = [i for i in weightsIo.weightIds() if i in self._weights.state_ids]
+            if streamed_state:
+                raise popart_exception(
+                    f"readWeights: {streamed_state} are optimizer state, which is not streamed "
+                    "(SessionOptions.disableOptimizerStateTensorStreams is True)"
+                )
+        super().readWeights(weightsIo)
+
+    def _extra_initializers(self) -> dict[str, np.ndarray]:
+        """modelToHost writes the optimizer state too (not the accumulators, which are empty
+        between runs), unless its streams are disabled."""
+        if self._options.disableOptimizerStateTensorStreams:
+            return {}
+        current = self._weights.current()
+        return {
+            state_id: current[state_id] for ids in self._state_slots.values() for state_id in ids
+        }
+
+    def _fingerprint_settings(self) -> dict[str, Any]:
+        return {
+            "loss": self._loss_id,
+            "optimizer": repr(self._optimizer.structure()),
+            "accumulationFactor": self.accumulationFactor,
+            "reduction": self._options.accumulationAndReplicationReductionType.name,
+        }
+
+    # -- streams connected to callbacks ----------------------------------------------------------
+
+    def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
+        if not self._streams:
+            return super()._stacked_inputs(stepio)
+        return super()._stacked_inputs(
+            _CallbackInputs(stepio, self._streams, self.replicationFactor)
+        )
+
+    def _anchor_values(self, outputs: dict[str, tf.Tensor] | None) -> dict[str, np.ndarray]:
+        values = super()._anchor_values(outputs)
+        for plan in self._anchors:
+            for index, callback in self._streams.get(plan.tensor_id, []):
+                for buffer in _replica_values(
+                    plan.per_batch(values[plan.tensor_id]), index, plan.replication_factor
+                ):
+                    view = np.array(buffer, copy=True)
+                    view.flags.writeable = False
+                    callback(view)
+        return values
+
+
+def _replica_values(values: list[np.ndarray], index: int, replicas: int) -> list[np.ndarray]:
+    """Replica `index`'s values among a stream's values, which are in host order (micro-batch
+    major, replica minor)."""
+    return values[index::replicas]
+
+
+class _CallbackInputs(StepIO):
+    """A step IO whose inputs connected to callbacks are (re)filled by them."""
+
+    def __init__(self, stepio: StepIO, streams: dict, replicas: int) -> None:
+        self._stepio = stepio
+        self._streams = streams
+        self._replicas = replicas
+
+    def read_inputs(self, plans):
+        from_callbacks = {plan.tensor_id for plan in plans if plan.tensor_id in self._streams}
+        given = [
+            plan
+            for plan in plans
+            if plan.tensor_id not in from_callbacks or _has_input(self._stepio, plan.tensor_id)
+        ]
+        arrays = self._stepio.read_inputs(given) if given else {}
+        for plan in plans:
+            if plan.tensor_id not in from_callbacks:
+                continue
+            values = arrays.get(plan.tensor_id)
+            if values is None:
+                values = np.zeros(plan.stacked_shape, plan.signature.numpy_dtype)
+            values = np.array(values, copy=True)
+            replicas = 1 if plan.broadcast else self._replicas
+            for index, callback in self._streams[plan.tensor_id]:
+                for position in range(index if replicas > 1 else 0, plan.fetches, replicas):
+                    buffer = values[position]
+                    callback(buffer)
+            arrays[plan.tensor_id] = values
+        return arrays
+
+    def write_anchors(self, plans, values) -> None:
+        self._stepio.write_anchors(plans, values)
+
+
+def _has_input(stepio: StepIO, tensor_id: str) -> bool:
+    inputs = getattr(stepio, "_inputs", None)
+    return inputs is None or tensor_id in inputs

@@ -1,0 +1,94 @@
+"""The device variables of a training session besides its weights and optimizer state.
+
+- Non-const hyper-parameters: one float32 vector holding every (hyper-parameter, weight)
+  value that is not const, so a step reads them all at once and `updateOptimizerFromHost`
+  writes them all at once. Const values are compiled into the program.
+- The loss scaling, when it is non-const or automatic: `lossScaling_<type>` (ALS changes it).
+- Counters: micro-batches accumulated so far in the group (a running mean needs it), and
+  weight updates done (automatic loss scaling's update period needs it).
+
+Created in the replicas' scope, so each replica has its copy (they stay equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from openipu._src.popart.optimizers.optimizer import Optimizer, Value
+
+
+class TrainingVariables:
+    def __init__(self, optimizer: Optimizer, weight_ids: list[str], variable_loss_scaling: bool):
+        self._slots: dict[tuple[str, str], int] = {}
+        for key in optimizer.hyper_parameter_keys:
+            for weight_id in weight_ids:
+                if not optimizer.value(key, weight_id).isConst():
+                    self._slots[(key, weight_id)] = len(self._slots)
+        self._optimizer = optimizer
+        self._weight_ids = list(weight_ids)
+        self._variable_loss_scaling = variable_loss_scaling or not optimizer.loss_scaling.isConst()
+        self.hyper_parameters: tf.Variable | None = None
+        self.loss_scaling: tf.Variable | None = None
+        self.accumulated: tf.Variable | None = None
+        self.updates: tf.Variable | None = None
+
+    def place_on(self, host_device: str) -> None:
+        with tf.init_scope(), tf.device(host_device):
+            self.hyper_parameters = tf.Variable(
+                self._host_hyper_parameters(self._optimizer),
+                trainable=False,
+                name="optimizer_hyper_parameters",
+            )
+            if self._variable_loss_scaling:
+                self.loss_scaling = tf.Variable(
+                    self._optimizer.getLossScalingVal(), dtype=tf.float32, trainable=False,
+                    name="lossScaling",
+                )  # fmt: skip
+            self.accumulated = tf.Variable(0.0, trainable=False, name="accumulated_micro_batches")
+            self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="weight_updates")
+
+    def _host_hyper_parameters(self, optimizer: Optimizer) -> np.ndarray:
+        values = np.zeros([len(self._slots)], np.float32)
+        for (key, weight_id), index in self._slots.items():
+            values[index] = optimizer.value(key, weight_id).val()
+        return values
+
+    def update_from(self, optimizer: Optimizer) -> None:
+        """The host writes a replacement optimizer's non-const values (already checked)."""
+        self._optimizer = optimizer
+        if self.hyper_parameters is not None:
+            self.hyper_parameters.assign(self._host_hyper_parameters(optimizer))
+        if self.loss_scaling is not None and not optimizer.loss_scaling.isConst():
+            self.loss_scaling.assign(optimizer.getLossScalingVal())
+
+    def reader(self) -> Callable[[str, str], Value]:
+        """Inside a step: `read(key, weight_id)`, the value a weight's update uses."""
+        vector = tf.convert_to_tensor(self.hyper_parameters) if self._slots else None
+        optimizer = self._optimizer
+
+        def read(key: str, weight_id: str) -> Value:
+            index = self._slots.get((key, weight_id))
+            if index is None:
+                return optimizer.value(key, weight_id).val()
+            return vector[index]
+
+        return read
+
+    def loss_scaling_value(self) -> Value:
+        """Inside a step: the loss scaling (a float when it is const)."""
+        if self.loss_scaling is None:
+            return self._optimizer.getLossScalingVal()
+        return tf.convert_to_tensor(self.loss_scaling)
+
+    def all(self) -> list[tf.Variable]:
+        """Every variable (once placed)."""
+        candidates = [self.hyper_parameters, self.loss_scaling, self.accumulated, self.updates]
+        return [variable for variable in candidates if variable is not None]
+
+    def host_loss_scaling(self) -> float:
+        if self.loss_scaling is None:
+            return self._optimizer.getLossScalingVal()
+        return float(self.loss_scaling.numpy())
