@@ -10,6 +10,7 @@ import math
 from collections import ChainMap
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
@@ -624,8 +625,13 @@ class CtcLoss(GraphcoreOp):
             logits_time_major=True,
             blank_index=self.attrs.blank,
         )
+        # TensorFlow gives a large finite loss where no alignment exists (the input is too
+        # short for the target and its repeated labels); the original's is infinite.
+        impossible = _ctc_impossible(targets, input_lengths, target_lengths)
         if self.attrs.zeroInfinity:
-            loss = tf.where(tf.math.is_inf(loss), tf.zeros_like(loss), loss)
+            loss = tf.where(impossible | tf.math.is_inf(loss), tf.zeros_like(loss), loss)
+        else:
+            loss = tf.where(impossible, tf.fill(tf.shape(loss), np.inf), loss)
         if self.attrs.reduction == "Mean":
             loss = tf.reduce_mean(loss / tf.maximum(tf.cast(target_lengths, loss.dtype), 1))
         else:
@@ -635,6 +641,19 @@ class CtcLoss(GraphcoreOp):
             log_probs.dtype if out_type in ("UNDEFINED", None) else tf.as_dtype(out_type.lower())
         )
         return tf.cast(loss, dtype)
+
+
+def _ctc_impossible(targets, input_lengths, target_lengths) -> tf.Tensor:
+    """[N] whether no alignment of the target fits the input: a CTC path needs one step per
+    label and a blank between repeated labels."""
+    targets = tf.cast(targets, tf.int64)
+    target_lengths = tf.cast(target_lengths, tf.int64)
+    positions = tf.range(1, tf.shape(targets, out_type=tf.int64)[1])
+    repeated = tf.logical_and(
+        tf.equal(targets[:, 1:], targets[:, :-1]), positions[None, :] < target_lengths[:, None]
+    )
+    needed = target_lengths + tf.reduce_sum(tf.cast(repeated, tf.int64), axis=1)
+    return tf.cast(input_lengths, tf.int64) < needed
 
 
 # -- tensors, side effects, subgraphs, collectives -------------------------------------------------
