@@ -68,7 +68,7 @@ def test_outputs_argument_is_checked():
 def _mixed_step(weights: tf.Variable):
     """A step mixing ops the vectorizer turns into batched ops (a matmul with loop-invariant
     weights, reductions over the element's own first axis, a reshape to a constant shape)
-    with one it cannot vectorize (SegmentSum, which runs in a loop of its own)."""
+    with one it cannot vectorize (Bitcast, which runs in a loop of its own)."""
 
     def step(element, index):
         x = element["x"]
@@ -77,7 +77,7 @@ def _mixed_step(weights: tf.Variable):
             "softmax": tf.nn.softmax(product, axis=-1),
             "column_mean": tf.reduce_mean(x, axis=0),
             "flat": tf.reshape(product, [6]),
-            "segments": tf.ensure_shape(tf.math.segment_sum(x, [0, 0, 1]), [2, 4]),
+            "bits": tf.bitcast(x, tf.int32),
             "index": index * 10,
         }
 
@@ -91,7 +91,7 @@ def _mixed_step_reference(x: np.ndarray, weights: np.ndarray) -> dict[str, np.nd
         "softmax": exp / exp.sum(axis=-1, keepdims=True),
         "column_mean": x.mean(axis=1),
         "flat": product.reshape(len(x), 6),
-        "segments": np.stack([x[:, :2].sum(axis=1), x[:, 2]], axis=1),
+        "bits": x.view(np.int32),
         "index": np.arange(len(x)) * 10,
     }
 
@@ -174,4 +174,16 @@ def test_steps_that_cannot_run_together_run_in_the_loop(ipu_system, monkeypatch)
     monkeypatch.setattr(independent_steps, "run_together", cannot_vectorize)
     program = LoopProgram(lambda element: element * 2, iterations=3, independent_steps=True)
     np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
+    assert not program.runs_steps_together
+
+
+def test_independent_steps_of_a_graph_program_run_in_the_loop(ipu_system):
+    program = LoopProgram(
+        lambda element: element * 2,
+        iterations=3,
+        independent_steps=True,
+        compile_mode=compile_policy.CompileMode.GRAPH,
+    )
+    np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
+    assert program.compiled_mode is compile_policy.CompileMode.GRAPH
     assert not program.runs_steps_together

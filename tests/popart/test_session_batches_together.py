@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import popart
+from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.popart.session import step_program
 
 BATCH, CHANNELS, SIZE = 2, 3, 6
@@ -14,22 +15,20 @@ BATCH, CHANNELS, SIZE = 2, 3, 6
 
 def mixed_model() -> tuple[bytes, str, dict[str, str]]:
     """Ops whose meaning depends on the batch axis (a reduction over it, a reshape that folds
-    it, a softmax over the first axis), a convolution chain, 3-D matmuls and a random op."""
+    it, a softmax over the first axis), a pool, 3-D matmuls and a random op."""
     rng = np.random.default_rng(3)
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
     ops = builder.aiOnnx
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [BATCH, CHANNELS, SIZE, SIZE]), "x")
 
-    def weight(*shape):
-        return builder.addInitializedInputTensor(rng.normal(size=shape).astype(np.float32))
-
-    conv = ops.relu([ops.conv([x, weight(4, CHANNELS, 3, 3), weight(4)], pads=[1, 1, 1, 1])])
-    pooled = ops.maxpool([conv], num_outputs=1, kernel_shape=[2, 2], strides=[2, 2])[0]
+    scale = builder.addInitializedInputTensor(rng.normal(size=(CHANNELS, 1, 1)).astype(np.float32))
+    scaled = ops.relu([ops.mul([x, scale])])
+    pooled = ops.maxpool([scaled], num_outputs=1, kernel_shape=[2, 2], strides=[2, 2])[0]
     batch_mean = ops.reducemean([pooled], axes=[0], keepdims=1)  # over the batch
     centred = ops.sub([pooled, batch_mean])
-    rows = ops.reshape([centred, ops.constant(np.array([BATCH * 4, 9], np.int64))])
+    rows = ops.reshape([centred, ops.constant(np.array([BATCH * CHANNELS, 9], np.int64))])
     over_first_axis = ops.softmax([rows], axis=0)
-    sequences = ops.reshape([centred, ops.constant(np.array([BATCH, 4, 9], np.int64))])
+    sequences = ops.reshape([centred, ops.constant(np.array([BATCH, CHANNELS, 9], np.int64))])
     attention = ops.matmul([sequences, ops.transpose([sequences], perm=[0, 2, 1])])
     noisy = ops.add([attention, ops.randomuniformlike([attention])])
     outputs = {"softmax": over_first_axis, "attention": attention, "noisy": noisy}
@@ -105,4 +104,30 @@ def test_models_with_host_prints_keep_the_loop(monkeypatch):
     data = np.array([[-1, 2], [3, -4], [5, 6]], np.float32)
     session.run(popart.PyStepIO({x: data}, arrays))
     np.testing.assert_array_equal(arrays[y], np.maximum(data, 0))
+    assert session._program.runs_steps_together is False  # noqa: SLF001
+
+
+def test_convolutional_models_run_as_graphs_in_the_loop():
+    """The engine's choice for convolutions (oneDNN's fused kernels): a graph, batch by batch."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(6)
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    ops = builder.aiOnnx
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [BATCH, CHANNELS, SIZE, SIZE]), "x")
+    kernel = builder.addInitializedInputTensor(rng.normal(size=(4, CHANNELS, 3, 3)).astype("f"))
+    bias = builder.addInitializedInputTensor(rng.normal(size=(4,)).astype(np.float32))
+    y = ops.relu([ops.conv([x, kernel, bias], pads=[1, 1, 1, 1])])
+    builder.addOutputTensor(y)
+    proto = builder.getModelProto()
+    session = popart.InferenceSession(
+        proto, popart.DataFlow(3, [y]), popart.DeviceManager().createIpuModelDevice({})
+    )
+    session.prepareDevice()
+    arrays = session.initAnchorArrays()
+    data = rng.normal(size=(3, BATCH, CHANNELS, SIZE, SIZE)).astype(np.float32)
+    session.run(popart.PyStepIO({x: data}, arrays))
+    reference = onnxruntime.InferenceSession(proto, providers=["CPUExecutionProvider"])
+    expected = np.stack([reference.run([y], {x: batch})[0] for batch in data])
+    np.testing.assert_allclose(arrays[y], expected, rtol=1e-4, atol=1e-4)
+    assert session._program.compiled_mode is CompileMode.GRAPH  # noqa: SLF001
     assert session._program.runs_steps_together is False  # noqa: SLF001

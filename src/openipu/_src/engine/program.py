@@ -51,8 +51,9 @@ class LoopProgram:
     `independent_steps` declares that no step depends on another: a step reads only its
     element, its index and values no step changes, and changes nothing another step reads
     (`after_group` may change state once its group is done). The program then runs all
-    steps of a call together, vectorized, when it can: on one replica, in one group (or
-    with no `after_group`); otherwise, or if the step cannot be vectorized, in the loop.
+    steps of a call together, vectorized, when it can and it pays: on one replica, in one
+    group (or with no `after_group`), compiled by XLA (see `_vectorizes`); otherwise, or if
+    the step cannot be vectorized, in the loop.
     """
 
     def __init__(
@@ -100,14 +101,8 @@ class LoopProgram:
     def __call__(self, stacked_inputs):
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
         if self._together and self._last_mode is None:
-            try:
-                self._function.get_concrete_function(stacked_inputs)
-            except Exception as error:  # noqa: BLE001 - any failure to vectorize: use the loop
-                # A step that cannot be traced at all fails again, with its own error, below.
-                logger.debug(
-                    "%s: steps run in a loop (vectorizing failed: %s)", self.__name__, error
-                )
-                self._together = False
+            self._together = self._vectorizes(stacked_inputs)
+            if not self._together:
                 self._last_mode = None
                 self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         if self._compile_mode is None and self._last_mode is None:
@@ -118,6 +113,23 @@ class LoopProgram:
                 self._compile_mode = compile_policy.CompileMode.GRAPH
                 self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         return self._function(stacked_inputs)
+
+    def _vectorizes(self, stacked_inputs) -> bool:
+        """Traces the steps together: whether they run so, or in the loop after all.
+
+        Only programs compiled by XLA run their steps together. As a TensorFlow graph, the
+        vectorizer's reshapes around each op keep oneDNN from fusing a convolution with its
+        bias and activation, and batches of a few dozen images keep the kernels' data in
+        cache: the loop was faster there (the CNN of `benchmarks/popart_inference.py`: 31k
+        against 21k images/s on one core).
+        """
+        try:
+            self._function.get_concrete_function(stacked_inputs)
+        except Exception as error:  # noqa: BLE001 - any failure to vectorize: use the loop
+            # A step that cannot be traced at all fails again, with its own error, in the loop.
+            logger.debug("%s: steps run in a loop (vectorizing failed: %s)", self.__name__, error)
+            return False
+        return self._last_mode is compile_policy.CompileMode.XLA
 
     @property
     def compiled_mode(self) -> compile_policy.CompileMode | None:

@@ -12,6 +12,7 @@ import tensorflow as tf
 from onnx import numpy_helper
 
 from openipu._src.popart.errors import LoweringError, UnsupportedOpError
+from openipu._src.popart.lowering.channels_last import ChannelsLastValues
 from openipu._src.popart.lowering.op import (
     Op,
     RunContext,
@@ -60,10 +61,11 @@ class Body:
         for name, array in self.constants.items():
             if name not in scope.maps[0]:
                 scope[name] = tf.constant(array)
+        layouts = ChannelsLastValues()
         for op in self.ops:
             arguments = [lookup(scope, name, op) if name else None for name in op.node.input]
             context.scope = scope
-            results = run_op(op, context, arguments)
+            results = run_op(op, context, arguments, layouts)
             for name, value in zip(op.node.output, results, strict=False):
                 if name:
                     scope[name] = value
@@ -105,10 +107,19 @@ def lookup(scope: Scope, name: str, op: Op | None) -> Any:
         raise LoweringError(f"Tensor '{name}' used by {where} is not defined") from None
 
 
-def run_op(op: Op, context: RunContext, arguments: list[Any]) -> tuple[Any, ...]:
+def run_op(
+    op: Op,
+    context: RunContext,
+    arguments: list[Any],
+    layouts: ChannelsLastValues | None = None,
+) -> tuple[Any, ...]:
     folded = _constant_folded(op, context, arguments)
     if folded is not None:
         return folded
+    if layouts is not None:
+        results = layouts.run(op, context, op.node.input, arguments)
+        if results is not None:
+            return results
     return as_outputs(op.run(context, arguments))
 
 

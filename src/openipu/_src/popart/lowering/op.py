@@ -110,6 +110,12 @@ class Op:
     stateful: ClassVar[bool] = False
     # Attribute defaults for domains whose ops have no ONNX schema (ai.graphcore).
     attribute_defaults: ClassVar[dict[str, Any]] = {}
+    # True when each output element depends only on the inputs' elements at its (broadcast)
+    # position: the op computes the same in any layout (see `channels_last`).
+    elementwise: ClassVar[bool] = False
+    # True when `run_channels_last` is worth running even on a channels-first input (the op
+    # would transpose it anyway); otherwise only when its input already is channels-last.
+    channels_last_always: ClassVar[bool] = False
 
     def __init__(self, node: onnx.NodeProto, opset_version: int, lowerer: Lowerer) -> None:
         self.node = node
@@ -167,6 +173,11 @@ class Op:
 
     def compute(self, *inputs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor compute")
+
+    def run_channels_last(self, context: RunContext, inputs: Sequence[Any]) -> Any:
+        """Like ``run``, with input 0 and output 0 channels-last (N, spatial..., C), for ops of
+        images (see `channels_last`); None when this node cannot (it then runs as usual)."""
+        return None
 
     # -- helpers for static (trace-time) values ---------------------------------------------
 

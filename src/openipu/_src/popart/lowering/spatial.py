@@ -81,14 +81,25 @@ def channels_first(x: tf.Tensor) -> tf.Tensor:
     return tf.transpose(x, [0, rank - 1, *range(1, rank - 1)])
 
 
-def spatial_pad(x: tf.Tensor, begin: list[int], end: list[int], value: float = 0) -> tf.Tensor:
-    """Pad (or crop, where negative) the spatial dims of a channels-first tensor."""
+def spatial_pad(
+    x: tf.Tensor,
+    begin: list[int],
+    end: list[int],
+    value: float = 0,
+    channels_last: bool = False,
+) -> tf.Tensor:
+    """Pad (or crop, where negative) the spatial dims of a channels-first tensor (or of a
+    channels-last one)."""
     if not any(begin) and not any(end):
         return x
+    leading = [slice(None)] * (1 if channels_last else 2)
+    trailing = [slice(None)] if channels_last else []
     crops = tuple(
-        [slice(None), slice(None)]
+        leading
         + [slice(max(-b, 0), (e if e < 0 else None)) for b, e in zip(begin, end, strict=True)]
+        + trailing
     )
     x = x[crops]
-    paddings = [[0, 0], [0, 0]] + [[max(b, 0), max(e, 0)] for b, e in zip(begin, end, strict=True)]
+    spatial = [[max(b, 0), max(e, 0)] for b, e in zip(begin, end, strict=True)]
+    paddings = [[0, 0]] + spatial + [[0, 0]] if channels_last else [[0, 0], [0, 0]] + spatial
     return tf.pad(x, paddings, constant_values=tf.cast(value, x.dtype))

@@ -13,6 +13,8 @@ from openipu._src.popart.lowering.tensor_utils import normalize_axis, shape_list
 
 @register_op("Relu", since=(1, 6, 13, 14))
 class Relu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         if x.dtype.is_integer:
             return tf.maximum(x, tf.zeros_like(x))
@@ -21,30 +23,40 @@ class Relu(Op):
 
 @register_op("Sigmoid", since=(1, 6, 13))
 class Sigmoid(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.sigmoid(x)
 
 
 @register_op("Tanh", since=(1, 6, 13))
 class Tanh(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.tanh(x)
 
 
 @register_op("LeakyRelu", since=(1, 6, 16))
 class LeakyRelu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.where(x >= 0, x, x * tf.cast(self.attrs.alpha, x.dtype))
 
 
 @register_op("PRelu", since=(1, 6, 7, 9, 16))
 class PRelu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor, slope: tf.Tensor) -> tf.Tensor:
         return tf.where(x >= 0, x, x * slope)
 
 
 @register_op("Elu", since=(1, 6, 22))
 class Elu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         alpha = tf.cast(self.attrs.alpha, x.dtype)
         return tf.where(x > 0, x, alpha * tf.math.expm1(x))
@@ -52,6 +64,8 @@ class Elu(Op):
 
 @register_op("Selu", since=(1, 6, 22))
 class Selu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         alpha = tf.cast(self.attrs.alpha, x.dtype)
         gamma = tf.cast(self.attrs.gamma, x.dtype)
@@ -60,6 +74,8 @@ class Selu(Op):
 
 @register_op("Celu", since=12)
 class Celu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         alpha = tf.cast(self.attrs.alpha, x.dtype)
         return tf.maximum(x, 0) + tf.minimum(tf.zeros_like(x), alpha * tf.math.expm1(x / alpha))
@@ -67,12 +83,16 @@ class Celu(Op):
 
 @register_op("ThresholdedRelu", since=(10, 22))
 class ThresholdedRelu(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.where(x > tf.cast(self.attrs.alpha, x.dtype), x, tf.zeros_like(x))
 
 
 @register_op("HardSigmoid", since=(1, 6, 22))
 class HardSigmoid(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         alpha = tf.cast(self.attrs.alpha, x.dtype)
         beta = tf.cast(self.attrs.beta, x.dtype)
@@ -81,30 +101,40 @@ class HardSigmoid(Op):
 
 @register_op("HardSwish", since=(14, 22))
 class HardSwish(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return x * tf.clip_by_value(x / 6 + 0.5, 0, 1)
 
 
 @register_op("Softplus", since=(1, 22))
 class Softplus(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.math.softplus(x)
 
 
 @register_op("Softsign", since=(1, 22))
 class Softsign(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return x / (1 + tf.abs(x))
 
 
 @register_op("Mish", since=(18, 22))
 class Mish(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return x * tf.tanh(tf.math.softplus(x))
 
 
 @register_op("Swish", since=24)
 class Swish(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return x * tf.sigmoid(tf.cast(self.attrs.alpha, x.dtype) * x)
 
@@ -118,6 +148,8 @@ def gelu(x: tf.Tensor, approximate: bool) -> tf.Tensor:
 
 @register_op("Gelu", since=20)
 class Gelu(Op):
+    elementwise = True
+
     def setup(self) -> None:
         if self.attrs.approximate not in ("none", "tanh"):
             self.bad_attribute(
@@ -130,6 +162,8 @@ class Gelu(Op):
 
 @register_op("Shrink", since=9)
 class Shrink(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         lambd = tf.cast(self.attrs.lambd, x.dtype)
         bias = tf.cast(self.attrs.bias, x.dtype)

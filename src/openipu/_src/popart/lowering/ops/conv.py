@@ -1,10 +1,14 @@
-"""Convolutions: Conv, ConvTranspose, ConvInteger (NCHW, as ONNX lays them out)."""
+"""Convolutions: Conv, ConvTranspose, ConvInteger (NCHW, as ONNX lays them out; Conv also
+channels-last, inside chains of spatial ops)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import tensorflow as tf
 
-from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.op import Op, RunContext
 from openipu._src.popart.lowering.registry import register_op
 from openipu._src.popart.lowering.spatial import (
     channels_first,
@@ -23,7 +27,22 @@ def convolve(
     dilations: list[int],
     groups: int,
 ) -> tf.Tensor:
-    """VALID convolution of an already padded channels-first ``x`` with an ONNX [M, C/g, k...] weight.
+    """VALID convolution of an already padded channels-first ``x`` with an ONNX [M, C/g, k...] weight."""
+    output = convolve_channels_last(channels_last(x), weight, strides, dilations, groups)
+    return channels_first(output)
+
+
+def convolve_channels_last(
+    x: tf.Tensor,
+    weight: tf.Tensor,
+    strides: list[int],
+    dilations: list[int],
+    groups: int,
+    pads_begin: list[int] | None = None,
+    pads_end: list[int] | None = None,
+) -> tf.Tensor:
+    """Convolution of a channels-last ``x`` with an ONNX [M, C/g, k...] weight, padded by
+    ``pads_begin``/``pads_end`` (negative pads crop); the result is channels-last.
 
     TensorFlow's CPU kernels are channels-last; 3-D grouped convolutions and strides combined with
     dilations are done piecewise because those kernels lack them.
@@ -32,25 +51,33 @@ def convolve(
     if dtype not in _CONV_DTYPES:
         x, weight = tf.cast(x, tf.float32), tf.cast(weight, tf.float32)
     spatial = x.shape.rank - 2
+    pads_begin = pads_begin or [0] * spatial
+    pads_end = pads_end or [0] * spatial
     filters = tf.transpose(weight, [*range(2, spatial + 2), 1, 0])
-    inputs = channels_last(x)
     strided_and_dilated = any(s > 1 for s in strides) and any(d > 1 for d in dilations)
     conv_strides = [1] * spatial if strided_and_dilated else strides
-
-    def conv(part: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
-        return tf.nn.convolution(
-            part, kernel, strides=conv_strides, padding="VALID", dilations=dilations
-        )
-
-    if groups > 1 and spatial == 3:
-        parts = tf.split(inputs, groups, axis=-1)
-        kernels = tf.split(filters, groups, axis=-1)
-        output = tf.concat([conv(p, k) for p, k in zip(parts, kernels, strict=True)], axis=-1)
+    grouped_3d = groups > 1 and spatial == 3
+    explicit = spatial == 2 and min(pads_begin + pads_end) >= 0 and max(dilations) == 1
+    if explicit:
+        # The padding inside the convolution, where oneDNN fuses it, rather than a Pad op.
+        padding = [[0, 0], *zip(pads_begin, pads_end, strict=True), [0, 0]]
+        output = tf.nn.conv2d(x, filters, strides, padding=padding, dilations=dilations)
     else:
-        output = conv(inputs, filters)
-    if strided_and_dilated:
-        output = output[(slice(None), *[slice(None, None, s) for s in strides], slice(None))]
-    output = channels_first(output)
+        x = spatial_pad(x, pads_begin, pads_end, channels_last=True)
+
+        def conv(part: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+            return tf.nn.convolution(
+                part, kernel, strides=conv_strides, padding="VALID", dilations=dilations
+            )
+
+        if grouped_3d:
+            parts = tf.split(x, groups, axis=-1)
+            kernels = tf.split(filters, groups, axis=-1)
+            output = tf.concat([conv(p, k) for p, k in zip(parts, kernels, strict=True)], axis=-1)
+        else:
+            output = conv(x, filters)
+        if strided_and_dilated:
+            output = output[(slice(None), *[slice(None, None, s) for s in strides], slice(None))]
     return tf.cast(output, dtype) if output.dtype != dtype else output
 
 
@@ -66,11 +93,30 @@ def kernel_shape(op: Op, weight: tf.Tensor) -> list[int]:
 
 @register_op("Conv", since=(1, 11, 22))
 class Conv(Op):
+    """Computed channels-last, where TensorFlow's kernels and oneDNN's conv+bias+activation
+    fusions are (see `channels_last`)."""
+
+    channels_last_always = True
+
     def compute(self, x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor | None = None) -> tf.Tensor:
-        window = window_for(self, x.shape.as_list()[2:], kernel_shape(self, weight))
-        padded = spatial_pad(x, window.pads_begin, window.pads_end)
-        y = convolve(padded, weight, window.strides, window.dilations, self.attrs.group)
-        return add_channel_bias(y, bias)
+        return channels_first(self.convolve(channels_last(x), weight, bias))
+
+    def run_channels_last(self, context: RunContext, inputs: Sequence[Any]) -> tf.Tensor:
+        x, weight, *rest = inputs
+        return self.convolve(x, weight, rest[0] if rest else None)
+
+    def convolve(self, x: tf.Tensor, weight: tf.Tensor, bias: tf.Tensor | None) -> tf.Tensor:
+        window = window_for(self, x.shape.as_list()[1:-1], kernel_shape(self, weight))
+        y = convolve_channels_last(
+            x,
+            weight,
+            window.strides,
+            window.dilations,
+            self.attrs.group,
+            window.pads_begin,
+            window.pads_end,
+        )
+        return y if bias is None else tf.nn.bias_add(y, bias)
 
 
 @register_op("ConvInteger", since=10)

@@ -23,6 +23,8 @@ def legacy_broadcast(a: tf.Tensor, b: tf.Tensor, axis: int | None) -> tf.Tensor:
 class BinaryOp(Op):
     """A numpy-broadcasting binary op (opsets >= 7), or one with the legacy ``broadcast`` attr."""
 
+    elementwise = True
+
     def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
         if self.attrs.get("broadcast"):
             b = legacy_broadcast(a, b, self.attrs.get("axis"))
@@ -96,6 +98,8 @@ class Mod(BinaryOp):
 
 class VariadicOp(Op):
     """Folds a broadcasting binary op over one or more inputs."""
+
+    elementwise = True
 
     def compute(self, *inputs: tf.Tensor) -> tf.Tensor:
         return functools.reduce(self.combine, inputs)

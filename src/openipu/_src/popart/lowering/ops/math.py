@@ -14,6 +14,8 @@ from openipu._src.popart.lowering.tensor_utils import normalize_axis, widened
 class UnaryOp(Op):
     """An elementwise op given by one TensorFlow function."""
 
+    elementwise = True
+
     function: Callable[[tf.Tensor], tf.Tensor]
 
     def compute(self, x: tf.Tensor) -> tf.Tensor:
@@ -91,12 +93,16 @@ class IsInf(Op):
 
 @register_op("Clip", since=(1, 6))
 class ClipWithAttributes(Op):
+    elementwise = True
+
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return tf.clip_by_value(x, self.attrs.min, self.attrs.max)
 
 
 @register_op("Clip", since=(11, 12, 13))
 class Clip(Op):
+    elementwise = True
+
     def compute(
         self, x: tf.Tensor, low: tf.Tensor | None = None, high: tf.Tensor | None = None
     ) -> tf.Tensor:

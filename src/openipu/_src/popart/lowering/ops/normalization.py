@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -24,24 +25,25 @@ class BatchNormalization(Op):
     run of a node that asks for the statistics outputs.
     """
 
+    def training(self, context: RunContext) -> bool:
+        wants_statistics = len([name for name in self.node.output if name]) > 1
+        return bool(self.attrs.get("training_mode")) or (
+            self.opset_version < 14 and context.training and wants_statistics
+        )
+
+    def run_channels_last(self, context: RunContext, inputs: Sequence[Any]) -> Any:
+        if self.training(context):
+            return None  # batch statistics: computed channels-first
+        # Per-channel values broadcast against the last axis as they are.
+        return self.with_running_statistics(inputs, lambda value: value)
+
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
         x, scale, bias, mean, variance = inputs[:5]
         rank = x.shape.rank
         epsilon = self.attrs.epsilon
-        wants_statistics = len([name for name in self.node.output if name]) > 1
-        training = bool(self.attrs.get("training_mode")) or (
-            self.opset_version < 14 and context.training and wants_statistics
-        )
         axes = [0, *range(2, rank)]
-        if not training:
-            inverse = tf.math.rsqrt(per_channel(variance, rank) + tf.cast(epsilon, variance.dtype))
-            y = (x - per_channel(mean, rank)) * per_channel(scale, rank) * tf.cast(inverse, x.dtype)
-            y = y + per_channel(bias, rank)
-            return (
-                (y, mean, variance)
-                if self.opset_version >= 14
-                else (y, mean, variance, mean, variance)
-            )
+        if not self.training(context):
+            return self.with_running_statistics(inputs, lambda value: per_channel(value, rank))
         batch_mean, batch_variance = tf.nn.moments(x, axes=axes)
         inverse = tf.math.rsqrt(batch_variance + epsilon)
         y = (x - per_channel(batch_mean, rank)) * per_channel(scale * inverse, rank)
@@ -54,6 +56,19 @@ class BatchNormalization(Op):
         if self.opset_version >= 14:
             return y, running_mean, running_variance
         return y, running_mean, running_variance, batch_mean, inverse
+
+    def with_running_statistics(
+        self, inputs: Sequence[Any], per_channel_shape: Callable[[tf.Tensor], tf.Tensor]
+    ) -> tuple[tf.Tensor, ...]:
+        """Inference: normalized with the running statistics, which come back unchanged."""
+        x, scale, bias, mean, variance = inputs[:5]
+        epsilon = tf.cast(self.attrs.epsilon, variance.dtype)
+        inverse = tf.math.rsqrt(per_channel_shape(variance) + epsilon)
+        y = (x - per_channel_shape(mean)) * per_channel_shape(scale) * tf.cast(inverse, x.dtype)
+        y = y + per_channel_shape(bias)
+        if self.opset_version >= 14:
+            return y, mean, variance
+        return y, mean, variance, mean, variance
 
 
 @register_op("InstanceNormalization", since=(1, 6, 22))
