@@ -137,6 +137,12 @@ from openipu._src.popart.options.settings import (
 )
 
 # isort: split
+# -- Utility classes: debug contexts, operator identity, the framework writer ---------------
+from openipu._src.popart.utility.debug_context import DebugContext, DebugInfo
+from openipu._src.popart.utility.operator_identity import OpDefinition, OperatorIdentifier
+from popart import writer
+
+# isort: split
 # -- Patterns -----------------------------------------------------------------------------
 from openipu._src.popart.options.patterns import Patterns, PatternsLevel
 
