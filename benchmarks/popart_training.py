@@ -181,7 +181,9 @@ def main() -> None:
     for kind, build, samples in [("mlp", keras_mlp, 60000), ("cnn", keras_cnn, 24000)]:
         x, y = data(samples)
         stock_default, stock_model = keras_trainer(build, x, y, batch_size)
-        stock_xla, _ = keras_trainer(build, x, y, batch_size, jit_compile=True, steps_per_execution=n)
+        stock_xla, _ = keras_trainer(
+            build, x, y, batch_size, jit_compile=True, steps_per_execution=n
+        )
         initial = stock_model.get_weights()
         check_same_step(kind, build, initial, x[:batch_size], y[:batch_size])
         ours, _ = popart_trainer(kind, initial, x, y, batch_size, n)
