@@ -153,6 +153,15 @@ class DeviceInfo:
             return host_devices.host_device_for_ipu(self._spec.ipus[0])
         return "/device:CPU:0"
 
+    def host_device_of(self, ipu_in_device: int) -> str:
+        """The TensorFlow device that runs this device's IPU `ipu_in_device` (where sharded
+        and pipelined sessions place a virtual graph). Devices outside the machine (IPU Model,
+        CPU) have no IPUs of their own: their IPU k runs on the host device of the machine's
+        IPU k, a logical CPU device that holds no state of any other session."""
+        if self._spec.ipus:
+            return host_devices.host_device_for_ipu(self._spec.ipus[ipu_in_device])
+        return host_devices.host_device_for_ipu(ipu_in_device)
+
     def ipu_ordinal(self) -> int:
         """The emulated IPU that seeds random work of this device (its first IPU)."""
         return self._spec.ipus[0] if self._spec.ipus else 0

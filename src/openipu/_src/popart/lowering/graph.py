@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import ChainMap
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -65,7 +66,9 @@ class Body:
         for op in self.ops:
             arguments = [lookup(scope, name, op) if name else None for name in op.node.input]
             context.scope = scope
-            results = run_op(op, context, arguments, layouts)
+            device = context.device_of(op) if context.device_of is not None else None
+            with tf.device(device) if device else contextlib.nullcontext():
+                results = run_op(op, context, arguments, layouts)
             for name, value in zip(op.node.output, results, strict=False):
                 if name:
                     scope[name] = value

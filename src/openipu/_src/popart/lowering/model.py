@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ import tensorflow as tf
 from openipu._src.popart.errors import LoweringError, popart_exception
 from openipu._src.popart.lowering.dtypes import ONNX_TO_TF
 from openipu._src.popart.lowering.graph import Body, Lowerer
-from openipu._src.popart.lowering.op import RunContext
+from openipu._src.popart.lowering.op import Op, RunContext
 
 # Importing the op modules registers their lowerings.
 from openipu._src.popart.lowering import ops as _ops  # noqa: F401  isort: skip
@@ -99,6 +99,7 @@ class LoweredGraph:
         training: bool = False,
         seed: Any = None,
         fetch: Iterable[str] = (),
+        device_of: Callable[[Op], str | None] | None = None,
     ) -> dict[str, Any]:
         """Evaluate the graph.
 
@@ -110,6 +111,8 @@ class LoweredGraph:
             seed: an int or int tensor of shape [2] seeding the random ops (stateless, so the
                 same seed gives the same numbers, compiled or not); None draws fresh numbers.
             fetch: names of intermediate tensors to return beside the graph outputs.
+            device_of: the TensorFlow device each top-level op runs on (sharded sessions);
+                ops inside subgraphs run where their parent op does.
 
         Returns:
             The graph outputs and the fetched tensors, by name. Sequences are lists of tensors.
@@ -131,7 +134,9 @@ class LoweredGraph:
         for name in set(inputs) & set(self.initializers):
             # An initializer listed among the graph inputs is a default the caller may override.
             scope[name] = tf.convert_to_tensor(inputs[name])
-        context = RunContext(training=training, seed=_seed_tensor(seed), fetch=frozenset(fetch))
+        context = RunContext(
+            training=training, seed=_seed_tensor(seed), fetch=frozenset(fetch), device_of=device_of
+        )
         self._body.evaluate(context, scope)
         results = {}
         for name in [*self.output_names, *fetch]:

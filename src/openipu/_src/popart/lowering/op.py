@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -81,6 +81,8 @@ class RunContext:
     fetch: frozenset[str] = field(default_factory=frozenset)
     # The values visible to the op being run: ops with subgraphs evaluate them inside it.
     scope: Any = None
+    # Sessions that shard a model: the TensorFlow device of a top-level op (None: unplaced).
+    device_of: Callable[[Op], str | None] | None = None
 
     def op_seed(self, op: Op) -> tf.Tensor:
         """A seed for one random op: the run's seed folded with a stable hash of the op."""

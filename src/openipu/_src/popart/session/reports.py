@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from openipu._src.popart.session.placement import Placement
+
 
 @dataclass
 class ProgramFacts:
@@ -51,7 +53,11 @@ def summary_report(model: onnx.ModelProto, facts: ProgramFacts) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serialized_graph(model: onnx.ModelProto, facts: ProgramFacts) -> bytes:
+def serialized_graph(
+    model: onnx.ModelProto, facts: ProgramFacts, placement: Placement | None = None
+) -> bytes:
+    """The model's ops (with, in sharded sessions, each op's virtual graph, pipeline stage and
+    the TensorFlow device it ran on) and how the program was compiled, as JSON."""
     graph = {
         "name": facts.session_name,
         "compileMode": facts.compile_mode,
@@ -64,6 +70,7 @@ def serialized_graph(model: onnx.ModelProto, facts: ProgramFacts) -> bytes:
                 "domain": node.domain or "ai.onnx",
                 "inputs": list(node.input),
                 "outputs": list(node.output),
+                **(placement.describe(node) if placement is not None else {}),
             }
             for node in model.graph.node
         ],

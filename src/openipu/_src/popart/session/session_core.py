@@ -38,7 +38,13 @@ from openipu._src.popart.options.enums import SyntheticDataMode
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
-from openipu._src.popart.session import executable_file, model_writer, option_rules, reports
+from openipu._src.popart.session import (
+    executable_file,
+    model_writer,
+    option_rules,
+    placement,
+    reports,
+)
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_source import read_model
@@ -122,6 +128,7 @@ class SessionCore:
         self._replicas = Replicas(
             self.replicationFactor, self._device.ipu_ordinal(), self._device.host_device()
         )
+        self._placement = placement.plan(self._model, self._options, self._device)
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
         self._spec = self._program_spec()
@@ -260,6 +267,7 @@ class SessionCore:
             ipu_ordinal=self._device.ipu_ordinal(),
             compile_mode=self._compile_mode(),
             name=self._name,
+            placement=self._placement,
         )
 
     def _compile_mode(self) -> CompileMode | None:
@@ -592,7 +600,7 @@ class SessionCore:
 
     def getSerializedGraph(self) -> bytes:  # noqa: N802
         self._require_prepared("getSerializedGraph")
-        return reports.serialized_graph(self._model, self._facts)
+        return reports.serialized_graph(self._model, self._facts, self._placement)
 
     def getReport(self) -> reports.Report:  # noqa: N802
         self._require_prepared("getReport")

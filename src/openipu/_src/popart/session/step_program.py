@@ -27,9 +27,11 @@ from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart.dataflow import AnchorReturnTypeId
 from openipu._src.popart.lowering import LoweredGraph
+from openipu._src.popart.lowering.op import Op
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.options.enums import SyntheticDataMode
 from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.placement import Placement
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.stepio import InputPlan
 
@@ -47,6 +49,11 @@ class ProgramSpec:
     ipu_ordinal: int
     compile_mode: CompileMode | None
     name: str
+    placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
+
+    @property
+    def device_of(self) -> Callable[[Op], str | None] | None:
+        return self.placement.device_for if self.placement is not None else None
 
     @property
     def returns_last_batch_only(self) -> bool:
@@ -88,7 +95,9 @@ def build_program(
         else:
             inputs = synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
         weights = initializer_values()
-        results = spec.lowered.run(inputs, weights, training=False, seed=seed, fetch=fetch)
+        results = spec.lowered.run(
+            inputs, weights, training=False, seed=seed, fetch=fetch, device_of=spec.device_of
+        )
         # Shapes the model declares hold even where ops leave them open (data-dependent).
         returned = {
             plan.tensor_id: tf.ensure_shape(

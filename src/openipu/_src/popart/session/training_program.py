@@ -25,6 +25,7 @@ step, as the original's do (each replica its own copy).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -132,17 +133,21 @@ class _TrainingSteps:
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch(list(trained.values()))
             tape.watch([inputs[n] for n in self._gradient_targets if n in inputs])
-            results = program.lowered.run(inputs, values, training=True, seed=seed, fetch=fetch)
+            results = program.lowered.run(
+                inputs, values, training=True, seed=seed, fetch=fetch, device_of=program.device_of
+            )
         known = {**inputs, **values, **results}
         loss = known[spec.loss_id]
         loss_scaling = self._variables.loss_scaling_value()
         targets = dict(trained)
         targets.update({name: known[name] for name in self._gradient_targets})
-        gradients = tape.gradient(
-            loss,
-            targets,
-            output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, loss.dtype)),
-        )
+        placed = program.placement.backward() if program.placement else contextlib.nullcontext()
+        with placed:
+            gradients = tape.gradient(
+                loss,
+                targets,
+                output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, loss.dtype)),
+            )
         operations = self._update_statistics(known)
         trained_gradients = {
             name: gradients[name] for name in spec.trained if gradients[name] is not None

@@ -1,0 +1,161 @@
+"""Where a sharded or pipelined session's ops run: each virtual graph on its own emulated IPU.
+
+PopART puts every op on a virtual graph, one IPU of the replica: the op's
+`builder.virtualGraph(k)` with `VirtualGraphMode.Manual`, or PopART's own split with
+`VirtualGraphMode.Auto`. Here an op of virtual graph k runs on the host device of the
+replica's k-th IPU (`DeviceInfo.host_device_of`; replica r's IPUs are r * n .. r * n + n - 1
+for n IPUs per replica). The backward pass of a training session follows its forward pass
+where TensorFlow's autodiff says which op a gradient op belongs to: it names most of them
+after the op (`gradient_tape/<op>/...`), and those run where the op ran. The others (the
+loss's seed gradient, and ops such as `ReluGrad` that it names generically) run with the
+first tensor they read that has a device, or on the replica's first IPU. Weights and
+optimizer state stay on the replica's first IPU.
+
+Auto mode splits the model's ops, in their (topological) order, into contiguous shards of
+about equal numbers of ops, or in the proportions of `virtualGraphSplitRatios`: the
+original balances its estimate of memory, which the emulation does not have.
+
+Pipeline stages (`builder.pipelineStage`, or the virtual graphs where no op has a stage)
+decide, on the chip, which micro-batches overlap: stage s of micro-batch i runs while stage
+s + 1 runs micro-batch i - 1. Here the stages of one micro-batch run in order within its
+step, so a pipelined model computes exactly what the same model computes unpipelined with
+the same accumulation factor (weights are updated once per accumulated batch in both).
+
+Recomputation (`builder.recomputeOutputInBackwardPass`, `SessionOptions.autoRecomputation`)
+saves IPU memory by computing activations again in the backward pass: the numbers are the
+same, so the annotations and the option are kept (in the model and the options) and
+change nothing here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import onnx
+import tensorflow as tf
+
+from openipu._src.engine import replication
+from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.devices.device_info import DeviceInfo
+from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.options.enums import VirtualGraphMode
+from openipu._src.popart.options.session_options import SessionOptions
+
+_GRADIENT_SCOPE = "gradient_tape/"
+
+
+@dataclass
+class Placement:
+    """Each placed op's virtual graph and pipeline stage, by the op's first output."""
+
+    virtual_graphs: dict[str, int]
+    stages: dict[str, int]
+    ipus_per_replica: int
+    host_devices: tuple[str, ...]  # the device's IPUs, in order
+    # What the traced program used: op's first output -> TensorFlow device (replica 0).
+    used: dict[str, str] = field(default_factory=dict)
+
+    def device_for(self, op: Op) -> str | None:
+        """The TensorFlow device of a top-level op in the replica being built."""
+        key = _key(op.node)
+        graph = self.virtual_graphs.get(key)
+        if graph is None:
+            return None
+        replica = replication.current_replica_index()
+        device = self.host_devices[replica * self.ipus_per_replica + graph]
+        if replica == 0:
+            self.used[key] = device
+        return device
+
+    @contextlib.contextmanager
+    def backward(self) -> Iterator[None]:
+        """Where the gradient ops built inside run: with the forward ops they differentiate."""
+        if tf.executing_eagerly():
+            yield
+            return
+        # tf.device takes no functions in TensorFlow 2; the graph being traced does.
+        with tf.compat.v1.get_default_graph().device(_backward_device):
+            yield
+
+    def describe(self, node: onnx.NodeProto) -> dict[str, object]:
+        """An op's placement for the session's reports."""
+        key = _key(node)
+        if key not in self.virtual_graphs:
+            return {}
+        return {
+            "virtualGraph": self.virtual_graphs[key],
+            "pipelineStage": self.stages.get(key, self.virtual_graphs[key]),
+            "device": self.used.get(key, self.host_devices[self.virtual_graphs[key]]),
+        }
+
+
+def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) -> Placement | None:
+    """The placement of a session's ops, or None when they all run on one IPU."""
+    mode = options.virtualGraphMode
+    if mode not in (VirtualGraphMode.Manual, VirtualGraphMode.Auto):
+        return None
+    ipus_per_replica = max(1, device.numIpus // options.getReplicationFactor())
+    nodes = [node for node in model.graph.node if _key(node)]
+    if mode is VirtualGraphMode.Manual:
+        # option_rules checked that every op has a virtual graph below ipus_per_replica.
+        graphs = {_key(node): _annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes}
+    else:
+        graphs = _auto_split(nodes, ipus_per_replica, options.virtualGraphSplitRatios)
+    stages = {
+        _key(node): stage
+        for node in nodes
+        if (stage := _annotation(node, annotation_names.PIPELINE_STAGE)) is not None
+    }
+    host_devices = tuple(device.host_device_of(ipu) for ipu in range(device.numIpus))
+    return Placement(
+        {key: int(graph or 0) for key, graph in graphs.items()},
+        stages,
+        ipus_per_replica,
+        host_devices,
+    )
+
+
+def _auto_split(nodes: list[onnx.NodeProto], ipus: int, ratios: list[float]) -> dict[str, int]:
+    """Contiguous shards of the ops in order, in proportion to `ratios` (equal without)."""
+    weights = list(ratios) if len(ratios) == ipus else [1.0] * ipus
+    total = sum(weights)
+    bounds, running = [], 0.0
+    for weight in weights:
+        running += weight
+        bounds.append(running / total * len(nodes))
+    graphs, shard = {}, 0
+    for index, node in enumerate(nodes):
+        while shard < ipus - 1 and index >= bounds[shard]:
+            shard += 1
+        graphs[_key(node)] = shard
+    return graphs
+
+
+def _backward_device(op: tf.Operation) -> str:
+    """A gradient op's device: its forward op's, found by name, else its first placed input's."""
+    if op.name.startswith(_GRADIENT_SCOPE):
+        parts = op.name[len(_GRADIENT_SCOPE) :].split("/")
+        for length in range(len(parts) - 1, 0, -1):
+            try:
+                forward = op.graph.get_operation_by_name("/".join(parts[:length]))
+            except KeyError:
+                continue
+            if forward.device:
+                return forward.device
+    for tensor in op.inputs:
+        if tensor.device:
+            return tensor.device
+    return ""
+
+
+def _annotation(node: onnx.NodeProto, name: str) -> int | None:
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return int(onnx.helper.get_attribute_value(attribute))
+    return None
+
+
+def _key(node: onnx.NodeProto) -> str:
+    return next((name for name in node.output if name), "")

@@ -1,0 +1,199 @@
+"""Sharding, pipelining and recomputation in training: ops placed on the device's emulated
+IPUs, the annotations and options kept, and the numbers those of the same model on one IPU
+(which the accumulation tests check against numpy)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+import popart
+
+ACCUMULATION, BATCHES_PER_STEP, RUNS = 4, 2, 2
+
+
+def two_layer_model(annotate: bool, recompute: bool = False):
+    """x [4, 3] -> relu(x @ w1) on IPU 0 (stage 0) -> @ w2 + b on IPU 1 (stage 1) -> mse."""
+    rng = np.random.default_rng(5)
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 3]), "x")
+    t = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 2]), "t")
+    w1 = builder.addInitializedInputTensor(rng.normal(size=(3, 5)).astype(np.float32), "w1")
+    w2 = builder.addInitializedInputTensor(rng.normal(size=(5, 2)).astype(np.float32), "w2")
+    b = builder.addInitializedInputTensor(np.zeros(2, np.float32), "b")
+
+    def on(ipu):
+        if not annotate:
+            return _Nothing()
+        return _Both(builder.virtualGraph(ipu), builder.pipelineStage(ipu))
+
+    with on(0):
+        hidden = builder.aiOnnx.relu([builder.aiOnnx.matmul([x, w1])])
+    if recompute:
+        builder.recomputeOutputInBackwardPass(hidden)
+    with on(1):
+        y = builder.aiOnnx.add([builder.aiOnnx.matmul([hidden, w2]), b])
+        difference = builder.aiOnnx.sub([y, t])
+        loss = builder.aiGraphcore.identityloss(
+            [builder.aiOnnx.mul([difference, difference])], reduction=popart.ReductionType.Mean
+        )
+    return builder.getModelProto(), x, t, hidden, loss
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+class _Both:
+    def __init__(self, *contexts):
+        self._contexts = contexts
+
+    def __enter__(self):
+        for context in self._contexts:
+            context.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        for context in reversed(self._contexts):
+            context.__exit__(*exc_info)
+        return False
+
+
+def data():
+    rng = np.random.default_rng(1)
+    shape = [RUNS, BATCHES_PER_STEP, ACCUMULATION]
+    return (
+        rng.normal(size=[*shape, 4, 3]).astype(np.float32),
+        rng.normal(size=[*shape, 4, 2]).astype(np.float32),
+    )
+
+
+def train(proto, x_id, t_id, loss, options, ipus):
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = ACCUMULATION
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": ipus})
+    optimizer = popart.SGD({"defaultLearningRate": (0.05, True), "defaultMomentum": (0.5, True)})
+    session = popart.TrainingSession(
+        proto,
+        popart.DataFlow(BATCHES_PER_STEP, {loss: popart.AnchorReturnType("All")}),
+        loss,
+        optimizer,
+        device,
+        userOptions=options,
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    x, t = data()
+    losses = []
+    for run in range(RUNS):
+        arrays = session.initAnchorArrays()
+        session.run(popart.PyStepIO({x_id: x[run], t_id: t[run]}, arrays))
+        losses.append(arrays[loss].copy())
+    session.weightsToHost()
+    weights = {name: np.zeros_like(value) for name, value in initial_weights(proto).items()}
+    session.readWeights(popart.PyWeightsIO(weights))
+    return session, device, np.array(losses), weights
+
+
+def initial_weights(proto):
+    model = onnx.load_model_from_string(proto)
+    return {init.name: onnx.numpy_helper.to_array(init) for init in model.graph.initializer}
+
+
+@pytest.fixture(scope="module")
+def unpipelined():
+    proto, x, t, _, loss = two_layer_model(annotate=False)
+    _, _, losses, weights = train(proto, x, t, loss, popart.SessionOptions(), ipus=1)
+    for name, value in initial_weights(proto).items():
+        assert not np.allclose(weights[name], value)  # it trained
+    return losses, weights
+
+
+def assert_same_training(result, reference):
+    losses, weights = result
+    np.testing.assert_allclose(losses, reference[0], rtol=1e-5, atol=1e-6)
+    for name, value in reference[1].items():
+        np.testing.assert_allclose(weights[name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_pipelined_training_with_recomputation_equals_unpipelined(unpipelined, tmp_path):
+    proto, x, t, hidden, loss = two_layer_model(annotate=True, recompute=True)
+    options = popart.SessionOptions()
+    options.enablePipelining = True
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    options.autoRecomputation = popart.RecomputationType.Pipeline
+    session, device, losses, weights = train(proto, x, t, loss, options, ipus=2)
+    assert_same_training((losses, weights), unpipelined)
+    # Kept: the options, and the annotations in the model the session writes.
+    kept = session.getIr().getSessionOptions()
+    assert kept.enablePipelining and kept.autoRecomputation == popart.RecomputationType.Pipeline
+    path = tmp_path / "pipelined.onnx"
+    session.modelToHost(str(path))
+    written = {node.output[0]: node for node in onnx.load_model(str(path)).graph.node}
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in written[hidden].attribute}
+    assert attributes["__ipu_number"] == 0 and attributes["__pipeline_stage"] == 0
+    assert attributes["__recompute_output_in_backward_pass"] == int(popart.RecomputeType.Recompute)
+    # Placed: each op ran on the host device of its virtual graph's IPU.
+    ops = {op["outputs"][0]: op for op in json.loads(session.getSerializedGraph())["ops"]}
+    assert ops[hidden]["device"] == device.host_device_of(0)
+    assert ops[loss]["device"] == device.host_device_of(1) != device.host_device_of(0)
+    assert ops[loss]["pipelineStage"] == 1
+
+
+def test_sharded_training_equals_one_ipu(unpipelined):
+    proto, x, t, hidden, loss = two_layer_model(annotate=True)
+    options = popart.SessionOptions()
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    session, device, losses, weights = train(proto, x, t, loss, options, ipus=2)
+    assert_same_training((losses, weights), unpipelined)
+    ops = {op["outputs"][0]: op for op in json.loads(session.getSerializedGraph())["ops"]}
+    assert (ops[hidden]["virtualGraph"], ops[loss]["virtualGraph"]) == (0, 1)
+
+
+def test_auto_virtual_graphs_split_the_ops_over_the_ipus(unpipelined):
+    proto, x, t, _, loss = two_layer_model(annotate=False)
+    options = popart.SessionOptions()
+    options.virtualGraphMode = popart.VirtualGraphMode.Auto
+    options.autoRecomputation = popart.RecomputationType.Standard
+    session, device, losses, weights = train(proto, x, t, loss, options, ipus=2)
+    assert_same_training((losses, weights), unpipelined)
+    ops = json.loads(session.getSerializedGraph())["ops"]
+    graphs = [op["virtualGraph"] for op in ops]
+    # Contiguous shards of equal numbers of ops, in the model's order.
+    assert graphs == sorted(graphs) and abs(graphs.count(0) - graphs.count(1)) <= 1
+    assert {op["device"] for op in ops} == {device.host_device_of(0), device.host_device_of(1)}
+
+
+def test_sharded_inference_equals_one_ipu():
+    plain, x, t, _, loss = two_layer_model(annotate=False)
+    sharded, *_ = two_layer_model(annotate=True)
+    inputs, targets = (value[0] for value in data())
+
+    def infer(proto, ipus, options):
+        session = popart.InferenceSession(
+            proto,
+            popart.DataFlow(BATCHES_PER_STEP, {loss: popart.AnchorReturnType("All")}),
+            popart.DeviceManager().createIpuModelDevice({"numIPUs": ipus}),
+            userOptions=options,
+        )
+        session.prepareDevice()
+        session.weightsFromHost()
+        arrays = session.initAnchorArrays()
+        session.run(popart.PyStepIO({x: inputs[:, 0], t: targets[:, 0]}, arrays))
+        return arrays[loss]
+
+    options = popart.SessionOptions()
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    options.enablePipelining = True
+    weights = initial_weights(plain)
+    hidden = np.maximum(inputs[:, 0] @ weights["w1"], 0)
+    expected = np.mean((hidden @ weights["w2"] + weights["b"] - targets[:, 0]) ** 2, axis=(1, 2))
+    np.testing.assert_allclose(infer(sharded, 2, options), expected, rtol=1e-5)
+    np.testing.assert_allclose(infer(plain, 1, popart.SessionOptions()), expected, rtol=1e-5)
