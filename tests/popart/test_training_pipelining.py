@@ -66,18 +66,21 @@ class _Both:
         return False
 
 
-def data():
+def data(replicas=1):
     rng = np.random.default_rng(1)
-    shape = [RUNS, BATCHES_PER_STEP, ACCUMULATION]
+    shape = [RUNS, BATCHES_PER_STEP, ACCUMULATION] + ([replicas] if replicas > 1 else [])
     return (
         rng.normal(size=[*shape, 4, 3]).astype(np.float32),
         rng.normal(size=[*shape, 4, 2]).astype(np.float32),
     )
 
 
-def train(proto, x_id, t_id, loss, options, ipus):
+def train(proto, x_id, t_id, loss, options, ipus, replicas=1):
     options.enableGradientAccumulation = True
     options.accumulationFactor = ACCUMULATION
+    if replicas > 1:
+        options.enableReplicatedGraphs = True
+        options.replicatedGraphCount = replicas
     device = popart.DeviceManager().createIpuModelDevice({"numIPUs": ipus})
     optimizer = popart.SGD({"defaultLearningRate": (0.05, True), "defaultMomentum": (0.5, True)})
     session = popart.TrainingSession(
@@ -90,7 +93,7 @@ def train(proto, x_id, t_id, loss, options, ipus):
     )
     session.prepareDevice()
     session.weightsFromHost()
-    x, t = data()
+    x, t = data(replicas)
     losses = []
     for run in range(RUNS):
         arrays = session.initAnchorArrays()
@@ -197,3 +200,18 @@ def test_sharded_inference_equals_one_ipu():
     expected = np.mean((hidden @ weights["w2"] + weights["b"] - targets[:, 0]) ** 2, axis=(1, 2))
     np.testing.assert_allclose(infer(sharded, 2, options), expected, rtol=1e-5)
     np.testing.assert_allclose(infer(plain, 1, popart.SessionOptions()), expected, rtol=1e-5)
+
+
+def test_replicated_pipelined_training_equals_replicated_on_one_ipu_each():
+    plain, x, t, _, loss = two_layer_model(annotate=False)
+    _, _, *reference = train(plain, x, t, loss, popart.SessionOptions(), ipus=2, replicas=2)
+    proto, x, t, hidden, loss = two_layer_model(annotate=True)
+    options = popart.SessionOptions()
+    options.enablePipelining = True
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    session, device, *result = train(proto, x, t, loss, options, ipus=4, replicas=2)
+    assert_same_training(result, reference)
+    ops = {op["outputs"][0]: op for op in json.loads(session.getSerializedGraph())["ops"]}
+    # Replica r runs virtual graph k on the device's IPU 2 r + k.
+    assert ops[hidden]["replicaDevices"] == [device.host_device_of(0), device.host_device_of(2)]
+    assert ops[loss]["replicaDevices"] == [device.host_device_of(1), device.host_device_of(3)]

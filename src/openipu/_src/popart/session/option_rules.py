@@ -11,6 +11,7 @@ import os
 import onnx
 
 from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
@@ -63,6 +64,22 @@ def check_options(
     _check_values(options)
     _check_virtual_graphs(options, device, model)
     _check_pipelining(options, device, data_flow, model, training)
+    if training:
+        _check_gradient_reduction(options)
+
+
+def _check_gradient_reduction(options: SessionOptions) -> None:
+    """Accumulated and replicated gradients are summed or averaged: every micro-batch and
+    replica updates the same weights, so there is nothing to keep them apart in."""
+    reduction = options.accumulationAndReplicationReductionType
+    several = options.getAccumulationFactor() > 1 or options.getReplicationFactor() > 1
+    if several and reduction is ReductionType.NoReduction:
+        raise popart_exception(
+            "SessionOptions.accumulationAndReplicationReductionType is NoReduction, but the "
+            f"gradients of {options.getAccumulationFactor()} micro-batch(es) on "
+            f"{options.getReplicationFactor()} replica(s) must be reduced to one update: use "
+            "ReductionType.Sum or ReductionType.Mean"
+        )
 
 
 def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:

@@ -54,8 +54,8 @@ class Placement:
     stages: dict[str, int]
     ipus_per_replica: int
     host_devices: tuple[str, ...]  # the device's IPUs, in order
-    # What the traced program used: op's first output -> TensorFlow device (replica 0).
-    used: dict[str, str] = field(default_factory=dict)
+    # What the traced program used: replica -> op's first output -> TensorFlow device.
+    used: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def device_for(self, op: Op) -> str | None:
         """The TensorFlow device of a top-level op in the replica being built."""
@@ -65,8 +65,7 @@ class Placement:
             return None
         replica = replication.current_replica_index()
         device = self.host_devices[replica * self.ipus_per_replica + graph]
-        if replica == 0:
-            self.used[key] = device
+        self.used.setdefault(replica, {})[key] = device
         return device
 
     @contextlib.contextmanager
@@ -84,10 +83,13 @@ class Placement:
         key = _key(node)
         if key not in self.virtual_graphs:
             return {}
+        planned = self.host_devices[self.virtual_graphs[key]]
         return {
             "virtualGraph": self.virtual_graphs[key],
             "pipelineStage": self.stages.get(key, self.virtual_graphs[key]),
-            "device": self.used.get(key, self.host_devices[self.virtual_graphs[key]]),
+            "device": self.used.get(0, {}).get(key, planned),
+            # Replicated sessions: where each replica ran it (once the program is traced).
+            "replicaDevices": [self.used[r].get(key) for r in sorted(self.used)],
         }
 
 

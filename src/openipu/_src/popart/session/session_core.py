@@ -524,17 +524,24 @@ class SessionCore:
     # -- tensors -------------------------------------------------------------------------
 
     def getInfo(self, tensorId: str) -> TensorInfo:  # noqa: N802, N803
-        if tensorId not in self._lowered.tensor_names():
+        if tensorId not in self._tensor_names():
             raise popart_exception(f"No tensor '{tensorId}' in the session's graph")
-        return self._types.get(tensorId).tensor_info()
+        return self._tensor_signature(tensorId).tensor_info()
 
     def getAllTensorIds(self) -> set[str]:  # noqa: N802
         self._require_prepared("getAllTensorIds")
-        return set(self._lowered.tensor_names())
+        return set(self._tensor_names())
 
     def getTensorIds(self) -> set[str]:  # noqa: N802
         self._require_prepared("getTensorIds")
-        return set(self._lowered.tensor_names())
+        return set(self._tensor_names())
+
+    def _tensor_names(self) -> list[str]:
+        """The session's tensors: the model's (training sessions add their own)."""
+        return self._lowered.tensor_names()
+
+    def _tensor_signature(self, tensor_id: str) -> TensorSignature:
+        return self._types.get(tensor_id)
 
     def getIr(self) -> Ir:  # noqa: N802
         return Ir(
@@ -543,7 +550,7 @@ class SessionCore:
             copy.deepcopy(self._options),
             copy.deepcopy(self._shape_info),
             copy.deepcopy(self._patterns),
-            tuple(self._lowered.tensor_names()),
+            tuple(self._tensor_names()),
         )
 
     def checkInplacingAmbiguity(self) -> None:  # noqa: N802

@@ -12,6 +12,7 @@ and their files, random state, reports) is the inference session's (`session_cor
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,8 @@ from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
 from openipu._src.popart.session.training_variables import TrainingVariables
 from openipu._src.popart.session.weights_io import PyWeightsIO
+
+logger = logging.getLogger("popart.session")
 
 
 class TrainingSession(SessionCore):
@@ -87,6 +90,7 @@ class TrainingSession(SessionCore):
             name for name in weights.weight_ids if name in depends_on and name not in statistics
         ]
         self._statistics = statistics
+        self._check_specific_values(weights.weight_ids)
         accumulating = self.accumulationFactor > 1
         self._state_slots: dict[str, tuple[str, ...]] = {}
         state: dict[str, np.ndarray] = {}
@@ -110,6 +114,20 @@ class TrainingSession(SessionCore):
         self._variables = TrainingVariables(
             self._optimizer, self._trained, self._automatic_loss_scaling is not None
         )
+
+    def _check_specific_values(self, weight_ids: list[str]) -> None:
+        """Values `insertSpecific` gave for tensors that are no trained weight are unused: the
+        original accepts them silently; a warning names them (often a mistyped id)."""
+        for tensor_id in self._optimizer.specific_weight_ids():
+            if tensor_id not in self._trained:
+                what = "is not trained" if tensor_id in weight_ids else "is not a weight"
+                logger.warning(
+                    "The optimizer has specific values for '%s', which %s in this session "
+                    "(trained weights: %s): they are not used",
+                    tensor_id,
+                    what,
+                    self._trained,
+                )
 
     def _check_loss(self) -> None:
         known = self._lowered.tensor_names()
@@ -229,6 +247,34 @@ class TrainingSession(SessionCore):
                 f"{self.accumulationFactor}, the optimizer state is {self._weights.state_ids})"
             )
         return self._variable_signature(tensor_id)
+
+    def _tensor_names(self) -> list[str]:
+        """The model's tensors, and the training tensors a session of the original has: the
+        gradients of the floating-point tensors the loss depends on, the updated weights,
+        the optimizer state and accumulators, and the loss scaling."""
+        names = super()._tensor_names()
+        gradient = reserved_tensors.reserved_names.reservedGradientPrefix()
+        updated = reserved_tensors.reserved_names.reservedUpdatedVarPrefix()
+        differentiable = [
+            name
+            for name in names
+            if name in self._loss_ancestors and self._types.get(name).dtype.is_floating
+        ]
+        return [
+            *names,
+            *(gradient + name for name in differentiable),
+            *(updated + name for name in self._trained),
+            *self._weights.state_ids,
+            reserved_tensors.loss_scaling_id(
+                self._loss_scaling_signature().tensor_info().data_type()
+            ),
+        ]
+
+    def _tensor_signature(self, tensor_id: str) -> TensorSignature:
+        reserved = reserved_tensors.parse(tensor_id)
+        if reserved is None:
+            return super()._tensor_signature(tensor_id)
+        return self._reserved_signature(reserved)
 
     def _loss_scaling_signature(self) -> TensorSignature:
         """The loss scaling has the loss's type, or float32 with ensureFp32LossScaleTensor."""
