@@ -89,3 +89,23 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(kind, tmp_path):
     weights = read_weights(session, model)
     np.testing.assert_array_equal(weights["w"], saved[model.w])
     assert not np.allclose(weights["w"], model.initial[model.w])
+
+
+def test_files_get_the_permissions_open_would_give(tmp_path):
+    mask = os.umask(0o022)
+    os.umask(mask)
+    model = build_regression(onnx_loss=True)
+    session = popart.TrainingSession(
+        model.proto, popart.DataFlow(1, {}), model.loss,
+        popart.SGD({"defaultLearningRate": (0.1, True)}),
+        popart.DeviceManager().createIpuModelDevice({}),
+    )  # fmt: skip
+    session.prepareDevice()
+    new = tmp_path / "new.onnx"
+    session.modelToHost(str(new))
+    assert new.stat().st_mode & 0o777 == 0o666 & ~mask
+    existing = tmp_path / "existing.onnx"
+    existing.write_bytes(b"")
+    existing.chmod(0o640)
+    session.modelToHost(str(existing))
+    assert existing.stat().st_mode & 0o777 == 0o640

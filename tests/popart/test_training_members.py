@@ -87,3 +87,38 @@ def test_broadcast_weights_checks_the_root_rank(trained):
     session.broadcastWeights(0)  # one PopRun instance: nothing to send
     with pytest.raises(popart.popart_exception, match="rootRank 1: there are 1 PopRun"):
         session.broadcastWeights(1)
+
+
+def test_stream_callbacks_of_one_replica():
+    model = build_regression()
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = RF
+    session = popart.TrainingSession(
+        model.proto,
+        popart.DataFlow(BPS, {model.loss: popart.AnchorReturnType("All")}),
+        model.loss,
+        popart.SGD({"defaultLearningRate": (0.1, False)}),
+        popart.DeviceManager().createIpuModelDevice({"numIPUs": RF}),
+        userOptions=options,
+    )
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(BPS, RF, 4, 3)).astype(np.float32)
+    t = rng.normal(size=(BPS, RF, 4, 2)).astype(np.float32)
+    replacement = rng.normal(size=(BPS, 4, 3)).astype(np.float32)
+    fed = iter(replacement)
+    seen = []
+    # Replica 1 reads x from the callback (replica 0 from the step IO); its losses are seen.
+    session.connectStreamToCallback(model.x, lambda buffer: buffer.__setitem__(..., next(fed)), 1)
+    session.connectStreamToCallback(model.loss, lambda buffer: seen.append(float(buffer)), 1)
+    session.prepareDevice()
+    session.weightsFromHost()
+    arrays = session.initAnchorArrays()
+    session.run(popart.PyStepIO({model.x: x, model.t: t}, arrays))
+    np.testing.assert_allclose(seen, arrays[model.loss][:, 1], rtol=1e-6)
+    w, b = (model.initial[getattr(model, k)].astype(np.float64) for k in ("w", "b"))
+    first = [
+        np.mean((x[0, 0] @ w + b - t[0, 0]) ** 2),
+        np.mean((replacement[0] @ w + b - t[0, 1]) ** 2),
+    ]
+    np.testing.assert_allclose(arrays[model.loss][0], first, rtol=1e-5)

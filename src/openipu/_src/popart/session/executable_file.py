@@ -46,11 +46,23 @@ def atomic_output(path: str) -> Iterator[io.BufferedWriter]:
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
+        # mkstemp's file is private (0600): give it the mode open() would have.
+        os.chmod(temporary, _file_mode(path))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+def _file_mode(path: str) -> int:
+    """The replaced file's permissions, or those of a new file under the process's umask."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def write_bytes_atomically(path: str, data: bytes) -> None:
