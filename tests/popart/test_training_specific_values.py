@@ -12,7 +12,13 @@ from test_training_optimizers import (
     adaptive_reference,
     numpy_training,
 )
-from training_helpers import build_regression, read_weights, regression_data, train_session
+from training_helpers import (
+    build_regression,
+    read_weights,
+    regression_data,
+    regression_gradients,
+    train_session,
+)
 
 import popart
 
@@ -92,3 +98,48 @@ def test_adaptive_per_weight_values_and_a_non_const_update():
     )
     for name in params:
         np.testing.assert_allclose(weights[name], params[name], rtol=1e-4, atol=1e-5)
+
+
+def test_accumulator_and_state_types_with_gradient_accumulation():
+    model = build_regression()
+    options = popart.SessionOptions()
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = 2
+    half = popart.DataType.FLOAT16
+    optimizers = {
+        "sgd": popart.SGD(
+            {"defaultLearningRate": (0.05, False), "defaultMomentum": (0.5, False)},
+            accumulatorAndMomentum=popart.SGDAccumulatorAndMomentum.Separate,
+            accumType=half,
+            accl1Type=half,
+        ),
+        "adam": popart.Adam({"defaultLearningRate": (0.01, False)}, accum_type=half),
+        "adaptive": popart.Adaptive(
+            {"defaultLearningRate": (0.01, False)}, accum_type=half, accl1_type=half
+        ),
+    }
+    expected_types = {
+        "sgd": {"Accum___": "FLOAT16", "Accl___": "FLOAT16"},
+        "adam": {"Accum___": "FLOAT16", "Accl1___": "FLOAT", "Accl2___": "FLOAT"},
+        "adaptive": {"Accum___": "FLOAT16", "Accl1___": "FLOAT16"},
+    }
+    x, t = regression_data(4)
+    for kind, optimizer in optimizers.items():
+        session, weights, _ = train_session(
+            model, optimizer, x.reshape(2, 2, 4, 3), t.reshape(2, 2, 4, 2), 1, options=options
+        )
+        for prefix, data_type in expected_types[kind].items():
+            assert session.getInfo(prefix + model.w).data_type() == data_type, (kind, prefix)
+        if kind == "sgd":
+            # Each update takes the sum (ReductionType.Sum) of two micro-batches' gradients.
+            params = {k: model.initial[getattr(model, k)].astype(np.float64) for k in ("w", "b")}
+            velocity = {k: 0.0 for k in params}
+            for step in range(2):
+                grads = [
+                    regression_gradients(params, x[2 * step + k], t[2 * step + k]) for k in (0, 1)
+                ]
+                for k in params:
+                    velocity[k] = 0.5 * velocity[k] + grads[0][k] + grads[1][k]
+                    params[k] = params[k] - 0.05 * velocity[k]
+            for k in params:
+                np.testing.assert_allclose(weights[k], params[k], rtol=1e-2, atol=1e-3)
