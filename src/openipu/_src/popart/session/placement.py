@@ -8,8 +8,9 @@ for n IPUs per replica). The backward pass of a training session follows its for
 where TensorFlow's autodiff says which op a gradient op belongs to: it names most of them
 after the op (`gradient_tape/<op>/...`), and those run where the op ran. The others (the
 loss's seed gradient, and ops such as `ReluGrad` that it names generically) run with the
-first tensor they read that has a device, or on the replica's first IPU. Weights and
-optimizer state stay on the replica's first IPU.
+first tensor they read that has a device, or on the device's first IPU. Weights and
+optimizer state (every replica's copy) stay on the device's first IPU, as in unsharded
+sessions: ops on other IPUs read them from there.
 
 Auto mode splits the model's ops, in their (topological) order, into contiguous shards of
 about equal numbers of ops, or in the proportions of `virtualGraphSplitRatios`: the
