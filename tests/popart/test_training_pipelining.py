@@ -148,6 +148,11 @@ def test_pipelined_training_with_recomputation_equals_unpipelined(unpipelined, t
     assert ops[hidden]["device"] == device.host_device_of(0)
     assert ops[loss]["device"] == device.host_device_of(1) != device.host_device_of(0)
     assert ops[loss]["pipelineStage"] == 1
+    # The backward pass too: the gradient of the Relu (IPU 0) and of the Sub (IPU 1).
+    (gradients,) = json.loads(session.getSerializedGraph())["gradientDevices"]
+    by_type = {name.rsplit("/", 1)[1]: where for name, where in gradients.items()}
+    assert by_type["ReluGrad"] == device.host_device_of(0)
+    assert by_type["Neg"] == device.host_device_of(1)
 
 
 def test_sharded_training_equals_one_ipu(unpipelined):
@@ -215,3 +220,9 @@ def test_replicated_pipelined_training_equals_replicated_on_one_ipu_each():
     # Replica r runs virtual graph k on the device's IPU 2 r + k.
     assert ops[hidden]["replicaDevices"] == [device.host_device_of(0), device.host_device_of(2)]
     assert ops[loss]["replicaDevices"] == [device.host_device_of(1), device.host_device_of(3)]
+    gradients = json.loads(session.getSerializedGraph())["gradientDevices"]
+    relu_gradients = [
+        next(where for name, where in replica.items() if name.endswith("/ReluGrad"))
+        for replica in gradients
+    ]
+    assert relu_gradients == [device.host_device_of(0), device.host_device_of(2)]

@@ -66,8 +66,8 @@ class Body:
         for op in self.ops:
             arguments = [lookup(scope, name, op) if name else None for name in op.node.input]
             context.scope = scope
-            device = context.device_of(op) if context.device_of is not None else None
-            with tf.device(device) if device else contextlib.nullcontext():
+            placed = context.op_scope(op) if context.op_scope is not None else None
+            with placed or contextlib.nullcontext():
                 results = run_op(op, context, arguments, layouts)
             for name, value in zip(op.node.output, results, strict=False):
                 if name:

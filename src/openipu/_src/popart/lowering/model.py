@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +100,7 @@ class LoweredGraph:
         training: bool = False,
         seed: Any = None,
         fetch: Iterable[str] = (),
-        device_of: Callable[[Op], str | None] | None = None,
+        op_scope: Callable[[Op], AbstractContextManager | None] | None = None,
     ) -> dict[str, Any]:
         """Evaluate the graph.
 
@@ -111,8 +112,8 @@ class LoweredGraph:
             seed: an int or int tensor of shape [2] seeding the random ops (stateless, so the
                 same seed gives the same numbers, compiled or not); None draws fresh numbers.
             fetch: names of intermediate tensors to return beside the graph outputs.
-            device_of: the TensorFlow device each top-level op runs on (sharded sessions);
-                ops inside subgraphs run where their parent op does.
+            op_scope: a context to build each top-level op in, e.g. its device (sharded
+                sessions); ops inside subgraphs are built in their parent op's.
 
         Returns:
             The graph outputs and the fetched tensors, by name. Sequences are lists of tensors.
@@ -135,7 +136,7 @@ class LoweredGraph:
             # An initializer listed among the graph inputs is a default the caller may override.
             scope[name] = tf.convert_to_tensor(inputs[name])
         context = RunContext(
-            training=training, seed=_seed_tensor(seed), fetch=frozenset(fetch), device_of=device_of
+            training=training, seed=_seed_tensor(seed), fetch=frozenset(fetch), op_scope=op_scope
         )
         self._body.evaluate(context, scope)
         results = {}

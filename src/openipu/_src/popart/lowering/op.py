@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -81,8 +82,9 @@ class RunContext:
     fetch: frozenset[str] = field(default_factory=frozenset)
     # The values visible to the op being run: ops with subgraphs evaluate them inside it.
     scope: Any = None
-    # Sessions that shard a model: the TensorFlow device of a top-level op (None: unplaced).
-    device_of: Callable[[Op], str | None] | None = None
+    # Sessions that shard a model: where a top-level op runs (a context such as tf.device
+    # that the op is built in; None: where the caller builds it).
+    op_scope: Callable[[Op], AbstractContextManager | None] | None = None
 
     def op_seed(self, op: Op) -> tf.Tensor:
         """A seed for one random op: the run's seed folded with a stable hash of the op."""

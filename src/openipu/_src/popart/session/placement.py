@@ -4,13 +4,13 @@ PopART puts every op on a virtual graph, one IPU of the replica: the op's
 `builder.virtualGraph(k)` with `VirtualGraphMode.Manual`, or PopART's own split with
 `VirtualGraphMode.Auto`. Here an op of virtual graph k runs on the host device of the
 replica's k-th IPU (`DeviceInfo.host_device_of`; replica r's IPUs are r * n .. r * n + n - 1
-for n IPUs per replica). The backward pass of a training session follows its forward pass
-where TensorFlow's autodiff says which op a gradient op belongs to: it names most of them
-after the op (`gradient_tape/<op>/...`), and those run where the op ran. The others (the
-loss's seed gradient, and ops such as `ReluGrad` that it names generically) run with the
-first tensor they read that has a device, or on the device's first IPU. Weights and
-optimizer state (every replica's copy) stay on the device's first IPU, as in unsharded
-sessions: ops on other IPUs read them from there.
+for n IPUs per replica). Each placed op is built in a name scope that names its virtual
+graph (`shard<k>`). The backward pass of a training session follows: TensorFlow's autodiff
+builds the gradient ops of an op in `gradient_tape/<the op's name scope>/`, so they run on
+the op's IPU; the few it builds outside any op's scope (the seed of the loss's gradient)
+run with the first tensor they read that has a device. Weights and optimizer state (every
+replica's copy) stay on the device's first IPU, as in unsharded sessions: ops on other
+IPUs read them from there.
 
 Auto mode splits the model's ops, in their (topological) order, into contiguous shards of
 about equal numbers of ops, or in the proportions of `virtualGraphSplitRatios`: the
@@ -31,6 +31,8 @@ change nothing here.
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -45,6 +47,9 @@ from openipu._src.popart.options.enums import VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
 
 _GRADIENT_SCOPE = "gradient_tape/"
+_SHARD_SCOPE = "shard"
+# A shard's name scope, as TensorFlow makes it unique: shard1, shard1_1, shard1_2...
+_SHARD_NAME = re.compile(r"shard(\d+)(?:_\d+)?")
 
 
 @dataclass
@@ -57,6 +62,8 @@ class Placement:
     host_devices: tuple[str, ...]  # the device's IPUs, in order
     # What the traced program used: replica -> op's first output -> TensorFlow device.
     used: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Gradient ops placed with their forward op's shard: replica -> name -> device.
+    gradient_devices: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def device_for(self, op: Op) -> str | None:
         """The TensorFlow device of a top-level op in the replica being built."""
@@ -65,9 +72,17 @@ class Placement:
         if graph is None:
             return None
         replica = replication.current_replica_index()
-        device = self.host_devices[replica * self.ipus_per_replica + graph]
+        device = self._device(replica, graph)
         self.used.setdefault(replica, {})[key] = device
         return device
+
+    def op_scope(self, op: Op) -> contextlib.AbstractContextManager | None:
+        """The lowering's hook: builds a placed op on its device, in a name scope that says
+        its virtual graph (`shard<k>`), which its gradient ops' names inherit."""
+        device = self.device_for(op)
+        if device is None:
+            return None
+        return _placed(device, f"{_SHARD_SCOPE}{self.virtual_graphs[_key(op.node)]}")
 
     @contextlib.contextmanager
     def backward(self) -> Iterator[None]:
@@ -75,9 +90,32 @@ class Placement:
         if tf.executing_eagerly():
             yield
             return
+        # Asked here, not in the device function: asking may build ops, which would call it.
+        replica = replication.current_replica_index()
         # tf.device takes no functions in TensorFlow 2; the graph being traced does.
-        with tf.compat.v1.get_default_graph().device(_backward_device):
+        with tf.compat.v1.get_default_graph().device(
+            functools.partial(self._backward_device, replica)
+        ):
             yield
+
+    def _backward_device(self, replica: int, op: tf.Operation) -> str:
+        """A gradient op's device: its forward op's shard's (autodiff builds it in
+        `gradient_tape/<the forward op's name scope>/`), else its first placed input's."""
+        if op.name.startswith(_GRADIENT_SCOPE):
+            for part in reversed(op.name.split("/")[:-1]):
+                shard = _SHARD_NAME.fullmatch(part)
+                if shard is not None:
+                    device = self._device(replica, int(shard[1]))
+                    name = op.name[len(_GRADIENT_SCOPE) :]
+                    self.gradient_devices.setdefault(replica, {})[name] = device
+                    return device
+        for tensor in op.inputs:
+            if tensor.device:
+                return tensor.device
+        return ""
+
+    def _device(self, replica: int, graph: int) -> str:
+        return self.host_devices[replica * self.ipus_per_replica + graph]
 
     def describe(self, node: onnx.NodeProto) -> dict[str, object]:
         """An op's placement for the session's reports."""
@@ -136,21 +174,10 @@ def _auto_split(nodes: list[onnx.NodeProto], ipus: int, ratios: list[float]) -> 
     return graphs
 
 
-def _backward_device(op: tf.Operation) -> str:
-    """A gradient op's device: its forward op's, found by name, else its first placed input's."""
-    if op.name.startswith(_GRADIENT_SCOPE):
-        parts = op.name[len(_GRADIENT_SCOPE) :].split("/")
-        for length in range(len(parts) - 1, 0, -1):
-            try:
-                forward = op.graph.get_operation_by_name("/".join(parts[:length]))
-            except KeyError:
-                continue
-            if forward.device:
-                return forward.device
-    for tensor in op.inputs:
-        if tensor.device:
-            return tensor.device
-    return ""
+@contextlib.contextmanager
+def _placed(device: str, scope: str) -> Iterator[None]:
+    with tf.device(device), tf.name_scope(scope):
+        yield
 
 
 def _annotation(node: onnx.NodeProto, name: str) -> int | None:

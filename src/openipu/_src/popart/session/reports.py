@@ -75,6 +75,10 @@ def serialized_graph(
             for node in model.graph.node
         ],
     }
+    if placement is not None:
+        # Where the backward pass ran (training): per replica, gradient op -> device.
+        devices = placement.gradient_devices
+        graph["gradientDevices"] = [devices[replica] for replica in sorted(devices)]
     return json.dumps(graph, indent=1).encode()
 
 

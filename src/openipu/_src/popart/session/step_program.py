@@ -19,6 +19,7 @@ host prints, aborts, shapes computed from values) keep the loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -52,8 +53,8 @@ class ProgramSpec:
     placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
 
     @property
-    def device_of(self) -> Callable[[Op], str | None] | None:
-        return self.placement.device_for if self.placement is not None else None
+    def op_scope(self) -> Callable[[Op], AbstractContextManager | None] | None:
+        return self.placement.op_scope if self.placement is not None else None
 
     @property
     def returns_last_batch_only(self) -> bool:
@@ -96,7 +97,7 @@ def build_program(
             inputs = synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
         weights = initializer_values()
         results = spec.lowered.run(
-            inputs, weights, training=False, seed=seed, fetch=fetch, device_of=spec.device_of
+            inputs, weights, training=False, seed=seed, fetch=fetch, op_scope=spec.op_scope
         )
         # Shapes the model declares hold even where ops leave them open (data-dependent).
         returned = {

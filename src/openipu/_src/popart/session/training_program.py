@@ -134,7 +134,7 @@ class _TrainingSteps:
             tape.watch(list(trained.values()))
             tape.watch([inputs[n] for n in self._gradient_targets if n in inputs])
             results = program.lowered.run(
-                inputs, values, training=True, seed=seed, fetch=fetch, device_of=program.device_of
+                inputs, values, training=True, seed=seed, fetch=fetch, op_scope=program.op_scope
             )
         known = {**inputs, **values, **results}
         loss = known[spec.loss_id]
