@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from training_helpers import build_regression, read_weights, regression_data, train_session
 
 import popart
 
@@ -170,3 +171,21 @@ def test_optimizer_state_is_written_unless_its_streams_are_disabled(tmp_path):
             assert np.abs(velocity[popart.reservedAcclPrefix() + w]).sum() > 0
     assert initializers[False] == {w, popart.reservedAcclPrefix() + w}
     assert initializers[True] == {w}
+
+
+def test_reset_host_weights_from_a_checkpoint_restores_the_optimizer_state(tmp_path):
+    model = build_regression(onnx_loss=True)
+    x, t = regression_data(6)
+    optimizer = popart.SGD({"defaultLearningRate": (0.1, True), "defaultMomentum": (0.9, True)})
+    _, expected, _ = train_session(model, optimizer, x[:4], t[:4], 2)
+    first, _, _ = train_session(model, optimizer, x[:2], t[:2], 2)
+    path = str(tmp_path / "checkpoint.onnx")
+    first.modelToHost(path)
+    # Another session, elsewhere in its own training, goes back to the checkpoint.
+    other, _, _ = train_session(model, optimizer, x[4:], t[4:], 2)
+    other.resetHostWeights(path)
+    other.weightsFromHost()
+    other.run(popart.PyStepIO({model.x: x[2:4], model.t: t[2:4]}, {}))
+    weights = read_weights(other, model)
+    for name in expected:
+        np.testing.assert_allclose(weights[name], expected[name], rtol=1e-6, atol=1e-7)
