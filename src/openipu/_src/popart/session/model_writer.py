@@ -37,6 +37,9 @@ def model_with_weights(
 
 
 def write_model(path: str, model: onnx.ModelProto, external_locations: dict[str, str]) -> None:
+    # External data files go first, each atomically. Their layout depends only on the tensors'
+    # shapes, so if the writer dies before the model file is replaced, the previous model
+    # file still reads them consistently (with the new values).
     model = _with_external_data(model, external_locations, os.path.dirname(os.path.abspath(path)))
     write_bytes_atomically(path, model.SerializeToString())
 
