@@ -226,3 +226,24 @@ def test_replicated_pipelined_training_equals_replicated_on_one_ipu_each():
         for replica in gradients
     ]
     assert relu_gradients == [device.host_device_of(0), device.host_device_of(2)]
+
+
+def test_auto_virtual_graphs_follow_the_split_ratios():
+    proto, x, t, _, loss = two_layer_model(annotate=False)
+
+    def graphs(ratios, ipus=2):
+        options = popart.SessionOptions()
+        options.virtualGraphMode = popart.VirtualGraphMode.Auto
+        options.virtualGraphSplitRatios = ratios
+        session = popart.TrainingSession(
+            proto, popart.DataFlow(1, {}), loss, popart.SGD({}),
+            popart.DeviceManager().createIpuModelDevice({"numIPUs": ipus}), userOptions=options,
+        )  # fmt: skip
+        session.prepareDevice()
+        return [op["virtualGraph"] for op in json.loads(session.getSerializedGraph())["ops"]]
+
+    # 7 ops: a quarter of them (1.75) on IPU 0, the rest on IPU 1.
+    assert graphs([0.25, 0.75]) == [0, 0, 1, 1, 1, 1, 1]
+    assert graphs([0.2, 0.2, 0.6], ipus=3) == [0, 0, 1, 2, 2, 2, 2]
+    with pytest.raises(popart.popart_exception, match="virtualGraphSplitRatios .* has 3 ratio"):
+        graphs([0.2, 0.2, 0.6])

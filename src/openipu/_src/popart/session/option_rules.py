@@ -164,9 +164,17 @@ def _annotation(node: onnx.NodeProto, name: str) -> int | None:
 
 
 def _check_virtual_graphs(options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto):
+    ipus_per_replica = device.numIpus // options.getReplicationFactor()
+    ratios = options.virtualGraphSplitRatios
+    if options.virtualGraphMode is VirtualGraphMode.Auto and ratios:
+        if len(ratios) != ipus_per_replica:
+            raise popart_exception(
+                f"SessionOptions.virtualGraphSplitRatios {ratios} has {len(ratios)} ratio(s), "
+                f"but Auto virtual graphs split the model over the {ipus_per_replica} IPU(s) of "
+                "a replica: give one ratio per IPU (or none, for equal shares)"
+            )
     if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
-    ipus_per_replica = device.numIpus // options.getReplicationFactor()
     for node in model.graph.node:
         graph = _annotation(node, annotation_names.VIRTUAL_GRAPH)
         where = f"Op '{node.name or node.output[0]}' ({node.op_type})"

@@ -160,7 +160,7 @@ def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) ->
 
 def _auto_split(nodes: list[onnx.NodeProto], ipus: int, ratios: list[float]) -> dict[str, int]:
     """Contiguous shards of the ops in order, in proportion to `ratios` (equal without)."""
-    weights = list(ratios) if len(ratios) == ipus else [1.0] * ipus
+    weights = list(ratios) or [1.0] * ipus  # option_rules checked: one ratio per IPU
     total = sum(weights)
     bounds, running = [], 0.0
     for weight in weights:
