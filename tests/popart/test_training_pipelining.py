@@ -247,3 +247,16 @@ def test_auto_virtual_graphs_follow_the_split_ratios():
     assert graphs([0.2, 0.2, 0.6], ipus=3) == [0, 0, 1, 2, 2, 2, 2]
     with pytest.raises(popart.popart_exception, match="virtualGraphSplitRatios .* has 3 ratio"):
         graphs([0.2, 0.2, 0.6])
+
+
+def test_auto_pipelines_have_one_stage_per_ipu():
+    proto, x, t, _, loss = two_layer_model(annotate=False)
+    options = popart.SessionOptions()
+    options.virtualGraphMode = popart.VirtualGraphMode.Auto
+    options.enablePipelining = True
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = 2
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 3})
+    with pytest.raises(popart.popart_exception, match="3 stages, so a training session needs"):
+        popart.TrainingSession(proto, popart.DataFlow(1, {}), loss, popart.SGD({}), device,
+                               userOptions=options)  # fmt: skip

@@ -221,6 +221,9 @@ def _check_pipelining(
             "Pipelining needs virtual graphs: set SessionOptions.virtualGraphMode (Manual or Auto)"
         )
     stages = pipeline_stages(model)
+    if options.virtualGraphMode is VirtualGraphMode.Auto and not stages:
+        # Auto virtual graphs without annotations: one stage per IPU of the replica.
+        stages = list(range(ipus_per_replica))
     if training and len(stages) > options.getAccumulationFactor():
         raise popart_exception(
             f"The pipeline has {len(stages)} stages, so a training session needs gradient "
