@@ -52,6 +52,7 @@ def weights_of(session, w):
     return out[w]
 
 
+@pytest.mark.slow
 def test_resumed_session_repeats_dropout_and_updates(tmp_path):
     proto, x, w, dropped, loss = dropout_regression()
     data = np.random.default_rng(0).normal(size=(3, 2, 4, 6)).astype(np.float32)

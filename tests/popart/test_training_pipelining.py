@@ -179,6 +179,7 @@ def test_auto_virtual_graphs_split_the_ops_over_the_ipus(unpipelined):
     assert {op["device"] for op in ops} == {device.host_device_of(0), device.host_device_of(1)}
 
 
+@pytest.mark.slow
 def test_sharded_inference_equals_one_ipu():
     plain, x, t, _, loss = two_layer_model(annotate=False)
     sharded, *_ = two_layer_model(annotate=True)
@@ -207,6 +208,7 @@ def test_sharded_inference_equals_one_ipu():
     np.testing.assert_allclose(infer(plain, 1, popart.SessionOptions()), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_replicated_pipelined_training_equals_replicated_on_one_ipu_each():
     plain, x, t, _, loss = two_layer_model(annotate=False)
     _, _, *reference = train(plain, x, t, loss, popart.SessionOptions(), ipus=2, replicas=2)
