@@ -183,7 +183,10 @@ def test_reset_host_weights_from_a_checkpoint_restores_the_optimizer_state(tmp_p
     path = str(tmp_path / "checkpoint.onnx")
     first.modelToHost(path)
     # Another session, elsewhere in its own training, goes back to the checkpoint.
-    other, _, _ = train_session(model, optimizer, x[4:], t[4:], 2)
+    # constantWeights (True by default) only freezes the weights of inference sessions.
+    options = popart.SessionOptions()
+    options.constantWeights = True
+    other, _, _ = train_session(model, optimizer, x[4:], t[4:], 2, options=options)
     other.resetHostWeights(path)
     other.weightsFromHost()
     other.run(popart.PyStepIO({model.x: x[2:4], model.t: t[2:4]}, {}))
