@@ -97,7 +97,9 @@ def _mixed_step_reference(x: np.ndarray, weights: np.ndarray) -> dict[str, np.nd
 
 
 @pytest.mark.parametrize("outputs", ["all", "last"])
-def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs):
+@pytest.mark.parametrize("compile_mode", [None, compile_policy.CompileMode.GRAPH])
+def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs, compile_mode):
+    """Vectorized under XLA (the engine's choice here), unrolled copies as a graph."""
     rng = np.random.default_rng(0)
     weights = tf.Variable(rng.normal(size=(4, 2)).astype(np.float32))
     x = rng.normal(size=(5, 3, 4)).astype(np.float32)
@@ -109,9 +111,13 @@ def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs):
             outputs=outputs,
             indexed=True,
             independent_steps=together,
+            compile_mode=compile_mode,
         )
         results[together] = program({"x": tf.constant(x)})
         assert program.runs_steps_together is together
+        graph = program.compiled_mode is compile_policy.CompileMode.GRAPH
+        assert graph is (compile_mode is not None)
+        assert program.unrolls_steps is (together and graph)
     expected = _mixed_step_reference(x, weights.numpy())
     for name, value in expected.items():
         value = value if outputs == "all" else value[-1]
@@ -177,7 +183,10 @@ def test_steps_that_cannot_run_together_run_in_the_loop(ipu_system, monkeypatch)
     assert not program.runs_steps_together
 
 
-def test_independent_steps_of_a_graph_program_run_in_the_loop(ipu_system):
+def test_long_independent_graph_programs_keep_the_loop(ipu_system, monkeypatch):
+    from openipu._src.engine import program as program_module
+
+    monkeypatch.setattr(program_module, "MAX_UNROLLED_STEPS", 2)
     program = LoopProgram(
         lambda element: element * 2,
         iterations=3,

@@ -54,13 +54,22 @@ def run_session(proto, x, anchors, data, seed, together: bool, monkeypatch):
     session.setRandomSeed(seed)
     arrays = session.initAnchorArrays()
     session.run(popart.PyStepIO({x: data}, arrays))
-    assert session._program.runs_steps_together is together  # noqa: SLF001
+    program = session._program  # noqa: SLF001
+    assert program.runs_steps_together is together
+    # Vectorized under XLA; as a graph, unrolled.
+    assert program.unrolls_steps is (together and program.compiled_mode is CompileMode.GRAPH)
     return arrays, session.getRandomSeed()
 
 
-@pytest.mark.parametrize("batches_per_step", [1, 4])
-def test_batches_together_match_the_loop_and_onnxruntime(batches_per_step, monkeypatch):
+@pytest.mark.parametrize(
+    ("batches_per_step", "compile_mode"), [(1, "auto"), (4, "auto"), (4, "graph")]
+)
+def test_batches_together_match_the_loop_and_onnxruntime(
+    batches_per_step, compile_mode, monkeypatch
+):
+    """Vectorized under XLA (auto), unrolled as a graph (graph)."""
     onnxruntime = pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("OPENIPU_COMPILE", compile_mode)
     proto, x, outputs = mixed_model()
     data = np.random.default_rng(5).normal(size=(batches_per_step, BATCH, CHANNELS, SIZE, SIZE))
     data = data.astype(np.float32)
@@ -107,8 +116,9 @@ def test_models_with_host_prints_keep_the_loop(monkeypatch):
     assert session._program.runs_steps_together is False  # noqa: SLF001
 
 
-def test_convolutional_models_run_as_graphs_in_the_loop():
-    """The engine's choice for convolutions (oneDNN's fused kernels): a graph, batch by batch."""
+def test_convolutional_models_run_as_graphs_with_batches_unrolled():
+    """The engine's choice for convolutions (oneDNN's fused kernels): a graph, in which the
+    batches run as unrolled copies of the model."""
     onnxruntime = pytest.importorskip("onnxruntime")
     rng = np.random.default_rng(6)
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
@@ -130,4 +140,4 @@ def test_convolutional_models_run_as_graphs_in_the_loop():
     expected = np.stack([reference.run([y], {x: batch})[0] for batch in data])
     np.testing.assert_allclose(arrays[y], expected, rtol=1e-4, atol=1e-4)
     assert session._program.compiled_mode is CompileMode.GRAPH  # noqa: SLF001
-    assert session._program.runs_steps_together is False  # noqa: SLF001
+    assert session._program.unrolls_steps  # noqa: SLF001

@@ -8,6 +8,12 @@ ops into ops over the stacked axis: a matmul of each [B, K] element with loop-in
 weights becomes one [N*B, K] matmul, a convolution runs on N*B images, a reduction keeps
 its axes. Ops it cannot vectorize run in a loop of their own inside the same computation,
 so the results are those of the loop in every case, to floating-point rounding.
+
+A program that runs as a TensorFlow graph rather than under XLA gains little from the
+vectorizer (its reshapes around each op hide a convolution's bias and activation from
+oneDNN's fusions), so its steps can instead be unrolled (`run_unrolled`): N copies of the
+step in one graph, which share no data, so TensorFlow's executor runs them concurrently on
+the host's cores, where the loop runs one small step after another.
 """
 
 from __future__ import annotations
@@ -41,3 +47,13 @@ def run_together(step: Callable, stacked, count: int):
 
     outputs = parallel_for.pfor(iteration, count, fallback_to_while_loop=True, warn=False)
     return None if returned_nothing else outputs
+
+
+def run_unrolled(step: Callable, stacked, count: int):
+    """Like `run_together`, with one copy of the step per element instead of vectorized ops."""
+    outputs = [
+        step(nest.map_structure(lambda tensor, i=i: tensor[i], stacked)) for i in range(count)
+    ]
+    if outputs[0] is None:
+        return None
+    return nest.map_structure(lambda *values: tf.stack(values), *outputs)

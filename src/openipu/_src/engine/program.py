@@ -8,8 +8,10 @@ the stacked inputs of the call and whose outputs come back stacked through an
 outfeed. It is the same device loop as `loops.repeat`, not a second engine.
 
 A program whose steps share no state (`independent_steps`) may instead run its N
-steps together, vectorized over the stacked inputs (`independent_steps.run_together`):
-the same numbers, without a loop of N small computations.
+steps together: vectorized over the stacked inputs under XLA
+(`independent_steps.run_together`), or unrolled into N concurrent copies of the step in a
+TensorFlow graph (`independent_steps.run_unrolled`). The same numbers, without a loop of
+N small computations run one after another.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from openipu._src.system import configure
 
 logger = logging.getLogger(__name__)
 
+# Graph programs unroll at most this many independent steps: each copy of the step is traced
+# and kept in the graph, so longer calls keep the loop (small graphs, bounded tracing time).
+MAX_UNROLLED_STEPS = 16
+
 
 class LoopProgram:
     """`step(element)` run `iterations` times per call on an emulated IPU device.
@@ -51,9 +57,10 @@ class LoopProgram:
     `independent_steps` declares that no step depends on another: a step reads only its
     element, its index and values no step changes, and changes nothing another step reads
     (`after_group` may change state once its group is done). The program then runs all
-    steps of a call together, vectorized, when it can and it pays: on one replica, in one
-    group (or with no `after_group`), compiled by XLA (see `_vectorizes`); otherwise, or if
-    the step cannot be vectorized, in the loop.
+    steps of a call together when it can: on one replica, in one group (or with no
+    `after_group`), vectorized if compiled by XLA, unrolled if run as a graph of at most
+    `MAX_UNROLLED_STEPS` steps (see `_vectorizes`); otherwise, or if the step cannot be
+    vectorized, in the loop.
     """
 
     def __init__(
@@ -92,6 +99,7 @@ class LoopProgram:
         self._outputs = outputs
         # Cleared when vectorizing fails: the steps then run in the loop.
         self._together = independent_steps and (after_group is None or group_size == iterations)
+        self._unrolled = False  # set when the steps run together as a graph (unrolled)
         mode = IPUOutfeedMode.ALL if outputs == "all" else IPUOutfeedMode.LAST
         self._outfeed = IPUOutfeedQueue(mode)
         self._has_outputs = False
@@ -102,7 +110,8 @@ class LoopProgram:
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
         if self._together and self._last_mode is None:
             self._together = self._vectorizes(stacked_inputs)
-            if not self._together:
+            if not self._together or self._unrolled:
+                # The traced (vectorized) form is not the one that runs: trace again.
                 self._last_mode = None
                 self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         if self._compile_mode is None and self._last_mode is None:
@@ -117,11 +126,14 @@ class LoopProgram:
     def _vectorizes(self, stacked_inputs) -> bool:
         """Traces the steps together: whether they run so, or in the loop after all.
 
-        Only programs compiled by XLA run their steps together. As a TensorFlow graph, the
+        Programs compiled by XLA run their steps vectorized. As a TensorFlow graph, the
         vectorizer's reshapes around each op keep oneDNN from fusing a convolution with its
         bias and activation, and batches of a few dozen images keep the kernels' data in
-        cache: the loop was faster there (the CNN of `benchmarks/popart_inference.py`: 31k
-        against 21k images/s on one core).
+        cache: the loop was faster there than the vectorized form (the CNN of
+        `benchmarks/popart_inference.py`: 31k against 21k images/s on one core). Unrolled
+        steps keep both, and run concurrently on the host's cores, where the loop's small
+        steps barely use the second core: that CNN went from 29k (loop) to about 50k images/s
+        on two cores. So graph programs of at most `MAX_UNROLLED_STEPS` steps unroll them.
         """
         try:
             self._function.get_concrete_function(stacked_inputs)
@@ -129,11 +141,19 @@ class LoopProgram:
             # A step that cannot be traced at all fails again, with its own error, in the loop.
             logger.debug("%s: steps run in a loop (vectorizing failed: %s)", self.__name__, error)
             return False
-        return self._last_mode is compile_policy.CompileMode.XLA
+        if self._last_mode is compile_policy.CompileMode.XLA:
+            return True
+        self._unrolled = self.iterations <= MAX_UNROLLED_STEPS
+        return self._unrolled
 
     @property
     def compiled_mode(self) -> compile_policy.CompileMode | None:
         return self._last_mode
+
+    @property
+    def unrolls_steps(self) -> bool:
+        """Whether the steps that run together are unrolled (a graph) rather than vectorized."""
+        return bool(self.runs_steps_together) and self._unrolled
 
     @property
     def runs_steps_together(self) -> bool | None:
@@ -230,9 +250,10 @@ class LoopProgram:
         """All steps of the call at once (one replica): their outputs come straight back."""
 
         def build():
-            outputs = independent_steps.run_together(
-                self._call_step, stacked_inputs, self.iterations
+            run = (
+                independent_steps.run_unrolled if self._unrolled else independent_steps.run_together
             )
+            outputs = run(self._call_step, stacked_inputs, self.iterations)
             if self._after_group is not None:
                 with tf.control_dependencies(nest.flatten(outputs)):
                     done = _as_token(self._after_group())

@@ -73,11 +73,16 @@ def window_for(
 
 def channels_last(x: tf.Tensor) -> tf.Tensor:
     rank = x.shape.rank
+    if x.shape[1] == 1 and x.shape[2:].is_fully_defined():
+        # One channel: the same elements in the same order, so a reshape (free) will do.
+        return tf.reshape(x, [-1, *x.shape[2:], 1])
     return tf.transpose(x, [0, *range(2, rank), 1])
 
 
 def channels_first(x: tf.Tensor) -> tf.Tensor:
     rank = x.shape.rank
+    if x.shape[-1] == 1 and x.shape[1:-1].is_fully_defined():
+        return tf.reshape(x, [-1, 1, *x.shape[1:-1]])
     return tf.transpose(x, [0, rank - 1, *range(1, rank - 1)])
 
 

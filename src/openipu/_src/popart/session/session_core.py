@@ -400,7 +400,9 @@ class SessionCore:
                     np.zeros([*steps, *plan.signature.shape], plan.dtype)
                 )
                 continue
-            value = outputs[plan.tensor_id].numpy().astype(plan.dtype, copy=False)
+            # A view of the tensor's buffer (`.numpy()` would copy it): the values are copied
+            # once, into the anchor arrays.
+            value = np.asarray(outputs[plan.tensor_id]).astype(plan.dtype, copy=False)
             # Outfeeds stack the steps (unless only the last came back), then the replicas.
             leading = (0 if self._spec.returns_last_batch_only else 1) + (steps[2] > 1)
             per_step = value.shape[leading:]

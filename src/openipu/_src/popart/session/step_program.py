@@ -11,19 +11,22 @@ nothing from the host, as the original does.
 Batches of an inference step are independent: each reads its inputs and the weights, which
 no batch changes, and draws its random numbers from its own seed (the step's first seed plus
 the batch's index; the seed moves on by `batchesPerStep` after the step). So the program
-declares its steps independent, and the engine runs the batches together, vectorized,
-instead of in a loop. Programs that must run as TensorFlow graphs (ops XLA cannot compile:
-host prints, aborts, shapes computed from values) keep the loop.
+declares its steps independent, and the engine runs the batches together instead of in a
+loop: vectorized under XLA, unrolled when the engine picks a graph (convolutions). Programs
+that must run as TensorFlow graphs because XLA cannot compile an op (host prints, aborts,
+shapes computed from values, which may differ between batches) keep the loop.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import tensorflow as tf
 
+from openipu._src.engine import replication
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart.dataflow import AnchorReturnTypeId
@@ -88,6 +91,20 @@ def build_program(
     fetch = [name for name in anchor_ids if name not in outputs]
 
     together = spec.steps_are_independent
+    # The weights' values read in each graph being built, by replica slot (replicas read
+    # their own copies): steps that run unrolled share one read of each weight, and so one
+    # copy of what is computed from it alone (a convolution kernel's transpose), which
+    # TensorFlow's common subexpression elimination then merges.
+    reads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def read_weights() -> dict[str, tf.Tensor]:
+        in_graph = reads.setdefault(tf.compat.v1.get_default_graph(), {})
+        slot = replication.current_slot_index()
+        if slot not in in_graph:
+            in_graph[slot] = {
+                name: tf.convert_to_tensor(value) for name, value in initializer_values().items()
+            }
+        return in_graph[slot]
 
     def step(element, index=None):
         seed = random_state.batch_seed_at(index) if together else random_state.batch_seed()
@@ -95,7 +112,7 @@ def build_program(
             inputs = element
         else:
             inputs = synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
-        weights = initializer_values()
+        weights = read_weights()
         results = spec.lowered.run(
             inputs, weights, training=False, seed=seed, fetch=fetch, op_scope=spec.op_scope
         )
