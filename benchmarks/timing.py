@@ -1,7 +1,11 @@
 """Timing shared by the benchmarks: the best of several runs, after a warm-up run.
 
 `best_rates` times several programs in turns, so that a machine shared with other
-work slows them alike rather than whichever happened to run at a busy moment.
+work slows them alike rather than whichever happened to run at a busy moment. Before each
+timed call it pauses briefly: runtimes' worker threads keep spinning for a while after a
+call returns (onnxruntime's by default), and the program timed next would otherwise share
+the cores with them (measured: a transformer session run right after an onnxruntime run
+took 39 ms, after a pause 26 ms, while onnxruntime's own time did not change).
 """
 
 from __future__ import annotations
@@ -21,11 +25,17 @@ def best_rate(run: Callable[[], object], units: int, repeats: int) -> float:
     return units / best
 
 
+# Long enough for spinning worker threads to go to sleep (onnxruntime's spin for a few ms).
+SETTLE_SECONDS = 0.05
+
+
 def best_rates(runs: dict[str, Callable[[], object]], units: int, repeats: int) -> dict[str, float]:
-    """`best_rate` of each of `runs`, timed in turns (each already warmed up)."""
+    """`best_rate` of each of `runs`, timed in turns (each already warmed up), each call
+    after a pause that lets the previous call's worker threads go idle."""
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
         for name, run in runs.items():
+            time.sleep(SETTLE_SECONDS)
             start = time.perf_counter()
             run()
             best[name] = min(best[name], time.perf_counter() - start)
