@@ -2,7 +2,8 @@
 
 `ipu_system` configures an emulated system (one single-IPU device unless the
 test asks for more with `@pytest.mark.parametrize("ipu_system", [...], indirect=True)`)
-and resets it afterwards.
+and resets it afterwards. `strategy_on` is a function: `strategy_on(n)` configures a
+device of n IPUs and returns an IPUStrategy on it; the system is reset after the test.
 """
 
 from __future__ import annotations
@@ -27,6 +28,20 @@ def ipu_system(request):
     configure.configure_ipu_system(config)
     yield configure.current_system()
     configure.reset_ipu_configuration()
+
+
+@pytest.fixture
+def strategy_on():
+    from tensorflow.python import ipu
+
+    def configure(ipus: int):
+        config = ipu.config.IPUConfig()
+        config.auto_select_ipus = ipus
+        config.configure_ipu_system()
+        return ipu.ipu_strategy.IPUStrategy()
+
+    yield configure
+    ipu.config.reset_ipu_configuration()
 
 
 @pytest.fixture

@@ -10,19 +10,6 @@ from tensorflow.python import ipu
 pipelining_ops = ipu.pipelining_ops
 
 
-def _configure(ipus):
-    config = ipu.config.IPUConfig()
-    config.auto_select_ipus = ipus
-    config.configure_ipu_system()
-    return ipu.ipu_strategy.IPUStrategy()
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    yield
-    ipu.config.reset_ipu_configuration()
-
-
 def _data(batches=16, batch=4, seed=0):
     rng = np.random.default_rng(seed)
     return (
@@ -97,8 +84,8 @@ def _train(strategy, x, y, batch, count, repeats, learning_rate, cross_replica=F
 
 
 @pytest.mark.parametrize("reduction", ["sum", "mean", "running_mean"])
-def test_training_pipeline_matches_numpy(reduction):
-    strategy = _configure(2)
+def test_training_pipeline_matches_numpy(reduction, strategy_on):
+    strategy = strategy_on(2)
     x, y = _data()
     losses, w1, w2 = _train(
         strategy, x, y, 4, 4, 2, 0.01, reduction_method=reduction, device_mapping=[0, 1]
@@ -109,9 +96,9 @@ def test_training_pipeline_matches_numpy(reduction):
     np.testing.assert_allclose(w2.numpy(), e2, rtol=1e-5)
 
 
-def test_replicated_pipeline_matches_one_replica_with_the_global_batch():
+def test_replicated_pipeline_matches_one_replica_with_the_global_batch(strategy_on):
     """A 2-IPU pipeline on a 4-IPU device: 2 replicas, CrossReplicaOptimizer (mean)."""
-    strategy = _configure(4)
+    strategy = strategy_on(4)
     x, y = _data(batches=32)
     losses, w1, w2 = _train(strategy, x, y, 4, 4, 2, 0.01, cross_replica=True)
     expected, e1, e2 = _numpy_training(x, y, 4, 4, 2, 0.01, replicas=2)
@@ -121,8 +108,8 @@ def test_replicated_pipeline_matches_one_replica_with_the_global_batch():
     np.testing.assert_allclose(strategy.experimental_local_results(w2)[0].numpy(), e2, rtol=1e-5)
 
 
-def test_inference_pipeline_enqueues_every_mini_batch():
-    strategy = _configure(2)
+def test_inference_pipeline_enqueues_every_mini_batch(strategy_on):
+    strategy = strategy_on(2)
     x, _ = _data()
     dataset = tf.data.Dataset.from_tensor_slices(x).batch(4, drop_remainder=True)
     with strategy.scope():
@@ -149,8 +136,8 @@ def test_inference_pipeline_enqueues_every_mini_batch():
     np.testing.assert_allclose(values.numpy().reshape(-1, 4), x[:32] * 2 + 1, rtol=1e-6)
 
 
-def test_accumulate_outfeed_and_outfeed_mask():
-    strategy = _configure(2)
+def test_accumulate_outfeed_and_outfeed_mask(strategy_on):
+    strategy = strategy_on(2)
     x, y = _data()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
     with strategy.scope():
@@ -187,8 +174,8 @@ def test_accumulate_outfeed_and_outfeed_mask():
     np.testing.assert_allclose(sums.ravel(), [y[:16].sum(), y[16:32].sum()], rtol=1e-5, atol=1e-6)
 
 
-def test_tf1_pipeline_with_variables_in_the_stages(tf1_graph):
-    _configure(2)
+def test_tf1_pipeline_with_variables_in_the_stages(tf1_graph, strategy_on):
+    strategy_on(2)
     x, y = _data()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
@@ -323,9 +310,9 @@ def test_optimizer_function_output_checks_its_arguments():
         )
 
 
-def test_collectives_in_stages_count_replicas_not_ipus():
+def test_collectives_in_stages_count_replicas_not_ipus(strategy_on):
     """A 2-IPU pipeline on a 4-IPU device is 2 replicas to the collectives in its stages."""
-    strategy = _configure(4)
+    strategy = strategy_on(4)
     dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(
         1, drop_remainder=True
     )

@@ -8,22 +8,9 @@ import tensorflow as tf
 from tensorflow.python import ipu
 
 
-def _strategy_with(replicas: int):
-    config = ipu.config.IPUConfig()
-    config.auto_select_ipus = replicas
-    config.configure_ipu_system()
-    return ipu.ipu_strategy.IPUStrategy()
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    yield
-    ipu.config.reset_ipu_configuration()
-
-
 @pytest.mark.parametrize("replicas", [2, 4])
-def test_replicas_follow_the_device(replicas):
-    strategy = _strategy_with(replicas)
+def test_replicas_follow_the_device(replicas, strategy_on):
+    strategy = strategy_on(replicas)
     assert strategy.num_replicas_in_sync == replicas
 
     @tf.function(jit_compile=True)
@@ -39,8 +26,10 @@ def test_replicas_follow_the_device(replicas):
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
-def test_infeed_hands_replicas_consecutive_elements_and_outfeed_has_a_replica_axis(replicas):
-    strategy = _strategy_with(replicas)
+def test_infeed_hands_replicas_consecutive_elements_and_outfeed_has_a_replica_axis(
+    replicas, strategy_on
+):
+    strategy = strategy_on(replicas)
     data = np.arange(64, dtype=np.float32).reshape(32, 2)
     dataset = tf.data.Dataset.from_tensor_slices(data)
     with strategy.scope():
@@ -67,8 +56,8 @@ def test_infeed_hands_replicas_consecutive_elements_and_outfeed_has_a_replica_ax
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
-def test_all_reduce_inside_a_loop_synchronises_every_iteration(replicas):
-    strategy = _strategy_with(replicas)
+def test_all_reduce_inside_a_loop_synchronises_every_iteration(replicas, strategy_on):
+    strategy = strategy_on(replicas)
 
     def body(total, step):
         context = tf.distribute.get_replica_context()
@@ -86,10 +75,10 @@ def test_all_reduce_inside_a_loop_synchronises_every_iteration(replicas):
     assert [float(t) for t in totals] == [expected] * replicas
 
 
-def test_replicated_loop_compiles_into_one_xla_program(caplog):
+def test_replicated_loop_compiles_into_one_xla_program(caplog, strategy_on):
     import logging
 
-    strategy = _strategy_with(2)
+    strategy = strategy_on(2)
     caplog.set_level(logging.DEBUG, logger="openipu._src.engine.region")
 
     def body(total):
@@ -101,8 +90,8 @@ def test_replicated_loop_compiles_into_one_xla_program(caplog):
     assert any("runs as xla" in r.message for r in caplog.records)
 
 
-def test_variables_are_mirrored_and_random_numbers_differ_per_replica():
-    strategy = _strategy_with(2)
+def test_variables_are_mirrored_and_random_numbers_differ_per_replica(strategy_on):
+    strategy = strategy_on(2)
     with strategy.scope():
         variable = tf.Variable(3.0)
     assert [float(v) for v in strategy.experimental_local_results(variable)] == [3.0, 3.0]
@@ -116,8 +105,8 @@ def test_variables_are_mirrored_and_random_numbers_differ_per_replica():
 
 
 @pytest.mark.parametrize("replicas", [2])
-def test_replicated_while_loop_with_an_infeed(replicas):
-    strategy = _strategy_with(replicas)
+def test_replicated_while_loop_with_an_infeed(replicas, strategy_on):
+    strategy = strategy_on(replicas)
     data = np.arange(40, dtype=np.float32).reshape(20, 2)
     with strategy.scope():
         infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))

@@ -5,13 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tf_keras as keras
-from tensorflow.python import ipu
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    yield
-    ipu.config.reset_ipu_configuration()
 
 
 def _data():
@@ -48,13 +41,6 @@ def _model(strategy, method):
     return model
 
 
-def _strategy(replicas):
-    config = ipu.config.IPUConfig()
-    config.auto_select_ipus = replicas
-    config.configure_ipu_system()
-    return ipu.ipu_strategy.IPUStrategy()
-
-
 @pytest.mark.parametrize(
     "method, reduce",
     [
@@ -65,9 +51,9 @@ def _strategy(replicas):
         (keras.ipu.ReplicatedMetricReductionMethod.MEAN, lambda r: r.mean(axis=0)),
     ],
 )
-def test_evaluate_reduces_each_replicas_metrics(method, reduce):
+def test_evaluate_reduces_each_replicas_metrics(method, reduce, strategy_on):
     x, y = _data()
-    strategy = _strategy(2)
+    strategy = strategy_on(2)
     model = _model(strategy, method)
     with strategy.scope():
         result = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
@@ -75,9 +61,9 @@ def test_evaluate_reduces_each_replicas_metrics(method, reduce):
     np.testing.assert_allclose([result["loss"], result["mae"]], expected, rtol=1e-5)
 
 
-def test_list_reports_every_replica_and_fit_history_uses_the_method():
+def test_list_reports_every_replica_and_fit_history_uses_the_method(strategy_on):
     x, y = _data()
-    strategy = _strategy(4)
+    strategy = strategy_on(4)
     model = _model(strategy, "LIST")
     with strategy.scope():
         history = model.fit(x, y, batch_size=2, epochs=2, verbose=0, shuffle=False)
@@ -90,9 +76,9 @@ def test_list_reports_every_replica_and_fit_history_uses_the_method():
         np.testing.assert_allclose(np.asarray(epoch_loss), expected[:, 0], rtol=1e-5)
 
 
-def test_one_replica_ignores_the_method():
+def test_one_replica_ignores_the_method(strategy_on):
     x, y = _data()
-    strategy = _strategy(1)
+    strategy = strategy_on(1)
     model = _model(strategy, "SUM")
     with strategy.scope():
         result = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
@@ -100,8 +86,8 @@ def test_one_replica_ignores_the_method():
     np.testing.assert_allclose([result["loss"], result["mae"]], expected, rtol=1e-5)
 
 
-def test_bad_method_names_the_allowed_values():
-    strategy = _strategy(1)
+def test_bad_method_names_the_allowed_values(strategy_on):
+    strategy = strategy_on(1)
     model = _model(strategy, None)
     with pytest.raises(ValueError, match="replicated_metric_reduction_method must be one of"):
         model.set_replication_options("MEDIAN")
