@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.session.ir import Ir
@@ -18,16 +17,6 @@ class InferenceSession(SessionCore):
 
     _training = False
     _default_name = "inference"
-
-    def _compile_mode(self) -> CompileMode | None:
-        """The engine's choice: XLA, but a TensorFlow graph for models with convolutions.
-
-        With the channels-last lowering, TensorFlow's oneDNN kernels fuse each convolution
-        with its bias and activation; XLA's CPU convolutions are 2-3x slower
-        (`benchmarks/popart_inference.py`, the CNN: 31k images/s as a graph, 11k under XLA,
-        on one core). Models without convolutions run under XLA.
-        """
-        return None
 
     @classmethod
     def fromIr(cls, ir: Ir, deviceInfo: DeviceInfo, name: str = "fromIr") -> InferenceSession:  # noqa: N802, N803

@@ -271,15 +271,18 @@ class SessionCore:
         )
 
     def _compile_mode(self) -> CompileMode | None:
-        """XLA: measured faster for whole models on this CPU, convolutional ones included.
+        """The engine's choice (None): XLA, but a TensorFlow graph for models with convolutions.
 
-        The engine's policy runs regions with convolutions as TensorFlow graphs (for a few
-        convolutions inside a larger program XLA is slower); a session's program is the whole
-        model, and `benchmarks/popart_inference.py` measured XLA ahead on the MLP (1.15x), the
-        CNNs (1.03-1.09x) and the transformer block (1.35x). Ops XLA cannot compile still make
-        the program a graph, and so does a failure to compile (see `_compile`).
+        Measured on this CPU: with the channels-last lowering TensorFlow's oneDNN kernels fuse
+        each convolution with its bias and activation, and XLA's CPU convolutions are 2-3x
+        slower (`benchmarks/popart_inference.py`, the CNN: 31k images/s as a graph, 11k under
+        XLA, on one core); a convolution's backward pass is slower still under XLA
+        (`benchmarks/popart_training.py`, the CNN: about 800 samples/s under XLA against about
+        4700 as a graph). Models without convolutions run faster under XLA (the MLP trains
+        about 2x faster). Ops XLA cannot compile make the program a graph, and so does a
+        failure to compile (see `_compile`).
         """
-        return CompileMode.XLA
+        return None
 
     def _compile(self) -> None:
         """Traces and compiles the program with a first run on zeros (not seen by the user).

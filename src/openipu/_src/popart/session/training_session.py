@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
@@ -311,15 +310,6 @@ class TrainingSession(SessionCore):
         return build_training_program(
             spec, self._weights, self._variables, self._random, self._optimizer
         )
-
-    def _compile_mode(self) -> CompileMode | None:
-        """The engine's choice: XLA, but a TensorFlow graph for models with convolutions.
-
-        The backward pass of a convolution is far slower under XLA on this CPU than with
-        TensorFlow's kernels (`benchmarks/popart_training.py`, the CNN: about 800 samples/s
-        under XLA against about 4700 as a graph); the MLP trains about 2x faster under XLA.
-        """
-        return None
 
     def _warm_up(self) -> None:
         """Compiles with a run on zeros, then puts every variable back as it was (a training
