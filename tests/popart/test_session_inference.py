@@ -481,3 +481,30 @@ def test_model_with_a_constant_node(ipu_model_device):
     np.testing.assert_allclose(
         run_once(session, model, x)[model.y], np.maximum(hidden + model.weights[model.b], 0), 1e-6
     )
+
+
+@pytest.mark.parametrize("offset_bytes", [0, 16], ids=["aligned", "unaligned"])
+def test_large_inputs_are_read_in_place_and_left_unchanged(ipu_model_device, offset_bytes):
+    # Inputs of 64 KiB or more are lent to the program (aligned) or copied first (unaligned).
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [128, 256]), "x")
+    doubled = builder.aiOnnx.add([x, x])
+    y = builder.aiOnnx.relu([builder.aiOnnx.sub([doubled, builder.aiOnnx.constant(
+        np.array(300.0, np.float32))])])  # fmt: skip
+    builder.addOutputTensor(y)
+    session = popart.InferenceSession(
+        builder.getModelProto(), popart.DataFlow(4, [x, y]), ipu_model_device
+    )
+    session.prepareDevice()
+    raw = np.empty(4 * 128 * 256 * 4 + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + offset_bytes
+    data = raw[start : start + 4 * 128 * 256 * 4].view(np.float32).reshape(4, 128, 256)
+    data[...] = np.arange(data.size, dtype=np.float32).reshape(data.shape) % 509
+    before = data.copy()
+    for _ in range(2):
+        anchors = session.initAnchorArrays()
+        session.run(popart.PyStepIO({x: data}, anchors))
+        np.testing.assert_array_equal(anchors[y], np.maximum(before * 2 - 300, 0))
+        np.testing.assert_array_equal(anchors[x], before)
+        assert not np.shares_memory(anchors[x], data)
+    np.testing.assert_array_equal(data, before)

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
+from openipu._src.feeds import host_arrays
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
 from openipu._src.popart.builder.tensor_info import TensorInfo
@@ -379,7 +380,7 @@ class SessionCore:
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)
         return {
-            plan.tensor_id: tf.constant(
+            plan.tensor_id: host_arrays.to_tensor(
                 plan.program_values(arrays[plan.tensor_id]), plan.signature.dtype
             )
             for plan in self._inputs
