@@ -22,7 +22,13 @@ class Dropout(tf_keras.layers.Layer):
     """
 
     def __init__(self, rate: float, noise_shape=None, seed=None, **kwargs) -> None:
+        # The original's hidden argument (saved in its configs): whether the forward op hands
+        # its seed to the backward pass. Accepted and kept; the mask is always regenerated.
+        ref = kwargs.pop("ref", True)
+        if not isinstance(ref, bool):
+            raise TypeError(f"Dropout: ref must be a bool, got {ref!r}")
         super().__init__(**kwargs)
+        self.ref = ref
         if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating)):
             raise TypeError(f"Dropout: rate must be a float in [0, 1), got {rate!r}")
         if not 0.0 <= rate < 1.0:
@@ -63,6 +69,7 @@ class Dropout(tf_keras.layers.Layer):
             "rate": self.rate,
             "noise_shape": None if self.noise_shape is None else list(self.noise_shape),
             "seed": None if self.seed is None else list(self.seed),
+            "ref": self.ref,
         }
 
 
