@@ -1,0 +1,59 @@
+"""Argument checks and class handling the CTC layers share."""
+
+from __future__ import annotations
+
+import numbers
+
+import tensorflow as tf
+
+
+def checked_blank_index(owner: str, blank_index) -> int:
+    if isinstance(blank_index, bool) or not isinstance(blank_index, numbers.Integral):
+        raise TypeError(f"{owner}: blank_index must be an integer, got {blank_index!r}")
+    if blank_index < 0:
+        raise ValueError(
+            f"{owner}: blank_index must be a class index in [0, num_classes), got {blank_index}"
+        )
+    return int(blank_index)
+
+
+def checked_bool(owner: str, name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: {name} must be a bool, got {value!r}")
+    return value
+
+
+def checked_positive_int(owner: str, name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def checked_time_major_data(owner: str, blank_index: int, data) -> tf.Tensor:
+    """`data` as a float tensor `[max_time, batch_size, num_classes]` that has a class `blank_index`."""
+    data = tf.convert_to_tensor(data)
+    if not data.dtype.is_floating:
+        raise TypeError(f"{owner}: data must be floating point, got dtype {data.dtype.name}")
+    if data.shape.rank is not None and data.shape.rank != 3:
+        raise ValueError(
+            f"{owner}: data must have shape [max_time, batch_size, num_classes], got {data.shape}"
+        )
+    num_classes = data.shape[-1] if data.shape.rank is not None else None
+    if num_classes is not None and blank_index >= num_classes:
+        raise ValueError(
+            f"{owner}: blank_index must be a class index in [0, num_classes={num_classes}), "
+            f"got {blank_index}"
+        )
+    return data
+
+
+def checked_lengths(owner: str, name: str, lengths) -> tf.Tensor:
+    """Per-example lengths as an int32 vector; `[B, 1]` (a Keras `Input(())` quirk) is accepted."""
+    lengths = tf.convert_to_tensor(lengths)
+    if not lengths.dtype.is_integer:
+        raise TypeError(f"{owner}: {name} must be integers, got dtype {lengths.dtype.name}")
+    if lengths.shape.rank == 2 and lengths.shape[1] == 1:
+        lengths = tf.squeeze(lengths, axis=1)
+    if lengths.shape.rank is not None and lengths.shape.rank != 1:
+        raise ValueError(f"{owner}: {name} must have shape [batch_size], got {lengths.shape}")
+    return tf.cast(lengths, tf.int32)
