@@ -198,6 +198,21 @@ def test_partial_batch_is_skipped_with_a_warning(strategy, caplog):
     assert any("The last 4 sample(s) do not fill a batch of 8" in r.message for r in caplog.records)
 
 
+@pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
+def test_data_smaller_than_one_batch_is_a_clear_error(strategy, method):
+    # Stock Keras would run one partial batch; IPU programs have static batch shapes.
+    x, y = _data(8)
+    model = _ipu_model(strategy, _sequential, x)
+    arguments = (x,) if method == "predict" else (x, y)
+    with (
+        strategy.scope(),
+        pytest.raises(
+            ValueError, match=rf"Model.{method} has no data to run: the data hold 8 sample\(s\)"
+        ),
+    ):
+        getattr(model, method)(*arguments, verbose=0)  # default batch size 32
+
+
 class _Recorder(keras.callbacks.Callback):
     def __init__(self):
         super().__init__()

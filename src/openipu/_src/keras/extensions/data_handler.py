@@ -98,6 +98,8 @@ class IPUDataHandler(data_adapter.DataHandler):
             if full_batches is not None:
                 batches = full_batches
             steps = None if batches is None else self._whole_steps(batches)
+        if steps == 0:
+            raise ValueError(self._no_whole_step_message())
         steps_per_execution = int(self._steps_per_execution.numpy())
         steps = self._apply_step_rules(steps, steps_per_execution)
         execution = steps_per_execution if steps is None else min(steps_per_execution, steps)
@@ -106,6 +108,18 @@ class IPUDataHandler(data_adapter.DataHandler):
         # Whole executions are prepared on tf.data's threads while the device computes.
         chunk = execution * self._batches_per_step
         self._dataset = dataset.batch(chunk, drop_remainder=True).prefetch(2)
+
+    def _no_whole_step_message(self) -> str:
+        adapter = self._adapter
+        batch_size = _adapter_batch_size(adapter) or self._batch_size_argument
+        samples = ""
+        if adapter.has_partial_batch() and adapter.get_size() == 1:
+            samples = f"{adapter.partial_batch_size()} sample(s), "
+        return (
+            f"Model.{self._ipu_mode} has no data to run: the data hold {samples}fewer than one "
+            f"step of {self._batches_per_step} whole batch(es) of {batch_size}, and IPU programs "
+            "run whole batches only: pass more data or a smaller batch_size"
+        )
 
     def _whole_steps(self, batches: int) -> int:
         steps, leftover = divmod(batches, self._batches_per_step)
