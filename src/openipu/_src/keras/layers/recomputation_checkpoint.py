@@ -20,3 +20,7 @@ class RecomputationCheckpoint(tf_keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
+
+    def get_config(self) -> dict:
+        """Keras' base config only: the layer takes no arguments of its own."""
+        return super().get_config()
