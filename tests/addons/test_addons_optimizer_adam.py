@@ -6,18 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+from optimizer_steps import GRADIENTS, INITIAL_VALUES, run_numpy, run_tf, tiny_data
 
 from openipu._src.addons.keras.optimizers.adam import AdamIpuOptimizer
-
-INITIAL_VALUES = [
-    np.array([0.5, -1.0, 2.0], np.float32),
-    np.array([[1.0, -0.25], [0.75, 0.1]], np.float32),
-]
-GRADIENTS = [  # per step, per variable
-    [np.array([0.1, -0.2, 0.3]), np.array([[0.5, 0.0], [-0.4, 0.05]])],
-    [np.array([-0.3, 0.1, 0.2]), np.array([[0.2, -0.1], [0.3, 0.6]])],
-    [np.array([0.05, 0.4, -0.2]), np.array([[-0.5, 0.3], [0.1, -0.2]])],
-]
 
 
 class NumpyAdam:
@@ -56,29 +47,6 @@ class NumpyAdam:
                 state["vhat"] = v_hat.astype(self.dtypes["vhat"])
             out.append(var - (lr * m_hat / (np.sqrt(v_hat) + self.epsilon)).astype(var.dtype))
         return out
-
-
-def run_tf(optimizer, gradients=GRADIENTS, initial=INITIAL_VALUES, compiled=False, dtype=None):
-    variables = [
-        tf.Variable(value if dtype is None else value.astype(dtype), name=f"var{i}")
-        for i, value in enumerate(initial)
-    ]
-
-    def step(grads):
-        optimizer.apply_gradients(zip(grads, variables, strict=True))
-
-    if compiled:
-        step = tf.function(step, jit_compile=True)
-    for grads in gradients:
-        step([tf.constant(g, variables[i].dtype) for i, g in enumerate(grads)])
-    return variables
-
-
-def run_numpy(reference, gradients=GRADIENTS, initial=INITIAL_VALUES, lrs=None):
-    values = [v.copy() for v in initial]
-    for step, grads in enumerate(gradients):
-        values = reference.apply(values, grads, None if lrs is None else lrs[step])
-    return values
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -202,13 +170,6 @@ def tiny_model(seed: int = 3):
     tf_keras.utils.set_random_seed(seed)
     model = tf_keras.Sequential([tf_keras.layers.Dense(2, input_shape=(3,))])
     return model
-
-
-def tiny_data():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(8, 3)).astype(np.float32)
-    y = (x @ np.array([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.3]])).astype(np.float32)
-    return x, y
 
 
 def replay(initial, x, y, reference, steps):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import optimizer_steps
 import pytest
 import tensorflow as tf
 import tf_keras
+from optimizer_steps import tiny_data
 
 from openipu._src.addons.keras.optimizers.lamb import LAMBIpuOptimizer
 
@@ -40,7 +42,7 @@ class NumpyLAMB:
         self.ratios: dict[str, float] = {}
         self.step = 0
 
-    def apply(self, variables, grads, names, lr=None):
+    def apply(self, variables, grads, lr=None, names=NAMES):
         self.step += 1
         c1, c2 = self.dtypes
         lr = self.lr if lr is None else lr
@@ -76,23 +78,11 @@ class NumpyLAMB:
 
 
 def run_tf(optimizer, gradients=GRADIENTS, initial=INITIAL_VALUES, compiled=False):
-    variables = [tf.Variable(value, name=name) for value, name in zip(initial, NAMES, strict=True)]
-
-    def step(grads):
-        optimizer.apply_gradients(zip(grads, variables, strict=True))
-
-    if compiled:
-        step = tf.function(step, jit_compile=True)
-    for grads in gradients:
-        step([tf.constant(g, tf.float32) for g in grads])
-    return variables
+    return optimizer_steps.run_tf(optimizer, gradients, initial, compiled, names=NAMES)
 
 
 def run_numpy(reference, gradients=GRADIENTS, initial=INITIAL_VALUES, lrs=None):
-    values = [v.copy() for v in initial]
-    for step, grads in enumerate(gradients):
-        values = reference.apply(values, grads, NAMES, None if lrs is None else lrs[step])
-    return values
+    return optimizer_steps.run_numpy(reference, gradients, initial, lrs)
 
 
 def assert_matches(variables, expected, rtol=1e-5, atol=1e-6):
@@ -222,13 +212,6 @@ def test_config_round_trip():
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def tiny_data():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(8, 3)).astype(np.float32)
-    y = (x @ np.array([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.3]])).astype(np.float32)
-    return x, y
-
-
 def fit_and_check(x, y):
     tf_keras.utils.set_random_seed(3)
     model = tf_keras.Sequential([tf_keras.layers.Dense(2, input_shape=(3,), name="dense")])
@@ -245,7 +228,7 @@ def fit_and_check(x, y):
             tape.watch(tensors)
             loss = tf.reduce_mean(tf.square(tf.constant(x) @ tensors[0] + tensors[1] - y))
         grads = [g.numpy() for g in tape.gradient(loss, tensors)]
-        weights = reference.apply(weights, grads, ["dense/kernel", "dense/bias"])
+        weights = reference.apply(weights, grads, names=["dense/kernel", "dense/bias"])
     for got, want in zip(model.get_weights(), weights, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(

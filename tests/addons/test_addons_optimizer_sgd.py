@@ -6,18 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+from optimizer_steps import GRADIENTS, INITIAL_VALUES, run_numpy, run_tf, tiny_data
 
 from openipu._src.addons.keras.optimizers.sgd import SGDIpuOptimizer
-
-INITIAL_VALUES = [
-    np.array([0.5, -1.0, 2.0], np.float32),
-    np.array([[1.0, -0.25], [0.75, 0.1]], np.float32),
-]
-GRADIENTS = [  # per step, per variable
-    [np.array([0.1, -0.2, 0.3]), np.array([[0.5, 0.0], [-0.4, 0.05]])],
-    [np.array([-0.3, 0.1, 0.2]), np.array([[0.2, -0.1], [0.3, 0.6]])],
-    [np.array([0.05, 0.4, -0.2]), np.array([[-0.5, 0.3], [0.1, -0.2]])],
-]
 
 
 class NumpySGD:
@@ -42,29 +33,6 @@ class NumpySGD:
             delta = self.momentum * accum - lr * grad if self.nesterov else accum
             out.append(var + delta.astype(var.dtype))
         return out
-
-
-def run_tf(optimizer, gradients=GRADIENTS, initial=INITIAL_VALUES, compiled=False, dtype=None):
-    variables = [
-        tf.Variable(value if dtype is None else value.astype(dtype), name=f"var{i}")
-        for i, value in enumerate(initial)
-    ]
-
-    def step(grads):
-        optimizer.apply_gradients(zip(grads, variables, strict=True))
-
-    if compiled:
-        step = tf.function(step, jit_compile=True)
-    for grads in gradients:
-        step([tf.constant(g, variables[i].dtype) for i, g in enumerate(grads)])
-    return variables
-
-
-def run_numpy(reference, gradients=GRADIENTS, initial=INITIAL_VALUES, lrs=None):
-    values = [v.copy() for v in initial]
-    for step, grads in enumerate(gradients):
-        values = reference.apply(values, grads, None if lrs is None else lrs[step])
-    return values
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -161,13 +129,6 @@ def test_config_round_trip():
     assert restored.get_config() == config
     for a, b in zip(run_tf(optimizer), run_tf(restored), strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-
-
-def tiny_data():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(8, 3)).astype(np.float32)
-    y = (x @ np.array([[1.0, -1.0], [0.5, 2.0], [-1.5, 0.3]])).astype(np.float32)
-    return x, y
 
 
 def fit(optimizer, x, y):
