@@ -109,9 +109,13 @@ class IPUDataHandler(data_adapter.DataHandler):
         chunk = execution * self._batches_per_step
         self._dataset = dataset.batch(chunk, drop_remainder=True).prefetch(2)
 
+    def _batch_size(self) -> int | None:
+        """The data's batch size: the adapter's, else the `batch_size` argument."""
+        return _adapter_batch_size(self._adapter) or self._batch_size_argument
+
     def _no_whole_step_message(self) -> str:
         adapter = self._adapter
-        batch_size = _adapter_batch_size(adapter) or self._batch_size_argument
+        batch_size = self._batch_size()
         samples = ""
         if adapter.has_partial_batch() and adapter.get_size() == 1:
             samples = f"{adapter.partial_batch_size()} sample(s), "
@@ -151,7 +155,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         if None not in batch_dims:
             return dataset, None
         adapter = self._adapter
-        batch_size = _adapter_batch_size(adapter) or self._batch_size_argument
+        batch_size = self._batch_size()
         if batch_size is None:
             raise ValueError(
                 "The batch size of this data is not static and cannot be inferred: IPU programs "
