@@ -5,11 +5,11 @@ inherited from Keras."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import pathlib
 
 import pytest
+from test_public_api import _resolve
 
 MANIFEST = pathlib.Path(__file__).with_name("ipu_tensorflow_addons.txt")
 
@@ -45,19 +45,6 @@ def _names() -> list:
         else name
         for name in names
     ]
-
-
-def _resolve(full_name: str):
-    parts = full_name.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:split]))
-        except ModuleNotFoundError:
-            continue
-        for attribute in parts[split:]:
-            obj = getattr(obj, attribute)
-        return obj
-    raise ModuleNotFoundError(full_name)
 
 
 @pytest.mark.parametrize("name", _names())
