@@ -34,6 +34,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
 from openipu._src.engine import replicated_loop
+from openipu._src.engine.replicas import shared_loop
 from openipu._src.system import configure
 
 _state = threading.local()
@@ -165,8 +166,10 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
         raise ValueError(f"repeat: n must be >= 0, got {n}")
     if region_lib.current_region() is None:
         return _in_own_region(lambda: repeat(n, body, inputs, infeed))
-    if replicated_loop.in_replicated_replica_context():
+    if shared_loop.in_replicas():
         # One loop for all replicas, synchronising them every iteration.
+        return shared_loop.repeat(n, body, inputs, infeed, repeat)
+    if replicated_loop.in_replicated_replica_context():
         return replicated_loop.repeat(n, body, inputs, infeed, repeat)
 
     carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
@@ -206,6 +209,10 @@ def while_loop(
     if region_lib.current_region() is None:
         return _in_own_region(
             lambda: while_loop(condition, body, inputs, infeed, maximum_iterations)
+        )
+    if shared_loop.in_replicas():
+        return shared_loop.while_loop(
+            condition, body, inputs, infeed, maximum_iterations, while_loop
         )
     if replicated_loop.in_replicated_replica_context():
         return replicated_loop.while_loop(

@@ -22,6 +22,7 @@ from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.util import nest
 
 from openipu._src.engine import replication, thread_state
+from openipu._src.engine.replicas.shared_loop import InterleavedInfeed as _InterleavedInfeed
 
 
 def in_replicated_replica_context() -> bool:
@@ -206,30 +207,6 @@ def _distribute(strategy, stacked):
     return nest.map_structure(
         lambda t: distribute_values.PerReplica(tuple(t[r] for r in range(replicas))), stacked
     )
-
-
-class _InterleavedInfeed:
-    """A host infeed read R elements per iteration: element i * R + r is replica r's."""
-
-    def __init__(self, infeed, replicas: int) -> None:
-        self._infeed = infeed
-        self._replicas = replicas
-
-    def _fetch_stacked(self, count: int):
-        stacked = self._infeed._fetch_stacked(count * self._replicas)  # noqa: SLF001
-        # One argument per iteration: the dataset element with a replica axis.
-        return (
-            nest.map_structure(
-                lambda t: tf.reshape(t, [count, self._replicas, *t.shape[1:]]), stacked
-            ),
-        )
-
-    def _fetch_one(self):
-        raise ValueError("A replicated loop reads its infeed through fetch_iteration")
-
-    def fetch_iteration(self):
-        """The next R elements (one per replica), stacked along a replica axis."""
-        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
 
 
 class _ReplicaAxisBuffer:

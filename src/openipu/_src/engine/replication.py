@@ -1,8 +1,10 @@
 """Which replica the code being built belongs to, and how many replicas run.
 
-Replicas run on `tf.distribute` (see `strategy`): inside a replica function
-the distribution strategy's replica context says which one this is. Outside
-any replicated execution there is one replica.
+Replicas are built by the engine's lock-step replication (`engine.replicas`), which
+says which replica a thread builds; code still replicated on `tf.distribute`'s
+mirrored machinery (PopART sessions, strategies spanning processes) asks the
+strategy's replica context instead. Outside any replicated execution there is one
+replica.
 
 A strategy spanning several processes (`distributed`) counts every process's
 replicas in `num_replicas_in_sync`; the engine builds and feeds only this
@@ -18,6 +20,8 @@ from collections.abc import Iterator
 import tensorflow as tf
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.util import nest
+
+from openipu._src.engine.replicas import lockstep
 
 _state = threading.local()
 
@@ -38,6 +42,8 @@ def slots_per_replica(count: int) -> Iterator[None]:
 
 
 def current_replica_count() -> int:
+    if lockstep.current() is not None:
+        return lockstep.replica_count()
     if not _in_replica():
         return 1
     slots = local_replica_count()
@@ -45,6 +51,8 @@ def current_replica_count() -> int:
 
 
 def current_replica_index() -> int:
+    if lockstep.current() is not None:
+        return lockstep.replica_index()
     if not _in_replica():
         return 0
     slot = _global_slot() % local_replica_count()
@@ -53,6 +61,8 @@ def current_replica_index() -> int:
 
 def current_slot_index() -> int:
     """The strategy replica (slot) being built, whatever `slots_per_replica` says."""
+    if lockstep.current() is not None:
+        return lockstep.replica_index()
     if not _in_replica():
         return 0
     return _global_slot() % local_replica_count()
@@ -65,6 +75,8 @@ def current_slots_per_replica() -> int:
 
 def global_replica_index() -> int:
     """Index of the replica being built among every process's replicas."""
+    if lockstep.current() is not None:
+        return lockstep.replica_index()
     if not _in_replica():
         return 0
     return _global_slot() // getattr(_state, "slots", 1)

@@ -27,6 +27,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import autograph_loops, device_loop, replication
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.replicas import variable_copies
 from openipu._src.feeds import poplar_flags
 from openipu._src.feeds.host_queue import HostQueue
 from openipu._src.feeds.infeed import validate_device_ordinal
@@ -191,6 +192,8 @@ class IPUOutfeedQueue:
                 )
                 for spec in specs
             ]
+        for buffer in buffers:
+            variable_copies.own_variable(buffer)  # each replica writes a buffer of its own
         if not static_total:
             # The trip count is known once the host has computed it: size the buffers then,
             # before the region runs (automatic control dependencies order the writes after).

@@ -1,6 +1,8 @@
 """Replica groups and reductions shared by the collective operators.
 
-Replicas run on `tf.distribute` (see `openipu._src.strategy`): inside a
+Replicas built by the engine's lock-step replication (`engine.replicas`) exchange
+values through `exchange_ops`. Replicas still on `tf.distribute` (PopART sessions,
+strategies spanning processes): inside a
 replica function, the replica context says which replica this is and offers
 `all_reduce` and `all_gather`, the only communication the collectives use, so
 their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
@@ -21,6 +23,7 @@ import dataclasses
 import tensorflow as tf
 
 from openipu._src.engine import replication
+from openipu._src.engine.replicas import exchange_ops, lockstep
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -82,10 +85,14 @@ class ReplicaGroup:
 
 
 def replica_count() -> int:
+    if lockstep.current() is not None:
+        return lockstep.replica_count()
     return _slot_count() // replication.current_slots_per_replica()
 
 
 def replica_index() -> int:
+    if lockstep.current() is not None:
+        return lockstep.replica_index()
     return _slot_index() // replication.current_slots_per_replica()
 
 
@@ -137,6 +144,8 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """The sum of `x` over the replicas of `group`, by one all-reduce."""
     if group.size == 1:
         return tf.identity(x)
+    if lockstep.current() is not None:
+        return exchange_ops.replica_sum(x, group.size)
     context = tf.distribute.get_replica_context()
     x = _contribution(x)
     if group.group_count == 1:
@@ -153,6 +162,8 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """`[k, *x.shape]`: the `x` of every replica of `group`, in replica order."""
     if group.size == 1:
         return tf.identity(x)[None]
+    if lockstep.current() is not None:
+        return exchange_ops.replica_gather(x, group.size)
     context = tf.distribute.get_replica_context()
     # Every slot gathers; the first slot of each replica speaks for it.
     _check_same_shapes(x, context)

@@ -31,6 +31,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop, replicated_loop, replication, thread_state
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.replicas import replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.optimizers import ipu_optimizer
@@ -140,6 +141,8 @@ def pipeline(
     )
     pipeline_options.check_enum(recomputation_mode, RecomputationMode, "recomputation_mode", None)
     mapping = _check_device_mapping(device_mapping, len(stages), serialization)
+    # A replica of this program spans the pipeline's IPUs.
+    replicated.require_ipus_per_replica(max(mapping) + 1)
     for option_name, value in (
         ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
         ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),

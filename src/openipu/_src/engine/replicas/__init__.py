@@ -1,0 +1,1 @@
+"""The engine's replication: R replicas of a compiled program (see `lockstep`)."""

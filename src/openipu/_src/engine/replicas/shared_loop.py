@@ -1,0 +1,178 @@
+"""Device loops of replicated programs: one loop, each iteration building every replica.
+
+On an IPU every replica runs the same loop, and collectives in its body synchronise
+the replicas once per iteration. Replicas built in lock-step (`lockstep`) would each
+build a loop of their own, whose bodies could not meet; so a device loop built by a
+replica is a meeting point where the replicas build *one* loop, whose body builds
+every replica's body (`replicated.build`), each with its own loop values and its
+own infeed elements: iteration i of replica r reads element i * R + r, as on the
+hardware (tensorflow/compiler/plugin/poplar/driver/poplar_executor.cc fills the
+replicas' infeed queues in turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.util import nest
+
+from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.replicas.variable_copies import variables_untouched
+
+
+def in_replicas() -> bool:
+    """Whether code is being built by one replica of several."""
+    return lockstep.replica_count() > 1
+
+
+def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
+    """`device_loop.repeat` for one replica of several: builds one loop for all replicas.
+
+    `build_loop(n, body, inputs, infeed)` builds an ordinary device loop. Returns this
+    replica's final loop values (or an operation when there are none).
+    """
+    carried = _as_list(inputs)
+    buffer = infeed._stacked if getattr(infeed, "is_device_buffer", False) else None  # noqa: SLF001
+
+    def combine(values: list[tuple[list, Any]]) -> list[Any]:
+        replicas = len(values)
+        count = len(carried)
+        flat_inputs = [tf.convert_to_tensor(c) for own, _ in values for c in own]
+        if buffer is not None:
+            source = _ReplicaAxisBuffer([stacked for _, stacked in values])
+        elif infeed is not None:
+            source = InterleavedInfeed(infeed, replicas)
+        else:
+            source = None
+
+        def shared_body(*args):
+            element = args[count * replicas :]
+
+            def replica_body(index: int):
+                from openipu._src.engine import device_loop
+
+                own = list(args[index * count : (index + 1) * count])
+                own_element = nest.map_structure(lambda t: t[index], element[0]) if source else None
+                tensors, operations = device_loop._call_body(body, own, own_element)  # noqa: SLF001
+                with tf.control_dependencies(operations):
+                    return tensors, tf.constant(0)
+
+            outputs = replicated.build(replica_body, replicas)
+            flat = [t for tensors, _ in outputs for t in tensors]
+            return flat + [tf.group([done for _, done in outputs])]
+
+        with lockstep.outside_replicas(), variables_untouched():
+            results = build_loop(n, shared_body, flat_inputs, source)
+        return _per_replica(results, count, replicas)
+
+    return lockstep.exchange((carried, buffer), combine, "a device loop")
+
+
+def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: Callable):
+    """`device_loop.while_loop` for one replica of several: one shared loop.
+
+    Replicas of one program must agree on when a loop ends (on an IPU a replica that
+    disagreed would hang its collectives): the shared loop goes on while replica 0's
+    condition holds.
+    """
+    carried = _as_list(inputs)
+
+    def combine(values: list[list]) -> list[Any]:
+        replicas = len(values)
+        count = len(carried)
+        flat_inputs = [tf.convert_to_tensor(c) for own in values for c in own]
+        source = InterleavedInfeed(infeed, replicas) if infeed is not None else None
+
+        def replica_zero_condition(flat):
+            return tf.convert_to_tensor(condition(*flat[:count]), tf.bool)
+
+        def shared_body(*args):
+            flat = list(args[:-1])
+            element = source.fetch_iteration() if source is not None else None
+
+            def replica_body(index: int):
+                from openipu._src.engine import device_loop
+
+                own = flat[index * count : (index + 1) * count]
+                own_element = nest.map_structure(lambda t: t[index], element) if source else None
+                tensors, operations = device_loop._call_body(body, own, own_element)  # noqa: SLF001
+                with tf.control_dependencies(operations):
+                    return tensors, tf.constant(0)
+
+            outputs = replicated.build(replica_body, replicas)
+            new_flat = [t for tensors, _ in outputs for t in tensors]
+            with tf.control_dependencies([done for _, done in outputs]), variables_untouched():
+                return new_flat + [replica_zero_condition(new_flat)]
+
+        with lockstep.outside_replicas(), variables_untouched():
+            keep_going = replica_zero_condition(flat_inputs)
+            results = build_loop(
+                lambda *args: args[-1],
+                shared_body,
+                flat_inputs + [keep_going],
+                None,
+                maximum_iterations,
+            )
+        tensors = [r for r in _as_list(results) if not isinstance(r, tf.Operation)][:-1]
+        if not count:
+            return [results] * replicas
+        return _per_replica(tensors, count, replicas)
+
+    return lockstep.exchange(carried, combine, "a device loop")
+
+
+def _per_replica(results, count: int, replicas: int) -> list[Any]:
+    if count == 0:
+        return [results] * replicas
+    tensors = [r for r in _as_list(results) if not isinstance(r, tf.Operation)]
+    grouped = [tensors[r * count : (r + 1) * count] for r in range(replicas)]
+    return [group[0] if count == 1 else group for group in grouped]
+
+
+def _as_list(values) -> list:
+    if values is None:
+        return []
+    return list(values) if isinstance(values, (list, tuple)) else [values]
+
+
+class InterleavedInfeed:
+    """A host infeed read R elements per iteration: element i * R + r is replica r's."""
+
+    def __init__(self, infeed, replicas: int) -> None:
+        self._infeed = infeed
+        self._replicas = replicas
+
+    def _fetch_stacked(self, count: int):
+        stacked = self._infeed._fetch_stacked(count * self._replicas)  # noqa: SLF001
+        # One argument per iteration: the dataset element with a replica axis.
+        return (
+            nest.map_structure(
+                lambda t: tf.reshape(t, [count, self._replicas, *t.shape[1:]]), stacked
+            ),
+        )
+
+    def _fetch_one(self):
+        raise ValueError("A replicated loop reads its infeed through fetch_iteration")
+
+    def fetch_iteration(self):
+        """The next R elements (one per replica), stacked along a replica axis."""
+        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
+
+
+class _ReplicaAxisBuffer:
+    """Every replica's stacked device buffer, as one buffer with a replica axis."""
+
+    is_device_buffer = True
+
+    def __init__(self, per_replica_buffers: list) -> None:
+        self._stacked = nest.map_structure(
+            lambda *buffers: tf.stack(buffers, axis=1), *per_replica_buffers
+        )
+
+    def _fetch_stacked(self, count: int):
+        return (self._stacked,)
+
+    def _fetch_one(self):
+        raise ValueError("Stacked inputs can only feed a loop of known length")

@@ -1,0 +1,257 @@
+"""Each replica's own copy of the program's variables.
+
+On an IPU every replica holds a copy of each variable. The host writes all copies
+(weights are streamed to every replica) and reads replica 0's
+(tensorflow/compiler/plugin/poplar/driver/poplar_executor.cc: only replica 0's
+copy is connected to the host buffer). Copies stay equal when the replicas apply
+all-reduced updates, and drift apart when each updates its own (metrics, batch
+statistics, a replica's own counter).
+
+Here the variable itself is replica 0's copy. Replica r > 0 uses a hidden copy,
+created the first time a replicated program touches the variable: while replica r's
+ops are built, the variable's `handle` is the copy's (`integration.variable_handles`).
+
+Host writes reach every copy: the program starts by comparing each variable with
+the value it held when a replicated program last ended (its *shadow*); if anything
+changed in between (the host assigned it, loaded weights, reset a metric, or a
+one-replica program trained it), every replica's copy takes the variable's value.
+Values the replicas left in their own copies otherwise stay there from one program
+call to the next, as on the device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
+
+from openipu._src.integration import variable_handles
+
+_ATTRIBUTE = "_openipu_replica_copies"
+_INTERNAL = "_openipu_internal"
+
+
+class _Copies:
+    """A variable's copies for replicas 1, 2, ..., its shadow, and whether they are filled."""
+
+    def __init__(self, variable: resource_variable_ops.BaseResourceVariable) -> None:
+        if not variable.shape.is_fully_defined():
+            raise NotImplementedError(
+                f"Variable {variable.name} has shape {variable.shape}: replicated programs need "
+                "variables of a fully defined shape"
+            )
+        self._variable = variable
+        self.copies: list[tf.Variable] = []
+        # Filled by the first run that uses them (the variable may not hold a value yet).
+        self.shadow = self._hidden("shadow")
+        self.filled = self._hidden("filled", False)
+
+    def ensure(self, replicas: int) -> None:
+        while len(self.copies) < replicas - 1:
+            self.copies.append(self._hidden(f"replica_{len(self.copies) + 1}"))
+
+    def _hidden(self, suffix: str, initial_value=None) -> tf.Variable:
+        variable = self._variable
+        with _outside_programs(), ops.device(variable.device):
+            if initial_value is None:
+                initial_value = tf.zeros(variable.shape, variable.dtype)
+            hidden = tf.Variable(
+                initial_value,
+                trainable=False,
+                name=f"{variable.name.split(':')[0]}/{suffix}",
+            )
+        setattr(hidden, _INTERNAL, True)
+        return hidden
+
+
+@contextlib.contextmanager
+def _outside_programs() -> Iterator[None]:
+    """Where hidden variables are created: the outermost context, outside any region."""
+    with ops.init_scope():
+        graph = ops.get_default_graph()
+        saved = graph._get_control_flow_context()  # noqa: SLF001 - TF1 regions set one
+        graph._set_control_flow_context(None)  # noqa: SLF001
+        try:
+            yield
+        finally:
+            graph._set_control_flow_context(saved)  # noqa: SLF001
+
+
+def own_variable(variable):
+    """Marks `variable` as one replica's own (engine state kept per replica): no copies."""
+    setattr(variable, _INTERNAL, True)
+    return variable
+
+
+def _copies_of(variable: resource_variable_ops.BaseResourceVariable) -> _Copies:
+    copies = variable.__dict__.get(_ATTRIBUTE)
+    if copies is None:
+        copies = _Copies(variable)
+        setattr(variable, _ATTRIBUTE, copies)
+    return copies
+
+
+def _is_user_variable(variable) -> bool:
+    return not getattr(variable, _INTERNAL, False) and not isinstance(
+        variable,
+        resource_variable_ops._UnreadVariable,  # noqa: SLF001 - handle already mapped
+    )
+
+
+class ReplicatedVariables:
+    """The variables one replicated program touches, and how it keeps their copies.
+
+    Created where the program's replicas are built (`graph`, the program's top level);
+    `handle_hook(r)` maps variables to replica r's copies while replica r builds, and
+    `finish()` makes the program end by recording each variable's shadow.
+    """
+
+    def __init__(self, replicas: int, graph: ops.Graph) -> None:
+        self._replicas = replicas
+        self._graph = graph
+        self._first_op = len(graph.get_operations())
+        self._top_context = graph._get_control_flow_context()  # noqa: SLF001
+        self._touched: dict[
+            int, tuple[resource_variable_ops.BaseResourceVariable, tf.Operation]
+        ] = {}
+        self._refresh_ops: set[tf.Operation] = set()
+
+    @contextlib.contextmanager
+    def replica(self, index: int) -> Iterator[None]:
+        """Within this context (this thread), variables resolve to replica `index`'s copies.
+
+        A variable that replica r > 0 creates itself (rather than finding replica 0's)
+        is that replica's own and has no copies.
+        """
+
+        def created_by_replica(next_creator, **kwargs):
+            return own_variable(next_creator(**kwargs))
+
+        created_by_replica.replica_only = True  # type: ignore[attr-defined] # see lockstep
+        with (
+            tf.variable_creator_scope(created_by_replica)
+            if index > 0
+            else contextlib.nullcontext(),
+            variable_handles.redirected(lambda variable: self._handle(variable, index)),
+        ):
+            yield
+
+    def _handle(self, variable, index: int):
+        if not _is_user_variable(variable):
+            return variable_handles.stock_handle(variable)
+        copies = self._prepare(variable)
+        if index == 0:
+            return variable_handles.stock_handle(variable)
+        return variable_handles.stock_handle(copies.copies[index - 1])
+
+    def _prepare(self, variable) -> _Copies:
+        """The variable's copies, refreshed at the program's start if the host changed it."""
+        key = id(variable)
+        with variables_untouched():
+            copies = _copies_of(variable)
+            if key in self._touched:
+                return copies
+            copies.ensure(self._replicas)
+            before = len(self._graph.get_operations())
+            refresh = self._build_refresh(variable, copies)
+            self._refresh_ops.update(self._graph.get_operations()[before:])
+            self._touched[key] = (variable, refresh)
+        return copies
+
+    def _build_refresh(self, variable, copies: _Copies) -> tf.Operation:
+        """At the program's top level, before anything reads the variable: refresh copies."""
+        with (
+            self._graph.as_default(),
+            ops.control_dependencies(None),
+            ops.name_scope("replica_copies"),
+        ):
+            value = variable.read_value()
+            changed = tf.cond(
+                copies.filled.read_value(),
+                lambda: _differs(value, copies.shadow.read_value()),
+                lambda: tf.constant(True),
+            )
+
+            def refresh():
+                writes = [copy.assign(value) for copy in copies.copies]
+                writes.append(copies.filled.assign(True))
+                with tf.control_dependencies(writes):
+                    return tf.constant(True)
+
+            return tf.cond(changed, refresh, lambda: tf.constant(False)).op
+
+    def finish(self) -> None:
+        """Orders the refreshes first and ends the program by recording every shadow.
+
+        TF2 functions order resource ops by their creation order anyway; TF1 graphs
+        need the control edges said explicitly. Ops inside a TF1 loop's frame are
+        ordered through the frame's entries (`Enter`), which may wait for ops outside.
+        """
+        if not self._touched:
+            return
+        built = [
+            op
+            for op in self._graph.get_operations()[self._first_op :]
+            if op not in self._refresh_ops
+        ]
+        handles = self._handle_tensors()
+        top_level = []
+        for op in built:
+            frame = op._get_control_flow_context()  # noqa: SLF001
+            at_top = frame is self._top_context
+            if at_top:
+                top_level.append(op)
+            if not at_top and not (op.type == "Enter" and frame.outer_context is self._top_context):
+                continue
+            for tensor in op.inputs:
+                key = handles.get(id(tensor))
+                if key is not None:
+                    refresh = self._touched[key][1]
+                    if refresh not in op.control_inputs:
+                        op._add_control_input(refresh)  # noqa: SLF001 - ordering a built op
+        with (
+            variables_untouched(),
+            self._graph.as_default(),
+            ops.name_scope("replica_copies"),
+            ops.control_dependencies(top_level),
+        ):
+            for variable, _ in self._touched.values():
+                _copies_of(variable).shadow.assign(variable.read_value())
+
+    def _handle_tensors(self) -> dict[int, int]:
+        """id of each tensor that is a touched variable's (or its copy's) handle in the graph."""
+        captured = dict(_captures(self._graph))
+        handles: dict[int, int] = {}
+        for key, (variable, _) in self._touched.items():
+            for owner in [variable, *_copies_of(variable).copies]:
+                handle = variable_handles.stock_handle(owner)
+                handles[id(handle)] = key
+                internal = captured.get(id(handle))
+                if internal is not None:
+                    handles[id(internal)] = key
+        return handles
+
+
+def _captures(graph: ops.Graph) -> Iterator[tuple[int, tf.Tensor]]:
+    """(id of the outer tensor, its placeholder) for every capture of a function graph."""
+    for external, internal in getattr(graph, "captures", ()):
+        yield id(external), internal
+
+
+def _differs(value: tf.Tensor, shadow: tf.Tensor) -> tf.Tensor:
+    """Whether any element changed (NaN where NaN was counts as unchanged)."""
+    different = tf.not_equal(value, shadow)
+    if value.dtype.is_floating or value.dtype.is_complex:
+        both_nan = tf.logical_and(tf.math.is_nan(tf.abs(value)), tf.math.is_nan(tf.abs(shadow)))
+        different = tf.logical_and(different, tf.logical_not(both_nan))
+    return tf.reduce_any(different)
+
+
+@contextlib.contextmanager
+def variables_untouched() -> Iterator[None]:
+    """Within this context, variables resolve to themselves (the engine's own reads)."""
+    with variable_handles.redirected(None):
+        yield

@@ -1,0 +1,1 @@
+"""Every change openipu makes to TensorFlow/Keras internals, one module per patch."""

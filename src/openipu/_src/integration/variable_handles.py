@@ -1,0 +1,65 @@
+"""Patch: a resource variable's `handle` may be redirected while a replica is built.
+
+Target: `tensorflow.python.ops.resource_variable_ops.BaseResourceVariable.handle`
+(a property returning `self._handle`), TensorFlow 2.21. Every read, write and
+optimizer update of a resource variable reaches its resource through this property
+(`read_value`, `assign*`, `scatter_*`, the `ResourceApply*` optimizer ops).
+
+Why: on an IPU each replica of a program holds its own copy of every variable. The
+engine builds replica r's copy of a program in a thread of its own
+(`engine.replicas.lockstep`); while that thread builds, `handle` returns the handle
+of replica r's copy of the variable (`engine.replicas.variable_copies`), so the
+replica's ops read and update its own copy without any change to user code.
+
+Outside replicated building (no hook installed for the thread) the property behaves
+exactly as TensorFlow's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from tensorflow.python.ops import resource_variable_ops
+
+_TARGET = resource_variable_ops.BaseResourceVariable
+_stock_handle: property = _TARGET.__dict__["handle"]
+_state = threading.local()
+_lock = threading.Lock()
+_installed = False
+
+HandleHook = Callable[[resource_variable_ops.BaseResourceVariable], object]
+
+
+def stock_handle(variable: resource_variable_ops.BaseResourceVariable):
+    """The variable's own handle, whatever hook is active."""
+    return _stock_handle.fget(variable)
+
+
+def _handle(self):
+    hook = getattr(_state, "hook", None)
+    if hook is None:
+        return _stock_handle.fget(self)
+    return hook(self)
+
+
+def install() -> None:
+    """Replaces the `handle` property (once per process)."""
+    global _installed
+    with _lock:
+        if not _installed:
+            _TARGET.handle = property(_handle, doc=_stock_handle.__doc__)
+            _installed = True
+
+
+@contextmanager
+def redirected(hook: HandleHook | None) -> Iterator[None]:
+    """Within this context (this thread only), `variable.handle` is `hook(variable)`."""
+    install()
+    previous = getattr(_state, "hook", None)
+    _state.hook = hook
+    try:
+        yield
+    finally:
+        _state.hook = previous

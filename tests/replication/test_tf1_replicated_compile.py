@@ -1,0 +1,103 @@
+"""TF1 programs: `ipu_compiler.compile` in a session replicates over the device's IPUs.
+
+Each scenario follows the original's tests (graphcore/tensorflow
+tensorflow/python/ipu/tests/replicated_graph_test.py and replicated_index_test.py)
+and checks their documented values: programs built with `ipu_scope` and `compile`
+on a device of 2 IPUs run 2 replicas without being told to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+
+
+@pytest.fixture
+def two_ipus(tf1_graph):
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 2
+    config.configure_ipu_system()
+    yield tf1_graph
+    ipu.config.reset_ipu_configuration()
+
+
+def test_cross_replica_sum_of_a_variable_sums_both_replicas(two_ipus):
+    # replicated_graph_test.py, testCreateSimpleReplicatedGraph: 2 + 2 = 4.
+    def my_graph(inp):
+        with tf.compat.v1.variable_scope("", use_resource=True):
+            x = tf.compat.v1.get_variable(
+                "x", dtype=tf.float32, shape=[], initializer=tf.constant_initializer(2.0)
+            )
+        return ipu.cross_replica_ops.cross_replica_sum(x + inp)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        out = ipu.ipu_compiler.compile(my_graph, [tf.constant(0.0)])
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        assert session.run(out) == [4.0]
+
+
+def test_replication_index_differs_per_replica(two_ipus):
+    # replicated_index_test.py: the indices 0 and 1, summed over the replicas, give 1.
+    def my_graph():
+        index = tf.cast(ipu.replication_ops.replication_index(), tf.float32)
+        return ipu.cross_replica_ops.cross_replica_sum(index), index
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        total, index = ipu.ipu_compiler.compile(my_graph, [])
+    with tf.compat.v1.Session() as session:
+        # The host gets replica 0's values.
+        assert session.run([total, index]) == [1.0, 0.0]
+
+
+def test_infeed_interleaves_replicas_and_outfeed_has_a_replica_axis(two_ipus):
+    # replicated_graph_test.py, testReplicatedGraphWithoutAllReduce: [[1, 2], [3, 4]].
+    dataset = tf.data.Dataset.from_tensor_slices(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        return outfeed.enqueue(x)
+
+    def my_graph():
+        return ipu.loops.repeat(2, body, infeed_queue=infeed)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(my_graph, [])
+    dequeued = outfeed.dequeue()
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(infeed.initializer)
+        session.run(run)
+        np.testing.assert_array_equal(session.run(dequeued), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_replicated_training_sums_gradients_across_replicas(two_ipus):
+    # Each replica's loss is the cross-replica sum of w * data (replicas see data 1 and 2).
+    # The gradient of a cross-replica sum is the sum of the replicas' upstream gradients
+    # (1 + 1), so replica 0's gradient is 2 * its data 1.
+    dataset = tf.data.Dataset.from_tensor_slices(np.array([1.0, 2.0], np.float32)).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+    def body(data):
+        with tf.compat.v1.variable_scope("", use_resource=True):
+            x = tf.compat.v1.get_variable(
+                "w", dtype=tf.float32, shape=[], initializer=tf.constant_initializer(1.0)
+            )
+        loss = ipu.cross_replica_ops.cross_replica_sum(x * data)
+        return tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    def my_graph():
+        return ipu.loops.repeat(1, body, infeed_queue=infeed)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(my_graph, [])
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(infeed.initializer)
+        session.run(run)
+        (weight,) = [v for v in tf.compat.v1.global_variables() if v.op.name == "w"]
+        # Replica 0 (data 1): upstream gradients 1 and 1 are summed -> 2 * data 1 = 2.
+        np.testing.assert_allclose(session.run(weight), 1.0 - 0.1 * 2.0, rtol=1e-6)
