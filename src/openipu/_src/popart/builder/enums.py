@@ -94,3 +94,11 @@ _REDUCTION_ATTRIBUTE_VALUE = {
 
 def reduction_attribute_value(value: Any, what: str = "reduction") -> str:
     return _REDUCTION_ATTRIBUTE_VALUE[coerce_enum(value, ReductionType, what)]
+
+
+def reduction_type_of_attribute(value: str) -> ReductionType:
+    """The ReductionType a loss node's `reduction` attribute names ("Sum", "Mean", "None")."""
+    for reduction, attribute in _REDUCTION_ATTRIBUTE_VALUE.items():
+        if attribute == value:
+            return reduction
+    raise popart_exception(f"reduction: {value!r} is not Sum, Mean or None")

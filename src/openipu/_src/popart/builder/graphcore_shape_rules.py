@@ -2,53 +2,39 @@
 
 PopART registers shape inference for its custom operators with ONNX; these
 rules play that part so that tensors downstream of, say, a Gelu still get
-shapes, and graph outputs get the types the ONNX checker requires. A rule may
-return None for an output it cannot type; the builder then leaves it untyped.
+shapes, and graph outputs get the types the ONNX checker requires. Each rule
+registers with the ai.graphcore table (graphcore_ops) and sees the node's
+attributes with the table's defaults. A rule may return None for an output it
+cannot type; the builder then leaves it untyped.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from onnx import NodeProto, TensorProto
 
 from openipu._src.popart.builder.attribute_values import attribute_value
 from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
+from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
+from openipu._src.popart.graphcore_ops.shape_rules import TensorType, shape_rule
+from openipu._src.popart.graphcore_ops.shape_rules import register_shape_rule as _rule
 
-
-@dataclass(frozen=True)
-class TensorType:
-    """An element type and a shape whose dims (or whole shape) may be unknown (None)."""
-
-    elem_type: int
-    shape: tuple[int | None, ...] | None
-
-
-Rule = Callable[[NodeProto, Sequence[TensorType | None], dict], list[TensorType | None]]
-_RULES: dict[str, Rule] = {}
-
-
-def _rule(*op_types: str) -> Callable[[Rule], Rule]:
-    def register(rule: Rule) -> Rule:
-        for op_type in op_types:
-            _RULES[op_type] = rule
-        return rule
-
-    return register
+__all__ = ["TensorType", "infer_graphcore_node"]
 
 
 def infer_graphcore_node(
     node: NodeProto, input_types: Sequence[TensorType | None]
 ) -> list[TensorType | None] | None:
     """Output types of an ai.graphcore node, or None when its inputs are not typed yet."""
-    rule = _RULES.get(node.op_type)
+    rule = shape_rule(node.op_type)
     if rule is None or any(
         t is None for name, t in zip(node.input, input_types, strict=True) if name
     ):
         return None
-    attributes = {attribute.name: attribute_value(attribute) for attribute in node.attribute}
+    given = {attribute.name: attribute_value(attribute) for attribute in node.attribute}
+    attributes = GRAPHCORE_OPS[node.op_type].with_defaults(given)
     try:
         return rule(node, input_types, attributes)
     except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
@@ -159,7 +145,7 @@ def _slice(node, inputs, attributes):
     if shape is None:
         return [inputs[0]]
     sliced = list(shape)
-    axes = attributes.get("axes") or list(range(len(attributes["starts"])))
+    axes = attributes["axes"] or list(range(len(attributes["starts"])))
     for axis, start, end in zip(axes, attributes["starts"], attributes["ends"], strict=True):
         if sliced[axis] is not None:
             sliced[axis] = len(range(*slice(start, end).indices(sliced[axis])))
@@ -177,8 +163,9 @@ def _reduce_median(node, inputs, attributes):
     if shape is None:
         return [inputs[0], TensorType(TensorProto.INT32, None)]
     rank = len(shape)
-    axes = {axis % rank for axis in attributes.get("axes", range(rank))}
-    keep = attributes.get("keepdims", 1)
+    given_axes = attributes["axes"]
+    axes = {axis % rank for axis in (range(rank) if given_axes is None else given_axes)}
+    keep = attributes["keepdims"]
     reduced = [1 if axis in axes else d for axis, d in enumerate(shape) if keep or axis not in axes]
     return [_with_shape(inputs[0], reduced), TensorType(TensorProto.INT32, tuple(reduced))]
 
@@ -196,7 +183,7 @@ def _elementwise_loss(node, inputs, attributes):
 @_rule("Ctc")
 def _ctc(node, inputs, attributes):
     elem_type = inputs[0].elem_type
-    if attributes.get("outDataType", "UNDEFINED") != "UNDEFINED":
+    if attributes["outDataType"] != "UNDEFINED":
         elem_type = onnx_type_of(attributes["outDataType"])
     shape = inputs[0].shape
     batch = None if shape is None else (shape[1],)
@@ -238,19 +225,19 @@ def _lstm(node, inputs, attributes):
     if data is None or weights is None:
         return [None, None]
     sequence, batch, hidden = data[0], data[1], weights[2]
-    full = attributes.get("output_full_sequence", 1)
+    full = attributes["output_full_sequence"]
     output = (sequence, batch, hidden) if full else (batch, hidden)
     return [_with_shape(inputs[0], output), _with_shape(inputs[0], (batch, hidden))]
 
 
 @_rule("ScatterReduce")
 def _scatter_reduce(node, inputs, attributes):
-    return [_with_dims(inputs[0], {attributes.get("axis", -1): attributes["axis_size"]})]
+    return [_with_dims(inputs[0], {attributes["axis"]: attributes["axis_size"]})]
 
 
 @_rule("CtcBeamSearchDecoder")
 def _ctc_beam_search_decoder(node, inputs, attributes):
-    shape, top = inputs[0].shape, attributes.get("top_paths", 1)
+    shape, top = inputs[0].shape, attributes["top_paths"]
     if shape is None:
         return [None, None, None]
     time, batch = shape[0], shape[1]

@@ -8,9 +8,7 @@ schema a reader could take defaults from.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from onnx import AttributeProto
@@ -25,41 +23,34 @@ from openipu._src.popart.builder.enums import (
     TensorRemapType,
     coerce_enum,
     reduction_attribute_value,
+    reduction_type_of_attribute,
 )
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
 from openipu._src.popart.builder.opsets.base import Opset
 from openipu._src.popart.builder.settings_encoding import encode_comm_group
 from openipu._src.popart.builder.tensor_info import DataType, data_type_from
 from openipu._src.popart.errors import UnsupportedOpsetError, popart_exception
+from openipu._src.popart.graphcore_ops import ABSENT, GRAPHCORE_OPS, REQUIRED, op_spec
+from openipu._src.popart.graphcore_ops.spec import UNBOUNDED
 
-_UNBOUNDED = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class _Typed:
-    """An attribute value with the ONNX type it must be written as."""
-
-    attribute_type: int
-    value: Any
-
-
-# Tag a value with the attribute type it is written as: `_float(scale)`.
-_int = functools.partial(_Typed, AttributeProto.INT)
-_float = functools.partial(_Typed, AttributeProto.FLOAT)
-_string = functools.partial(_Typed, AttributeProto.STRING)
-_ints = functools.partial(_Typed, AttributeProto.INTS)
-_floats = functools.partial(_Typed, AttributeProto.FLOATS)
-_strings = functools.partial(_Typed, AttributeProto.STRINGS)
-_graph = functools.partial(_Typed, AttributeProto.GRAPH)
+# The methods' parameter defaults are the table's attribute defaults, ...
+_DEFAULTS = {op_type: spec.defaults for op_type, spec in GRAPHCORE_OPS.items()}
+# ... in the Python spelling where the original's method takes an enum or a bool.
+_LOSS_REDUCTION: ReductionType = reduction_type_of_attribute(_DEFAULTS["Nll"]["reduction"])
+_SCATTER_REDUCTION = ScatterReduction(_DEFAULTS["ScatterReduce"]["reduction"])
+_INPUT_IS_LOG_PROBABILITY = bool(_DEFAULTS["Nll"]["inputIsLogProbability"])
+_ZERO_INFINITY = bool(_DEFAULTS["Ctc"]["zeroInfinity"])
+_MULTI_CONV = _DEFAULTS["MultiConv"]
+_PRINT_TENSOR = _DEFAULTS["PrintTensor"]
 
 
 def _operator_without_attributes(
-    op_type: str, num_inputs: int, doc: str, args_have_default: bool = False
+    op_type: str, doc: str, args_have_default: bool = False
 ) -> Callable[..., str]:
     """A method `(args, debugContext="") -> str` for an operator with no attributes."""
 
     def add(self: AiGraphcore, args: Sequence[str], debug_context: Any) -> str:
-        return self._op(op_type, args, debug_context, (num_inputs, num_inputs))[0]
+        return self._op(op_type, args, debug_context)[0]
 
     if args_have_default:  # the original gives some of them `args=[]`
 
@@ -92,79 +83,94 @@ class AiGraphcore(Opset):
         op_type: str,
         args: Sequence[str],
         debug_context: Any,
-        arity: tuple[int, int],
-        num_outputs: int = 1,
-        **attributes: _Typed | None,
+        num_outputs: int | None = None,
+        annotations: Sequence[AttributeProto] = (),
+        **values: Any,
     ) -> list[str]:
-        what = f"{op_type} (ai.graphcore)"
+        """Add a node of `op_type` as the table declares it: its input count checked, every
+        attribute written (the table's default when not given, none when ABSENT and None)."""
+        spec = op_spec(op_type)
+        what = f"{op_type} ({spec.domain})"
         if isinstance(args, str) or not isinstance(args, Sequence):
             raise popart_exception(f"{what}: args must be a list of tensor ids, got {args!r}")
-        low, high = arity
+        low, high = spec.inputs
         if not low <= len(args) <= high:
             if low == high:
                 expected = str(low)
-            elif high == _UNBOUNDED:
+            elif high == UNBOUNDED:
                 expected = f"at least {low}"
             else:
                 expected = f"{low} to {high}"
             raise popart_exception(f"{what}: expected {expected} input(s) in args, got {len(args)}")
-        onnx_attributes = [
-            make_typed_attribute(name, typed.value, typed.attribute_type, what)
-            for name, typed in attributes.items()
-            if typed is not None
-        ]
-        return self._add_node(op_type, list(args), onnx_attributes, num_outputs, debug_context)
+        unknown = set(values) - {attribute.name for attribute in spec.attributes}
+        if unknown:
+            raise TypeError(f"{what}: no attribute(s) {sorted(unknown)} in the table")
+        onnx_attributes = []
+        for attribute in spec.attributes:
+            value = values.get(attribute.name, attribute.default)
+            if value is REQUIRED:
+                raise TypeError(f"{what}: required attribute {attribute.name!r} not given")
+            if value is ABSENT or (value is None and attribute.default is ABSENT):
+                continue
+            if isinstance(value, tuple):  # a table default
+                value = list(value)
+            onnx_attributes.append(
+                make_typed_attribute(attribute.name, value, attribute.type, what)
+            )
+        if num_outputs is None:
+            num_outputs = spec.outputs[0]
+        return self._add_node(
+            op_type, list(args), onnx_attributes + list(annotations), num_outputs, debug_context
+        )
 
     def _unary(self, op_type: str, args: Sequence[str], debug_context: Any, **attributes) -> str:
-        return self._op(op_type, args, debug_context, (1, 1), **attributes)[0]
+        return self._op(op_type, args, debug_context, **attributes)[0]
 
     # -- operators without attributes --------------------------------------------------------
 
     atan2 = _operator_without_attributes(
-        "Atan2", 2, "Element-wise angle of (x, y) for args [y, x], in (-pi, pi]."
+        "Atan2", "Element-wise angle of (x, y) for args [y, x], in (-pi, pi]."
     )
-    fmod = _operator_without_attributes("Fmod", 2, "C fmod: the remainder has the dividend's sign.")
+    fmod = _operator_without_attributes("Fmod", "C fmod: the remainder has the dividend's sign.")
     remainder = _operator_without_attributes(
-        "Remainder", 2, "Python's %: the remainder has the divisor's sign."
+        "Remainder", "Python's %: the remainder has the divisor's sign."
     )
     bitwiseand = _operator_without_attributes(
-        "BitwiseAnd", 2, "Bitwise AND of two broadcast integer tensors.", args_have_default=True
+        "BitwiseAnd", "Bitwise AND of two broadcast integer tensors.", args_have_default=True
     )
     bitwiseor = _operator_without_attributes(
-        "BitwiseOr", 2, "Bitwise OR of two broadcast integer tensors.", args_have_default=True
+        "BitwiseOr", "Bitwise OR of two broadcast integer tensors.", args_have_default=True
     )
     bitwisexor = _operator_without_attributes(
-        "BitwiseXor", 2, "Bitwise XOR of two broadcast integer tensors.", args_have_default=True
+        "BitwiseXor", "Bitwise XOR of two broadcast integer tensors.", args_have_default=True
     )
     bitwisexnor = _operator_without_attributes(
-        "BitwiseXnor", 2, "Bitwise XNOR of two broadcast integer tensors.", args_have_default=True
+        "BitwiseXnor", "Bitwise XNOR of two broadcast integer tensors.", args_have_default=True
     )
     bitwisenot = _operator_without_attributes(
-        "BitwiseNot", 1, "Bitwise NOT of an integer tensor.", args_have_default=True
+        "BitwiseNot", "Bitwise NOT of an integer tensor.", args_have_default=True
     )
     detach = _operator_without_attributes(
-        "Detach", 1, "Identity in the forward pass; no gradient flows through it."
+        "Detach", "Identity in the forward pass; no gradient flows through it."
     )
-    expm1 = _operator_without_attributes("Expm1", 1, "exp(x) - 1.")
-    log1p = _operator_without_attributes("Log1p", 1, "log(1 + x).")
-    gelu = _operator_without_attributes("Gelu", 1, "GELU with the tanh approximation.")
-    geluerf = _operator_without_attributes("GeluErf", 1, "Exact GELU, with erf.")
-    swish = _operator_without_attributes("Swish", 1, "x * sigmoid(x).", args_have_default=True)
+    expm1 = _operator_without_attributes("Expm1", "exp(x) - 1.")
+    log1p = _operator_without_attributes("Log1p", "log(1 + x).")
+    gelu = _operator_without_attributes("Gelu", "GELU with the tanh approximation.")
+    geluerf = _operator_without_attributes("GeluErf", "Exact GELU, with erf.")
+    swish = _operator_without_attributes("Swish", "x * sigmoid(x).", args_have_default=True)
     nearbyint = _operator_without_attributes(
-        "NearbyInt", 1, "Round to the nearest integer, halves to even, keeping the float type."
+        "NearbyInt", "Round to the nearest integer, halves to even, keeping the float type."
     )
     round = _operator_without_attributes(
-        "Round", 1, "Round-11 (halves to even), for models on older ai.onnx opsets."
+        "Round", "Round-11 (halves to even), for models on older ai.onnx opsets."
     )
-    nop = _operator_without_attributes("Nop", 1, "Identity that is never optimised away.")
+    nop = _operator_without_attributes("Nop", "Identity that is never optimised away.")
     copyvarupdate = _operator_without_attributes(
         "CopyVarUpdate",
-        2,
         "Set variable args[0] to args[1]; returns an alias that later ops must use.",
     )
     splineweighting = _operator_without_attributes(
         "SplineWeighting",
-        4,
         "Spline-weighted features for args [input, weight, basis, weightIndex].",
         args_have_default=True,
     )
@@ -173,19 +179,17 @@ class AiGraphcore(Opset):
 
     def scale(self, args: list[str], scale: float, debugContext: Any = "") -> str:  # noqa: N803
         """x * scale."""
-        return self._unary("Scale", args, debugContext, scale=_float(scale))
+        return self._unary("Scale", args, debugContext, scale=scale)
 
     def scaledadd(
         self,
         args: list[str],
-        scale0: float = 1.0,
-        scale1: float = 1.0,
+        scale0: float = _DEFAULTS["ScaledAdd"]["scale0"],
+        scale1: float = _DEFAULTS["ScaledAdd"]["scale1"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """scale0 * T0 + scale1 * T1 for args [T0, T1, scale0?, scale1?]; scale tensors win."""
-        return self._op(
-            "ScaledAdd", args, debugContext, (2, 4), scale0=_float(scale0), scale1=_float(scale1)
-        )[0]
+        return self._op("ScaledAdd", args, debugContext, scale0=scale0, scale1=scale1)[0]
 
     def incrementmod(
         self,
@@ -195,23 +199,26 @@ class AiGraphcore(Opset):
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """(x + increment) % modulus."""
-        return self._unary(
-            "IncrementMod", args, debugContext, increment=_float(increment), modulus=_float(modulus)
-        )
+        return self._unary("IncrementMod", args, debugContext, increment=increment, modulus=modulus)
 
-    def bucketize(self, args: list[str] = [], right: int = 0, debugContext: Any = "") -> str:  # noqa: B006, N803
+    def bucketize(
+        self,
+        args: list[str] = [],  # noqa: B006
+        right: int = _DEFAULTS["Bucketize"]["right"],
+        debugContext: Any = "",  # noqa: N803
+    ) -> str:
         """Bucket index of each input value for args [input, boundaries]."""
-        return self._op("Bucketize", args, debugContext, (2, 2), right=_int(right))[0]
+        return self._op("Bucketize", args, debugContext, right=right)[0]
 
     # -- shape -------------------------------------------------------------------------------
 
     def reshape(self, args: Any, shape: list[int], debugContext: Any = "") -> str:  # noqa: N803
         """Reshape to an attribute shape; args is one id (or a list holding it)."""
         inputs = [args] if isinstance(args, str) else args
-        return self._unary("Reshape", inputs, debugContext, shape=_ints(shape))
+        return self._unary("Reshape", inputs, debugContext, shape=shape)
 
     def reverse(self, args: list[str], dimensions: list[int], debugContext: Any = "") -> str:  # noqa: N803
-        return self._unary("Reverse", args, debugContext, dimensions=_ints(dimensions))
+        return self._unary("Reverse", args, debugContext, dimensions=dimensions)
 
     def slice(
         self,
@@ -222,19 +229,17 @@ class AiGraphcore(Opset):
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """Slice with attributes (note the order: ends, starts, axes)."""
-        return self._unary(
-            "Slice", args, debugContext, starts=_ints(starts), ends=_ints(ends), axes=_ints(axes)
-        )
+        return self._unary("Slice", args, debugContext, starts=starts, ends=ends, axes=axes)
 
     def subsample(self, args: list[str], strides: list[int], debugContext: Any = "") -> str:  # noqa: N803
         """x[::s0, ::s1, ...]."""
-        return self._op("Subsample", args, debugContext, (1, _UNBOUNDED), strides=_ints(strides))[0]
+        return self._op("Subsample", args, debugContext, strides=strides)[0]
 
     def depthtospace(
         self,
         args: list[str],
         blocksize: int,
-        mode: str = "DCR",
+        mode: str = _DEFAULTS["DepthToSpace"]["mode"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """DepthToSpace-11 ("DCR" or "CRD") for models on older ai.onnx opsets."""
@@ -242,16 +247,14 @@ class AiGraphcore(Opset):
             raise popart_exception(
                 f"DepthToSpace (ai.graphcore): mode must be DCR or CRD, got {mode!r}"
             )
-        return self._unary(
-            "DepthToSpace", args, debugContext, blocksize=_int(blocksize), mode=_string(mode)
-        )
+        return self._unary("DepthToSpace", args, debugContext, blocksize=blocksize, mode=mode)
 
     def sort(
         self,
         args: list[str] = [],  # noqa: B006
-        axis: int = -1,
-        descending: int = 0,
-        stable: int = 0,
+        axis: int = _DEFAULTS["Sort"]["axis"],
+        descending: int = _DEFAULTS["Sort"]["descending"],
+        stable: int = _DEFAULTS["Sort"]["stable"],
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """[values, indices] sorted along `axis`."""
@@ -259,18 +262,16 @@ class AiGraphcore(Opset):
             "Sort",
             args,
             debugContext,
-            (1, 1),
-            num_outputs=2,
-            axis=_int(axis),
-            descending=_int(descending),
-            stable=_int(stable),
+            axis=axis,
+            descending=descending,
+            stable=stable,
         )
 
     def reducemedian(
         self,
         args: list[str],
-        axes: list[int] | None = None,
-        keepdims: int = 1,
+        axes: list[int] | None = _DEFAULTS["ReduceMedian"]["axes"],
+        keepdims: int = _DEFAULTS["ReduceMedian"]["keepdims"],
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """[values, indices] of the lower median over `axes` (all axes when None)."""
@@ -278,10 +279,8 @@ class AiGraphcore(Opset):
             "ReduceMedian",
             args,
             debugContext,
-            (1, 1),
-            num_outputs=2,
-            axes=None if axes is None else _ints(axes),
-            keepdims=_int(keepdims),
+            axes=axes,
+            keepdims=keepdims,
         )
 
     # -- dynamic slicing ---------------------------------------------------------------------
@@ -291,7 +290,7 @@ class AiGraphcore(Opset):
         args: list[str],
         axes: list[int],
         sizes: list[int],
-        noOverlap: int = 0,  # noqa: N803
+        noOverlap: int = _DEFAULTS["DynamicSlice"]["noOverlap"],  # noqa: N803
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """tensor[offset : offset + sizes] on `axes`, for args [tensor, offset]."""
@@ -299,10 +298,9 @@ class AiGraphcore(Opset):
             "DynamicSlice",
             args,
             debugContext,
-            (2, 2),
-            axes=_ints(axes),
-            sizes=_ints(sizes),
-            noOverlap=_int(noOverlap),
+            axes=axes,
+            sizes=sizes,
+            noOverlap=noOverlap,
         )[0]
 
     def dynamicupdate(
@@ -310,7 +308,7 @@ class AiGraphcore(Opset):
         args: list[str],
         axes: list[int],
         sizes: list[int],
-        noOverlap: int = 0,  # noqa: N803
+        noOverlap: int = _DEFAULTS["DynamicUpdate"]["noOverlap"],  # noqa: N803
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """A copy of tensor with tensor[offset] = slice, for args [tensor, offset, slice]."""
@@ -318,31 +316,31 @@ class AiGraphcore(Opset):
             "DynamicUpdate",
             args,
             debugContext,
-            (3, 3),
-            axes=_ints(axes),
-            sizes=_ints(sizes),
-            noOverlap=_int(noOverlap),
+            axes=axes,
+            sizes=sizes,
+            noOverlap=noOverlap,
         )[0]
 
     def dynamicadd(
         self, args: list[str], axes: list[int], sizes: list[int], debugContext: Any = ""
     ) -> str:  # noqa: N803
         """A copy of tensor with tensor[offset] += slice, for args [tensor, offset, slice]."""
-        return self._op(
-            "DynamicAdd", args, debugContext, (3, 3), axes=_ints(axes), sizes=_ints(sizes)
-        )[0]
+        return self._op("DynamicAdd", args, debugContext, axes=axes, sizes=sizes)[0]
 
     def dynamiczero(
         self, args: list[str], axes: list[int], sizes: list[int], debugContext: Any = ""
     ) -> str:  # noqa: N803
         """A copy of tensor with tensor[offset] = 0, for args [tensor, offset]."""
-        return self._op(
-            "DynamicZero", args, debugContext, (2, 2), axes=_ints(axes), sizes=_ints(sizes)
-        )[0]
+        return self._op("DynamicZero", args, debugContext, axes=axes, sizes=sizes)[0]
 
-    def sequenceslice(self, args: list[str], zeroUnused: int = 0, debugContext: Any = "") -> str:  # noqa: N803
+    def sequenceslice(
+        self,
+        args: list[str],
+        zeroUnused: int = _DEFAULTS["SequenceSlice"]["zeroUnused"],
+        debugContext: Any = "",
+    ) -> str:  # noqa: N803
         """args [source, destination, N, sourceOffset, destinationOffset]."""
-        return self._op("SequenceSlice", args, debugContext, (5, 5), zeroUnused=_int(zeroUnused))[0]
+        return self._op("SequenceSlice", args, debugContext, zeroUnused=zeroUnused)[0]
 
     # -- gather and scatter ------------------------------------------------------------------
 
@@ -350,9 +348,9 @@ class AiGraphcore(Opset):
         self,
         args: list[str],
         axis_size: int,
-        axis: int = -1,
-        reduction: Any = ScatterReduction.Sum,
-        enable_index_broadcast: int = 1,
+        axis: int = _DEFAULTS["ScatterReduce"]["axis"],
+        reduction: Any = _SCATTER_REDUCTION,
+        enable_index_broadcast: int = _DEFAULTS["ScatterReduce"]["enable_index_broadcast"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """out[i] = reduce(src[index == i]) for args [src, index, initial_values?]."""
@@ -360,23 +358,20 @@ class AiGraphcore(Opset):
             "ScatterReduce",
             args,
             debugContext,
-            (2, 3),
-            axis_size=_int(axis_size),
-            axis=_int(axis),
-            reduction=_int(
-                int(coerce_enum(reduction, ScatterReduction, "ScatterReduce reduction"))
-            ),
-            enable_index_broadcast=_int(enable_index_broadcast),
+            axis_size=axis_size,
+            axis=axis,
+            reduction=int(coerce_enum(reduction, ScatterReduction, "ScatterReduce reduction")),
+            enable_index_broadcast=enable_index_broadcast,
         )[0]
 
     def groupedscatterreduce(
         self,
         args: list[str],
         axis_size: int,
-        axis: int = -1,
-        reduction: Any = ScatterReduction.Sum,
-        group_size: int = 1,
-        enable_index_broadcast: int = 1,
+        axis: int = _DEFAULTS["GroupedScatterReduce"]["axis"],
+        reduction: Any = _SCATTER_REDUCTION,
+        group_size: int = _DEFAULTS["GroupedScatterReduce"]["group_size"],
+        enable_index_broadcast: int = _DEFAULTS["GroupedScatterReduce"]["enable_index_broadcast"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """scatterreduce done separately for each group (leading dimension)."""
@@ -385,19 +380,18 @@ class AiGraphcore(Opset):
             "GroupedScatterReduce",
             args,
             debugContext,
-            (2, 3),
-            axis_size=_int(axis_size),
-            axis=_int(axis),
-            reduction=_int(int(coerce_enum(reduction, ScatterReduction, what))),
-            group_size=_int(group_size),
-            enable_index_broadcast=_int(enable_index_broadcast),
+            axis_size=axis_size,
+            axis=axis,
+            reduction=int(coerce_enum(reduction, ScatterReduction, what)),
+            group_size=group_size,
+            enable_index_broadcast=enable_index_broadcast,
         )[0]
 
     def groupedgather(
         self,
         args: list[str] = [],  # noqa: B006
-        axis: int = 0,
-        group_size: int = 1,
+        axis: int = _DEFAULTS["GroupedGather"]["axis"],
+        group_size: int = _DEFAULTS["GroupedGather"]["group_size"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """Gather done separately for each group (leading dimension), args [data, indices]."""
@@ -405,9 +399,8 @@ class AiGraphcore(Opset):
             "GroupedGather",
             args,
             debugContext,
-            (2, 2),
-            axis=_int(axis),
-            group_size=_int(group_size),
+            axis=axis,
+            group_size=group_size,
         )[0]
 
     # -- normalisation and nn ----------------------------------------------------------------
@@ -416,7 +409,7 @@ class AiGraphcore(Opset):
         self,
         args: list[str],
         num_groups: int,
-        epsilon: float = 9.999999747378752e-06,
+        epsilon: float = _DEFAULTS["GroupNormalization"]["epsilon"],
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """[y, mean, var] for args [x, scale, bias]."""
@@ -424,18 +417,16 @@ class AiGraphcore(Opset):
             "GroupNormalization",
             args,
             debugContext,
-            (3, 3),
-            num_outputs=3,
-            num_groups=_int(num_groups),
-            epsilon=_float(epsilon),
+            num_groups=num_groups,
+            epsilon=epsilon,
         )
 
     def batchnormalization(
         self,
         args: list[str],
         num_outputs: int,
-        epsilon: float = 9.999999747378752e-06,
-        momentum: float = 0.8999999761581421,
+        epsilon: float = _DEFAULTS["BatchNormalization"]["epsilon"],
+        momentum: float = _DEFAULTS["BatchNormalization"]["momentum"],
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """BatchNormalization whose running variance uses N-1 (like PyTorch)."""
@@ -447,55 +438,58 @@ class AiGraphcore(Opset):
             "BatchNormalization",
             args,
             debugContext,
-            (5, 5),
             num_outputs=num_outputs,
-            epsilon=_float(epsilon),
-            momentum=_float(momentum),
+            epsilon=epsilon,
+            momentum=momentum,
         )
 
     def lstm(
-        self, args: list[str], outputFullSequence: int = 1, debugContext: Any = ""
+        self,
+        args: list[str],
+        outputFullSequence: int = _DEFAULTS["LSTM"]["output_full_sequence"],
+        debugContext: Any = "",
     ) -> list[str]:  # noqa: N803
         """PopART's LSTM: args [X, weights, biases?, initialState?, seqLens?] -> [Y, cell state]."""
         return self._op(
             "LSTM",
             args,
             debugContext,
-            (2, 5),
-            num_outputs=2,
-            output_full_sequence=_int(outputFullSequence),
+            output_full_sequence=outputFullSequence,
         )
 
     def shapeddropout(
         self,
         args: list[str],
         shape: list[int],
-        ratio: float = 0.5,
+        ratio: float = _DEFAULTS["ShapedDropout"]["ratio"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """Dropout with a mask of `shape`, broadcast to the input."""
-        return self._unary(
-            "ShapedDropout", args, debugContext, shape=_ints(shape), ratio=_float(ratio)
-        )
+        return self._unary("ShapedDropout", args, debugContext, shape=shape, ratio=ratio)
 
-    def normalize_image(self, args: list[str], scale: float = 1.0, debugContext: Any = "") -> str:  # noqa: N803
+    def normalize_image(
+        self,
+        args: list[str],
+        scale: float = _DEFAULTS["NormalizeImage"]["scale"],
+        debugContext: Any = "",
+    ) -> str:  # noqa: N803
         """Pad a (B, H, W, 3) image to 4 channels and normalise it."""
-        return self._op("NormalizeImage", args, debugContext, (1, 3), scale=_float(scale))[0]
+        return self._op("NormalizeImage", args, debugContext, scale=scale)[0]
 
     def multiconv(
         self,
         args: list[list[str]],
-        dilations: list[list[int]] = [],  # noqa: B006
-        inDilations: list[list[int]] = [],  # noqa: B006, N803
-        pads: list[list[int]] = [],  # noqa: B006
-        outPads: list[list[int]] = [],  # noqa: B006, N803
-        strides: list[list[int]] = [],  # noqa: B006
-        availableMemoryProportions: list[float] = [],  # noqa: B006, N803
-        partialsTypes: list[str] = [],  # noqa: B006, N803
-        planType: str | None = None,  # noqa: N803
-        perConvReservedTiles: int | None = None,  # noqa: N803
-        cycleBackOff: float | None = None,  # noqa: N803
-        enableConvDithering: list[int] = [],  # noqa: B006, N803
+        dilations: list[list[int]] = _MULTI_CONV["dilations"],
+        inDilations: list[list[int]] = _MULTI_CONV["inDilations"],  # noqa: N803
+        pads: list[list[int]] = _MULTI_CONV["pads"],
+        outPads: list[list[int]] = _MULTI_CONV["outPads"],  # noqa: N803
+        strides: list[list[int]] = _MULTI_CONV["strides"],
+        availableMemoryProportions: list[float] = _MULTI_CONV["availableMemoryProportions"],  # noqa: N803
+        partialsTypes: list[str] = _MULTI_CONV["partialsTypes"],  # noqa: N803
+        planType: str | None = _MULTI_CONV["planType"],  # noqa: N803
+        perConvReservedTiles: int | None = _MULTI_CONV["perConvReservedTiles"],  # noqa: N803
+        cycleBackOff: float | None = _MULTI_CONV["cycleBackOff"],  # noqa: N803
+        enableConvDithering: list[int] = _MULTI_CONV["enableConvDithering"],  # noqa: N803
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """One output per convolution; args is [[data, weight, bias?], ...].
@@ -538,21 +532,18 @@ class AiGraphcore(Opset):
             "MultiConv",
             inputs,
             debugContext,
-            (0, _UNBOUNDED),
             num_outputs=count,
-            dilations=_ints(flat(dilations)),
-            inDilations=_ints(flat(inDilations)),
-            pads=_ints(flat(pads)),
-            outPads=_ints(flat(outPads)),
-            strides=_ints(flat(strides)),
-            availableMemoryProportions=_floats(availableMemoryProportions),
-            partialsTypes=_strings(partialsTypes),
-            planType=None if planType is None else _string(planType),
-            perConvReservedTiles=None
-            if perConvReservedTiles is None
-            else _int(perConvReservedTiles),
-            cycleBackOff=None if cycleBackOff is None else _float(cycleBackOff),
-            enableConvDithering=_ints(enableConvDithering),
+            dilations=flat(dilations),
+            inDilations=flat(inDilations),
+            pads=flat(pads),
+            outPads=flat(outPads),
+            strides=flat(strides),
+            availableMemoryProportions=availableMemoryProportions,
+            partialsTypes=partialsTypes,
+            planType=planType,
+            perConvReservedTiles=None if perConvReservedTiles is None else perConvReservedTiles,
+            cycleBackOff=cycleBackOff,
+            enableConvDithering=enableConvDithering,
         )
 
     # -- losses ------------------------------------------------------------------------------
@@ -560,9 +551,9 @@ class AiGraphcore(Opset):
     def nllloss(
         self,
         args: list[str],
-        reduction: Any = ReductionType.Mean,
-        ignoreIndex: int | None = None,  # noqa: N803
-        inputIsLogProbability: bool = False,  # noqa: N803
+        reduction: Any = _LOSS_REDUCTION,
+        ignoreIndex: int | None = _DEFAULTS["Nll"]["ignoreIndex"],  # noqa: N803
+        inputIsLogProbability: bool = _INPUT_IS_LOG_PROBABILITY,  # noqa: N803
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """Negative log likelihood for args [probabilities, labels]."""
@@ -570,17 +561,16 @@ class AiGraphcore(Opset):
             "Nll",
             args,
             debugContext,
-            (2, 2),
-            reduction=_string(reduction_attribute_value(reduction, "Nll reduction")),
-            ignoreIndex=None if ignoreIndex is None else _int(ignoreIndex),
-            inputIsLogProbability=_int(int(bool(inputIsLogProbability))),
+            reduction=reduction_attribute_value(reduction, "Nll reduction"),
+            ignoreIndex=ignoreIndex,
+            inputIsLogProbability=int(bool(inputIsLogProbability)),
         )[0]
 
     def l1loss(
         self,
         args: list[str],
         lambda_: float,
-        reduction: Any = ReductionType.Mean,
+        reduction: Any = _LOSS_REDUCTION,
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """lambda * reduce(|x|). The original's parameter is `lambda`, a Python keyword, so
@@ -589,14 +579,14 @@ class AiGraphcore(Opset):
             "L1",
             args,
             debugContext,
-            reduction=_string(reduction_attribute_value(reduction, "L1 reduction")),
-            **{"lambda": _float(lambda_)},
+            reduction=reduction_attribute_value(reduction, "L1 reduction"),
+            **{"lambda": lambda_},
         )
 
     def identityloss(
         self,
         args: list[str],
-        reduction: Any = ReductionType.Mean,
+        reduction: Any = _LOSS_REDUCTION,
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """reduce(x) as a loss."""
@@ -604,16 +594,16 @@ class AiGraphcore(Opset):
             "IdentityLoss",
             args,
             debugContext,
-            reduction=_string(reduction_attribute_value(reduction, "IdentityLoss reduction")),
+            reduction=reduction_attribute_value(reduction, "IdentityLoss reduction"),
         )
 
     def ctcloss(
         self,
         args: list[str],
-        reduction: Any = ReductionType.Mean,
-        blank: int = 0,
-        outDataType: str = "UNDEFINED",  # noqa: N803
-        zeroInfinity: bool = False,  # noqa: N803
+        reduction: Any = _LOSS_REDUCTION,
+        blank: int = _DEFAULTS["Ctc"]["blank"],
+        outDataType: str = _DEFAULTS["Ctc"]["outDataType"],  # noqa: N803
+        zeroInfinity: bool = _ZERO_INFINITY,  # noqa: N803
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """CTC loss for args [log_probs[T,N,C], targets[N,S], input_lengths[N], target_lengths[N]]."""
@@ -622,19 +612,18 @@ class AiGraphcore(Opset):
             "Ctc",
             args,
             debugContext,
-            (4, 4),
-            reduction=_string(reduction_attribute_value(reduction, "Ctc reduction")),
-            blank=_int(blank),
-            outDataType=_string(out_type.name),
-            zeroInfinity=_int(int(bool(zeroInfinity))),
+            reduction=reduction_attribute_value(reduction, "Ctc reduction"),
+            blank=blank,
+            outDataType=out_type.name,
+            zeroInfinity=int(bool(zeroInfinity)),
         )[0]
 
     def ctcbeamsearchdecoder(
         self,
         args: list[str],
-        blank: int = 0,
-        beam_width: int = 100,
-        top_paths: int = 1,
+        blank: int = _DEFAULTS["CtcBeamSearchDecoder"]["blank"],
+        beam_width: int = _DEFAULTS["CtcBeamSearchDecoder"]["beam_width"],
+        top_paths: int = _DEFAULTS["CtcBeamSearchDecoder"]["top_paths"],
         debug_context: Any = "",
     ) -> list[str]:
         """[labelProbs, labelLengths, decodedLabels] for args [logProbs, dataLengths]."""
@@ -647,11 +636,9 @@ class AiGraphcore(Opset):
             "CtcBeamSearchDecoder",
             args,
             debug_context,
-            (2, 2),
-            num_outputs=3,
-            blank=_int(blank),
-            beam_width=_int(beam_width),
-            top_paths=_int(top_paths),
+            blank=blank,
+            beam_width=beam_width,
+            top_paths=top_paths,
         )
 
     # -- variables, tensors, control ---------------------------------------------------------
@@ -661,7 +648,7 @@ class AiGraphcore(Opset):
         shape: list[int],
         data_type: Any,
         init_type: Any,
-        batch_axis: Any = -1,
+        batch_axis: Any = _DEFAULTS["Init"]["batch_axis"],
         debugContext: Any = "",  # noqa: N803
     ) -> str:
         """A new tensor of `shape`: uninitialised (InitType.NoInit) or zero (InitType.Zero).
@@ -677,53 +664,57 @@ class AiGraphcore(Opset):
             "Init",
             [],
             debugContext,
-            (0, 0),
-            shape=_ints(shape),
-            data_type=_int(int(data_type_from(data_type))),
-            init_type=_int(int(coerce_enum(init_type, InitType, "Init init_type"))),
-            batch_axis=_int(batch_axis),
+            shape=shape,
+            data_type=int(data_type_from(data_type)),
+            init_type=int(coerce_enum(init_type, InitType, "Init init_type")),
+            batch_axis=batch_axis,
         )[0]
 
     def printtensor(
         self,
         args: list[str],
-        print_gradient: int = 1,
+        print_gradient: int = _PRINT_TENSOR["print_gradient"],
         debugContext: Any = "",  # noqa: N803
-        title: str = "",
-        summariseThreshold: int = 1000,  # noqa: N803
-        edgeItems: int = 3,  # noqa: N803
-        maxLineWidth: int = 75,  # noqa: N803
-        digits: int = 8,
-        floatFormat: int = 0,  # noqa: N803
-        separator: str = " ",
-        openBracket: str = "[",  # noqa: N803
-        closeBracket: str = "]",  # noqa: N803
+        title: str = _PRINT_TENSOR["title"],
+        summariseThreshold: int = _PRINT_TENSOR["summariseThreshold"],  # noqa: N803
+        edgeItems: int = _PRINT_TENSOR["edgeItems"],  # noqa: N803
+        maxLineWidth: int = _PRINT_TENSOR["maxLineWidth"],  # noqa: N803
+        digits: int = _PRINT_TENSOR["digits"],
+        floatFormat: int = _PRINT_TENSOR["floatFormat"],  # noqa: N803
+        separator: str = _PRINT_TENSOR["separator"],
+        openBracket: str = _PRINT_TENSOR["openBracket"],  # noqa: N803
+        closeBracket: str = _PRINT_TENSOR["closeBracket"],  # noqa: N803
     ) -> str:
         """Print the tensor (and its gradient) when the model runs; returns the tensor."""
         return self._unary(
             "PrintTensor",
             args,
             debugContext,
-            print_gradient=_int(print_gradient),
-            title=_string(title),
-            summariseThreshold=_int(summariseThreshold),
-            edgeItems=_int(edgeItems),
-            maxLineWidth=_int(maxLineWidth),
-            digits=_int(digits),
-            floatFormat=_int(floatFormat),
-            separator=_string(separator),
-            openBracket=_string(openBracket),
-            closeBracket=_string(closeBracket),
+            print_gradient=print_gradient,
+            title=title,
+            summariseThreshold=summariseThreshold,
+            edgeItems=edgeItems,
+            maxLineWidth=maxLineWidth,
+            digits=digits,
+            floatFormat=floatFormat,
+            separator=separator,
+            openBracket=openBracket,
+            closeBracket=closeBracket,
         )
 
-    def tensorremap(self, args: list[str], remap_type: Any = 0, debugPrefix: Any = "") -> str:  # noqa: N803
+    def tensorremap(
+        self,
+        args: list[str],
+        remap_type: Any = _DEFAULTS["TensorRemap"]["remap_type"],
+        debugPrefix: Any = "",
+    ) -> str:  # noqa: N803
         """A layout copy; the identity on the values."""
         remap = coerce_enum(remap_type, TensorRemapType, "TensorRemap remap_type")
-        return self._unary("TensorRemap", args, debugPrefix, remap_type=_int(int(remap)))
+        return self._unary("TensorRemap", args, debugPrefix, remap_type=int(remap))
 
     def abort(self, args: list[str] = [], debugContext: Any = "") -> None:  # noqa: B006, N803
         """Abort the run, always (no args) or when args[0] is non-zero."""
-        self._op("Abort", args, debugContext, (0, 1), num_outputs=0)
+        self._op("Abort", args, debugContext)
 
     def call(
         self,
@@ -745,9 +736,8 @@ class AiGraphcore(Opset):
             "Call",
             args,
             debugContext or debugName,
-            (0, _UNBOUNDED),
             num_outputs=num_outputs,
-            callee=_graph(graph),
+            callee=graph,
         )
 
     def packedDataBlock(  # noqa: N802 - the original's name
@@ -765,11 +755,10 @@ class AiGraphcore(Opset):
             "PackedDataBlock",
             args,
             debugContext,
-            (1, _UNBOUNDED),
-            maxSequenceLengths=_ints(maxSequenceLengths),
-            resultSize=_int(resultSize),
-            callbackBatchSize=_int(callbackBatchSize),
-            callback=_graph(graph),
+            maxSequenceLengths=maxSequenceLengths,
+            resultSize=resultSize,
+            callbackBatchSize=callbackBatchSize,
+            callback=graph,
         )[0]
 
     # -- collectives ---------------------------------------------------------------------------
@@ -777,21 +766,28 @@ class AiGraphcore(Opset):
     def _collective(
         self, op_type: str, args: list[str], collective_operator: Any, comm_group: Any, debug: Any
     ) -> str:
-        operator = None
+        # The operator and group are annotations ("__" names), not attributes of the table.
+        what = f"{op_type} ({AI_GRAPHCORE})"
+        annotations = []
         if collective_operator is not None:
-            what = f"{op_type} collectiveOperator"
-            operator = _int(int(coerce_enum(collective_operator, CollectiveOperator, what)))
-        group = None if comm_group is None else _ints(encode_comm_group(comm_group))
-        return self._op(
-            op_type,
-            args,
-            debug,
-            (1, 1),
-            **{
-                annotation_names.COLLECTIVE_OPERATOR: operator,
-                annotation_names.COLLECTIVE_COMM_GROUP: group,
-            },
-        )[0]
+            operator = coerce_enum(
+                collective_operator, CollectiveOperator, f"{op_type} collectiveOperator"
+            )
+            annotations.append(
+                make_typed_attribute(
+                    annotation_names.COLLECTIVE_OPERATOR, int(operator), AttributeProto.INT, what
+                )
+            )
+        if comm_group is not None:
+            annotations.append(
+                make_typed_attribute(
+                    annotation_names.COLLECTIVE_COMM_GROUP,
+                    encode_comm_group(comm_group),
+                    AttributeProto.INTS,
+                    what,
+                )
+            )
+        return self._op(op_type, args, debug, annotations=annotations)[0]
 
     def replicatedallreduce(
         self,
@@ -821,9 +817,7 @@ class AiGraphcore(Opset):
 
     def splinebasis(self, args: list[str], degree: int, debugContext: Any = "") -> list[str]:  # noqa: N803
         """[basis, weightIndex] for args [pseudo, kernel_size, is_open_spline]."""
-        return self._op(
-            "SplineBasis", args, debugContext, (3, 3), num_outputs=2, degree=_int(degree)
-        )
+        return self._op("SplineBasis", args, debugContext, degree=degree)
 
 
 class AiGraphcoreOpset1(AiGraphcore):

@@ -2,22 +2,25 @@
 
 Op types and attribute names are those PopART's builder writes into the ONNX model (the
 ``builder.aiGraphcore`` methods); semantics follow the PopART fact sheet (section 13.5.1).
+Attributes a node does not carry take the defaults of the ai.graphcore table (graphcore_ops).
 """
 
 from __future__ import annotations
 
 import math
 from collections import ChainMap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.popart.graphcore_ops import op_spec
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
-from openipu._src.popart.lowering.registry import GRAPHCORE_DOMAIN, register_op
+from openipu._src.popart.lowering.registry import OpClass, register_op
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
 
 # PopART's DataType enum (builder.tensor_info.DataType) -> TensorFlow dtype.
@@ -41,8 +44,16 @@ _POPART_DTYPES = {
 _SCATTER_REDUCTIONS = {0: "add", 1: "max", 2: "min", 3: "mul", 4: "none"}
 
 
-def graphcore_op(op_type: str):
-    return register_op(op_type, since=1, domain=GRAPHCORE_DOMAIN)
+def graphcore_op(op_type: str) -> Callable[[OpClass], OpClass]:
+    """Registers the lowering of an ai.graphcore op; its attribute defaults are the table's."""
+    spec = op_spec(op_type)
+    register = register_op(op_type, since=spec.version, domain=spec.domain)
+
+    def decorate(op_class: OpClass) -> OpClass:
+        op_class.attribute_defaults = spec.defaults
+        return register(op_class)
+
+    return decorate
 
 
 def reduce_loss(loss: tf.Tensor, reduction: str, count: tf.Tensor | None = None) -> tf.Tensor:
@@ -178,16 +189,12 @@ class Round(NearbyInt):
 
 @graphcore_op("Scale")
 class Scale(Op):
-    attribute_defaults = {"scale": 1.0}
-
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return x * tf.cast(self.attrs.scale, x.dtype)
 
 
 @graphcore_op("ScaledAdd")
 class ScaledAdd(Op):
-    attribute_defaults = {"scale0": 1.0, "scale1": 1.0}
-
     def compute(
         self,
         a: tf.Tensor,
@@ -215,8 +222,6 @@ class IncrementMod(Op):
 
 @graphcore_op("Bucketize")
 class Bucketize(Op):
-    attribute_defaults = {"right": 0}
-
     def compute(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor:
         # right=0: b[i-1] < x <= b[i] (first boundary >= x); right=1: b[i-1] <= x < b[i].
         side = "right" if self.attrs.right else "left"
@@ -241,10 +246,8 @@ class Reshape(Op):
 
 @graphcore_op("Reverse")
 class Reverse(Op):
-    attribute_defaults = {"dimensions": []}
-
     def compute(self, x: tf.Tensor) -> tf.Tensor:
-        dimensions = normalize_axes(self.attrs.dimensions or [], x.shape.rank)
+        dimensions = normalize_axes(self.attrs.dimensions, x.shape.rank)
         return tf.reverse(x, dimensions) if dimensions else tf.identity(x)
 
 
@@ -252,7 +255,7 @@ class Reverse(Op):
 class Slice(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         starts, ends = list(self.attrs.starts), list(self.attrs.ends)
-        axes = self.attrs.get("axes") or list(range(len(starts)))
+        axes = self.attrs.axes or list(range(len(starts)))
         axes = normalize_axes(axes, x.shape.rank)
         return slice_tensor(x, starts, ends, axes, [1] * len(axes))
 
@@ -266,16 +269,12 @@ class Subsample(Op):
 
 @graphcore_op("DepthToSpace")
 class DepthToSpace(Op):
-    attribute_defaults = {"mode": "DCR"}
-
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return depth_to_space(x, self.attrs.blocksize, self.attrs.mode)
 
 
 @graphcore_op("Sort")
 class Sort(Op):
-    attribute_defaults = {"axis": -1, "descending": 0, "stable": 0}
-
     def compute(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         axis = normalize_axis(self.attrs.axis, x.shape.rank)
         direction = "DESCENDING" if self.attrs.descending else "ASCENDING"
@@ -286,8 +285,6 @@ class Sort(Op):
 @graphcore_op("ReduceMedian")
 class ReduceMedian(Op):
     """The lower median; indices count within the reduced axes flattened together."""
-
-    attribute_defaults = {"axes": None, "keepdims": 1}
 
     def compute(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         rank = x.shape.rank
@@ -308,8 +305,6 @@ class ReduceMedian(Op):
 
 class DynamicOp(Op):
     """Shared by the Dynamic* ops: ``offset`` (a runtime tensor) indexes ``axes``."""
-
-    attribute_defaults = {"noOverlap": 0}
 
     def begin(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
         begin = tf.zeros([tensor.shape.rank], tf.int32)
@@ -363,8 +358,6 @@ class DynamicZero(DynamicOp):
 class SequenceSlice(Op):
     """dest[dO:dO+N] = src[sO:sO+N] on the outer dim for each entry, stopping at the first N == 0."""
 
-    attribute_defaults = {"zeroUnused": 0}
-
     def compute(self, source, destination, counts, source_offsets, destination_offsets):
         rows = tf.shape(destination)[0]
         counts = tf.cast(tf.reshape(counts, [-1]), tf.int32)
@@ -390,8 +383,6 @@ class SequenceSlice(Op):
 
 
 class ScatterReduceOp(Op):
-    attribute_defaults = {"axis": -1, "reduction": 0, "enable_index_broadcast": 1, "group_size": 1}
-
     def setup(self) -> None:
         if self.attrs.reduction not in _SCATTER_REDUCTIONS:
             self.bad_attribute(
@@ -450,8 +441,6 @@ class GroupedScatterReduce(ScatterReduceOp):
 
 @graphcore_op("GroupedGather")
 class GroupedGather(Op):
-    attribute_defaults = {"axis": 0, "group_size": 1}
-
     def compute(self, data: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
         # Gather done separately per group: the leading dim of data and indices is the group.
         axis = normalize_axis(self.attrs.axis, data.shape.rank)
@@ -464,8 +453,6 @@ class GroupedGather(Op):
 @graphcore_op("GroupNormalization")
 class GroupNormalization(Op):
     """Outputs [y, mean, var] per (sample, group); channels grouped contiguously."""
-
-    attribute_defaults = {"epsilon": 1e-5}
 
     def compute(self, x: tf.Tensor, scale: tf.Tensor, bias: tf.Tensor):
         groups = self.attrs.num_groups
@@ -482,8 +469,6 @@ class GroupNormalization(Op):
 @graphcore_op("BatchNormalization")
 class BatchNormalization(Op):
     """Like ONNX's, but the running variance is updated with the unbiased (N-1) batch variance."""
-
-    attribute_defaults = {"epsilon": 1e-5, "momentum": 0.9}
 
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
         x, scale, bias, mean, variance = inputs
@@ -511,7 +496,6 @@ class ShapedDropout(Op):
     """Dropout with one mask of ``shape`` broadcast over the input; identity in inference."""
 
     stateful = True
-    attribute_defaults = {"ratio": 0.5}
 
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
         x = inputs[0]
@@ -529,8 +513,6 @@ class ShapedDropout(Op):
 @graphcore_op("LSTM")
 class PopartLSTM(Op):
     """Poplar's LSTM: weights [4, I+H, H] in gate order forget, input, candidate, output."""
-
-    attribute_defaults = {"output_full_sequence": 1}
 
     def compute(self, x, weights, biases=None, initial_state=None, sequence_lens=None):
         hidden = weights.shape[-1]
@@ -572,8 +554,6 @@ class PopartLSTM(Op):
 class NllLoss(GraphcoreOp):
     """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0."""
 
-    attribute_defaults = {"reduction": "Mean", "ignoreIndex": None, "inputIsLogProbability": 0}
-
     def compute(self, probabilities: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         labels = tf.cast(labels, tf.int64)
         ignore = self.attrs.ignoreIndex
@@ -590,8 +570,6 @@ class NllLoss(GraphcoreOp):
 
 @graphcore_op("L1")
 class L1Loss(GraphcoreOp):
-    attribute_defaults = {"reduction": "Mean"}
-
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         scale = tf.cast(self.attrs["lambda"], x.dtype)
         return reduce_loss(scale * tf.abs(x), self.attrs.reduction)
@@ -599,8 +577,6 @@ class L1Loss(GraphcoreOp):
 
 @graphcore_op("IdentityLoss")
 class IdentityLoss(GraphcoreOp):
-    attribute_defaults = {"reduction": "Mean"}
-
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return reduce_loss(x, self.attrs.reduction)
 
@@ -608,13 +584,6 @@ class IdentityLoss(GraphcoreOp):
 @graphcore_op("Ctc")
 class CtcLoss(GraphcoreOp):
     """CTC loss of log-probabilities [T, N, C]; Mean divides each loss by its target length."""
-
-    attribute_defaults = {
-        "reduction": "Mean",
-        "blank": 0,
-        "outDataType": "UNDEFINED",
-        "zeroInfinity": 0,
-    }
 
     def compute(self, log_probs, targets, input_lengths, target_lengths):
         loss = tf.nn.ctc_loss(
@@ -663,8 +632,6 @@ def _ctc_impossible(targets, input_lengths, target_lengths) -> tf.Tensor:
 class Init(Op):
     """A new tensor; NoInit leaves it undefined, which here means zeros like Zero."""
 
-    attribute_defaults = {"batch_axis": -1}
-
     def compute(self) -> tf.Tensor:
         dtype = _POPART_DTYPES.get(self.attrs.data_type)
         if dtype is None:
@@ -684,11 +651,12 @@ class CopyVarUpdate(Op):
 class PrintTensor(Op):
     stateful = True
     compilable = False  # XLA drops host prints
-    attribute_defaults = {"print_gradient": 1, "title": ""}
 
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         title = self.attrs.title or (self.node.input[0] if self.node.input else "")
-        tf.print(title, x, summarize=self.attrs.get("summariseThreshold") or 1000)
+        # 0 (no threshold) prints like the default threshold.
+        threshold = self.attrs.summariseThreshold or self.attribute_defaults["summariseThreshold"]
+        tf.print(title, x, summarize=threshold)
         return tf.identity(x)
 
 
@@ -734,8 +702,6 @@ class ReplicatedReduceScatter(Op):
 @graphcore_op("NormalizeImage")
 class NormalizeImage(Op):
     """(B, H, W, 3) images: (x * scale - offsets) / scales, padded with a zero 4th channel."""
-
-    attribute_defaults = {"scale": 1.0}
 
     def compute(self, image, offsets=None, scales=None):
         x = tf.cast(image, tf.float32) * self.attrs.scale
