@@ -10,7 +10,9 @@ It makes unmodified IPU programs work without importing openipu:
 2. An import hook maps the original module paths onto openipu's public
    modules: `tensorflow.python.ipu[.X]` is `openipu.ipu[.X]`, and the Keras 2
    API modules (`tf.keras`, `tensorflow.keras`, `tf_keras`) gain an `ipu`
-   attribute (`openipu.keras_ipu`).
+   attribute (`openipu.keras_ipu`). That attribute is a patch of Keras, so its
+   record and installation live in `openipu._src.integration.keras_api_attribute`,
+   imported only when a program imports Keras (it imports no TensorFlow).
 
 Set `OPENIPU_DISABLE_STARTUP_HOOK=1` to turn all of this off; `import openipu`
 (before TensorFlow) then does the same for one program.
@@ -80,8 +82,9 @@ MODULE_ALIASES.update(
     {f"openipu.ipu.{name}": f"openipu.ipu.optimizers.{name}" for name in IPU_OPTIMIZER_MODULES}
 )
 
-#: Modules that receive a lazy `ipu` attribute once they have been executed.
-_KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras", "tensorflow.keras")
+#: Modules that receive a lazy `ipu` attribute once they have been executed
+#: (`openipu._src.integration.keras_api_attribute` declares and applies that patch).
+KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras", "tensorflow.keras")
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -112,8 +115,7 @@ class _KerasApiLoader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         self._wrapped.exec_module(module)
-        if not hasattr(module, "ipu"):
-            module.ipu = LazyModule("openipu.keras_ipu")
+        _add_ipu_attribute(module)
 
     def __getattr__(self, name: str):
         return getattr(self._wrapped, name)
@@ -148,7 +150,7 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         target_name = resolve_alias(fullname)
         if target_name is not None:
             return importlib.util.spec_from_loader(fullname, _AliasLoader(target_name))
-        if fullname in _KERAS_API_MODULES:
+        if fullname in KERAS_API_MODULES:
             spec = _find_with_other_finders(self, fullname, path, target)
             if spec is not None and spec.loader is not None:
                 spec.loader = _KerasApiLoader(spec.loader)
@@ -179,13 +181,22 @@ def install() -> None:
     """Installs the alias finder (idempotent) and patches already-imported Keras."""
     if not any(isinstance(f, AliasFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AliasFinder())
-    for name in _KERAS_API_MODULES:
+    for name in KERAS_API_MODULES:
         module = sys.modules.get(name)
         if module is not None and not hasattr(module, "ipu"):
-            module.ipu = LazyModule("openipu.keras_ipu")
-    keras_v2 = sys.modules.get("tensorflow.keras")
-    if keras_v2 is not None and not hasattr(keras_v2, "ipu"):
-        keras_v2.ipu = LazyModule("openipu.keras_ipu")
+            _add_ipu_attribute(module)
+
+
+def _add_ipu_attribute(module: types.ModuleType) -> None:
+    """Gives a Keras API module its lazy `ipu` attribute (openipu's patch of it).
+
+    Imported here, not at the top: the patch's module belongs to the `openipu`
+    package, whose `__init__` imports this module, and only a program that
+    imports Keras needs it.
+    """
+    from openipu._src.integration import keras_api_attribute
+
+    keras_api_attribute.add_to(module)
 
 
 def hook_disabled() -> bool:

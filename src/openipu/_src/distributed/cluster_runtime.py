@@ -22,9 +22,9 @@ from collections.abc import Iterator
 
 from tensorflow.python.distribute import collective_all_reduce_strategy
 from tensorflow.python.distribute.cluster_resolver import tfconfig_cluster_resolver
-from tensorflow.python.eager import context
 
 from openipu._src.distributed import environment
+from openipu._src.integration import eager_collectives
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,17 +113,10 @@ def current() -> ClusterRuntime | None:
 @contextlib.contextmanager
 def configurable_after_startup() -> Iterator[None]:
     """Within this context, multi-worker strategies can be built after TensorFlow started."""
-    ctx = context.context()
-    with _lock, _quiet_late_start_warnings():
-        ctx.configure_collective_ops = _skip_early_configuration
-        try:
-            yield
-        finally:
-            del ctx.configure_collective_ops
-
-
-def _skip_early_configuration(*args, **kwargs) -> None:
-    del args, kwargs  # carried by the server's session configuration instead
+    # The strategy's configuration of collectives on the eager context is skipped: the
+    # server's session configuration carries it (integration/eager_collectives.py).
+    with _lock, _quiet_late_start_warnings(), eager_collectives.configuration_skipped():
+        yield
 
 
 class _LateStartWarnings(logging.Filter):

@@ -32,8 +32,9 @@ conditionals, trip counts the host cannot compute before the region runs,
 or earlier in the region, and datasets whose element shapes are not fully
 defined. `OPENIPU_FUSE_ITERATOR_LOOPS=0` turns the rewrite off.
 
-The hooks are module attributes of TensorFlow, so they are installed while any
-region is being traced and act only for the thread tracing it.
+The hooks replace TensorFlow functions (`integration/autograph_range_loops.py`
+holds the patch), so they are installed while any region is being traced and
+act only for the thread tracing it.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import tensorflow as tf
-from tensorflow.python.autograph.operators import control_flow
 from tensorflow.python.data.ops import iterator_ops
 from tensorflow.python.framework import func_graph as func_graph_module
 from tensorflow.python.framework import ops
@@ -55,14 +55,11 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop
 from openipu._src.feeds import host_stream
+from openipu._src.integration import autograph_range_loops
 
 FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
 logger = logging.getLogger(__name__)
 
-_original_range_for_stmt = control_flow._tf_range_for_stmt  # noqa: SLF001
-_original_next_internal = iterator_ops.OwnedIterator._next_internal  # noqa: SLF001
-_install_lock = threading.Lock()
-_install_count = 0
 _state = threading.local()
 _UNHANDLED = object()  # a `next()` this module leaves to the iterator
 
@@ -79,7 +76,7 @@ def fusing_iterator_loops(region) -> Iterator[None]:
         return
     rewrite = _RegionRewrite(region)
     stack = _state.__dict__.setdefault("rewrites", [])
-    with _hooks_installed():
+    with autograph_range_loops.hooked(_range_for_stmt, _next_internal):
         stack.append(rewrite)
         try:
             yield
@@ -99,25 +96,7 @@ def record_probed_enqueue(queue_name: str, structure) -> None:
         probe.enqueues[queue_name] = structure
 
 
-# Hook installation.
-
-
-@contextlib.contextmanager
-def _hooks_installed() -> Iterator[None]:
-    global _install_count
-    with _install_lock:
-        if _install_count == 0:
-            control_flow._tf_range_for_stmt = _range_for_stmt  # noqa: SLF001
-            iterator_ops.OwnedIterator._next_internal = _next_internal  # noqa: SLF001
-        _install_count += 1
-    try:
-        yield
-    finally:
-        with _install_lock:
-            _install_count -= 1
-            if _install_count == 0:
-                control_flow._tf_range_for_stmt = _original_range_for_stmt  # noqa: SLF001
-                iterator_ops.OwnedIterator._next_internal = _original_next_internal  # noqa: SLF001
+# The hooks.
 
 
 def _current_rewrite() -> _RegionRewrite | None:
@@ -140,7 +119,7 @@ def _body_active(body: _Probe | _FusedIteration) -> Iterator[None]:
         stack.pop()
 
 
-def _next_internal(iterator):
+def _next_internal(stock: Callable, iterator):
     body = _active()
     if (
         body is not None
@@ -150,20 +129,20 @@ def _next_internal(iterator):
         element = body.next_element(iterator)
         if element is not _UNHANDLED:
             return element
-    return _original_next_internal(iterator)
+    return stock(iterator)
 
 
-def _range_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+def _range_for_stmt(
+    stock: Callable, iter_, extra_test, body, get_state, set_state, symbol_names, opts
+):
     rewrite = _current_rewrite()
     if rewrite is None or _active() is not None:
         plan = None
     else:
         plan = rewrite.plan(iter_, extra_test, body, get_state, set_state)
     if plan is None:
-        return _original_range_for_stmt(
-            iter_, extra_test, body, get_state, set_state, symbol_names, opts
-        )
-    return plan.build(iter_, body, get_state, set_state, symbol_names, opts)
+        return stock(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
+    return plan.build(stock, iter_, body, get_state, set_state, symbol_names, opts)
 
 
 # What a loop body reads.
@@ -480,7 +459,9 @@ class _FusedLoop:
         self.host_bounds = host_bounds
         self.probe = probe
 
-    def build(self, iter_, body, get_state, set_state, symbol_names, opts) -> None:
+    def build(
+        self, stock_range_for_stmt, iter_, body, get_state, set_state, symbol_names, opts
+    ) -> None:
         region = self.rewrite.region
         iterators = self.probe.iterators
         keys = list(iterators)
@@ -533,7 +514,7 @@ class _FusedLoop:
         stack.append(loop)
         ops_before = len(region.graph.get_operations())
         try:
-            _original_range_for_stmt(
+            stock_range_for_stmt(
                 iter_,
                 None,
                 fused_body,

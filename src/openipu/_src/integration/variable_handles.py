@@ -23,11 +23,10 @@ from contextlib import contextmanager
 
 from tensorflow.python.ops import resource_variable_ops
 
-_TARGET = resource_variable_ops.BaseResourceVariable
-_stock_handle: property = _TARGET.__dict__["handle"]
+from openipu._src.integration.patching import Kind, Patch, apply, register
+
+_stock_handle: property = resource_variable_ops.BaseResourceVariable.__dict__["handle"]
 _state = threading.local()
-_lock = threading.Lock()
-_installed = False
 
 HandleHook = Callable[[resource_variable_ops.BaseResourceVariable], object]
 
@@ -44,19 +43,23 @@ def _handle(self):
     return hook(self)
 
 
-def install() -> None:
-    """Replaces the `handle` property (once per process)."""
-    global _installed
-    with _lock:
-        if not _installed:
-            _TARGET.handle = property(_handle, doc=_stock_handle.__doc__)
-            _installed = True
+VARIABLE_HANDLE = register(
+    Patch(
+        module="tensorflow.python.ops.resource_variable_ops",
+        attribute="BaseResourceVariable.handle",
+        kind=Kind.PROPERTY,
+        replacement=lambda stock: property(_handle, doc=stock.__doc__),
+        reason="while replica r of a replicated program is built, a variable's handle is "
+        "that of replica r's copy (each replica reads and updates its own variables)",
+        tensorflow=("2.21",),
+    )
+)
 
 
 @contextmanager
 def redirected(hook: HandleHook | None) -> Iterator[None]:
     """Within this context (this thread only), `variable.handle` is `hook(variable)`."""
-    install()
+    apply(VARIABLE_HANDLE)
     previous = getattr(_state, "hook", None)
     _state.hook = hook
     try:

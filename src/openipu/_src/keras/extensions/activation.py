@@ -1,28 +1,28 @@
 """Giving Keras models created in an IPUStrategy scope their IPU methods.
 
 The original patched Keras itself. openipu does the smallest equivalent:
-`Model.__new__` is wrapped so that a model created while an IPUStrategy with
-Keras extensions is the current strategy becomes an instance of a subclass
-of its own class that mixes in `KerasExtensions`. The subclass keeps the
-class name, so `isinstance`, `type(model).__name__` and saved configurations
-are unchanged, and the model loads into stock Keras. The subclass defines no
-constructor, so Keras still recognises functional models by their `__init__`. `from_config` is wrapped
-so that the IPU options saved in a model's config come back with it.
+`Model.__new__` is wrapped (`integration/keras_model_new.py`) so that a model
+created while an IPUStrategy with Keras extensions is the current strategy
+becomes an instance of a subclass of its own class that mixes in
+`KerasExtensions`. The subclass keeps the class name, so `isinstance`,
+`type(model).__name__` and saved configurations are unchanged, and the model
+loads into stock Keras. The subclass defines no constructor, so Keras still
+recognises functional models by their `__init__`. `from_config` is wrapped
+(`integration/keras_from_config.py`) so that the IPU options saved in a
+model's config come back with it.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 
 import tensorflow as tf
-from tf_keras.src.engine import sequential, training
 from tf_keras.src.utils import generic_utils
 
+from openipu._src.integration import keras_from_config, keras_model_new
 from openipu._src.keras.extensions.model_extensions import SAVED_OPTIONS_KEY, KerasExtensions
 
 _lock = threading.Lock()
-_installed = False
 _extended_classes: dict[type, type] = {}
 
 
@@ -66,37 +66,23 @@ def _ipu_strategy_ordinal() -> int | None:
 
 def install() -> None:
     """Wraps `Model.__new__` and `from_config` (once per process)."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        _installed = True
-    stock_new = training.Model.__new__
-
-    @functools.wraps(stock_new)
-    def new(cls, *args, **kwargs):
-        instance = stock_new(cls, *args, **kwargs)
-        ordinal = _ipu_strategy_ordinal()
-        if ordinal is not None and not isinstance(instance, KerasExtensions):
-            instance.__class__ = extended_class(type(instance))
-            instance.__dict__["_ipu_device_ordinal"] = ordinal
-        return instance
-
-    training.Model.__new__ = staticmethod(new)
-    for owner in (training.Model, sequential.Sequential):
-        _wrap_from_config(owner)
+    keras_model_new.install(_extend_in_ipu_scope)
+    keras_from_config.install(_from_config_with_options)
 
 
-def _wrap_from_config(owner: type) -> None:
-    stock = owner.__dict__["from_config"].__func__
+def _extend_in_ipu_scope(instance) -> None:
+    """A model created in an IPUStrategy scope gains the IPU methods."""
+    ordinal = _ipu_strategy_ordinal()
+    if ordinal is not None and not isinstance(instance, KerasExtensions):
+        instance.__class__ = extended_class(type(instance))
+        instance.__dict__["_ipu_device_ordinal"] = ordinal
 
-    def from_config(cls, config, custom_objects=None):
-        options = config.get(SAVED_OPTIONS_KEY) if isinstance(config, dict) else None
-        if options is not None:
-            config = {k: v for k, v in config.items() if k != SAVED_OPTIONS_KEY}
-        model = stock(cls, config, custom_objects)
-        if options and isinstance(model, KerasExtensions):
-            model._ipu_restore_options(options)  # noqa: SLF001
-        return model
 
-    owner.from_config = classmethod(from_config)
+def _from_config_with_options(stock, cls, config, custom_objects=None):
+    options = config.get(SAVED_OPTIONS_KEY) if isinstance(config, dict) else None
+    if options is not None:
+        config = {k: v for k, v in config.items() if k != SAVED_OPTIONS_KEY}
+    model = stock(cls, config, custom_objects)
+    if options and isinstance(model, KerasExtensions):
+        model._ipu_restore_options(options)  # noqa: SLF001
+    return model

@@ -25,6 +25,8 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 from tf_keras.src.engine import data_adapter
 
+from openipu._src.integration import keras_data_handler, keras_internals
+
 logger = logging.getLogger(__name__)
 
 _state = threading.local()
@@ -54,24 +56,17 @@ def _current_mode(model) -> str | None:
     return None
 
 
-_installed = False
-_stock_get_data_handler = data_adapter.get_data_handler
-
-
 def _install() -> None:
-    """Routes `data_adapter.get_data_handler` through openipu for models in an IPU data mode."""
-    global _installed
-    if _installed:
-        return
+    """Routes `data_adapter.get_data_handler` through openipu (`integration/keras_data_handler.py`)."""
+    keras_data_handler.install(_get_data_handler)
 
-    def get_data_handler(*args, **kwargs):
-        mode = _current_mode(kwargs.get("model"))
-        if mode is None:
-            return _stock_get_data_handler(*args, **kwargs)
-        return IPUDataHandler(*args, ipu_mode=mode[0], batches_per_step=mode[1], **kwargs)
 
-    data_adapter.get_data_handler = get_data_handler
-    _installed = True
+def _get_data_handler(stock, *args, **kwargs):
+    """An `IPUDataHandler` for models in an IPU data mode, else Keras' own."""
+    mode = _current_mode(kwargs.get("model"))
+    if mode is None:
+        return stock(*args, **kwargs)
+    return IPUDataHandler(*args, ipu_mode=mode[0], batches_per_step=mode[1], **kwargs)
 
 
 class IPUDataHandler(data_adapter.DataHandler):
@@ -89,7 +84,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         del x, strategy, distribute  # the engine places and replicates the data itself
         dataset = self._adapter.get_dataset()
         if class_weight:
-            dataset = dataset.map(data_adapter._make_class_weight_map_fn(class_weight))
+            dataset = dataset.map(keras_internals.class_weight_map_fn(class_weight))
         dataset, full_batches = self._without_partial_batches(dataset)
         if steps_per_epoch not in (None, -1):
             steps = steps_per_epoch
@@ -212,7 +207,7 @@ def _adapter_batch_size(adapter) -> int | None:
     except (AttributeError, NotImplementedError):
         size = None
     # Generators: the size of the first batch, which Keras peeked at.
-    return size or getattr(adapter, "_first_batch_size", None)
+    return size or keras_internals.first_batch_size(adapter)
 
 
 def _leading_dim(element) -> tf.Tensor:

@@ -13,6 +13,7 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 
 from openipu._src.engine.program import LoopProgram
+from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import replicated_metrics
 
 
@@ -83,13 +84,13 @@ class ExecutionFunction:
         with model._ipu_optimizer_replaced(stand_in):  # noqa: SLF001
             outputs = self._replica_metrics(model.train_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
-            model._train_counter.assign_add(1)  # noqa: SLF001
+            keras_internals.step_counter(model, "train").assign_add(1)
         return outputs
 
     def _test_step(self, data):
         outputs = self._replica_metrics(self._model.test_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
-            self._model._test_counter.assign_add(1)  # noqa: SLF001
+            keras_internals.step_counter(self._model, "test").assign_add(1)
         return outputs
 
     def _replica_metrics(self, logs):
@@ -102,7 +103,7 @@ class ExecutionFunction:
     def _predict_step(self, data):
         outputs = self._model.predict_step(data)
         with tf.control_dependencies(_minimum_control_deps(outputs)):
-            self._model._predict_counter.assign_add(1)  # noqa: SLF001
+            keras_internals.step_counter(self._model, "predict").assign_add(1)
         return outputs
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.integration import keras_internals
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 
 
@@ -90,7 +91,9 @@ class AccumulatingOptimizer:
         if hasattr(optimizer, "compute_gradients"):
             grads_and_vars = optimizer.compute_gradients(loss, var_list, tape=tape)
         else:  # legacy optimizers
-            grads_and_vars = optimizer._compute_gradients(loss, var_list=var_list, tape=tape)  # noqa: SLF001
+            grads_and_vars = keras_internals.legacy_compute_gradients(
+                optimizer, loss, var_list=var_list, tape=tape
+            )
         return self.apply_gradients(grads_and_vars)
 
     def apply_gradients(self, grads_and_vars, *args, **kwargs):

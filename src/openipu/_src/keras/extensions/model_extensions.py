@@ -19,6 +19,7 @@ import tensorflow as tf
 from tf_keras.src.utils import tf_utils
 
 from openipu._src.engine import replication
+from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import (
@@ -316,8 +317,11 @@ class KerasExtensions:
 
     def _check_fit_options(self) -> None:
         records = self._pipeline_records()
+        steps_per_execution_variable = keras_internals.steps_per_execution(self)
         steps_per_execution = (
-            int(self._steps_per_execution.numpy()) if self._steps_per_execution is not None else 1
+            int(steps_per_execution_variable.numpy())
+            if steps_per_execution_variable is not None
+            else 1
         )
         if records is not None:
             if self._ipu.pipelining_steps is None:

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 
 import tf_keras
 from tf_keras.src.engine import functional, sequential
-from tf_keras.src.engine import node as node_module
+
+from openipu._src.integration import keras_internals, keras_layer_call, keras_node_init
 
 _state = threading.local()
 
@@ -52,22 +53,13 @@ class PipelineStage:
         _state.stages.pop()
 
 
-_recorder_installed = False
-
-
 def _install_node_recorder() -> None:
     """Makes functional-graph nodes remember the stage they were created in."""
-    global _recorder_installed
-    if _recorder_installed:
-        return
-    stock_init = node_module.Node.__init__
+    keras_node_init.install(_record_stage)
 
-    def init(self, *args, **kwargs):
-        stock_init(self, *args, **kwargs)
-        self._ipu_pipeline_stage = current_stage()
 
-    node_module.Node.__init__ = init
-    _recorder_installed = True
+def _record_stage(node) -> None:
+    node._ipu_pipeline_stage = current_stage()
 
 
 # Assignment records -------------------------------------------------------------------------
@@ -110,7 +102,7 @@ class SequentialLayerPipelineStageAssignment(_PipelineStageAssignment):
 
     @property
     def inbound_layers(self) -> list:
-        nodes = self._layer._inbound_nodes  # noqa: SLF001
+        nodes = keras_internals.inbound_nodes(self._layer)
         if not nodes:
             return []
         inbound = nodes[0].inbound_layers
@@ -130,7 +122,7 @@ class FunctionalLayerPipelineStageAssignment(_PipelineStageAssignment):
 
     @property
     def inbound_layers(self) -> list:
-        inbound = self._layer._inbound_nodes[self._node_index].inbound_layers  # noqa: SLF001
+        inbound = keras_internals.inbound_nodes(self._layer)[self._node_index].inbound_layers
         return inbound if isinstance(inbound, list) else [inbound]
 
     def _key(self):
@@ -194,19 +186,20 @@ def default_assignment(model) -> list[_PipelineStageAssignment]:
 
 
 def _stage_of_layer(layer) -> int | None:
-    stages = {getattr(n, "_ipu_pipeline_stage", None) for n in layer._inbound_nodes}  # noqa: SLF001
+    stages = {getattr(n, "_ipu_pipeline_stage", None) for n in keras_internals.inbound_nodes(layer)}
     stages.discard(None)
     return stages.pop() if len(stages) == 1 else None
 
 
 def _functional_assignment(model) -> list[_PipelineStageAssignment]:
     records = []
-    for depth in sorted(model._nodes_by_depth, reverse=True):  # noqa: SLF001 - topological order
-        for node in model._nodes_by_depth[depth]:  # noqa: SLF001
+    nodes_by_depth = keras_internals.nodes_by_depth(model)
+    for depth in sorted(nodes_by_depth, reverse=True):  # topological order
+        for node in nodes_by_depth[depth]:
             layer = node.layer
             if isinstance(layer, tf_keras.layers.InputLayer):
                 continue
-            node_index = layer._inbound_nodes.index(node)  # noqa: SLF001
+            node_index = keras_internals.inbound_nodes(layer).index(node)
             record_class = (
                 FunctionalNestedModelPipelineStageAssignment
                 if isinstance(layer, tf_keras.Model)
@@ -246,10 +239,9 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
 
     invocations: list[tuple[object, int | None]] = []
     direct = {id(layer) for layer in model.layers}
-    stock_call = tf_keras.layers.Layer.__call__
     depth = {"value": 0}
 
-    def recording_call(layer, *args, **kwargs):
+    def recording_call(stock_call, layer, *args, **kwargs):
         if id(layer) in direct and depth["value"] == 0:
             invocations.append((layer, current_stage()))
         depth["value"] += id(layer) in direct
@@ -258,13 +250,10 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
         finally:
             depth["value"] -= id(layer) in direct
 
-    inputs = _input_specs(model._build_input_shape)  # noqa: SLF001
-    tf_keras.layers.Layer.__call__ = recording_call
-    try:
+    inputs = _input_specs(keras_internals.build_input_shape(model))
+    with keras_layer_call.intercepted(recording_call):
         concrete = tf.function(lambda x: model.call(x)).get_concrete_function(inputs)
         del concrete
-    finally:
-        tf_keras.layers.Layer.__call__ = stock_call
     return invocations
 
 
@@ -319,11 +308,14 @@ def _check_data_flow_order(model, records) -> None:
         return
     stage_of = {r._key(): r.pipeline_stage for r in records}  # noqa: SLF001
     for record in records:
-        node = record.layer._inbound_nodes[record.node_index]  # noqa: SLF001
+        node = keras_internals.inbound_nodes(record.layer)[record.node_index]
         for parent in node.parent_nodes:
             if isinstance(parent.layer, tf_keras.layers.InputLayer):
                 continue
-            parent_key = (id(parent.layer), parent.layer._inbound_nodes.index(parent))  # noqa: SLF001
+            parent_key = (
+                id(parent.layer),
+                keras_internals.inbound_nodes(parent.layer).index(parent),
+            )
             if stage_of.get(parent_key, 0) > record.pipeline_stage:
                 raise ValueError(
                     f"Pipeline stages must follow the data flow: {record.layer.name!r} is in stage "

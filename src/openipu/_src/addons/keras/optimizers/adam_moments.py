@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.integration import keras_internals
+
 
 def updated_moments(optimizer, grad, var, dtype: tf.DType) -> tuple[tf.Tensor, tf.Tensor, list]:
     """`(m_hat, v_hat, slot_updates)` after `grad` (already in `dtype`), computed in `dtype`.
@@ -11,8 +13,8 @@ def updated_moments(optimizer, grad, var, dtype: tf.DType) -> tuple[tf.Tensor, t
     The slots `m` and `v` of `var` are updated (cast to their own dtypes) by the returned
     ops; `m_hat`, `v_hat` are debiased with `t = iterations + 1` when `optimizer.debiasing`.
     """
-    beta_1 = tf.identity(optimizer._get_hyper("beta_1", dtype))  # noqa: SLF001
-    beta_2 = tf.identity(optimizer._get_hyper("beta_2", dtype))  # noqa: SLF001
+    beta_1 = tf.identity(keras_internals.optimizer_hyper(optimizer, "beta_1", dtype))
+    beta_2 = tf.identity(keras_internals.optimizer_hyper(optimizer, "beta_2", dtype))
     m_slot = optimizer.get_slot(var, "m")
     v_slot = optimizer.get_slot(var, "v")
     m = beta_1 * tf.cast(m_slot, dtype) + (1.0 - beta_1) * grad

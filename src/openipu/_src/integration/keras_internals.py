@@ -1,0 +1,165 @@
+"""Private tf_keras attributes openipu reads, each through one accessor.
+
+Keras offers no public way to reach these; openipu reads them and changes
+nothing. Each accessor's `Internal` record says where the attribute lives, why
+openipu needs it, and the versions it was checked with;
+`tests/integration/test_keras_internals.py` checks every one on real Keras
+objects, so an upgrade that renames one fails there and not in a training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tf_keras.src.engine import data_adapter
+
+
+@dataclass(frozen=True)
+class Internal:
+    """A private tf_keras attribute openipu reads."""
+
+    owner: str  # "tf_keras.src.engine.training.Model": where Keras defines or sets it
+    attribute: str
+    reason: str
+    tf_keras: tuple[str, ...] = ("2.21",)  # major.minor versions checked
+
+
+INTERNALS: list[Internal] = []
+
+
+def _internal(owner: str, attribute: str, reason: str) -> Internal:
+    record = Internal(owner, attribute, reason)
+    INTERNALS.append(record)
+    return record
+
+
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_train_counter",
+    "an IPU execution counts its steps as Keras' train_function does (callbacks read it)",
+)
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_test_counter",
+    "an IPU execution counts its steps as Keras' test_function does",
+)
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_predict_counter",
+    "an IPU execution counts its steps as Keras' predict_function does",
+)
+
+
+def step_counter(model, kind: Literal["train", "test", "predict"]):
+    """The model's step counter variable of `fit` (train), `evaluate` (test) or `predict`."""
+    return getattr(model, f"_{kind}_counter")
+
+
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_steps_per_execution",
+    "fit checks the pipeline/accumulation options against the compiled steps_per_execution",
+)
+
+
+def steps_per_execution(model):
+    """The `tf.Variable` `compile(steps_per_execution=...)` set (None before `compile`)."""
+    return model._steps_per_execution
+
+
+_internal(
+    "tf_keras.src.engine.base_layer.Layer",
+    "_inbound_nodes",
+    "pipeline stages are recorded per layer invocation: a functional graph's nodes",
+)
+
+
+def inbound_nodes(layer) -> list:
+    """The nodes of the functional graphs in which `layer` was called."""
+    return layer._inbound_nodes
+
+
+_internal(
+    "tf_keras.src.engine.functional.Functional",
+    "_nodes_by_depth",
+    "pipeline stages are checked in the functional graph's topological order",
+)
+
+
+def nodes_by_depth(model) -> dict:
+    """A functional model's nodes by depth (0: its outputs)."""
+    return model._nodes_by_depth
+
+
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_build_input_shape",
+    "a subclassed model's call is traced once with its build input shape to record stages",
+)
+
+
+def build_input_shape(model):
+    """The input shape a built (subclassed or Sequential) model was built with."""
+    return model._build_input_shape
+
+
+_internal(
+    "tf_keras.src.optimizers.legacy.optimizer_v2.OptimizerV2",
+    "_compute_gradients",
+    "gradient accumulation computes a legacy optimizer's gradients and applies them later",
+)
+
+
+def legacy_compute_gradients(optimizer, loss, var_list, tape=None) -> list:
+    """`(gradient, variable)` pairs from a legacy (OptimizerV2) optimizer, as `minimize` does."""
+    return optimizer._compute_gradients(loss, var_list=var_list, tape=tape)
+
+
+_internal(
+    "tf_keras.src.optimizers.legacy.optimizer_v2.OptimizerV2",
+    "_get_hyper",
+    "the addons' Adam and LAMB read beta_1/beta_2 as their base class does",
+)
+
+
+def optimizer_hyper(optimizer, name: str, dtype=None) -> Any:
+    """A legacy optimizer's hyperparameter `name` (a tensor or variable, cast to `dtype`)."""
+    return optimizer._get_hyper(name, dtype)
+
+
+_internal(
+    "tf_keras.src.engine.data_adapter",
+    "_make_class_weight_map_fn",
+    "the IPU data handler weights samples by class_weight as Keras' DataHandler does",
+)
+
+
+def class_weight_map_fn(class_weight: dict):
+    """Keras' dataset map function applying `class_weight` to (x, y[, sample_weight])."""
+    return data_adapter._make_class_weight_map_fn(class_weight)
+
+
+_internal(
+    "tf_keras.src.engine.data_adapter.GeneratorDataAdapter",
+    "_first_batch_size",
+    "IPU programs need a static batch size: a generator's is its first batch's",
+)
+
+
+def first_batch_size(adapter) -> int | None:
+    """The size of the first batch a generator adapter peeked at (None for other adapters)."""
+    return getattr(adapter, "_first_batch_size", None)
+
+
+# `IPUDataHandler` (keras/extensions/data_handler.py) subclasses Keras' DataHandler,
+# overriding these private hooks and reading the state its constructor sets.
+for _name, _reason in (
+    ("_configure_dataset_and_inferred_steps", "overridden: the dataset becomes whole executions"),
+    ("_infer_steps", "overridden: steps stay counted in batches"),
+    ("_adapter", "read: the data adapter (batch size, partial batches)"),
+    ("_steps_per_execution", "read: the executions' size"),
+    ("_inferred_steps", "set: the steps of an epoch, in batches"),
+    ("_dataset", "set: the dataset the handler iterates"),
+):
+    _internal("tf_keras.src.engine.data_adapter.DataHandler", _name, _reason)

@@ -1,0 +1,27 @@
+"""Every patch openipu can apply: the families' modules are imported, which registers them."""
+
+from __future__ import annotations
+
+import importlib
+
+from openipu._src.integration.patching import Patch, registered
+
+#: The modules of `openipu._src.integration` that declare patches (a test checks none is missing).
+PATCH_FAMILIES = (
+    "autograph_range_loops",
+    "eager_collectives",
+    "keras_api_attribute",
+    "keras_data_handler",
+    "keras_from_config",
+    "keras_layer_call",
+    "keras_model_new",
+    "keras_node_init",
+    "variable_handles",
+)
+
+
+def all_patches() -> list[Patch]:
+    """Every patch openipu can apply, whether applied yet or not."""
+    for family in PATCH_FAMILIES:
+        importlib.import_module(f"openipu._src.integration.{family}")
+    return registered()
