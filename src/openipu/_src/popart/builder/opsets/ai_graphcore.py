@@ -3,7 +3,8 @@
 Nodes are in domain `ai.graphcore` with the op types and attribute names of
 the original, so the lowering (and PopART itself) can read them. Unlike the
 ONNX operators, every attribute is written, defaults included: there is no
-schema a reader could take defaults from.
+ONNX schema a reader could take defaults from. Input counts, attribute types
+and defaults come from the ai.graphcore table (graphcore_ops/table.py).
 """
 
 from __future__ import annotations
