@@ -177,3 +177,21 @@ def test_keras_api_modules_have_their_ipu_attribute():
 
     assert patching.is_applied(keras_api_attribute.IPU_ATTRIBUTES["tf_keras"])
     assert tf_keras.ipu.PipelineStage is tf.keras.ipu.PipelineStage
+
+
+def test_integration_is_a_leaf_that_imports_no_other_openipu_module():
+    import ast
+
+    package = pathlib.Path(integration.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith("openipu") or name.startswith(
+                    "openipu._src.integration"
+                ), f"{path.name} imports {name}: integration/ must not import openipu's features"
