@@ -10,6 +10,7 @@ of `group_size`: {0..k-1}, {k..2k-1}, ...
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -17,24 +18,29 @@ from tensorflow.python.framework import func_graph, ops
 
 from openipu._src.engine.replicas import lockstep
 
+Gradient = Callable[[tf.Tensor], tf.Tensor]
+
 # TF1 graphs differentiate with `tf.gradients`, which finds an op's gradient by its
-# `_gradient_op_type`; the gradient of each exchange is kept here under that name.
-_TF1_GRADIENTS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {}
+# `_gradient_op_type`; the gradient of each exchange is kept here, per graph, by op name.
+_TF1_GRADIENTS: weakref.WeakKeyDictionary[ops.Graph, dict[str, Gradient]] = (
+    weakref.WeakKeyDictionary()
+)
 _tf1_names = itertools.count()
 
 
 @ops.RegisterGradient("OpenIPUReplicaExchange")
 def _tf1_gradient(op: tf.Operation, upstream: tf.Tensor) -> tf.Tensor:
-    return _TF1_GRADIENTS[op.name](upstream)
+    return _TF1_GRADIENTS[op.graph][op.name](upstream)
 
 
-def _with_gradient(
-    forward: Callable[[tf.Tensor], tf.Tensor],
-    gradient: Callable[[tf.Tensor], tf.Tensor],
-    x: tf.Tensor,
-) -> tf.Tensor:
-    """`forward(x)`, whose gradient for an upstream gradient g is `gradient(g)`."""
-    if isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly():
+def _differentiated_by_tapes() -> bool:
+    """TF2 functions and eager code (gradient tapes), as opposed to TF1 graphs."""
+    return isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly()
+
+
+def _with_gradient(forward: Gradient, gradient: Gradient, x: tf.Tensor) -> tf.Tensor:
+    """`forward(x)` (of x's shape), whose gradient for an upstream gradient g is `gradient(g)`."""
+    if _differentiated_by_tapes():
 
         @tf.custom_gradient
         def exchanged(value):
@@ -42,46 +48,43 @@ def _with_gradient(
 
         return exchanged(x)
     result = forward(tf.stop_gradient(x))
-    # An identity of x whose gradient is `gradient`, plus the exchanged value's difference.
-    with ops.get_default_graph().gradient_override_map({"Identity": "OpenIPUReplicaExchange"}):
+    # An identity of x whose gradient is `gradient`, carrying the exchanged value.
+    graph = ops.get_default_graph()
+    with graph.gradient_override_map({"Identity": "OpenIPUReplicaExchange"}):
         carrier = tf.identity(x, name=f"replica_exchange_{next(_tf1_names)}")
-    _TF1_GRADIENTS[carrier.op.name] = gradient
-    return _carry(carrier, result)
-
-
-def _carry(carrier: tf.Tensor, result: tf.Tensor) -> tf.Tensor:
-    """`result`'s value, differentiated through `carrier` (of the shape of the input)."""
-    if carrier.shape == result.shape:
-        return carrier + tf.stop_gradient(result - carrier)
-    # A gather: result is [k, *x.shape]; the carrier's gradient is taken from a zero sum.
-    zero = tf.reduce_sum(carrier * 0.0)
-    return tf.stop_gradient(result) + tf.cast(zero, result.dtype)
+    _TF1_GRADIENTS.setdefault(graph, {})[carrier.op.name] = gradient
+    return carrier + tf.stop_gradient(result - carrier)
 
 
 def _groups(count: int, group_size: int) -> list[range]:
     return [range(start, start + group_size) for start in range(0, count, group_size)]
 
 
-def _sum_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    def combine(values: list[tf.Tensor]) -> list[tf.Tensor]:
+def _combined_within_groups(
+    x: tf.Tensor, group_size: int, kind: str, combine: Callable[[list[tf.Tensor]], tf.Tensor]
+) -> tf.Tensor:
+    """`combine` of the `x` of this replica's group (built once per group)."""
+
+    def per_replica(values: list[tf.Tensor]) -> list[tf.Tensor]:
         results: list[tf.Tensor] = []
         for group in _groups(len(values), group_size):
-            total = tf.add_n([values[r] for r in group]) if len(group) > 1 else values[group[0]]
-            results.extend([total] * len(group))
+            combined = combine([values[r] for r in group])
+            results.extend([combined] * len(group))
         return results
 
-    return lockstep.exchange(x, combine, kind)
+    return lockstep.exchange(x, per_replica, kind)
+
+
+def _sum(values: list[tf.Tensor]) -> tf.Tensor:
+    return tf.add_n(values) if len(values) > 1 else values[0]
+
+
+def _sum_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
+    return _combined_within_groups(x, group_size, kind, _sum)
 
 
 def _stack_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    def combine(values: list[tf.Tensor]) -> list[tf.Tensor]:
-        results: list[tf.Tensor] = []
-        for group in _groups(len(values), group_size):
-            stacked = tf.stack([values[r] for r in group])
-            results.extend([stacked] * len(group))
-        return results
-
-    return lockstep.exchange(x, combine, kind)
+    return _combined_within_groups(x, group_size, kind, tf.stack)
 
 
 def replica_sum(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
@@ -106,17 +109,17 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
     x = tf.convert_to_tensor(x)
     if size == 1:
         return tf.identity(x)[None]
-    if not (x.dtype.is_floating or x.dtype.is_complex):
+    if not (x.dtype.is_floating or x.dtype.is_complex) or not _differentiated_by_tapes():
+        # TF1 graphs: a gather's gradient is not wired (its value is exact).
         return _stack_within_groups(x, size, "an all-gather")
 
     position = lockstep.replica_index() % size
 
-    def gradient(upstream: tf.Tensor) -> tf.Tensor:
-        return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
+    @tf.custom_gradient
+    def gathered(value):
+        def gradient(upstream: tf.Tensor) -> tf.Tensor:
+            return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
 
-    if isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly():
-        return _with_gradient(
-            lambda value: _stack_within_groups(value, size, "an all-gather"), gradient, x
-        )
-    # TF1 graphs: a gather's gradient is not wired (its value is exact).
-    return _stack_within_groups(x, size, "an all-gather")
+        return _stack_within_groups(value, size, "an all-gather"), gradient
+
+    return gathered(x)

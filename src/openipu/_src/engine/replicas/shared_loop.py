@@ -51,6 +51,7 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
             element = args[count * replicas :]
 
             def replica_body(index: int):
+                # device_loop calls this module: importing it at the top would be a cycle.
                 from openipu._src.engine import device_loop
 
                 own = list(args[index * count : (index + 1) * count])
@@ -93,6 +94,7 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
             element = source.fetch_iteration() if source is not None else None
 
             def replica_body(index: int):
+                # device_loop calls this module: importing it at the top would be a cycle.
                 from openipu._src.engine import device_loop
 
                 own = flat[index * count : (index + 1) * count]
@@ -115,10 +117,9 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
                 None,
                 maximum_iterations,
             )
-        tensors = [r for r in _as_list(results) if not isinstance(r, tf.Operation)][:-1]
         if not count:
             return [results] * replicas
-        return _per_replica(tensors, count, replicas)
+        return _per_replica(_as_list(results)[:-1], count, replicas)
 
     return lockstep.exchange(carried, combine, "a device loop")
 

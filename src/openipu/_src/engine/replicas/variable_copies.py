@@ -105,7 +105,7 @@ class ReplicatedVariables:
     """The variables one replicated program touches, and how it keeps their copies.
 
     Created where the program's replicas are built (`graph`, the program's top level);
-    `handle_hook(r)` maps variables to replica r's copies while replica r builds, and
+    `replica(r)` maps variables to replica r's copies while replica r builds, and
     `finish()` makes the program end by recording each variable's shadow.
     """
 
