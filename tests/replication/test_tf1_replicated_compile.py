@@ -101,3 +101,19 @@ def test_replicated_training_sums_gradients_across_replicas(two_ipus):
         (weight,) = [v for v in tf.compat.v1.global_variables() if v.op.name == "w"]
         # Replica 0 (data 1): upstream gradients 1 and 1 are summed -> 2 * data 1 = 2.
         np.testing.assert_allclose(session.run(weight), 1.0 - 0.1 * 2.0, rtol=1e-6)
+
+
+def test_gradient_of_an_all_gather_sums_the_replicas_gradients(two_ipus):
+    # Each replica's loss weighs the gathered values by [1, 10]; differentiated across
+    # replicas, replica r's x gets 2 * weight_r (as the tape-built programs do).
+    def my_graph():
+        x = tf.cast(ipu.replication_ops.replication_index(), tf.float32) + 1.0
+        gathered = ipu.all_to_all_op.all_gather(x[None], replication_factor=2)
+        loss = tf.reduce_sum(gathered * tf.constant([[1.0], [10.0]]))
+        (gradient,) = tf.compat.v1.gradients(loss, x)
+        return gradient, ipu.cross_replica_ops.cross_replica_sum(gradient)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        own, total = ipu.ipu_compiler.compile(my_graph, [])
+    with tf.compat.v1.Session() as session:
+        assert session.run([own, total]) == [2.0, 22.0]

@@ -109,17 +109,29 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
     x = tf.convert_to_tensor(x)
     if size == 1:
         return tf.identity(x)[None]
-    if not (x.dtype.is_floating or x.dtype.is_complex) or not _differentiated_by_tapes():
-        # TF1 graphs: a gather's gradient is not wired (its value is exact).
+    if not (x.dtype.is_floating or x.dtype.is_complex):
         return _stack_within_groups(x, size, "an all-gather")
 
     position = lockstep.replica_index() % size
 
-    @tf.custom_gradient
-    def gathered(value):
-        def gradient(upstream: tf.Tensor) -> tf.Tensor:
-            return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
+    def gradient(upstream: tf.Tensor) -> tf.Tensor:
+        return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
 
-        return _stack_within_groups(value, size, "an all-gather"), gradient
+    if _differentiated_by_tapes():
 
-    return gathered(x)
+        @tf.custom_gradient
+        def gathered(value):
+            return _stack_within_groups(value, size, "an all-gather"), gradient
+
+        return gathered(x)
+
+    # TF1 graphs: the exchange is carried by x tiled to the gather's shape, whose gradient
+    # (all of it in the first slice) `tf.stack` sums back into x.
+    def of_tiled(upstream: tf.Tensor) -> tf.Tensor:
+        return tf.concat([gradient(upstream)[None], tf.zeros_like(upstream[1:])], axis=0)
+
+    return _with_gradient(
+        lambda tiled: _stack_within_groups(tiled[0], size, "an all-gather"),
+        of_tiled,
+        tf.stack([x] * size),
+    )
