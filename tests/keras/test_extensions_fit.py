@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -167,50 +170,103 @@ def test_validation_data_and_frequency(strategy):
     )
 
 
-def test_steps_per_epoch_must_be_a_multiple_of_steps_per_execution(strategy):
-    x, y = _data()
-    model = _ipu_model(strategy, _sequential, x, steps_per_execution=5)
-    with (
-        strategy.scope(),
-        pytest.raises(
-            ValueError,
-            match=r"steps per epoch \(12\) must be a multiple of steps_per_execution \(5\)",
-        ),
-    ):
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-
-
-def test_evaluate_and_predict_round_their_steps_and_warn(strategy, caplog):
-    x, y = _data()
-    model = _ipu_model(strategy, _sequential, x, steps_per_execution=5)
-    with strategy.scope():
-        predictions = model.predict(x, batch_size=8, verbose=0)
-        model.evaluate(x, y, batch_size=8, verbose=0)
-    assert predictions.shape == (80, 3)  # 12 steps rounded down to 10
-    assert any("running 10 steps, the last 2 are skipped" in r.message for r in caplog.records)
-
-
-def test_partial_batch_is_skipped_with_a_warning(strategy, caplog):
-    x, y = _data(100)
-    model = _ipu_model(strategy, _sequential, x, steps_per_execution=4)
-    with strategy.scope():
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    assert any("The last 4 sample(s) do not fill a batch of 8" in r.message for r in caplog.records)
-
-
 @pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
-def test_data_smaller_than_one_batch_is_a_clear_error(strategy, method):
-    # Stock Keras would run one partial batch; IPU programs have static batch shapes.
-    x, y = _data(8)
-    model = _ipu_model(strategy, _sequential, x)
+def test_steps_per_execution_must_divide_the_steps(strategy, method):
+    # keras/ipu/extensions/data_adapter.py `_validate_data_handler`: in all three methods.
+    x, y = _data()
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=5)
     arguments = (x,) if method == "predict" else (x, y)
     with (
         strategy.scope(),
         pytest.raises(
-            ValueError, match=rf"Model.{method} has no data to run: the data hold 8 sample\(s\)"
+            ValueError,
+            match=re.escape(
+                "`steps_per_execution` (5) must be a divisor of the number of batches (12) "
+                "in the dataset provided."
+            ),
         ),
     ):
-        getattr(model, method)(*arguments, verbose=0)  # default batch size 32
+        getattr(model, method)(*arguments, batch_size=8, verbose=0)
+
+
+def test_steps_per_execution_beyond_the_data_is_cut_to_it(strategy, caplog):
+    x, y = _data(32)
+    reference, reference_history = _reference(_sequential, x, y)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=16)
+    with strategy.scope(), caplog.at_level(logging.WARNING, "tensorflow"):
+        history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        predictions = model.predict(x, batch_size=8, verbose=0)
+    warning = (
+        "`steps_per_execution` has been set to 16 but the dataset provided only contains 4 "
+        "batches. Using 4 as `steps_per_execution`."
+    )
+    assert [r.getMessage() for r in caplog.records].count(warning) == 2
+    for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        history.history["loss"], reference_history.history["loss"], rtol=1e-4
+    )
+    np.testing.assert_allclose(
+        predictions, reference.predict(x, batch_size=8, verbose=0), rtol=1e-5, atol=1e-6
+    )
+    # The compiled value is back once the run is over (`_truncate_execution_to_epoch`).
+    assert int(model._steps_per_execution.numpy()) == 16
+
+
+@pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
+@pytest.mark.parametrize("samples", [100, 8], ids=["trailing", "smaller-than-a-batch"])
+def test_a_partial_batch_is_an_error(strategy, method, samples):
+    # keras/ipu/extensions/data_adapter.py `_get_and_post_process_dataset`.
+    x, y = _data(samples)
+    model = _ipu_model(strategy, _sequential, x)
+    arguments = (x,) if method == "predict" else (x, y)
+    batch_size = 8 if samples == 100 else None  # Keras' default is 32
+    with (
+        strategy.scope(),
+        pytest.raises(
+            ValueError,
+            match=re.escape(
+                "The provided set of data has a partial batch, which could result in data being "
+                f"dropped. Either adjust the `batch_size` of your model (currently set to "
+                f"{batch_size or 32}) or pad your dataset to ensure there are no partial batches."
+            ),
+        ),
+    ):
+        getattr(model, method)(*arguments, batch_size=batch_size, verbose=0)
+
+
+_DATASET_ERRORS = {
+    # keras/ipu/extensions/data_adapter.py `_validate_dataset`.
+    "partial-shapes": (
+        lambda d: d.unbatch().batch(8),
+        {},
+        "The provided set of data contains a shape (None, 8) which is not fully defined. "
+        "Executing on IPU requires all dataset elements to have fully defined shapes. If "
+        "using batch() make sure to set `drop_remainder=True`.",
+    ),
+    "not-enough-data": (
+        lambda d: d,
+        {"steps_per_epoch": 8, "epochs": 2},
+        "Your input does not have enough data. Make sure that your dataset or generator "
+        "can generate at least 16 batches (currently it can only generate 12 batches).",
+    ),
+    # `_infer_steps`.
+    "unknown-size": (
+        lambda d: d.filter(lambda *_: True),
+        {},
+        "Could not infer the size of the data. You must specify the number of steps to run.",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_DATASET_ERRORS))
+def test_dataset_errors(strategy, case):
+    change, fit_kwargs, message = _DATASET_ERRORS[case]
+    x, y = _data()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=2)
+    with strategy.scope(), pytest.raises(ValueError, match=re.escape(message)):
+        model.fit(change(dataset), verbose=0, **fit_kwargs)
 
 
 class _Recorder(keras.callbacks.Callback):

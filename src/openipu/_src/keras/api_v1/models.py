@@ -55,6 +55,9 @@ def _check_count(value, name: str) -> int:
 class FirstAPIModel(KerasExtensions):
     """The first API's behaviour, mixed into the Keras model classes below."""
 
+    # Its steps (weight updates, `steps_per_run`) follow rules of its own (data_handler).
+    _ipu_original_step_rules = False
+
     def _first_api_setup(self, gradient_accumulation_count: int = 1) -> None:
         self._ipu.first_api_accumulation = _check_count(
             gradient_accumulation_count, "gradient_accumulation_count"

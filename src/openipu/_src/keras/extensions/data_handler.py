@@ -1,22 +1,22 @@
 """Feeding Keras `fit`/`evaluate`/`predict` to the device in whole executions.
 
 Keras' DataHandler hands out one batch per `next(iterator)`. An IPU program
-runs `steps_per_execution` steps per host call, so `IPUDataHandler` hands out
-*executions*: the dataset is re-batched into stacks of `steps_per_execution`
-batches by tf.data on its own threads, and Keras' step accounting (progress
-bar, callbacks, History) stays in batches.
+runs `steps_per_execution` steps per host call, each step one batch on every
+replica, so `IPUDataHandler` hands out *executions*: the dataset is re-batched
+into stacks of `steps_per_execution` x replicas batches by tf.data on its own
+threads, and Keras' step accounting (progress bar, callbacks, History) counts
+per-replica steps, as the original does.
 
-IPU programs have static shapes, so partial batches cannot run: they are
-dropped with a warning. The step rules of the later Keras API:
-`fit` needs the steps per epoch to be a multiple of `steps_per_execution`
-(a ValueError names the numbers); `evaluate`/`predict` round their step count
-down to a multiple and warn, or run one shorter execution when there are
-fewer steps than `steps_per_execution`.
+The later API counts steps by the original's rules (`step_rules`); a partial
+batch in tensor data is an error there, as IPU programs have static shapes.
+The first API (api_v1) keeps its own rules: partial batches are dropped with a
+warning, `fit` needs whole executions, `evaluate`/`predict` round down.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator
@@ -26,22 +26,42 @@ from tensorflow.python.util import nest
 from tf_keras.src.engine import data_adapter
 
 from openipu._src.integration import keras_data_handler, keras_internals
+from openipu._src.keras.extensions import step_rules
 
 logger = logging.getLogger(__name__)
 
 _state = threading.local()
 
 
-@contextlib.contextmanager
-def ipu_data_mode(model, mode: str, batches_per_step: int = 1) -> Iterator[None]:
-    """Within this context, Keras builds IPU data handlers for `model` (mode fit/evaluate/predict).
+@dataclasses.dataclass(frozen=True)
+class DataMode:
+    """How the data handlers of one model's fit/evaluate/predict count steps."""
 
-    `batches_per_step` is how many batches one Keras step (one progress-bar step)
-    consumes: 1 in the later API; the gradient accumulation count in the first
-    API, whose steps are weight updates.
-    """
+    mode: str  # fit, evaluate or predict
+    replicas: int = 1
+    #: Batches one replica's Keras step consumes: 1 in the later API; the gradient
+    #: accumulation count in the first API, whose steps are weight updates.
+    batches_per_step: int = 1
+    #: The later API's rules (`step_rules`), else the first API's.
+    original_rules: bool = True
+    #: The handler `fit` makes for its validation data. The original builds it with
+    #: its constructor's default of one replica, which runs the rules for one replica
+    #: before `evaluate` runs them for the model's replicas (extensions_base.py `fit`).
+    fit_validation: bool = False
+
+
+@dataclasses.dataclass
+class _ModeEntry:
+    model: object
+    mode: DataMode
+    handlers: int = 0  # the data handlers made in this mode so far
+
+
+@contextlib.contextmanager
+def ipu_data_mode(model, mode: DataMode) -> Iterator[None]:
+    """Within this context, Keras builds IPU data handlers for `model`."""
     stack = _state.__dict__.setdefault("modes", [])
-    stack.append((model, (mode, batches_per_step)))
+    stack.append(_ModeEntry(model, mode))
     _install()
     try:
         yield
@@ -49,10 +69,10 @@ def ipu_data_mode(model, mode: str, batches_per_step: int = 1) -> Iterator[None]
         stack.pop()
 
 
-def _current_mode(model) -> str | None:
-    for candidate, mode in reversed(getattr(_state, "modes", [])):
-        if candidate is model:
-            return mode
+def _current_mode(model) -> _ModeEntry | None:
+    for entry in reversed(getattr(_state, "modes", [])):
+        if entry.model is model:
+            return entry
     return None
 
 
@@ -63,18 +83,22 @@ def _install() -> None:
 
 def _get_data_handler(stock, *args, **kwargs):
     """An `IPUDataHandler` for models in an IPU data mode, else Keras' own."""
-    mode = _current_mode(kwargs.get("model"))
-    if mode is None:
+    entry = _current_mode(kwargs.get("model"))
+    if entry is None:
         return stock(*args, **kwargs)
-    return IPUDataHandler(*args, ipu_mode=mode[0], batches_per_step=mode[1], **kwargs)
+    mode = entry.mode
+    # `fit` makes its training data's handler first, then its validation data's.
+    if mode.mode == "fit" and entry.handlers > 0:
+        mode = dataclasses.replace(mode, fit_validation=True)
+    entry.handlers += 1
+    return IPUDataHandler(*args, ipu_mode=mode, **kwargs)
 
 
 class IPUDataHandler(data_adapter.DataHandler):
-    """A DataHandler whose iterator yields stacks of `steps_per_execution` batches."""
+    """A DataHandler whose iterator yields stacks of `steps_per_execution` x replicas batches."""
 
-    def __init__(self, *args, ipu_mode: str, batches_per_step: int = 1, **kwargs) -> None:
+    def __init__(self, *args, ipu_mode: DataMode, **kwargs) -> None:
         self._ipu_mode = ipu_mode
-        self._batches_per_step = batches_per_step
         self._batch_size_argument = kwargs.get("batch_size")
         super().__init__(*args, **kwargs)
 
@@ -85,6 +109,71 @@ class IPUDataHandler(data_adapter.DataHandler):
         dataset = self._adapter.get_dataset()
         if class_weight:
             dataset = dataset.map(keras_internals.class_weight_map_fn(class_weight))
+        steps_per_execution = int(self._steps_per_execution.numpy())
+        if self._ipu_mode.original_rules:
+            dataset, steps, execution = self._original_steps(
+                dataset, steps_per_epoch, steps_per_execution
+            )
+        else:
+            dataset, steps, execution = self._first_api_steps(
+                dataset, steps_per_epoch, steps_per_execution
+            )
+        self._inferred_steps = steps
+        self._execution_size = execution
+        # Whole executions are prepared on tf.data's threads while the device computes.
+        self._dataset = dataset.batch(execution * self._step_batches, drop_remainder=True).prefetch(
+            2
+        )
+
+    def _original_steps(self, dataset, steps_per_epoch, steps_per_execution):
+        """(dataset, per-replica steps, execution steps) by the original's rules (`step_rules`)."""
+        adapter = self._adapter
+        # keras/ipu/extensions/data_adapter.py `_get_and_post_process_dataset`.
+        if adapter.has_partial_batch():
+            raise ValueError(step_rules.PARTIAL_BATCH.format(adapter.batch_size()))
+        # Generators, which the original refuses ("not compatible with the IPU's
+        # requirement to know the data shape"), are run here: their batches get the
+        # static batch size IPU programs need, and their other dimensions may vary.
+        generator = isinstance(adapter, data_adapter.GeneratorDataAdapter)
+        if generator:
+            dataset, _ = self._without_partial_batches(dataset)
+        if self._ipu_mode.fit_validation and self._ipu_mode.replicas > 1:
+            self._count_steps(dataset, steps_per_epoch, steps_per_execution, 1, generator)
+        steps, execution = self._count_steps(
+            dataset, steps_per_epoch, steps_per_execution, self._ipu_mode.replicas, generator
+        )
+        return dataset, steps, execution
+
+    def _count_steps(self, dataset, steps_per_epoch, steps_per_execution, replicas, generator):
+        """(per-replica steps, execution steps): keras/ipu/extensions/data_adapter.py
+        `set_replication_factor` (`_infer_steps`, `_validate_dataset`, `_validate_data_handler`)."""
+        adapter = self._adapter
+        cardinality = int(dataset.cardinality())
+        length = cardinality if cardinality >= 0 else None
+        total = data_adapter.DataHandler._infer_steps(self, steps_per_epoch, dataset)
+        steps = step_rules.per_replica_steps(total, replicas, length)
+        epochs = self._epochs - self._initial_epoch
+        steps_read = steps if adapter.should_recreate_iterator() else epochs * steps
+        step_rules.check_dataset(
+            None if generator else dataset.element_spec,
+            length,
+            steps_read,
+            infinite=cardinality == tf.data.INFINITE_CARDINALITY,
+        )
+
+        def dataset_batches() -> int:
+            # What the original reads: the batches Keras infers without `steps` (which
+            # refuses an infinite dataset); the requested steps when that is unknown.
+            batches = data_adapter.DataHandler._infer_steps(self, None, dataset)
+            return batches if batches is not None else total
+
+        execution = step_rules.execution_steps(
+            steps_per_execution, steps, replicas, dataset_batches
+        )
+        return steps, execution
+
+    def _first_api_steps(self, dataset, steps_per_epoch, steps_per_execution):
+        """(dataset, steps, execution steps) by the first API's rules."""
         dataset, full_batches = self._without_partial_batches(dataset)
         if steps_per_epoch not in (None, -1):
             steps = steps_per_epoch
@@ -95,14 +184,14 @@ class IPUDataHandler(data_adapter.DataHandler):
             steps = None if batches is None else self._whole_steps(batches)
         if steps == 0:
             raise ValueError(self._no_whole_step_message())
-        steps_per_execution = int(self._steps_per_execution.numpy())
-        steps = self._apply_step_rules(steps, steps_per_execution)
+        steps = self._first_api_step_rules(steps, steps_per_execution)
         execution = steps_per_execution if steps is None else min(steps_per_execution, steps)
-        self._inferred_steps = steps
-        self._execution_size = execution
-        # Whole executions are prepared on tf.data's threads while the device computes.
-        chunk = execution * self._batches_per_step
-        self._dataset = dataset.batch(chunk, drop_remainder=True).prefetch(2)
+        return dataset, steps, execution
+
+    @property
+    def _step_batches(self) -> int:
+        """Batches one Keras step takes from the data: one per replica and micro-batch."""
+        return self._ipu_mode.batches_per_step * self._ipu_mode.replicas
 
     def _batch_size(self) -> int | None:
         """The data's batch size: the adapter's, else the `batch_size` argument."""
@@ -115,24 +204,24 @@ class IPUDataHandler(data_adapter.DataHandler):
         if adapter.has_partial_batch() and adapter.get_size() == 1:
             samples = f"{adapter.partial_batch_size()} sample(s), "
         return (
-            f"Model.{self._ipu_mode} has no data to run: the data hold {samples}fewer than one "
-            f"step of {self._batches_per_step} whole batch(es) of {batch_size}, and IPU programs "
+            f"Model.{self._ipu_mode.mode} has no data to run: the data hold {samples}fewer than "
+            f"one step of {self._step_batches} whole batch(es) of {batch_size}, and IPU programs "
             "run whole batches only: pass more data or a smaller batch_size"
         )
 
     def _whole_steps(self, batches: int) -> int:
-        steps, leftover = divmod(batches, self._batches_per_step)
+        steps, leftover = divmod(batches, self._step_batches)
         if leftover:
             logger.warning(
                 "%d batch(es) do not fill a step of %d batches and are skipped",
                 leftover,
-                self._batches_per_step,
+                self._step_batches,
             )
         return steps
 
     def _infer_steps(self, steps, dataset):
         # Keras re-infers the steps of an epoch from `self._dataset`, which now holds
-        # whole executions; the step count (in batches) was fixed when it was configured.
+        # whole executions; the step count was fixed when it was configured.
         if dataset is getattr(self, "_dataset", None):
             return self._inferred_steps
         return super()._infer_steps(steps, dataset)
@@ -170,10 +259,11 @@ class IPUDataHandler(data_adapter.DataHandler):
         shaped = fixed.map(lambda *element: _with_batch_dim(element, batch_size))
         return shaped, full_batches
 
-    def _apply_step_rules(self, steps: int | None, steps_per_execution: int) -> int | None:
+    def _first_api_step_rules(self, steps: int | None, steps_per_execution: int) -> int | None:
         if steps is None or steps % steps_per_execution == 0:
             return steps
-        if self._ipu_mode == "fit":
+        mode = self._ipu_mode.mode
+        if mode == "fit":
             raise ValueError(
                 f"The number of steps per epoch ({steps}) must be a multiple of "
                 f"steps_per_execution ({steps_per_execution}) for Model.fit on the IPU: "
@@ -183,7 +273,7 @@ class IPUDataHandler(data_adapter.DataHandler):
             logger.warning(
                 "Model.%s runs %d step(s), fewer than steps_per_execution (%d): "
                 "running them as one shorter execution",
-                self._ipu_mode,
+                mode,
                 steps,
                 steps_per_execution,
             )
@@ -192,7 +282,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         logger.warning(
             "Model.%s: %d steps is not a multiple of steps_per_execution (%d); "
             "running %d steps, the last %d are skipped",
-            self._ipu_mode,
+            mode,
             steps,
             steps_per_execution,
             rounded,

@@ -76,6 +76,9 @@ class IPUModelState:
 class KerasExtensions:
     """Mixed into Keras model classes created in an IPUStrategy scope."""
 
+    #: fit/evaluate/predict count steps by the original's rules (`step_rules`).
+    _ipu_original_step_rules = True
+
     @property
     def _ipu(self) -> IPUModelState:
         # Kept in the instance dict, past Keras' attribute tracking: options are not weights.
@@ -254,9 +257,15 @@ class KerasExtensions:
         outer = self._ipu.executing
         self._ipu.executing = True
         try:
-            # With R replicas, one step takes R batches (one per replica).
-            batches = self._ipu.step_batches * self._ipu_replica_count()
-            with data_handler.ipu_data_mode(self, mode, batches):
+            # A Keras step is one step of every replica: it takes one batch (or, in the
+            # first API, one weight update's batches) per replica.
+            data_mode = data_handler.DataMode(
+                mode,
+                replicas=self._ipu_replica_count(),
+                batches_per_step=self._ipu.step_batches,
+                original_rules=self._ipu_original_step_rules,
+            )
+            with data_handler.ipu_data_mode(self, data_mode):
                 yield
         finally:
             self._ipu.executing = outer
