@@ -111,13 +111,21 @@ def test_compile_in_tf2_eager(ipu_system):
     np.testing.assert_array_equal(result.numpy(), np.ones([2, 2]))
 
 
-def test_compile_before_configuration_fails_clearly(tf1_graph):
+def test_compile_before_configuration_is_allowed_as_on_the_original(tf1_graph):
+    # The original builds TF1 graphs before configure_ipu_system; the program is finished
+    # when the graph first runs (tests/replication/test_tf1_programs_as_written.py).
     from openipu._src.system import configure
 
     configure.reset_ipu_configuration()
-    with pytest.raises(RuntimeError, match="No IPU system is configured"):
-        with ipu.scopes.ipu_scope("/device:IPU:0"):
-            pass
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        result = ipu.ipu_compiler.compile(lambda x: x + 5.0, [tf.ones([2])])
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.configure_ipu_system()
+    try:
+        np.testing.assert_array_equal(_session_run(tf1_graph, result)[0], [6.0, 6.0])
+    finally:
+        ipu.config.reset_ipu_configuration()
 
 
 def test_pre_compile_connection_returns_zeros(tf1_graph):

@@ -109,9 +109,10 @@ def test_fit_counts_per_replica_steps_and_drops_the_remainder(caplog, capsys):
         "Dataset of length 13 is being evenly distributed between 2 replicas. The remaining 1 "
         "batch will be dropped."
     ]
-    # Each epoch: 6 steps of global batch 4 over the first 24 samples.
+    # Each epoch: 6 steps of global batch 4 over the first 24 samples, the replicas'
+    # gradients summed (as the original's IPUStrategy reduces): twice the learning rate.
     reference = _model(None)
-    reference.compile(keras.optimizers.SGD(0.01), loss="mse")
+    reference.compile(keras.optimizers.SGD(0.02), loss="mse")
     reference.fit(x[:24], y[:24], batch_size=4, epochs=2, shuffle=False, verbose=0)
     for ours, theirs in zip(m.get_weights(), reference.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
@@ -129,7 +130,7 @@ def test_steps_per_epoch_is_a_total_over_replicas(capsys):
         m.fit(dataset, steps_per_epoch=8, epochs=1, verbose=1)
     assert "4/4" in capsys.readouterr().out
     reference = _model(None)
-    reference.compile(keras.optimizers.SGD(0.01), loss="mse")
+    reference.compile(keras.optimizers.SGD(0.02), loss="mse")  # 2 replicas' gradients summed
     reference.fit(x[:16], y[:16], batch_size=4, epochs=1, shuffle=False, verbose=0)
     for ours, theirs in zip(m.get_weights(), reference.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)

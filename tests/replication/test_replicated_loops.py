@@ -1,4 +1,12 @@
-"""Replicas on one host: device loops, infeeds, outfeeds and collectives with R replicas."""
+"""IPUStrategy programs on a device of R IPUs: R replicas inside each compiled program.
+
+As on the original (tensorflow/python/ipu/ipu_strategy.py and its tests
+ipu_strategy_test.py, replicated_*_test.py): from tf.distribute's view the
+strategy has one replica, `strategy.run` calls the function once and returns
+replica 0's values, and the replicas show in the program: their indices
+(`replication_ops.replication_index`), their infeed elements, their outfeed
+axis and their cross-replica sums.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +17,32 @@ from tensorflow.python import ipu
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
-def test_replicas_follow_the_device(replicas, strategy_on):
+def test_strategy_is_one_replica_and_its_programs_hold_the_device_replicas(replicas, strategy_on):
     strategy = strategy_on(replicas)
-    assert strategy.num_replicas_in_sync == replicas
+    assert strategy.num_replicas_in_sync == 1
+    calls = []
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
-    @tf.function(jit_compile=True)
-    def index():
-        return (
-            ipu.replication_ops.replication_index()
-            if hasattr(ipu, "replication_ops")
-            else (tf.distribute.get_replica_context().replica_id_in_sync_group)
+    def fn():
+        calls.append(
+            int(tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group))
         )
+        index = ipu.replication_ops.replication_index()
+        with tf.control_dependencies([outfeed.enqueue(index)]):
+            return tf.identity(index)
 
-    values = strategy.experimental_local_results(strategy.run(lambda: tf.constant(1.0)))
-    assert len(values) == replicas
+    @tf.function
+    def program():
+        return strategy.run(fn)
+
+    with strategy.scope():
+        index = program()
+    assert int(index) == 0  # replica 0's value reaches the host
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [list(range(replicas))])
+    # An outfeed enqueued once per run has an iteration axis, then the replica axis.
+    # tf.distribute sees one replica, id 0, in every replica the engine builds.
+    assert set(calls) == {0}
+    assert strategy.experimental_local_results(index)[0] is index
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
@@ -45,34 +65,55 @@ def test_infeed_hands_replicas_consecutive_elements_and_outfeed_has_a_replica_ax
         def net():
             return ipu.loops.repeat(3, body, [0.0], infeed)
 
-        totals = strategy.experimental_local_results(strategy.run(net))
+        total = strategy.run(net)
     outfed = outfeed.dequeue()
     assert outfed["x"].shape == (3, replicas, 2) and outfed["total"].shape == (3, replicas)
     for r in range(replicas):
         rows = [data[i * replicas + r] for i in range(3)]
         np.testing.assert_array_equal(outfed["x"].numpy()[:, r], rows)
-        assert float(totals[r]) == sum(row.sum() for row in rows)
+        assert float(outfed["total"][-1, r]) == sum(row.sum() for row in rows)
+    assert float(total) == sum(data[i * replicas].sum() for i in range(3))  # replica 0's
     assert last.dequeue().shape == (replicas,)
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
 def test_all_reduce_inside_a_loop_synchronises_every_iteration(replicas, strategy_on):
     strategy = strategy_on(replicas)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
     def body(total, step):
-        context = tf.distribute.get_replica_context()
-        mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32) * step
-        return total + context.all_reduce(tf.distribute.ReduceOp.SUM, mine), step + 1.0
+        mine = tf.cast(ipu.replication_ops.replication_index() + 1, tf.float32) * step
+        total = total + ipu.cross_replica_ops.cross_replica_sum(mine)
+        return total, step + 1.0, outfeed.enqueue(total)
 
     @tf.function(jit_compile=True)
     def net():
         return ipu.loops.repeat(4, body, [0.0, 1.0])
 
     with strategy.scope():
-        results = strategy.run(net)
-    totals = strategy.experimental_local_results(results[0])
+        total, _ = strategy.run(net)
     expected = sum(range(1, replicas + 1)) * (1 + 2 + 3 + 4)
-    assert [float(t) for t in totals] == [expected] * replicas
+    assert float(total) == expected
+    np.testing.assert_array_equal(outfeed.dequeue().numpy()[-1], [expected] * replicas)
+
+
+def test_replica_context_reductions_sum_over_the_program_replicas(strategy_on):
+    # ipu_strategy.py `_reduce_to`: on the IPU a reduction is a cross-replica sum or mean.
+    strategy = strategy_on(4)
+
+    def fn():
+        mine = tf.cast(ipu.replication_ops.replication_index(), tf.float32)
+        context = tf.distribute.get_replica_context()
+        return (
+            context.all_reduce(tf.distribute.ReduceOp.SUM, mine),
+            context.all_reduce(tf.distribute.ReduceOp.MEAN, mine),
+        )
+
+    with strategy.scope():
+        total, mean = tf.function(lambda: strategy.run(fn))()
+    assert float(total) == 6.0 and float(mean) == 1.5
+    # Outside an IPU program a reduction of one replica's value is that value.
+    assert float(strategy.reduce(tf.distribute.ReduceOp.SUM, total, axis=None)) == 6.0
 
 
 def test_replicated_loop_compiles_into_one_xla_program(caplog, strategy_on):
@@ -82,46 +123,83 @@ def test_replicated_loop_compiles_into_one_xla_program(caplog, strategy_on):
     caplog.set_level(logging.DEBUG, logger="openipu._src.engine.region")
 
     def body(total):
-        context = tf.distribute.get_replica_context()
-        return total + context.all_reduce(tf.distribute.ReduceOp.SUM, 1.0)
+        return total + ipu.cross_replica_ops.cross_replica_sum(1.0)
 
     with strategy.scope():
-        strategy.run(tf.function(lambda: ipu.loops.repeat(3, body, [0.0]), jit_compile=True))
+        total = strategy.run(
+            tf.function(lambda: ipu.loops.repeat(3, body, [0.0]), jit_compile=True)
+        )
+    assert float(total) == 6.0
     assert any("runs as xla" in r.message for r in caplog.records)
 
 
-def test_variables_are_mirrored_and_random_numbers_differ_per_replica(strategy_on):
+def test_each_replica_has_its_own_variables_and_random_numbers(strategy_on):
     strategy = strategy_on(2)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     with strategy.scope():
         variable = tf.Variable(3.0)
-    assert [float(v) for v in strategy.experimental_local_results(variable)] == [3.0, 3.0]
 
-    @tf.function(jit_compile=True)
-    def draw():
-        return tf.random.uniform([4])
+    def fn():
+        index = tf.cast(ipu.replication_ops.replication_index(), tf.float32)
+        variable.assign_add(index + 1.0)
+        return outfeed.enqueue({"value": variable.read_value(), "draw": tf.random.uniform([4])})
 
-    first, second = strategy.experimental_local_results(strategy.run(draw))
-    assert not np.array_equal(first.numpy(), second.numpy())
+    with strategy.scope():
+        tf.function(lambda: strategy.run(fn))()
+    outfed = outfeed.dequeue()
+    # Replica r added r + 1 to its own copy; the host reads replica 0's.
+    np.testing.assert_array_equal(outfed["value"].numpy(), [[4.0, 5.0]])
+    assert float(variable.numpy()) == 4.0
+    first, second = outfed["draw"].numpy()[0]
+    assert not np.array_equal(first, second)
 
 
-@pytest.mark.parametrize("replicas", [2])
-def test_replicated_while_loop_with_an_infeed(replicas, strategy_on):
-    strategy = strategy_on(replicas)
+def test_replicated_while_loop_with_an_infeed(strategy_on):
+    strategy = strategy_on(2)
     data = np.arange(40, dtype=np.float32).reshape(20, 2)
     with strategy.scope():
         infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))
 
         def body(count, total, x):
-            context = tf.distribute.get_replica_context()
-            return count + 1, total + context.all_reduce(
-                tf.distribute.ReduceOp.SUM, tf.reduce_sum(x)
-            )
+            return count + 1, total + ipu.cross_replica_ops.cross_replica_sum(tf.reduce_sum(x))
 
         @tf.function(jit_compile=True)
         def net():
             return ipu.loops.while_loop(lambda count, total: total < 20.0, body, [0, 0.0], infeed)
 
-        counts, totals = strategy.run(net)
+        count, total = strategy.run(net)
     # Iteration sums (both replicas): rows 0+1 = 6, rows 2+3 = 22 -> stops after 2 iterations.
-    assert [int(c) for c in strategy.experimental_local_results(counts)] == [2, 2]
-    assert [float(t) for t in strategy.experimental_local_results(totals)] == [28.0, 28.0]
+    assert int(count) == 2 and float(total) == 28.0
+
+
+def test_replica_count_follows_reconfiguration(strategy_on):
+    # A strategy made before a reconfiguration compiles for the IPUs configured now.
+    strategy = strategy_on(2)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    ipu.config.reset_ipu_configuration()
+    config.configure_ipu_system()
+    with strategy.scope():
+        tf.function(
+            lambda: strategy.run(lambda: outfeed.enqueue(ipu.replication_ops.replication_index()))
+        )()
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1, 2, 3]])
+
+
+def test_strategy_made_before_the_configuration_uses_it(strategy_on):
+    ipu.config.reset_ipu_configuration()
+    strategy = ipu.ipu_strategy.IPUStrategy()  # no system configured yet
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 2
+    config.configure_ipu_system()
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def fn():
+        with tf.control_dependencies([outfeed.enqueue(ipu.replication_ops.replication_index())]):
+            return ipu.cross_replica_ops.cross_replica_sum(1.0)
+
+    with strategy.scope():
+        total = tf.function(lambda: strategy.run(fn))()
+    assert float(total) == 2.0
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1]])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
-from tensorflow.python.util import nest
+from tensorflow.python.framework import ops
 
-from openipu._src.compiler import device_scope
-from openipu._src.engine import region, replication
+from openipu._src.compiler import device_scope, scopes
+from openipu._src.engine import deferred_builds, region, replication
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.system import configure
 
@@ -33,26 +33,53 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
         )
     if not callable(computation):
         raise TypeError(f"computation must be callable, got {computation!r}")
+    if deferred_builds.is_deferred_here():
+        return _built_before_configuration(computation, inputs, ordinal)
+    return _compile_configured(computation, inputs, ordinal)
+
+
+def _compile_configured(computation: Callable, inputs, ordinal: int):
     device = configure.current_system("ipu_compiler.compile").device(ordinal)
     if not _replicates_here():
         return region.compile_region(computation, inputs, device.host_device(), ipu_ordinal=ordinal)
-    ipus_per_replica = 1
-    while True:
-        replicas = device.num_ipus // ipus_per_replica
-        try:
+
+    def attempt(replicas: int):
+        return region.compile_region(
+            _replicated(computation, replicas, device.num_ipus, ordinal),
+            inputs,
+            device.host_device(),
+            ipu_ordinal=ordinal,
+        )
+
+    return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ordinal}")
+
+
+def _built_before_configuration(computation: Callable, inputs, ordinal: int):
+    """A TF1 program built before `configure_ipu_system`, finished at the first run."""
+    variable_scope = tf.compat.v1.get_variable_scope()
+    name_scope = ops.get_default_graph().get_name_scope()
+    provisional_device = deferred_builds.unconfigured_host_device(ordinal)
+    built_once: list[bool] = []
+
+    def build():
+        if not built_once:
+            built_once.append(True)
             return region.compile_region(
-                _replicated(computation, replicas, device.num_ipus),
-                inputs,
-                device.host_device(),
-                ipu_ordinal=ordinal,
+                computation, inputs, provisional_device, ipu_ordinal=ordinal
             )
-        except replicated.TooManyReplicas as retry:
-            if retry.ipus_per_replica > device.num_ipus:
-                raise ValueError(
-                    f"The program needs {retry.ipus_per_replica} IPUs per replica but its "
-                    f"device /device:IPU:{ordinal} has {device.num_ipus}"
-                ) from None
-            ipus_per_replica = retry.ipus_per_replica
+        # Again, in the scopes it was built in: its variables are found, not made again.
+        with (
+            tf.compat.v1.variable_scope(variable_scope, reuse=tf.compat.v1.AUTO_REUSE),
+            ops.name_scope(f"{name_scope}/" if name_scope else None),
+            scopes.ipu_scope(f"/device:IPU:{ordinal}"),
+        ):
+            return _compile_configured(computation, inputs, ordinal)
+
+    def needs_rebuild() -> bool:
+        device = configure.current_system("ipu_compiler.compile").device(ordinal)
+        return device.num_ipus > 1 or device.host_device() != provisional_device
+
+    return deferred_builds.build_deferred(build, needs_rebuild)
 
 
 def _replicates_here() -> bool:
@@ -63,41 +90,12 @@ def _replicates_here() -> bool:
     return replication.local_replica_count() == 1
 
 
-def _replicated(computation: Callable, replicas: int, ipus: int) -> Callable:
+def _replicated(computation: Callable, replicas: int, ipus: int, ordinal: int) -> Callable:
     """`computation` built once per replica; it returns replica 0's outputs after all ran."""
     if replicas == 1:
         return computation
 
     def run(*args):
-        outputs = replicated.build(lambda _: computation(*args), replicas, ipus)
-        others = [
-            value
-            for output in outputs[1:]
-            for value in nest.flatten(output)
-            if isinstance(value, (tf.Tensor, tf.Operation))
-        ]
-        if not others:
-            return outputs[0]
-        with tf.control_dependencies(others):
-            done = tf.no_op(name="replicas_done")
-        return _after(outputs[0], done)
+        return replicated.first_replica_outputs(lambda: computation(*args), replicas, ipus, ordinal)
 
     return run
-
-
-def _after(outputs, done: tf.Operation):
-    """`outputs` (replica 0's) made to wait for `done` (every other replica's work)."""
-    if outputs is None:
-        return done
-    if isinstance(outputs, tf.Operation):
-        return tf.group(outputs, done)
-
-    def wait(value):
-        if isinstance(value, tf.Operation):
-            return tf.group(value, done)
-        if value is None:
-            return None
-        with tf.control_dependencies([done]):
-            return tf.identity(value)
-
-    return nest.map_structure(wait, outputs)

@@ -19,7 +19,7 @@ from tensorflow.python.framework import ops
 
 from openipu._src.compiler import device_scope
 from openipu._src.engine import region as region_lib
-from openipu._src.system import configure
+from openipu._src.system import configure, host_devices
 
 FRONTEND_ATTRIBUTES_NAME = "_XlaFrontendAttributes"
 SHARDING_ATTR_NAME = "_XlaSharding"
@@ -100,8 +100,13 @@ def ipu_scope(device: str) -> Iterator[None]:
             f"ipu_scope({device!r}): not an IPU device name; use '/device:IPU:<n>', "
             "for example '/device:IPU:0'"
         )
-    system = configure.current_system(f"ipu_scope({device!r})")
-    host_device = system.device(ordinal).host_device()
+    # A TF1 graph may be built before the system is configured (`engine/deferred_builds.py`).
+    system = configure.maybe_current_system()
+    host_device = (
+        system.device(ordinal).host_device()
+        if system is not None and ordinal < len(system.devices)
+        else host_devices.host_device_for_ipu(ordinal)
+    )
     with device_scope.building_for(ordinal), ops.device(host_device), ipu_jit_scope(str(ordinal)):
         yield
 

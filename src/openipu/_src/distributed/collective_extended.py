@@ -3,9 +3,9 @@
 How processes, replicas and devices map:
 
 - each process (a `poprun` instance, a `worker` task of `TF_CONFIG`) runs its
-  IPU device's replicas, one per IPU, as a single-process IPU device does
-  (`strategy.replicated_extended`): all local replicas share the device's
-  host device, so one region holds them;
+  IPU device's replicas, one per IPU, as tf.distribute mirrored replicas that
+  all share the device's host device, so one region holds them (a single
+  process replicates inside its programs instead: `engine.replicas`);
 - the global replica index is process index * local replicas + local index,
   and `num_replicas_in_sync` counts every process's replicas;
 - variables start equal everywhere: the first process broadcasts their

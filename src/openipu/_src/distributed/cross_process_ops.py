@@ -1,7 +1,7 @@
 """Reductions of replicas that share a device in each of several processes.
 
-Each process runs its replicas on one host device, as a single-process IPU
-device does (see `strategy.replicated_extended`). TensorFlow's collectives
+Each process runs its replicas as mirrored replicas on one host device (see
+`collective_extended`). TensorFlow's collectives
 name their members by device, so replicas sharing a device cannot be members
 of one collective. Reductions therefore go in two stages: the replicas of a
 process are summed on their device, then one collective per process

@@ -29,6 +29,7 @@ from openipu._src.engine import (
     region,
     replication,
 )
+from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.system import configure
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,12 @@ class LoopProgram:
 
     `after_group()` runs after each group of `group_size` steps.
 
+    The program holds `replicas` replicas (`engine.replicas`), each running every
+    step on its own elements: step i of replica r reads element i * R + r, and the
+    outputs gain a replica axis after the step axis. Under a tf.distribute strategy
+    spanning processes, the replicas are the strategy's instead, `ipus_per_replica`
+    of its slots each.
+
     `independent_steps` declares that no step depends on another: a step reads only its
     element, its index and values no step changes, and changes nothing another step reads
     (`after_group` may change state once its group is done). The program then runs all
@@ -74,6 +81,7 @@ class LoopProgram:
         compile_mode: compile_policy.CompileMode | None = None,
         group_size: int = 1,
         after_group: Callable[[], object] | None = None,
+        replicas: int = 1,
         ipus_per_replica: int = 1,
         indexed: bool = False,
         independent_steps: bool = False,
@@ -91,6 +99,7 @@ class LoopProgram:
         self.iterations = iterations
         self._group_size = group_size
         self._after_group = after_group
+        self._replicas = replicas
         self._ipus_per_replica = ipus_per_replica
         self._device_ordinal = device_ordinal
         self._host_device = host_device
@@ -170,14 +179,56 @@ class LoopProgram:
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
         slots = replication.strategy_replica_count()
-        per_replica = self._ipus_per_replica
-        if slots % per_replica:
-            raise ValueError(
-                f"The IPU device runs {slots} replica slot(s), one per IPU, but the program needs "
-                f"{per_replica} IPUs per replica: {slots} is not a multiple of {per_replica}"
+        if slots > 1:
+            return self._on_strategy_replicas(stacked_inputs, host_device, slots)
+        replicas = self._replicas
+        stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
+        self._runs_together_now = self._together and replicas == 1
+        if self._runs_together_now:
+            return self._steps_together(stacked_inputs, host_device)
+        groups = self.iterations // self._group_size
+        grouped = self._group_size > 1 or self._after_group is not None
+        # Step i of replica r reads element i * R + r; steps run in groups.
+        shape = [groups, self._group_size] if grouped else [self.iterations]
+        replica_axis = len(shape)
+        if replicas > 1:
+            shape.append(replicas)
+        stacked = nest.map_structure(
+            lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
+        )
+
+        def run_step(element):
+            return [tf.group(replication.run_in_replica_context(self._enqueued_step, element))]
+
+        def run_group(group):
+            steps = device_loop.repeat(
+                self._group_size, run_step, [], device_loop.StackedInput(group)
             )
-        # A replica of a k-IPU program takes k slots; they compute the same (see `_by_replica`).
-        replicas = slots // per_replica
+            with tf.control_dependencies([steps]):
+                after = replication.run_in_replica_context(lambda: _as_token(self._after_group()))
+                return [tf.group(after)]
+
+        def replica_program():
+            own = stacked
+            if replicas > 1:
+                index = lockstep.replica_index()
+                own = nest.map_structure(lambda t: tf.gather(t, index, axis=replica_axis), own)
+            if grouped:
+                return device_loop.repeat(groups, run_group, [], device_loop.StackedInput(own))
+            return device_loop.repeat(self.iterations, run_step, [], device_loop.StackedInput(own))
+
+        def build():
+            return replicated.first_replica_outputs(
+                replica_program, replicas, replicas * self._ipus_per_replica, self._device_ordinal
+            )
+
+        self._compile(build, host_device)
+        if not self._has_outputs:
+            return None
+        return self._outfeed.dequeue()
+
+    def _checked_and_indexed(self, stacked_inputs, replicas: int):
+        """The inputs, checked to hold every step of every replica (with step indices)."""
         needed = self.iterations * replicas
         for tensor in nest.flatten(stacked_inputs):
             if tensor.shape.rank and tensor.shape[0] != needed:
@@ -190,32 +241,47 @@ class LoopProgram:
             # Step i of every replica has index i, wherever the element is stored.
             indices = tf.repeat(tf.range(self.iterations), replicas)
             stacked_inputs = (stacked_inputs, indices)
-        self._runs_together_now = self._together and slots == 1
-        if self._runs_together_now:
-            return self._steps_together(stacked_inputs, host_device)
+        return stacked_inputs
+
+    def _enqueued_step(self, element) -> tf.Tensor:
+        """One step, its outputs sent to the outfeed; a token that runs after it."""
+        outputs = self._call_step(element)
+        if outputs is None:
+            return tf.constant(0)
+        self._has_outputs = True
+        with tf.control_dependencies([self._outfeed.enqueue(outputs)]):
+            return tf.constant(0)
+
+    def _on_strategy_replicas(self, stacked_inputs, host_device: str, slots: int):
+        """The program on the replicas of a tf.distribute strategy spanning processes.
+
+        Such a strategy (`distributed`) runs this process's replicas as its own replica
+        slots, one per IPU; a replica of a k-IPU program takes k slots, which compute
+        the same (see `_by_replica`).
+        """
+        per_replica = self._ipus_per_replica
+        if slots % per_replica:
+            raise ValueError(
+                f"The IPU device runs {slots} replica slot(s), one per IPU, but the program needs "
+                f"{per_replica} IPUs per replica: {slots} is not a multiple of {per_replica}"
+            )
+        replicas = slots // per_replica
+        stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
+        self._runs_together_now = False
         groups = self.iterations // self._group_size
         grouped = self._group_size > 1 or self._after_group is not None
-        # Step i of replica r reads element i * R + r; steps run in groups.
         shape = [groups, self._group_size] if grouped else [self.iterations]
-        shape += [replicas] if slots > 1 else []
+        shape += [replicas]
         stacked = nest.map_structure(
             lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
         )
-        if per_replica > 1 and slots > 1:
+        if per_replica > 1:
             stacked = nest.map_structure(
                 lambda t: tf.repeat(t, per_replica, axis=len(shape) - 1), stacked
             )
 
-        def step_in_replica(element):
-            outputs = self._call_step(element)
-            if outputs is None:
-                return tf.constant(0)
-            self._has_outputs = True
-            with tf.control_dependencies([self._outfeed.enqueue(outputs)]):
-                return tf.constant(0)
-
         def run_step(element):
-            return [replication.run_on_replicas(step_in_replica, element, self._device_ordinal)]
+            return [replication.run_on_replicas(self._enqueued_step, element, self._device_ordinal)]
 
         def run_group(group):
             steps = device_loop.repeat(

@@ -30,6 +30,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
 from openipu._src.engine import autograph_loops, compile_policy, random_ops
+from openipu._src.integration import eager_context
 from openipu._src.system import configure
 
 _XLA_COMPILE_ATTR = "_xla_compile_id"
@@ -182,6 +183,7 @@ def compile_region(
             ),
             autograph=False,
         )()
+    eager_context.repair()  # TF1 programs after disable_eager_execution (see the module)
     if connection is DeviceConnectionType.PRE_COMPILE:
         return _precompiled_outputs(computation, inputs, flat_return_rules)
     if current_region() is not None:

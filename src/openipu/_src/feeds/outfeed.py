@@ -22,11 +22,11 @@ import weakref
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
-from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import autograph_loops, device_loop, replication
+from openipu._src.engine import autograph_loops, deferred_builds, device_loop, replication
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.replicas import variable_copies
 from openipu._src.feeds import poplar_flags
 from openipu._src.feeds.host_queue import HostQueue
@@ -184,10 +184,9 @@ class IPUOutfeedQueue:
         static_total = isinstance(total, int)
         with tf.init_scope(), ops.device(region.device or "/device:CPU:0"):
             buffers = [
-                resource_variable_ops.ResourceVariable(
+                engine_variable(
                     tf.zeros([max(total, 1) if static_total else 1, *spec.shape], spec.dtype),
                     shape=[max(total, 1) if static_total else None, *spec.shape],
-                    trainable=False,
                     name=f"{self._name}_buffer",
                 )
                 for spec in specs
@@ -231,6 +230,20 @@ class IPUOutfeedQueue:
                 "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
                 "a program that calls `enqueue` on it first"
             )
+        if deferred_builds.is_deferred_here():
+            # The program enqueuing may be built again for other replicas at the first run.
+            built_from = []
+
+            def build():
+                built_from[:] = [self._store]
+                return self._dequeue_from_store()
+
+            return deferred_builds.build_deferred(
+                build, lambda: self._store is not built_from[0], shapes_may_change=True
+            )
+        return self._dequeue_from_store()
+
+    def _dequeue_from_store(self):
         store = self._store
         replicas = store.replicas
         specs = store.specs

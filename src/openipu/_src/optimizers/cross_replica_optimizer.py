@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openipu._src.engine.replicas import lockstep
 from openipu._src.ops import cross_replica_ops
 from openipu._src.optimizers import ipu_optimizer, replicas
 
@@ -21,9 +22,12 @@ class CrossReplicaOptimizer(ipu_optimizer.IpuOptimizer):
             grads_and_vars, "CrossReplicaOptimizer.apply_gradients"
         )
         pairs = [(g, v) for g, v in pairs if g is not None]
-        # A stock optimizer's own sum over the replicas of gradient / R is the mean already.
-        if replicas.summing_replica_count() > 1 and isinstance(
-            self._opt, ipu_optimizer.IpuOptimizer
+        # Replicas of a compiled program take the mean, as the original's code does. On a
+        # strategy's mirrored replicas (across processes) a stock optimizer's own sum over
+        # the replicas of gradient / R is the mean already.
+        if lockstep.replica_count() > 1 or (
+            replicas.summing_replica_count() > 1
+            and isinstance(self._opt, ipu_optimizer.IpuOptimizer)
         ):
             pairs = [(cross_replica_ops.cross_replica_mean(g), v) for g, v in pairs]
         return ipu_optimizer.apply_on_each_replica(self._opt, pairs, global_step, name)

@@ -26,12 +26,12 @@ from collections.abc import Callable
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
-from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop, replicated_loop, replication, thread_state
 from openipu._src.engine import region as region_lib
-from openipu._src.engine.replicas import replicated
+from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.optimizers import ipu_optimizer
@@ -298,8 +298,13 @@ class _PipelinePlan:
             )
         self._slots_per_replica = per_replica
         replicas = slots // per_replica
-        stacked = device_loop._prefetch(infeed, self.count * self.repeats * replicas)  # noqa: SLF001
-        if stacked is not None:
+        if lockstep.replica_count() > 1:
+            stacked = self._replica_share_of_infeed(infeed)
+        else:
+            stacked = device_loop._prefetch(infeed, self.count * self.repeats * replicas)  # noqa: SLF001
+        if stacked is not None and lockstep.replica_count() > 1:
+            outer_input = device_loop.StackedInput(stacked)
+        elif stacked is not None:
             # Mini-batch g of repeat i on replica r is element (i * G + g) * R + r.
             lead = [self.repeats, self.count] + ([replicas] if slots > 1 else [])
             stacked = nest.map_structure(lambda t: tf.reshape(t, [*lead, *t.shape[1:]]), stacked)
@@ -340,6 +345,27 @@ class _PipelinePlan:
 
         done = device_loop.repeat(self.repeats, repeat_body, [], outer_input)
         return done if isinstance(done, ops.Operation) else tf.group(done)
+
+    def _replica_share_of_infeed(self, infeed):
+        """This replica's [repeats, mini-batches, ...] infeed elements, fetched once for all.
+
+        Mini-batch g of repeat i on replica r is element (i * G + g) * R + r, as the
+        replicas' infeed queues are filled in turn on the IPU.
+        """
+        if infeed is None:
+            return None
+
+        def fetch_for_all(values: list) -> list:
+            count = len(values)
+            with lockstep.outside_replicas():
+                stacked = device_loop._prefetch(infeed, self.count * self.repeats * count)  # noqa: SLF001
+            if stacked is None:
+                return [None] * count
+            lead = [self.repeats, self.count, count]
+            shaped = nest.map_structure(lambda t: tf.reshape(t, [*lead, *t.shape[1:]]), stacked)
+            return [nest.map_structure(lambda t, r=r: t[:, :, r], shaped) for r in range(count)]
+
+        return lockstep.exchange(None, fetch_for_all, "a pipeline's infeed")
 
     def _stage_host_devices(self, region) -> list[str | None]:
         if region is None or region.device is None:
@@ -612,9 +638,8 @@ def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
     accumulator = _accumulators.get(key)
     if accumulator is None:
         with tf.init_scope():
-            accumulator = resource_variable_ops.ResourceVariable(
+            accumulator = engine_variable(
                 tf.zeros(shape, dtype),
-                trainable=False,
                 name=name.split(":")[0].replace("/", "_") + "_accumulator",
             )
         _accumulators[key] = accumulator

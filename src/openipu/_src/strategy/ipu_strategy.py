@@ -6,9 +6,14 @@ without TensorFlow's own XLA request, inside a region: that way dataset
 iterators and outfeeds in it run on the host while the rest compiles, which
 stock XLA could not do with the iterator inside.
 
-A device of R IPUs runs R replicas of the program (one IPU each), on
-tf.distribute's mirrored machinery (`replicated_extended`); one region holds
-all replicas. With one IPU the strategy is a one-device strategy.
+Replication is a property of the compiled program, as on the IPU: from
+tf.distribute's view the strategy has one replica (`num_replicas_in_sync` is 1,
+tensorflow/python/ipu/ipu_strategy.py), and each program `run` compiles holds R
+replicas built by the engine (`engine.replicas`), R being the IPUs of the device
+configured when it is compiled over the IPUs one replica needs. Reductions in
+replica context (an optimizer summing gradients) are cross-replica sums over
+those R replicas, as the original's `_reduce_to` is on the IPU; outside a
+program they change nothing. `run` returns replica 0's outputs.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.compiler import device_scope
 from openipu._src.engine import region, thread_state
-from openipu._src.strategy.replicated_extended import IPUReplicatedExtended
+from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
 from openipu._src.system import configure, host_devices
 
 
@@ -56,13 +61,15 @@ class IPUExtended(one_device_strategy.OneDeviceExtended):
     def ipu_ordinal(self) -> int:
         return self._ipu_ordinal
 
-
-def _replica_count(ordinal: int) -> int:
-    """Replicas of a one-IPU program on the configured device: one per IPU."""
-    system = configure.maybe_current_system()
-    if system is None or ordinal >= len(system.devices):
-        return 1
-    return system.device(ordinal).num_ipus
+    def _reduce_to(self, reduce_op, value, destinations, options):
+        # tensorflow/python/ipu/ipu_strategy.py: inside an IPU program a reduction is a
+        # cross-replica sum (or mean) over the program's replicas; elsewhere the identity.
+        if lockstep.current() is None or isinstance(value, distribute_values.DistributedValues):
+            return super()._reduce_to(reduce_op, value, destinations, options)
+        total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
+        if reduce_op == tf.distribute.ReduceOp.MEAN:
+            return total / tf.cast(lockstep.replica_count(), total.dtype)
+        return total
 
 
 def _parse_ordinal(ipu_device: str) -> int:
@@ -104,10 +111,6 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 
     def _create_extended(self, ipu_device: str, cpu_device: str):
         """The strategy internals (strategies spanning processes override this)."""
-        ordinal = _parse_ordinal(ipu_device)
-        replicas = _replica_count(ordinal)
-        if replicas > 1:
-            return IPUReplicatedExtended(self, ordinal, _host_device_for(ordinal), replicas)
         return IPUExtended(self, ipu_device, cpu_device)
 
     @property
@@ -133,8 +136,34 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         return self.run(fn, args, kwargs, options)
 
     def _run_in_region(self, fn, args, kwargs, options=None):
-        """One compiled region holding every replica's run of `fn`."""
+        """One compiled program holding every replica's run of `fn`."""
         converted = _converted(fn)
+        if region.current_region() is not None or lockstep.current() is not None:
+            # Inside a program being built (a Keras step): it is replicated already.
+            return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
+        if not isinstance(self.extended, IPUExtended):
+            return self._run_on_strategy_replicas(converted, args, kwargs, options)
+        ordinal = self.extended.ipu_ordinal
+        device = configure.current_system("IPUStrategy.run").device(ordinal)
+
+        def replica():
+            return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
+
+        def attempt(replicas: int):
+            return region.compile_region(
+                lambda: replicated.first_replica_outputs(
+                    replica, replicas, device.num_ipus, ordinal
+                ),
+                [],
+                device.host_device(),
+                ipu_ordinal=ordinal,
+                flat_return_rules=False,
+            )
+
+        return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ordinal}")
+
+    def _run_on_strategy_replicas(self, converted, args, kwargs, options):
+        """One region holding the replicas of a tf.distribute strategy spanning processes."""
         ordinal = self.extended.ipu_ordinal
 
         def build():

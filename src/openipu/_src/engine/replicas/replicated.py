@@ -8,16 +8,21 @@ replicas) reuse the outer part's variable copies.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import tensorflow as tf
 from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
 
+from openipu._src.engine import random_ops
 from openipu._src.engine.replicas import lockstep
 from openipu._src.engine.replicas.variable_copies import ReplicatedVariables
 
 _state = threading.local()
+T = TypeVar("T")
 
 
 class TooManyReplicas(Exception):
@@ -33,30 +38,128 @@ class TooManyReplicas(Exception):
         self.ipus_per_replica = ipus_per_replica
 
 
-def build(fn: Callable[[int], Any], count: int, ipus: int | None = None) -> list[Any]:
+def build(
+    fn: Callable[[int], Any],
+    count: int,
+    ipus: int | None = None,
+    ipu_ordinal: int | None = None,
+) -> list[Any]:
     """`[fn(0), ..., fn(count - 1)]`, each built as one replica of the program.
 
-    `ipus` is how many IPUs the program's device has (see `require_ipus_per_replica`).
+    `ipus` is how many IPUs the program's device has (see `require_ipus_per_replica`);
+    `ipu_ordinal` names the device whose seed streams (one per replica) random ops use.
+    Nested builds inherit both from the outer one.
     """
     if count == 1:
         return lockstep.run_replicas(fn, 1)
     outer: ReplicatedVariables | None = getattr(_state, "variables", None)
     variables = outer or ReplicatedVariables(count, ops.get_default_graph())
     ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
+    ordinal = ipu_ordinal if ipu_ordinal is not None else getattr(_state, "ordinal", None)
 
     def in_replica(index: int) -> Any:
-        previous = (getattr(_state, "variables", None), getattr(_state, "ipus", None))
-        _state.variables, _state.ipus = variables, ipus
+        previous = tuple(getattr(_state, name, None) for name in _INHERITED)
+        _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
         try:
-            with variables.replica(index):
+            with variables.replica(index), _seeded(ordinal, index):
                 return fn(index)
         finally:
-            _state.variables, _state.ipus = previous
+            for name, value in zip(_INHERITED, previous, strict=True):
+                setattr(_state, name, value)
 
     results = lockstep.run_replicas(in_replica, count)
     if outer is None:
         variables.finish()
     return results
+
+
+_INHERITED = ("variables", "ipus", "ordinal")
+
+
+def _seeded(ipu_ordinal: int | None, replica: int):
+    """Each replica draws from its own seed stream of the device, as on the IPU."""
+    if ipu_ordinal is None:
+        return contextlib.nullcontext()
+    return random_ops.seeded_from_device(ipu_ordinal, replica)
+
+
+def first_replica_outputs(
+    fn: Callable[[], Any], count: int, ipus: int, ipu_ordinal: int | None = None
+) -> Any:
+    """Builds `fn()` once per replica; returns replica 0's outputs, made to wait for the others.
+
+    Only replica 0's outputs reach the host, as on the IPU (the original's
+    poplar_executor.cc copies replica 0's output buffers); the other replicas' work
+    runs because replica 0's outputs depend on it.
+    """
+    if count == 1:
+        return build(lambda _: fn(), 1)[0]
+    outputs = build(lambda _: fn(), count, ipus, ipu_ordinal)
+    others = [
+        value
+        for output in outputs[1:]
+        for value in nest.flatten(output)
+        if isinstance(value, (tf.Tensor, tf.Operation))
+    ]
+    if not others:
+        return outputs[0]
+    with tf.control_dependencies(others):
+        done = tf.no_op(name="replicas_done")
+    return _after(outputs[0], done)
+
+
+def _after(outputs: Any, done: tf.Operation) -> Any:
+    """`outputs` (replica 0's) made to wait for `done` (every other replica's work)."""
+    if outputs is None:
+        return done
+    if isinstance(outputs, tf.Operation):
+        return tf.group(outputs, done)
+
+    def wait(value):
+        if isinstance(value, tf.Operation):
+            return tf.group(value, done)
+        if not isinstance(value, tf.Tensor):
+            return value
+        with tf.control_dependencies([done]):
+            return tf.identity(value)
+
+    return nest.map_structure(wait, outputs)
+
+
+def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str) -> T:
+    """`attempt(R)` with as many replicas as the device's IPUs allow.
+
+    A program first assumes one IPU per replica; when building it finds that a
+    replica spans k IPUs (`TooManyReplicas`), it is built again with `ipus // k`
+    replicas (the original's poplar_compiler.cc: replication factor = IPUs / shards).
+    """
+    ipus_per_replica = 1
+    while True:
+        try:
+            return attempt(max(1, ipus // ipus_per_replica))
+        except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
+            retry = _too_many_replicas(error)
+            if retry is None:
+                raise
+            if retry.ipus_per_replica > ipus:
+                raise ValueError(
+                    f"The program needs {retry.ipus_per_replica} IPUs per replica but its "
+                    f"device {device_name} has {ipus}"
+                ) from None
+            if retry.ipus_per_replica <= ipus_per_replica:
+                raise
+            ipus_per_replica = retry.ipus_per_replica
+
+
+def _too_many_replicas(error: BaseException | None) -> TooManyReplicas | None:
+    """The `TooManyReplicas` behind `error` (autograph raises its own, the original as context)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, TooManyReplicas):
+            return error
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
 
 
 def require_ipus_per_replica(count: int) -> None:

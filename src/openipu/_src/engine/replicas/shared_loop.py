@@ -56,6 +56,9 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
 
                 own = list(args[index * count : (index + 1) * count])
                 own_element = nest.map_structure(lambda t: t[index], element[0]) if source else None
+                if buffer is not None:
+                    # A device buffer's element is one argument, whatever its structure.
+                    own_element = (own_element,)
                 tensors, operations = device_loop._call_body(body, own, own_element)  # noqa: SLF001
                 with tf.control_dependencies(operations):
                     return tensors, tf.constant(0)

@@ -28,6 +28,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 
+from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.integration import variable_handles
 
 _ATTRIBUTE = "_openipu_replica_copies"
@@ -58,11 +59,7 @@ class _Copies:
         with _outside_programs(), ops.device(variable.device):
             if initial_value is None:
                 initial_value = tf.zeros(variable.shape, variable.dtype)
-            hidden = tf.Variable(
-                initial_value,
-                trainable=False,
-                name=f"{variable.name.split(':')[0]}/{suffix}",
-            )
+            hidden = engine_variable(initial_value, name=f"{variable.name.split(':')[0]}/{suffix}")
         setattr(hidden, _INTERNAL, True)
         return hidden
 

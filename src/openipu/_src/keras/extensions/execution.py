@@ -12,6 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.util import nest
 
+from openipu._src.engine import replication
 from openipu._src.engine.program import LoopProgram
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import replicated_metrics
@@ -23,7 +24,7 @@ class ExecutionFunction:
     def __init__(self, model, kind: str) -> None:
         self._model = model
         self._kind = kind
-        self._programs: dict[int, LoopProgram] = {}
+        self._programs: dict[tuple[int, int], LoopProgram] = {}
         self._local_metric_names: frozenset = frozenset()
 
     def __call__(self, iterator):
@@ -33,7 +34,7 @@ class ExecutionFunction:
             element = nest.map_structure(lambda t: tf.expand_dims(t, 0), element)
             element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
         batches = int(nest.flatten(element)[0].shape[0])
-        outputs = self._program(batches // replicas)(element)
+        outputs = self._program(batches // replicas, replicas)(element)
         if self._kind == "predict":
             # Keras expects the predictions of an execution concatenated along the batch,
             # in data order: step i of replica r had batch i * R + r.
@@ -49,8 +50,8 @@ class ExecutionFunction:
             )
         return outputs
 
-    def _program(self, steps: int) -> LoopProgram:
-        program = self._programs.get(steps)
+    def _program(self, steps: int, replicas: int) -> LoopProgram:
+        program = self._programs.get((steps, replicas))
         if program is None:
             stand_in = None
             if self._kind == "train":
@@ -66,6 +67,10 @@ class ExecutionFunction:
                 "test": self._test_step,
                 "predict": self._predict_step,
             }[self._kind]
+            # A strategy spanning processes replicates on its own replicas (`LoopProgram`).
+            on_strategy_replicas = (
+                replication.local_replica_count(self._model.distribute_strategy) > 1
+            )
             program = LoopProgram(
                 step,
                 steps,
@@ -73,10 +78,11 @@ class ExecutionFunction:
                 outputs="all" if self._kind == "predict" else "last",
                 group_size=group_size,
                 after_group=stand_in.apply_accumulated if stand_in is not None else None,
+                replicas=1 if on_strategy_replicas else replicas,
                 ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
                 name=f"{self._model.name}_{self._kind}",
             )
-            self._programs[steps] = program
+            self._programs[(steps, replicas)] = program
         return program
 
     def _train_step(self, data, stand_in):

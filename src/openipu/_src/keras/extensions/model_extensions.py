@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import threading
 from collections.abc import Iterator
 
@@ -28,6 +29,7 @@ from openipu._src.keras.extensions.gradient_accumulation import (
 )
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
+from openipu._src.system import configure
 
 #: Keys of `get_config()` under which IPU options are saved with a model.
 SAVED_OPTIONS_KEY = "ipu_options"
@@ -307,16 +309,30 @@ class KerasExtensions:
         return max(mapping[:stages]) + 1 if mapping else stages
 
     def _ipu_replica_count(self) -> int:
-        """Replicas of this model on its device: the device's IPUs over the model's."""
-        # This process's slots: a strategy spanning processes counts all of them in sync.
-        slots = replication.local_replica_count(self.distribute_strategy)
+        """Replicas of this model on its device: the device's IPUs over the model's.
+
+        As the original's extensions_base.py `_get_replication_factor`: the IPUs a
+        replica needs are rounded up to a power of two, and the configured device is
+        read when fit/evaluate/predict run, not when the strategy was created.
+        """
         needed = self._ipu_ipus_per_replica()
-        if slots % needed:
+        slots = replication.local_replica_count(self.distribute_strategy)
+        if slots > 1:
+            # A strategy spanning processes: this process's replica slots, one per IPU.
+            if slots % needed:
+                raise ValueError(
+                    f"Model {self.name!r} needs {needed} IPUs per replica, so its device "
+                    f"requires a multiple of {needed} IPUs; it has {slots}"
+                )
+            return slots // needed
+        device = configure.current_system(f"Model {self.name!r}").device(self._ipu.device_ordinal)
+        shard_count = 2 ** math.ceil(math.log2(needed))
+        if needed > device.num_ipus:
             raise ValueError(
-                f"Model {self.name!r} needs {needed} IPUs per replica, so its device requires "
-                f"a multiple of {needed} IPUs; it has {slots}"
+                f"Current device has {device.num_ipus} IPUs attached, however the current "
+                f"model requires a multiple of {shard_count} IPUs."
             )
-        return slots // needed
+        return device.num_ipus // shard_count
 
     def _accumulation_steps(self) -> int | None:
         """Micro-batches per weight update: the pipeline depth or the accumulation count."""

@@ -126,9 +126,7 @@ class SessionCore:
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
-        self._replicas = Replicas(
-            self.replicationFactor, self._device.ipu_ordinal(), self._device.host_device()
-        )
+        self._replicas = Replicas(self.replicationFactor)
         self._placement = placement.plan(self._model, self._options, self._device)
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
@@ -240,17 +238,16 @@ class SessionCore:
         if self._prepared:
             return
         if self._options.compileEngine:
-            with self._replicas.scope():
-                self._place_variables()
-                self._program = self._build_program()
-                self._compile()
+            self._place_variables()
+            self._program = self._build_program()
+            self._compile()
             if self._can_execute():
                 self._device.ensure_attached_for("run the session")
         self._prepared = True
         self._engine_loaded = loadEngine and self._program is not None
 
     def _place_variables(self) -> None:
-        """Creates the device's variables (one copy per replica: see `replicas.py`)."""
+        """Creates the device's variables (each replica has its copy: see `replicas.py`)."""
         self._weights.place_on(self._device.host_device())
         self._random.place_on(self._device.host_device())
 
@@ -266,6 +263,7 @@ class SessionCore:
             synthetic_data=self._options.syntheticDataMode,
             host_device=self._device.host_device(),
             ipu_ordinal=self._device.ipu_ordinal(),
+            replicas=self.replicationFactor,
             compile_mode=self._compile_mode(),
             name=self._name,
             placement=self._placement,
@@ -306,8 +304,7 @@ class SessionCore:
                 with contextlib.suppress(tf.errors.OpError):
                     self._warm_up()
         finally:
-            with self._replicas.scope():
-                self._random.seed = seed
+            self._random.seed = seed
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
@@ -369,8 +366,7 @@ class SessionCore:
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
-        with self._replicas.scope():
-            outputs = self._program(stacked)
+        outputs = self._program(stacked)
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
         self._engine_loaded = True
@@ -427,8 +423,7 @@ class SessionCore:
 
     def weightsFromHost(self) -> None:  # noqa: N802
         self._require_device_weights("weightsFromHost")
-        with self._replicas.scope():  # every replica's copy
-            self._weights.to_device()
+        self._weights.to_device()  # every replica's copy (see `replicas.py`)
         self._weights_from_host_called = True
         self._host_weights_in_sync = False
 
@@ -571,8 +566,7 @@ class SessionCore:
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
-        with self._replicas.scope():  # every replica's copy
-            self._random.seed = seedValue
+        self._random.seed = seedValue  # every replica's copy (see `replicas.py`)
 
     def getRNGState(self) -> list[int]:  # noqa: N802
         self._require_rng_state("getRNGState")

@@ -51,6 +51,7 @@ class ProgramSpec:
     synthetic_data: SyntheticDataMode
     host_device: str
     ipu_ordinal: int
+    replicas: int
     compile_mode: CompileMode | None
     name: str
     placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
@@ -91,7 +92,7 @@ def build_program(
     fetch = [name for name in anchor_ids if name not in outputs]
 
     together = spec.steps_are_independent
-    # The weights' values read in each graph being built, by replica slot (replicas read
+    # The weights' values read in each graph being built, by replica (replicas read
     # their own copies): steps that run unrolled share one read of each weight, and so one
     # copy of what is computed from it alone (a convolution kernel's transpose), which
     # TensorFlow's common subexpression elimination then merges.
@@ -99,7 +100,7 @@ def build_program(
 
     def read_weights() -> dict[str, tf.Tensor]:
         in_graph = reads.setdefault(tf.compat.v1.get_default_graph(), {})
-        slot = replication.current_slot_index()
+        slot = replication.current_replica_index()
         if slot not in in_graph:
             in_graph[slot] = {
                 name: tf.convert_to_tensor(value) for name, value in initializer_values().items()
@@ -131,6 +132,7 @@ def build_program(
         spec.batches_per_step,
         device_ordinal=spec.ipu_ordinal,
         host_device=spec.host_device,
+        replicas=spec.replicas,
         outputs="last" if spec.returns_last_batch_only else "all",
         compile_mode=spec.compile_mode,
         indexed=together,

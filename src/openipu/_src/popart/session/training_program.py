@@ -89,6 +89,7 @@ def build_training_program(
         program.batches_per_step * spec.accumulation_factor,
         device_ordinal=program.ipu_ordinal,
         host_device=program.host_device,
+        replicas=program.replicas,
         outputs="last" if program.returns_last_batch_only else "all",
         compile_mode=program.compile_mode,
         group_size=spec.accumulation_factor,

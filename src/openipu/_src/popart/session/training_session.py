@@ -319,9 +319,8 @@ class TrainingSession(SessionCore):
         try:
             super()._warm_up()
         finally:
-            with self._replicas.scope():
-                for variable, value in zip(variables, saved, strict=True):
-                    variable.assign(value)
+            for variable, value in zip(variables, saved, strict=True):
+                variable.assign(value)
 
     def _check_can_run(self) -> None:
         if self._weights.weight_ids and not self._weights_from_host_called:
@@ -338,8 +337,7 @@ class TrainingSession(SessionCore):
         new = check_instance(optimizer, Optimizer, "updateOptimizerFromHost optimizer")
         self._optimizer.check_replacement(new, self._trained)
         self._optimizer = new.copy()
-        with self._replicas.scope():
-            self._variables.update_from(self._optimizer)
+        self._variables.update_from(self._optimizer)
 
     def connectStreamToCallback(  # noqa: N802
         self,
