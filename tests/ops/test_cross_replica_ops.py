@@ -119,9 +119,11 @@ def test_assume_equal_across_replicas_returns_its_inputs(run_on_replicas, inplac
         np.testing.assert_array_equal(got[r]["b"][0], r)
 
 
-def test_assume_equal_across_replicas_inplace_must_be_a_bool():
-    with pytest.raises(TypeError, match="inplace must be a bool, got 1"):
-        cross_replica_ops.assume_equal_across_replicas(tf.constant(1.0), inplace=1)
+@pytest.mark.parametrize("inplace", [1, 0, None])
+def test_assume_equal_across_replicas_reads_inplace_for_its_truth(inplace):
+    # The original tests `if not inplace`, so any value works.
+    value = cross_replica_ops.assume_equal_across_replicas(tf.constant([1.0, 2.0]), inplace=inplace)
+    np.testing.assert_array_equal(value, [1.0, 2.0])
 
 
 @pytest.mark.parametrize("gather", [False, True])
