@@ -134,13 +134,25 @@ class LazyModule(types.ModuleType):
     def _load(self) -> types.ModuleType:
         return importlib.import_module(self._target)
 
+    # Of the target's special names only `__all__` is forwarded (star imports read it); the
+    # others (`__path__`, `__file__`, ...) are probed by the import system and copy/pickle,
+    # which must neither load the target nor mistake the proxy for it.
+    _FORWARDED_SPECIAL_NAMES = frozenset({"__all__"})
+
     def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
+        if _is_special(name) and name not in self._FORWARDED_SPECIAL_NAMES:
             raise AttributeError(name)
         return getattr(self._load(), name)
 
     def __dir__(self) -> list[str]:
-        return dir(self._load())
+        # Only what __getattr__ gives: the proxy's own names and the target's public ones.
+        target = dir(self._load())
+        forwarded = {n for n in target if not _is_special(n) or n in self._FORWARDED_SPECIAL_NAMES}
+        return sorted(set(super().__dir__()) | forwarded)
+
+
+def _is_special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):

@@ -199,3 +199,79 @@ def test_every_problem_is_reported_at_once():
     assert "place_ops_on_io_tiles" in message
     assert "repeated: 1" in message
     assert "device_connection.version" in message
+
+
+# -- values the original does not check ---------------------------------------------------
+# tensorflow/python/ipu/config.py checks only the types of these options when they are set,
+# and its backend takes them as they are: a proportion is not range-checked, a tiles_per_ipu
+# <= 0 means the standard number, and the ipu_model category is read only on the IPU model.
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda c: setattr(c.io_tiles, "available_memory_proportion", 1.5),
+        lambda c: setattr(c.io_tiles, "available_memory_proportion", float("nan")),
+        lambda c: setattr(c.io_tiles, "available_memory_proportion", -0.5),
+        lambda c: setattr(c.ipu_model, "tiles_per_ipu", -1),
+        lambda c: setattr(c.ipu_model, "version", "ipu9"),
+        lambda c: setattr(c.ipu_model, "version", ""),
+    ],
+)
+def test_values_the_original_takes_unchecked_configure(change, monkeypatch):
+    from tensorflow.python import ipu
+
+    monkeypatch.delenv("TF_POPLAR_FLAGS", raising=False)
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    change(config)
+    config.configure_ipu_system()
+    try:
+        assert ipu.utils.get_num_of_ipus_in_device("/device:IPU:0") == 1
+    finally:
+        ipu.config.reset_ipu_configuration()
+
+
+# -- the IPU model's rules (TF_POPLAR_FLAGS=--use_ipu_model) --------------------------------
+
+
+@pytest.fixture
+def on_the_ipu_model(monkeypatch):
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_ipu_model")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: setattr(c.ipu_model, "version", ""), 'ipu_model.version is "" but must be set'),
+        (lambda c: setattr(c.ipu_model, "version", "ipu9"), "ipu_model.version is 'ipu9'"),
+        (lambda c: setattr(c, "select_ipus", [0]), "only be specified with `auto_select_ipus`"),
+        (lambda c: setattr(c, "select_ipus", 0), "only be specified with `auto_select_ipus`"),
+        (
+            lambda c: setattr(c.experimental.multi_replica_distribution, "process_count", 2),
+            "multi-replica distribution is not supported on the IPU model",
+        ),
+    ],
+)
+def test_ipu_model_rules(on_the_ipu_model, change, message):
+    from tensorflow.python import ipu
+
+    config = ipu.config.IPUConfig()
+    change(config)
+    with pytest.raises(ValueError, match=message):
+        config.configure_ipu_system()
+
+
+def test_ipu_model_takes_its_own_versions_and_any_tile_count(on_the_ipu_model):
+    from tensorflow.python import ipu
+
+    for version in ("ipu1", "ipu2", "ipu21"):
+        config = ipu.config.IPUConfig()
+        config.auto_select_ipus = 2
+        config.ipu_model.version = version
+        config.ipu_model.tiles_per_ipu = -1
+        config.configure_ipu_system()
+        try:
+            assert ipu.utils.get_num_of_ipus_in_device("/device:IPU:0") == 2
+        finally:
+            ipu.config.reset_ipu_configuration()

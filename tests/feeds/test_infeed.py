@@ -27,7 +27,7 @@ def test_nested_component_with_unknown_shape_is_named():
         ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
 
 
-@pytest.mark.parametrize("depth", [0, -1, 256, 1.5, True])
+@pytest.mark.parametrize("depth", [-1, 256, 1.5, True])
 def test_prefetch_depth_validation(depth):
     dataset = tf.data.Dataset.from_tensor_slices(np.ones([4, 3], np.float32))
     with pytest.raises(ValueError, match="prefetch_depth"):
@@ -39,11 +39,46 @@ def test_prefetch_depth_is_kept():
     assert ipu.ipu_infeed_queue.IPUInfeedQueue(dataset, prefetch_depth=7).prefetch_depth == 7
 
 
-def test_initializer_second_access_raises():
+def test_a_zero_prefetch_depth_is_the_default(ipu_system):
+    # The original takes `prefetch_depth or 3`.
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10), prefetch_depth=0)
+    net = tf.function(
+        lambda: ipu.loops.repeat(4, lambda t, x: t + x, [tf.constant(0, tf.int64)], queue)
+    )
+    assert int(ipu.ipu_strategy.IPUStrategy().run(net)) == 0 + 1 + 2 + 3
+
+
+def test_initializer_second_access_raises_in_a_graph(tf1_graph):
     queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
     queue.initializer  # noqa: B018 - the property access is the test
     with pytest.raises(ValueError, match="already been accessed"):
         queue.initializer  # noqa: B018
+
+
+def test_initializer_may_be_accessed_again_eagerly():
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    queue.initializer  # noqa: B018
+    queue.initializer  # noqa: B018 - no error, as in the original
+
+
+@pytest.mark.parametrize("feed", ["infeed", "outfeed"])
+def test_device_ordinal_defaults_to_the_strategy_device(strategy_on, feed):
+    strategy = strategy_on(1)
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = [1, 1]
+    config.configure_ipu_system()
+    on_second = ipu.ipu_strategy.IPUStrategy("/device:IPU:1")
+
+    def make():
+        if feed == "infeed":
+            return ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+        return ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    assert make().device_ordinal == 0
+    with on_second.scope():
+        assert make().device_ordinal == 1
+    with strategy.scope():
+        assert make().device_ordinal == 0
 
 
 def test_get_next_is_obsolete():

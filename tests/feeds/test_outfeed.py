@@ -79,9 +79,18 @@ def test_dequeue_drains_and_later_enqueues_accumulate(strategy):
     assert outfeed.dequeue().shape[0] == 4
 
 
-def test_dequeue_before_any_enqueue_raises():
+def test_dequeue_before_any_enqueue_raises_in_a_graph(tf1_graph):
     with pytest.raises(ValueError, match="has not been enqueued"):
         ipu.ipu_outfeed_queue.IPUOutfeedQueue().dequeue()
+
+
+def test_dequeue_before_any_enqueue_is_empty_eagerly(strategy):
+    """A thread polling the outfeed may start before training enqueues anything."""
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    assert outfeed.dequeue() == []
+    assert list(outfeed) == []
+    _spec_example(strategy, outfeed, "tensor", 3)
+    assert outfeed.dequeue().shape[0] == 3
 
 
 def test_enqueued_property(strategy):

@@ -92,6 +92,14 @@ def test_all_to_all_of_two_replicas_by_hand(run_on_replicas):
     np.testing.assert_array_equal(got[0], [1, 3])
     np.testing.assert_array_equal(got[1], [2, 4])
 
+    def with_numpy_dimensions(replica):  # int attributes in the original: NumPy ints work
+        x = tf.constant([[1, 2], [3, 4]][replica])
+        return all_to_all_op.all_to_all(x, np.int64(0), np.int32(0), 2)
+
+    again = run_on_replicas(with_numpy_dimensions, 2)
+    np.testing.assert_array_equal(again[0], [1, 3])
+    np.testing.assert_array_equal(again[1], [2, 4])
+
 
 @pytest.mark.parametrize("replicas, k", [(1, 1), (2, 2), (4, 2)])
 def test_compiled_equals_eager_build(run_on_replicas, replicas, k):

@@ -37,6 +37,17 @@ def test_sum_and_mean_within_groups(run_on_replicas, replicas, group_size):
         np.testing.assert_allclose(got[r][1], means[r], rtol=1e-6)
 
 
+def test_a_numpy_group_size_works_as_an_int(run_on_replicas):
+    def fn(replica):
+        x = tf.constant(DATA[replica])
+        return cross_replica_ops.cross_replica_sum(x, replica_group_size=np.int64(2))
+
+    got = run_on_replicas(fn, 4)
+    sums = grouped(DATA, 4, 2, lambda v: v.sum(axis=0))
+    for r in range(4):
+        np.testing.assert_allclose(got[r], sums[r], rtol=1e-6)
+
+
 @pytest.mark.parametrize("replicas, group_size", [(1, None), (2, None), (4, 2)])
 def test_compiled_equals_eager_build(run_on_replicas, replicas, group_size):
     def fn(replica):
@@ -119,9 +130,11 @@ def test_assume_equal_across_replicas_returns_its_inputs(run_on_replicas, inplac
         np.testing.assert_array_equal(got[r]["b"][0], r)
 
 
-def test_assume_equal_across_replicas_inplace_must_be_a_bool():
-    with pytest.raises(TypeError, match="inplace must be a bool, got 1"):
-        cross_replica_ops.assume_equal_across_replicas(tf.constant(1.0), inplace=1)
+@pytest.mark.parametrize("inplace", [1, 0, None])
+def test_assume_equal_across_replicas_reads_inplace_for_its_truth(inplace):
+    # The original tests `if not inplace`, so any value works.
+    value = cross_replica_ops.assume_equal_across_replicas(tf.constant([1.0, 2.0]), inplace=inplace)
+    np.testing.assert_array_equal(value, [1.0, 2.0])
 
 
 @pytest.mark.parametrize("gather", [False, True])

@@ -57,6 +57,13 @@ def test_int64_ids_are_accepted():
     np.testing.assert_array_equal(got, PARAMS[[4, 5]])
 
 
+@pytest.mark.parametrize("serialization_factor", [2.0, np.int64(2), "2"])
+def test_serialization_factor_is_converted_with_int(serialization_factor):
+    # The original takes int(serialization_factor).
+    got = embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=serialization_factor)
+    np.testing.assert_array_equal(got, tf.gather(PARAMS, IDS))
+
+
 def test_serialization_factor_must_divide_the_table():
     with pytest.raises(
         ValueError, match=r"serialization_factor \(5\) must divide dimension 0 of params \(12\)"

@@ -62,13 +62,16 @@ def test_fifo_returns_the_value_of_depth_iterations_ago(ipu_system):
     delayed = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(tf.fill([2], i), depth=2))
     # Iterations 0 and 1 have nothing queued yet (zeros); then i - 2.
     np.testing.assert_array_equal(delayed[:, 0], [0, 0, 0, 1, 2, 3])
-    same = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(i, depth=0))
-    np.testing.assert_array_equal(same, np.arange(6))
+    for depth in (0, -1):  # below 1 there is no queue: the value itself (the original's rule)
+        same = _loop_outputs(ipu_system, lambda i, d=depth: internal_ops.fifo(i, depth=d))
+        np.testing.assert_array_equal(same, np.arange(6))
+    numpy_depth = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(i, depth=np.int64(1)))
+    np.testing.assert_array_equal(numpy_depth, [0, 0, 1, 2, 3, 4])
 
 
 def test_fifo_checks_its_arguments():
-    with pytest.raises(ValueError, match="depth must be a non-negative int, got -1"):
-        internal_ops.fifo(tf.ones([2]), -1)
+    with pytest.raises(ValueError, match="depth must be an int, got 1.5"):
+        internal_ops.fifo(tf.ones([2]), 1.5)
     with pytest.raises(TypeError, match="offload must be a bool"):
         internal_ops.fifo(tf.ones([2]), 1, offload="yes")
 

@@ -120,6 +120,15 @@ def test_serialized_matmul_on_integers():
     np.testing.assert_array_equal(math_ops.serialized_matmul(a, b, 3, "a_rows_b_columns"), a @ b)
 
 
+@pytest.mark.parametrize("factor", [2.0, np.int32(2), "2"])
+def test_serialized_matmul_factor_is_converted_with_int(factor):
+    # The original takes int(serialization_factor).
+    a = RNG.normal(size=(4, 6)).astype(np.float32)
+    b = RNG.normal(size=(6, 2)).astype(np.float32)
+    got = math_ops.serialized_matmul(a, b, factor, "a_rows_b_columns")
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-6)
+
+
 def test_serialized_matmul_factor_must_divide_the_dimension():  # E48
     with pytest.raises(
         ValueError, match=r"serialization_factor 4 must divide dimension m .* size 6"

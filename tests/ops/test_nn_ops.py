@@ -113,6 +113,17 @@ def test_multi_conv_runs_the_convolutions_unchanged():
     np.testing.assert_allclose(jitted[0], expected[0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("options", [None, {}, [], ""])
+def test_multi_conv_takes_any_empty_options(options):
+    # The original reads `options if options else {}`.
+    kernel = tf.constant(RNG.normal(size=(3, 3, 3, 4)).astype(np.float32))
+    images = tf.constant(RNG.normal(size=(1, 5, 5, 3)).astype(np.float32))
+    decorated = nn_ops.multi_conv(options=options)(lambda x: tf.nn.conv2d(x, kernel, 1, "SAME"))
+    np.testing.assert_allclose(
+        decorated(images), tf.nn.conv2d(images, kernel, 1, "SAME"), rtol=1e-6
+    )
+
+
 def test_multi_conv_options_must_be_a_dict():
     with pytest.raises(TypeError, match="options must be a dict.*'planType'"):
         nn_ops.multi_conv(options=[("planType", "serial")])

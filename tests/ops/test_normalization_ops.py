@@ -55,6 +55,14 @@ def test_group_norm_matches_numpy(shape, channels_axis, groups, strided):
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_numpy_ints_for_groups_and_channels_axis():
+    # The original only compares them, so NumPy ints work as ints.
+    x = RNG.normal(size=(2, 6, 3, 3)).astype(np.float32)
+    got = normalization_ops.group_norm(x, groups=np.int64(2), channels_axis=np.int32(1))
+    expected = numpy_group_norm(x, 2, 1, 1.53e-05, True)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_strided_and_contiguous_grouping_differ():
     x = RNG.normal(size=(2, 3, 8)).astype(np.float32)
     strided = normalization_ops.group_norm(x, groups=2, strided_channel_grouping=True)

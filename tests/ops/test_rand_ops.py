@@ -78,6 +78,15 @@ def test_rate_zero_keeps_everything():
     np.testing.assert_array_equal(rand_ops.dropout(X, rate=0.0, seed=[1, 1]), X)
 
 
+@pytest.mark.parametrize("rate", [np.float32(0.25), np.array(0.25), 0.25])
+def test_rate_may_be_any_real_number(rate):
+    """The original only compares the rate with 0 and 1: NumPy values work as floats."""
+    np.testing.assert_array_equal(
+        rand_ops.dropout(X, rate=rate, seed=[3, 4]), rand_ops.dropout(X, rate=0.25, seed=[3, 4])
+    )
+    np.testing.assert_array_equal(rand_ops.dropout(X, rate=False, seed=[3, 4]), X)
+
+
 @pytest.mark.parametrize("rate", [1.0, -0.1, 1.5])
 def test_rate_must_be_a_probability_below_one(rate):
     with pytest.raises(ValueError, match=f"rate must be in \\[0, 1\\), got {rate}"):

@@ -23,6 +23,22 @@ def test_fixed_width_bins_span_the_value_range():
     )
 
 
+@pytest.mark.parametrize(
+    "values, n_bins",
+    [
+        (RNG.normal(size=(4, 25)), 6),  # float64 of rank 2
+        (RNG.normal(size=50).astype(np.float16), np.int64(4)),
+        (RNG.normal(size=50).astype(np.float32), tf.constant(3)),
+    ],
+)
+def test_fixed_width_bins_take_what_linspace_takes(values, n_bins):
+    # The original is linspace(min, max, n_bins) with no checks of its own.
+    got = statistics_ops.fixed_width_bins(values, n_bins)
+    assert got.dtype == values.dtype
+    expected = np.linspace(values.min(), values.max(), int(n_bins))
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize("absolute", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_histogram_matches_numpy(absolute, dtype):

@@ -131,7 +131,7 @@ def test_compiled_equals_eager():
     [
         ("all_reduce", [tf.ones([2, 2])], ValueError, "must have rank 0 or 1"),
         ("reduce_scatter", [tf.ones([2, 2])], ValueError, "must have rank 0 or 1"),
-        ("all_reduce", [tf.ones([2]), tf.ones([2], tf.int32)], TypeError, "same dtype"),
+        ("all_reduce", [tf.ones([2]), tf.ones([2], tf.int32)], ValueError, "same dtype"),
         ("reduce_scatter", [], ValueError, "input_shards is empty"),
         ("all_reduce", tf.ones([2]), TypeError, "must be a list of tensors"),
         ("all_gather", [tf.ones([2]), tf.ones([2, 1])], ValueError, "same rank"),
@@ -141,6 +141,16 @@ def test_bad_shards(function, shards, error, message):
     args = (shards,) if function == "all_gather" else (shards, "COLLECTIVE_OP_ADD")
     with pytest.raises(error, match=message):
         getattr(within_replica_ops, function)(*args)
+
+
+def test_a_tensor_given_for_two_shards_is_refused():
+    # As the original: each shard's tensor lives on its own IPU, so one tensor cannot be two.
+    shard = tf.ones([2])
+    for function in ("all_reduce", "reduce_scatter"):
+        with pytest.raises(ValueError, match="duplicate entries"):
+            getattr(within_replica_ops, function)([shard, shard], "COLLECTIVE_OP_ADD")
+    with pytest.raises(ValueError, match="duplicate entries"):
+        within_replica_ops.all_gather([shard, shard])
 
 
 def test_bad_op():

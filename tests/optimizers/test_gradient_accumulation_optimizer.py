@@ -69,6 +69,16 @@ def assert_histories_match(got, expected):
             np.testing.assert_allclose(value, w, rtol=3e-5, atol=1e-6, err_msg=f"step {step}")
 
 
+@pytest.mark.parametrize("count", [np.int64(N), float(N)])
+def test_num_mini_batches_may_be_any_whole_number(replicas, count):
+    """The original only checks num_mini_batches >= 1: a NumPy int or 3.0 counts as 3."""
+    a, b = problem(STEPS, 1)
+    got, _ = train(
+        replicas(1), lambda: GradientAccumulationOptimizerV2(SGD(0.1).make(), count), a, b
+    )
+    assert_histories_match(got, numpy_train(SGD(0.1), a, b, N))
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", sorted(REFERENCES))
 def test_v2_accumulates_then_applies(replicas, method, kind):
@@ -304,7 +314,7 @@ def test_device_loop_in_a_compiled_tf1_program(ipu_system, tf1_graph):
     "kwargs, error, message",
     [
         ({"num_mini_batches": 0}, ValueError, "num_mini_batches must be a positive int"),
-        ({"num_mini_batches": True}, ValueError, "num_mini_batches must be a positive int"),
+        ({"num_mini_batches": 2.5}, ValueError, "num_mini_batches must be a positive int"),
         ({"dtype": tf.int32}, TypeError, "accumulators must have a floating dtype"),
         ({"dtype": "no such type"}, TypeError, "dtype must be None, a floating DType"),
         ({"reduction_method": "median"}, ValueError, "reduction_method must be one of"),

@@ -63,12 +63,25 @@ def test_too_many_ipus_and_non_powers_of_two(manager):
         popart.popart_exception, match=f"{2 * total} IPUs: the emulated machine has {total}"
     ):
         manager.acquireAvailableDevice(2 * total)
-    with pytest.raises(
-        popart.popart_exception, match="3 IPUs: a multi-IPU device has a power-of-two"
-    ):
-        manager.acquireAvailableDevice(3)
-    assert manager.tryAcquireAvailableDevice(3) is None
+    # The original's try variant refuses a count that is not a power of two too: it is a
+    # mistake, not an unavailable device.
+    for acquire in (manager.acquireAvailableDevice, manager.tryAcquireAvailableDevice):
+        with pytest.raises(popart.popart_exception, match="3 IPUs.*must be a power of two"):
+            acquire(3)
     assert manager.tryAcquireAvailableDevice(2 * total) is None
+
+
+def test_hardware_devices_are_not_acquired_with_a_never_connection(manager):
+    never = popart.DeviceConnectionType.Never
+    for acquire in (manager.acquireAvailableDevice, manager.tryAcquireAvailableDevice):
+        with pytest.raises(popart.popart_exception, match="createOfflineIPUDevice"):
+            acquire(1, connectionType=never)
+    for acquire in (manager.acquireDeviceById, manager.tryAcquireDeviceById):
+        with pytest.raises(popart.popart_exception, match="createOfflineIPUDevice"):
+            acquire(0, connectionType=never)
+    # Enumerating them is how a program gets hardware devices that never attach.
+    (device,) = manager.enumerateDevices(numIpus=topology.num_emulated_ipus(), connectionType=never)
+    assert device.connectionType is never and not device.isAttached
 
 
 def test_acquire_fails_when_the_machine_is_full(manager):
@@ -229,3 +242,58 @@ def _cpus():
     import tensorflow as tf
 
     return tf.config.list_logical_devices("CPU")
+
+
+def test_a_subclass_may_retry_with_the_try_variant():
+    """A common wrapper: acquireAvailableDevice overridden to poll tryAcquireAvailableDevice."""
+
+    class RetryingManager(popart.DeviceManager):
+        def acquireAvailableDevice(self, numIpus=1, *args, **kwargs):  # noqa: N802, N803
+            for _ in range(3):
+                device = self.tryAcquireAvailableDevice(numIpus, *args, **kwargs)
+                if device is not None:
+                    return device
+            raise RuntimeError(f"no device with {numIpus} IPUs after 3 tries")
+
+        def acquireDeviceById(self, id, *args, **kwargs):  # noqa: N802, A002
+            device = self.tryAcquireDeviceById(id, *args, **kwargs)
+            if device is None:
+                raise RuntimeError(f"device {id} is busy")
+            return device
+
+    manager = RetryingManager()
+    total = topology.num_emulated_ipus()
+    with manager.acquireAvailableDevice(2) as pair:
+        assert pair.numIpus == 2 and pair.isAttached
+        with manager.acquireDeviceById(total + 1) as second_pair:  # ids: 1-IPU devices first
+            assert second_pair.driverIds == [2, 3]
+        with pytest.raises(RuntimeError, match="device 0 is busy"):
+            manager.acquireDeviceById(0)
+    with manager.acquireAvailableDevice(total):
+        with pytest.raises(RuntimeError, match="after 3 tries"):
+            manager.acquireAvailableDevice(1)
+
+
+def test_a_monkeypatch_may_fall_back_on_the_original_method(monkeypatch):
+    """A patched tryAcquireAvailableDevice that calls the original acquireAvailableDevice,
+    and a patched acquireAvailableDevice that calls the original try variant."""
+    original_acquire = popart.DeviceManager.acquireAvailableDevice
+    original_try = popart.DeviceManager.tryAcquireAvailableDevice
+
+    def try_via_acquire(self, *args, **kwargs):
+        try:
+            return original_acquire(self, *args, **kwargs)
+        except popart.popart_exception:
+            return None
+
+    def acquire_via_try(self, *args, **kwargs):
+        device = original_try(self, *args, **kwargs)
+        assert device is not None
+        return device
+
+    monkeypatch.setattr(popart.DeviceManager, "tryAcquireAvailableDevice", try_via_acquire)
+    monkeypatch.setattr(popart.DeviceManager, "acquireAvailableDevice", acquire_via_try)
+    manager = popart.DeviceManager()
+    with manager.acquireAvailableDevice(4) as device:
+        assert device.driverIds == [0, 1, 2, 3]
+        assert manager.tryAcquireAvailableDevice(topology.num_emulated_ipus()) is None

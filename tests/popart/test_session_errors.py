@@ -232,7 +232,7 @@ def test_offline_and_never_connected_devices_compile_but_do_not_run(small_model)
         popart.popart_exception, match="Offline IPU device is not configured for execution"
     ):
         session.run(popart.PyStepIO({}, session.initAnchorArrays()))
-    never = manager.acquireAvailableDevice(1, connectionType=popart.DeviceConnectionType.Never)
+    never = manager.enumerateDevices(connectionType=popart.DeviceConnectionType.Never)[0]
     session = session_for(small_model, never)
     session.prepareDevice()
     with pytest.raises(popart.popart_exception, match="DeviceConnectionType.Never"):

@@ -153,9 +153,11 @@ def variable_weight_session(model, device, batches_per_step=1):
 
 def test_read_weights_after_weights_to_host(small_model, ipu_model_device):
     session = variable_weight_session(small_model, ipu_model_device)
-    target = {small_model.w: np.zeros((4, 3), np.float32)}
-    with pytest.raises(popart.popart_exception, match="after weightsToHost"):
-        session.readWeights(popart.PyWeightsIO(target))
+    target = {small_model.w: np.ones((4, 3), np.float32)}
+    # Before weightsToHost the host stream buffers are still as prepareDevice made them:
+    # zeros, as in the original (no error).
+    session.readWeights(popart.PyWeightsIO(target))
+    np.testing.assert_array_equal(target[small_model.w], np.zeros((4, 3), np.float32))
     session.weightsToHost()
     session.readWeights(popart.PyWeightsIO(target))
     np.testing.assert_array_equal(target[small_model.w], small_model.weights[small_model.w])
@@ -221,17 +223,41 @@ def test_constant_weights_refuse_write_and_reset(small_model, ipu_model_device):
         session.resetHostWeights(small_model.proto)
 
 
-def test_write_weights_checks_ids_types_and_order(small_model, ipu_model_device):
+@pytest.mark.parametrize("prepare_first", [True, False])
+def test_write_weights_needs_no_weights_from_host_before_it(
+    small_model, ipu_model_device, prepare_first
+):
+    """The original's usual start: write the weights, then weightsFromHost sends them."""
     options = popart.SessionOptions()
     options.constantWeights = False
     session = make_session(small_model, ipu_model_device, options=options)
-    session.prepareDevice()
-    good = popart.PyWeightsIO({small_model.w: np.ones((4, 3), np.float32)})
-    with pytest.raises(popart.popart_exception, match="only be called after weightsFromHost"):
-        session.writeWeights(good)
+    if prepare_first:
+        session.prepareDevice()
+    new_w = np.full((4, 3), -0.5, np.float32)
+    session.writeWeights(popart.PyWeightsIO({small_model.w: new_w}))
+    if not prepare_first:
+        session.prepareDevice()
     session.weightsFromHost()
-    with pytest.raises(popart.popart_exception, match="no weight 'nope'"):
-        session.writeWeights(popart.PyWeightsIO({"nope": np.ones(3, np.float32)}))
+    x = np.ones((2, 4), np.float32)
+    weights = {**small_model.weights, small_model.w: new_w}
+    np.testing.assert_allclose(
+        run_once(session, small_model, x)[small_model.y],
+        reference_outputs(small_model, x, weights)[small_model.y],
+        1e-6,
+    )
+
+
+def test_write_weights_ignores_other_ids_and_checks_types(small_model, ipu_model_device):
+    session = variable_weight_session(small_model, ipu_model_device)
+    new_w = np.full((4, 3), 2.0, np.float32)
+    # Ids that are no weight of the session are skipped, as Devicex::writeWeights does.
+    session.writeWeights(popart.PyWeightsIO({"nope": np.ones(3, np.float32), small_model.w: new_w}))
+    session.weightsFromHost()
+    session.weightsToHost()
+    target = {small_model.w: np.zeros((4, 3), np.float32), "nope": np.zeros(3, np.float32)}
+    session.readWeights(popart.PyWeightsIO(target))
+    np.testing.assert_array_equal(target[small_model.w], new_w)
+    np.testing.assert_array_equal(target["nope"], np.zeros(3, np.float32))
     with pytest.raises(popart.popart_exception, match="has dtype float64"):
         session.writeWeights(popart.PyWeightsIO({small_model.w: np.ones((4, 3))}))
 

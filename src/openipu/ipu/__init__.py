@@ -5,14 +5,15 @@ per emulated IPU, which must happen before TensorFlow starts its runtime.
 Submodules load on first use, as attributes (`ipu.config`) or imports.
 """
 
-import importlib
-
 import _openipu_startup
+from openipu._src.lazy_submodules import LazySubmodules
 from openipu._src.system import host_devices
 
 host_devices.ensure_logical_devices()
 
-_SUBMODULES = frozenset(
+_submodules = LazySubmodules(
+    __name__,
+    "tensorflow.python.ipu",
     {
         "config",
         "data",
@@ -39,15 +40,10 @@ _SUBMODULES = frozenset(
         "utils",
     }
     | _openipu_startup.IPU_OPERATOR_MODULES
-    | _openipu_startup.IPU_OPTIMIZER_MODULES
+    | _openipu_startup.IPU_OPTIMIZER_MODULES,
 )
-
-
-def __getattr__(name: str):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'tensorflow.python.ipu' has no attribute {name!r}")
+__getattr__ = _submodules.attribute
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _SUBMODULES)
+    return _submodules.listing(globals())

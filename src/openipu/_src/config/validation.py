@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from openipu._src.config.enums import DeviceConnectionType
+from openipu._src.feeds import poplar_flags
 
 if TYPE_CHECKING:
     from openipu._src.config.ipu_config import IPUConfig
@@ -125,8 +126,39 @@ def _check_ipu_selection(config: "IPUConfig") -> list[str]:
     return problems
 
 
+def _check_ipu_model(config: "IPUConfig") -> list[str]:
+    """The IPU model's own rules, which apply only when the program targets it
+    (`--use_ipu_model`): tensorflow/python/ipu/config.py checks the first three when it
+    converts the config, and Poplar refuses a model of an unknown version. Without the model
+    the original ignores `ipu_model`, whatever its values (a negative tiles_per_ipu, say)."""
+    if not poplar_flags.use_ipu_model():
+        return []
+    problems = []
+    version = config.ipu_model.version
+    if version == "":
+        problems.append('ipu_model.version is "" but must be set when using the IPUModel')
+    elif version not in IPU_VERSIONS:
+        problems.append(
+            f"ipu_model.version is {version!r}, but the IPUModel has the versions "
+            f"{', '.join(repr(v) for v in IPU_VERSIONS)}"
+        )
+    if config.experimental.multi_replica_distribution.process_count > 0:
+        problems.append(
+            "experimental.multi_replica_distribution.process_count is "
+            f"{config.experimental.multi_replica_distribution.process_count}, but "
+            "multi-replica distribution is not supported on the IPU model"
+        )
+    if _is_set(config.select_ipus):
+        problems.append(
+            f"select_ipus is {config.select_ipus!r}, but when using the IPUModel, the devices "
+            "to attach to can only be specified with `auto_select_ipus`"
+        )
+    return problems
+
+
 _RULES: tuple[Callable[["IPUConfig"], list[str]], ...] = (
     _check_ipu_selection,
+    _check_ipu_model,
     _check_device_connection_version,
     _check_multi_replica_distribution,
     _check_io_tiles,

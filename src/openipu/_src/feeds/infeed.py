@@ -19,7 +19,12 @@ _DEFAULT_PREFETCH_DEPTH = 3
 
 
 def validate_device_ordinal(device_ordinal) -> int:
-    if isinstance(device_ordinal, bool) or not isinstance(device_ordinal, int):
+    """The queue's IPU device. None (the original's default) is the ordinal of the IPUStrategy
+    in scope, or 0 (ipu_infeed_queue.py and ipu_outfeed_queue.py)."""
+    if device_ordinal is None:
+        extended = tf.distribute.get_strategy().extended
+        return getattr(extended, "ipu_ordinal", 0)
+    if not isinstance(device_ordinal, int):
         raise ValueError(f"device_ordinal must be an int, got {device_ordinal!r}")
     if device_ordinal < 0:
         raise ValueError(f"device_ordinal must be >= 0, got {device_ordinal}")
@@ -27,7 +32,8 @@ def validate_device_ordinal(device_ordinal) -> int:
 
 
 def _validate_prefetch_depth(prefetch_depth) -> int | None:
-    if prefetch_depth is None:
+    # The original takes `prefetch_depth or 3`: 0 means the default too.
+    if prefetch_depth is None or (prefetch_depth == 0 and not isinstance(prefetch_depth, bool)):
         return None
     if isinstance(prefetch_depth, bool) or not isinstance(prefetch_depth, int):
         raise ValueError(f"prefetch_depth must be an int or None, got {prefetch_depth!r}")
@@ -58,7 +64,7 @@ class IPUInfeedQueue:
     def __init__(
         self,
         dataset: tf.data.Dataset,
-        device_ordinal: int = 0,
+        device_ordinal: int | None = None,
         prefetch_depth: int | None = None,
         optimise_latency: bool = False,
         **kwargs,
@@ -116,7 +122,9 @@ class IPUInfeedQueue:
     @property
     def initializer(self):
         """The operation that initialises the queue (TF1 sessions must run it first)."""
-        if self._initializer_accessed:
+        # Only a graph's initializer is given once; eagerly each access gives a new one
+        # (ipu_infeed_queue.py).
+        if self._initializer_accessed and not tf.executing_eagerly():
             raise ValueError(
                 "The initializer of this IPUInfeedQueue has already been accessed: "
                 "run the operation it returned once, instead of asking for it again"

@@ -65,7 +65,7 @@ class IPUOutfeedQueue:
     def __init__(
         self,
         outfeed_mode: IPUOutfeedMode | None = None,
-        device_ordinal: int = 0,
+        device_ordinal: int | None = None,
         buffer_depth: int = 3,
         optimise_latency: bool = False,
     ) -> None:
@@ -226,6 +226,10 @@ class IPUOutfeedQueue:
     def dequeue(self, wait_for_completion: bool = False):
         """The enqueued values since the last dequeue (all of them, or the last: see the mode)."""
         if self._structure is None or self._store is None:
+            # Eagerly, a dequeue before the first enqueue (often from a thread polling the
+            # queue while training starts) gives [], as in ipu_outfeed_queue.py.
+            if tf.executing_eagerly():
+                return []
             raise ValueError(
                 "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
                 "a program that calls `enqueue` on it first"

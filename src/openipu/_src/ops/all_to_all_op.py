@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.ops import collectives
@@ -41,7 +42,8 @@ def all_to_all(
             ("split_dimension", split_dimension),
             ("concat_dimension", concat_dimension),
         ):
-            if isinstance(dimension, bool) or not isinstance(dimension, int):
+            # An int attribute of the original's op: NumPy ints work too.
+            if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
                 raise TypeError(f"all_to_all: {label} must be an int, got {dimension!r}")
             if rank is None or not 0 <= dimension < rank:
                 raise ValueError(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine import replication
@@ -130,7 +131,11 @@ def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
     count = replica_count()
     if group_size is None:
         group_size = count
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+    # An int attribute of the original's ops: NumPy ints work too.
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)):
+        raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
+    group_size = int(group_size)
+    if group_size < 1:
         raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
     if count % group_size:
         raise ValueError(

@@ -14,8 +14,8 @@ def assume_equal_across_replicas(tensors, inplace: bool = False):
     cannot diverge between replicas; with or without `inplace`, the values pass
     through.
     """
-    if not isinstance(inplace, bool):
-        raise TypeError(f"assume_equal_across_replicas: inplace must be a bool, got {inplace!r}")
+    # `inplace` is read for its truth only (ops/cross_replica_ops.py: `if not inplace`), and
+    # changes nothing here.
     return tf.nest.map_structure(tf.identity, tensors)
 
 

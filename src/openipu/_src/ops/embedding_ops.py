@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.ops.int_argument import as_int
+
 
 def embedding_lookup(params, ids, name=None, serialization_factor: int = 1) -> tf.Tensor:
     """Looks up `ids` in `params` (a drop-in for `tf.nn.embedding_lookup`).
@@ -15,10 +17,8 @@ def embedding_lookup(params, ids, name=None, serialization_factor: int = 1) -> t
     each into a slice of `params` along dimension 0, and the results summed:
     the numbers are those of one lookup, ids outside `params` give zeros.
     """
-    if isinstance(serialization_factor, bool) or not isinstance(serialization_factor, int):
-        raise TypeError(
-            f"embedding_lookup: serialization_factor must be an int, got {serialization_factor!r}"
-        )
+    # The original takes int(serialization_factor) (ops/embedding_ops.py).
+    serialization_factor = as_int(serialization_factor, "embedding_lookup: serialization_factor")
     if serialization_factor < 1:
         raise ValueError(
             f"embedding_lookup: serialization_factor must be >= 1, got {serialization_factor}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import resource_variable_ops
 
@@ -18,12 +19,12 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     the program is built, with a counter saying which slot is oldest. `offload`
     (Poplar remote buffers) is accepted and kept: storage is host memory here.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"fifo: depth must be a non-negative int, got {depth!r}")
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
+        raise ValueError(f"fifo: depth must be an int, got {depth!r}")
     if not isinstance(offload, bool):
         raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
     x = tf.convert_to_tensor(x)
-    if depth == 0:
+    if depth < 1:  # no queue at all, as in ops/internal_ops.py (a negative depth too)
         return tf.identity(x, name=name)
     if not x.shape.is_fully_defined():
         raise ValueError(f"fifo: x must have a fully defined shape, got {x.shape}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.ops.int_argument import as_int
+
 _SERIALIZATION_DIMENSIONS = ("a_columns", "a_rows_b_columns", "b_rows")
 
 
@@ -60,10 +62,8 @@ def serialized_matmul(
             f"serialized_matmul: serialization_dimension must be one of "
             f"{', '.join(_SERIALIZATION_DIMENSIONS)}, got {serialization_dimension!r}"
         )
-    if isinstance(serialization_factor, bool) or not isinstance(serialization_factor, int):
-        raise TypeError(
-            f"serialized_matmul: serialization_factor must be an int, got {serialization_factor!r}"
-        )
+    # The original takes int(serialization_factor): 2.0 and "2" work as 2 (ops/math_ops.py).
+    serialization_factor = as_int(serialization_factor, "serialized_matmul: serialization_factor")
     if serialization_factor < 1:
         raise ValueError(
             f"serialized_matmul: serialization_factor must be >= 1, got {serialization_factor}"

@@ -62,7 +62,8 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
     those of running them one after the other, which is what happens here.
     `options` (PopLibs multi-convolution flags) are checked and kept.
     """
-    if options is not None and not isinstance(options, dict):
+    # As the original, any empty value means no options ("options if options else {}").
+    if options and not isinstance(options, dict):
         raise TypeError(f"multi_conv: options must be a dict, got {options!r}")
 
     def decorate(inner: Callable) -> Callable:

@@ -15,6 +15,7 @@ variable scope; `tf1_variables` makes that work inside TF2 functions too.
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.ops import tf1_variables
@@ -127,13 +128,14 @@ def channel_layout(shape: tf.TensorShape, channels_axis: int, what: str) -> tupl
         raise ValueError(f"{what}: the inputs have undefined rank (shape {shape})")
     if rank < 2:
         raise ValueError(f"{what}: the inputs must have rank >= 2, got shape {shape}")
-    if isinstance(channels_axis, bool) or not isinstance(channels_axis, int):
+    # Plain comparisons in the original: NumPy ints work as well as ints.
+    if isinstance(channels_axis, bool) or not isinstance(channels_axis, (int, np.integer)):
         raise TypeError(f"{what}: channels_axis must be an int, got {channels_axis!r}")
     if not -rank <= channels_axis < rank:
         raise ValueError(
             f"{what}: channels_axis {channels_axis} is out of bounds for rank {rank} inputs"
         )
-    axis = channels_axis % rank
+    axis = int(channels_axis) % rank
     if axis not in (1, rank - 1):
         raise ValueError(
             f"{what}: unsupported data format, the channels dimension must be 1 or the last "
@@ -148,7 +150,7 @@ def channel_layout(shape: tf.TensorShape, channels_axis: int, what: str) -> tupl
 
 
 def check_groups(groups: int, channels: int, what: str) -> None:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{what}: groups must be an int >= 1, got {groups!r}")
     if groups > channels:
         raise ValueError(f"{what}: invalid groups {groups} for {channels} channels")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import tensorflow as tf
 
 from openipu._src.system import seeds
@@ -24,8 +23,14 @@ def dropout(x, rate: float = 0.5, noise_shape=None, seed=None, name=None, **kwar
     """Zeroes each element of `x` with probability `rate`; scales the rest by 1 / (1 - rate)."""
     if kwargs:
         logger.warning("rand_ops.dropout: ignoring unsupported arguments %s", sorted(kwargs))
-    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)):
-        raise TypeError(f"dropout: rate must be a float in [0, 1), got {rate!r}")
+    # The original compares `rate` with 0 and 1 as it is: any real number (a NumPy array of
+    # one value, a bool) passes the same range check (ops/rand_ops.py).
+    try:
+        if isinstance(rate, (str, bytes)):  # not comparable with numbers
+            raise TypeError
+        rate = float(rate)
+    except (TypeError, ValueError):
+        raise TypeError(f"dropout: rate must be a float in [0, 1), got {rate!r}") from None
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
     with tf.name_scope(name or "dropout"):

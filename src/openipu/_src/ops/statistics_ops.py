@@ -13,14 +13,17 @@ _VALUE_DTYPES = (tf.float16, tf.float32)
 
 
 def fixed_width_bins(inputs, n_bins: int) -> tf.Tensor:
-    """`n_bins` evenly spaced levels from the smallest to the largest value of `inputs`."""
+    """`n_bins` evenly spaced levels from the smallest to the largest value of `inputs`.
+
+    As the original (ops/statistics_ops.py), this is `linspace(min, max, n_bins)` with no
+    checks of its own: inputs of any shape and floating type, n_bins an int or a tensor.
+    """
     inputs = tf.convert_to_tensor(inputs)
-    _check_values(inputs, "inputs", "fixed_width_bins")
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"fixed_width_bins: n_bins must be an int >= 1, got {n_bins!r}")
+    # float16 levels are spaced in float32 and rounded once (linspace has no float16 kernel).
+    compute_dtype = tf.float32 if inputs.dtype == tf.float16 else inputs.dtype
     levels = tf.linspace(
-        tf.cast(tf.reduce_min(inputs), tf.float32),
-        tf.cast(tf.reduce_max(inputs), tf.float32),
+        tf.cast(tf.reduce_min(inputs), compute_dtype),
+        tf.cast(tf.reduce_max(inputs), compute_dtype),
         n_bins,
     )
     return tf.cast(levels, inputs.dtype)

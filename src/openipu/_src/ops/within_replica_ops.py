@@ -69,11 +69,19 @@ def _check_shards(input_shards, what: str) -> list[tf.Tensor]:
         raise TypeError(f"{what}: input_shards must be a list of tensors, one per shard")
     if not input_shards:
         raise ValueError(f"{what}: input_shards is empty: give one tensor per shard")
+    # The original's rules and exception types (_validate_inputs in ops/within_replica_ops.py):
+    # each shard's tensor is a different tensor, all of one dtype.
+    refs = [shard.ref() for shard in input_shards if tf.is_tensor(shard)]
+    if len(set(refs)) != len(refs):
+        raise ValueError(
+            f"{what}: input_shards should not contain any duplicate entries (each shard gives "
+            "its own tensor)"
+        )
     shards = [tf.convert_to_tensor(shard) for shard in input_shards]
     dtypes = {shard.dtype for shard in shards}
     if len(dtypes) != 1:
         names = sorted(dtype.name for dtype in dtypes)
-        raise TypeError(f"{what}: input_shards must all have the same dtype, got {names}")
+        raise ValueError(f"{what}: input_shards must all have the same dtype, got {names}")
     return shards
 
 

@@ -13,6 +13,7 @@ the original did: replicas exchange gradients only when they apply them.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -218,9 +219,11 @@ def _verify_usage(opt, verify_usage: bool, what: str) -> None:
 
 
 def _check_count(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
-    return value
+    # The original checks only `num_mini_batches < 1` and gives the value to an int attribute
+    # (optimizers/gradient_accumulation_optimizer.py): NumPy ints and whole floats work.
+    if isinstance(value, numbers.Real) and float(value).is_integer() and value >= 1:
+        return int(value)
+    raise ValueError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
 
 
 def _check_optional_bool(value, parameter: str, what: str) -> bool | None:

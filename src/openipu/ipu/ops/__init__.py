@@ -1,15 +1,13 @@
 """`tensorflow.python.ipu.ops`: the IPU operator modules (also reachable as `ipu.<module>`)."""
 
-import importlib
-
 import _openipu_startup
+from openipu._src.lazy_submodules import LazySubmodules
 
-
-def __getattr__(name: str):
-    if name in _openipu_startup.IPU_OPERATOR_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'tensorflow.python.ipu.ops' has no attribute {name!r}")
+_submodules = LazySubmodules(
+    __name__, "tensorflow.python.ipu.ops", _openipu_startup.IPU_OPERATOR_MODULES
+)
+__getattr__ = _submodules.attribute
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _openipu_startup.IPU_OPERATOR_MODULES)
+    return _submodules.listing(globals())

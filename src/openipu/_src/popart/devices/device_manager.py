@@ -74,16 +74,21 @@ def _check_option_keys(options: Any, allowed: tuple[str, ...], device: str) -> M
 
 
 class DeviceManager:
-    """The device manager. `DeviceManager()` is one shared object, as in the original."""
+    """The device manager. `DeviceManager()` is one shared object, as in the original.
 
-    _instance: DeviceManager | None = None
+    A user's subclass gets one object of its own class, so that its overriding methods are
+    the ones called; every manager shares the one machine and attach timeout, as the
+    original's Python objects all wrap its one C++ device manager.
+    """
+
+    _instances: dict[type, DeviceManager] = {}
+    _attach_timeout = 0.0  # seconds; set on DeviceManager itself, shared by subclasses
 
     def __new__(cls) -> DeviceManager:
-        if cls._instance is None:
-            instance = super().__new__(cls)
-            instance._attach_timeout = 0.0
-            cls._instance = instance
-        return cls._instance
+        instance = DeviceManager._instances.get(cls)
+        if instance is None:
+            instance = DeviceManager._instances[cls] = super().__new__(cls)
+        return instance
 
     def __init__(self) -> None:
         # Split the host CPU into one device per IPU now, before TensorFlow starts, if it can.
@@ -113,6 +118,11 @@ class DeviceManager:
             if entry.num_ipus == numIpus
         ]
 
+    # The public acquire methods share private helpers and never call each other through the
+    # instance: user code often wraps or replaces one of them (a subclass or monkeypatch whose
+    # acquireAvailableDevice retries with tryAcquireAvailableDevice, or calls the original
+    # method), which must not recurse back into itself.
+
     def acquireAvailableDevice(  # noqa: N802
         self,
         numIpus: int = 1,  # noqa: N803
@@ -121,42 +131,25 @@ class DeviceManager:
         connectionType: DeviceConnectionType = DeviceConnectionType.Always,  # noqa: N803
         selectionCriterion: DeviceSelectionCriterion = DeviceSelectionCriterion.First,  # noqa: N803
     ) -> DeviceInfo:
-        """A free device with `numIpus` IPUs, attached unless the connection is not Always."""
-        check_int(numIpus, "acquireAvailableDevice numIpus")
-        tiles = self._hardware_tiles(tilesPerIpu)
-        check_enum(pattern, SyncPattern, "acquireAvailableDevice pattern")
-        check_enum(connectionType, DeviceConnectionType, "acquireAvailableDevice connectionType")
-        check_enum(
-            selectionCriterion,
-            DeviceSelectionCriterion,
-            "acquireAvailableDevice selectionCriterion",
+        """A free device with `numIpus` IPUs, attached unless the connection is OnDemand."""
+        device = self._try_acquire_available(
+            numIpus, tilesPerIpu, pattern, connectionType, selectionCriterion
         )
-        total = topology.num_emulated_ipus()
-        if numIpus > total:
-            raise popart_exception(
-                f"Failed to acquire a device with {numIpus} IPUs: the emulated machine has "
-                f"{total} IPUs (set {topology.NUM_IPUS_ENV} for a larger one)"
-            )
-        if not topology.is_power_of_two(numIpus):
-            raise popart_exception(
-                f"Failed to acquire a device with {numIpus} IPUs: a multi-IPU device has a "
-                "power-of-two number of IPUs (1, 2, 4, 8, 16, ...)"
-            )
-        free = [
-            entry
-            for entry in topology.device_listing()
-            if entry.num_ipus == numIpus and ipu_pool.all_free(entry.ipus)
-        ]
-        if selectionCriterion is DeviceSelectionCriterion.Random:
-            random.shuffle(free)
-        for entry in free:
-            device = self._hardware_device(entry, tiles, connectionType, pattern)
-            if connectionType is not DeviceConnectionType.Always or device.attach():
-                return device
-        attached = sorted(ipu_pool.attached_ipus())
-        raise popart_exception(
-            f"Failed to acquire a device with {numIpus} IPUs: no free device of that size on "
-            f"the emulated machine of {total} IPUs (attached IPUs: {attached})"
+        if device is None:
+            raise popart_exception(self._unavailable_reason(numIpus))
+        return device
+
+    def tryAcquireAvailableDevice(  # noqa: N802
+        self,
+        numIpus: int = 1,  # noqa: N803
+        tilesPerIpu: int = 0,  # noqa: N803
+        pattern: SyncPattern = SyncPattern.Full,
+        connectionType: DeviceConnectionType = DeviceConnectionType.Always,  # noqa: N803
+        selectionCriterion: DeviceSelectionCriterion = DeviceSelectionCriterion.First,  # noqa: N803
+    ) -> DeviceInfo | None:
+        """As acquireAvailableDevice, but None when no such device is free."""
+        return self._try_acquire_available(
+            numIpus, tilesPerIpu, pattern, connectionType, selectionCriterion
         )
 
     def acquireDeviceById(  # noqa: N802
@@ -165,41 +158,36 @@ class DeviceManager:
         pattern: SyncPattern = SyncPattern.Full,
         connectionType: DeviceConnectionType = DeviceConnectionType.Always,  # noqa: N803
     ) -> DeviceInfo:
-        """The device with this `gc-info -l` id, attached unless the connection is not Always."""
-        check_int(id, "acquireDeviceById id")
-        check_enum(pattern, SyncPattern, "acquireDeviceById pattern")
-        check_enum(connectionType, DeviceConnectionType, "acquireDeviceById connectionType")
+        """The device with this `gc-info -l` id, attached unless the connection is OnDemand."""
+        device = self._try_acquire_by_id(id, pattern, connectionType)
+        if device is not None:
+            return device
         listing = topology.device_listing()
         if not 0 <= id < len(listing):
             raise popart_exception(
                 f"Failed to acquire device with id {id}: the emulated machine of "
                 f"{topology.num_emulated_ipus()} IPUs has device ids 0 to {len(listing) - 1}"
             )
-        device = self._hardware_device(
-            listing[id], self._hardware_tiles(0), connectionType, pattern
+        busy = sorted(ipu_pool.attached_ipus() & set(listing[id].ipus))
+        raise popart_exception(
+            f"Failed to acquire device with id {id}: its IPUs {busy} are attached to another device"
         )
-        if connectionType is DeviceConnectionType.Always and not device.attach():
-            busy = sorted(ipu_pool.attached_ipus() & set(listing[id].ipus))
-            raise popart_exception(
-                f"Failed to acquire device with id {id}: its IPUs {busy} are attached to "
-                "another device"
-            )
-        return device
 
-    def tryAcquireAvailableDevice(self, *args: Any, **kwargs: Any) -> DeviceInfo | None:  # noqa: N802
-        """As acquireAvailableDevice, but None when no such device is available."""
-        return self._or_none(self.acquireAvailableDevice, *args, **kwargs)
-
-    def tryAcquireDeviceById(self, *args: Any, **kwargs: Any) -> DeviceInfo | None:  # noqa: N802
+    def tryAcquireDeviceById(  # noqa: N802
+        self,
+        id: int,  # noqa: A002
+        pattern: SyncPattern = SyncPattern.Full,
+        connectionType: DeviceConnectionType = DeviceConnectionType.Always,  # noqa: N803
+    ) -> DeviceInfo | None:
         """As acquireDeviceById, but None when the device cannot be acquired."""
-        return self._or_none(self.acquireDeviceById, *args, **kwargs)
+        return self._try_acquire_by_id(id, pattern, connectionType)
 
     def setOnDemandAttachTimeout(self, attachTimeout: int) -> None:  # noqa: N802, N803
         """How long (seconds) an OnDemand device keeps trying to attach."""
         seconds = check_int(attachTimeout, "setOnDemandAttachTimeout attachTimeout")
         if seconds < 0:
             raise popart_exception(f"The attach timeout must be >= 0 seconds, got {seconds}")
-        self._attach_timeout = float(seconds)
+        DeviceManager._attach_timeout = float(seconds)
 
     # -- devices outside the machine -------------------------------------------------------
 
@@ -300,11 +288,81 @@ class DeviceManager:
             _version_option(options, device),
         )
 
-    @staticmethod
-    def _or_none(acquire, *args: Any, **kwargs: Any) -> DeviceInfo | None:
-        try:
-            return acquire(*args, **kwargs)
-        except OptionTypeError:
-            raise  # a programming error, not an unavailable device
-        except popart_exception:
+    def _try_acquire_available(
+        self,
+        num_ipus: int,
+        tiles_per_ipu: int,
+        pattern: SyncPattern,
+        connection_type: DeviceConnectionType,
+        selection_criterion: DeviceSelectionCriterion,
+    ) -> DeviceInfo | None:
+        # As DeviceManager::tryAcquireAvailableDevice (willow/src/devicemanager.cpp): a count
+        # that is not a power of two and a Never connection are errors even for the try
+        # variant; a count no free device has gives None.
+        check_int(num_ipus, "acquireAvailableDevice numIpus")
+        tiles = self._hardware_tiles(tiles_per_ipu)
+        check_enum(pattern, SyncPattern, "acquireAvailableDevice pattern")
+        check_enum(connection_type, DeviceConnectionType, "acquireAvailableDevice connectionType")
+        check_enum(
+            selection_criterion,
+            DeviceSelectionCriterion,
+            "acquireAvailableDevice selectionCriterion",
+        )
+        if num_ipus > 0 and not topology.is_power_of_two(num_ipus):
+            raise popart_exception(
+                f"You have attempted to acquire {num_ipus} IPUs. The number of IPUs requested "
+                "must be a power of two (1, 2, 4, 8, 16, ...)"
+            )
+        _refuse_never_connection(connection_type)
+        free = [
+            entry
+            for entry in topology.device_listing()
+            if entry.num_ipus == num_ipus and ipu_pool.all_free(entry.ipus)
+        ]
+        if selection_criterion is DeviceSelectionCriterion.Random:
+            random.shuffle(free)
+        for entry in free:
+            device = self._hardware_device(entry, tiles, connection_type, pattern)
+            if connection_type is not DeviceConnectionType.Always or device.attach():
+                return device
+        return None
+
+    def _try_acquire_by_id(
+        self, device_id: int, pattern: SyncPattern, connection_type: DeviceConnectionType
+    ) -> DeviceInfo | None:
+        check_int(device_id, "acquireDeviceById id")
+        check_enum(pattern, SyncPattern, "acquireDeviceById pattern")
+        check_enum(connection_type, DeviceConnectionType, "acquireDeviceById connectionType")
+        _refuse_never_connection(connection_type)
+        listing = topology.device_listing()
+        if not 0 <= device_id < len(listing):
             return None
+        device = self._hardware_device(
+            listing[device_id], self._hardware_tiles(0), connection_type, pattern
+        )
+        if connection_type is DeviceConnectionType.Always and not device.attach():
+            return None
+        return device
+
+    @staticmethod
+    def _unavailable_reason(num_ipus: int) -> str:
+        total = topology.num_emulated_ipus()
+        if num_ipus > total:
+            return (
+                f"Failed to acquire a device with {num_ipus} IPUs: the emulated machine has "
+                f"{total} IPUs (set {topology.NUM_IPUS_ENV} for a larger one)"
+            )
+        return (
+            f"Failed to acquire a device with {num_ipus} IPUs: no free device of that size on "
+            f"the emulated machine of {total} IPUs (attached IPUs: "
+            f"{sorted(ipu_pool.attached_ipus())})"
+        )
+
+
+def _refuse_never_connection(connection_type: DeviceConnectionType) -> None:
+    # willow/src/devicemanager.cpp refuses this in both the acquire and the try variants.
+    if connection_type is DeviceConnectionType.Never:
+        raise popart_exception(
+            "Trying to acquire a hardware device when connectionType is "
+            "DeviceConnectionType::Never. For offline compilation, use createOfflineIPUDevice"
+        )

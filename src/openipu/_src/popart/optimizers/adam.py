@@ -195,8 +195,7 @@ class Adam(Optimizer):
                 "weightDecay": "weight decay",
                 "beta1": "beta1",
                 "beta2": "beta2",
-                "maxWeightNorm": "max weight norm",
-            },
+            },  # and no check of maxWeightNorm, as Adam::runValueChecks in adam.cpp
             where,
         )
         check_eps(values, where)

@@ -12,7 +12,7 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.popart.errors import OptionTypeError, popart_exception
-from openipu._src.popart.optimizers.values import _float
+from openipu._src.popart.optimizers.values import pybind_float
 
 
 class ClipNormSettings:
@@ -24,11 +24,9 @@ class ClipNormSettings:
                 f"ClipNormSettings weightIds must be a list of str, got {weightIds!r}"
             )
         self._weight_ids = list(weightIds)
-        self._max_norm = _float(maxNorm, "ClipNormSettings maxNorm")
-        if self._max_norm <= 0:
-            raise popart_exception(
-                f"ClipNormSettings maxNorm must be positive, got {self._max_norm}"
-            )
+        # Any float, as the original's binding takes it (willow/src/clipnormsettings.cpp checks
+        # no range).
+        self._max_norm = pybind_float(maxNorm, "ClipNormSettings maxNorm")
         self._all = not self._weight_ids
 
     @staticmethod

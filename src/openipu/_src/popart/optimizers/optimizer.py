@@ -118,9 +118,10 @@ class Optimizer:
         self._specific: dict[str, dict[str, OptimizerValue]] = {}
         self._clip_norm_settings = list(clip_norm_settings)
         self._accum_type: tf.DType | None = None  # the gradient accumulators' (None: weight's)
-        if self._loss_scaling.val() <= 0:
+        # Only 0 (and NaN) is refused: willow/src/optimizer.cpp accepts a negative scaling.
+        if not (self._loss_scaling.val() > 0 or self._loss_scaling.val() < 0):
             raise popart_exception(
-                f"{self.NAME}: lossScaling must be positive, got {self._loss_scaling.val()}"
+                f"Loss scaling cannot be 0: {self.NAME} lossScaling is {self._loss_scaling.val()}"
             )
         self._check_values(self._defaults, "default")
 

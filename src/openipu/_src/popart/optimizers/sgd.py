@@ -48,10 +48,10 @@ _NESTEROV = "nesterov"
 
 
 class SGD(Optimizer):
-    """`SGD(values, clip_norm_settings=[], accumulatorAndMomentum=Combined,
+    """`SGD(pyd, clip_norm_settings=[], accumulatorAndMomentum=Combined,
     accumType=DataType.UNDEFINED, accl1Type=DataType.UNDEFINED, debugContext="sgd")`.
 
-    `values` maps `defaultLearningRate` (0.1), `defaultWeightDecay` (0), `defaultMomentum`
+    `pyd` (the original's name for it) maps `defaultLearningRate` (0.1), `defaultWeightDecay` (0), `defaultMomentum`
     (0), `defaultDampening` (0), `defaultVelocityScaling` (1), `lossScaling` (1) and
     `nesterov` (0) to `(value, isConst)` tuples.
     """
@@ -69,7 +69,7 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        values: Mapping[str, Any] | None = None,
+        pyd: Mapping[str, Any] | None = None,
         clip_norm_settings: list[ClipNormSettings] | None = None,
         accumulatorAndMomentum: SGDAccumulatorAndMomentum = SGDAccumulatorAndMomentum.Combined,  # noqa: N803
         accumType: DataType = DataType.UNDEFINED,  # noqa: N803
@@ -77,7 +77,7 @@ class SGD(Optimizer):
         debugContext: Any = "sgd",  # noqa: N803
     ) -> None:
         super().__init__(
-            _nesterov_as_float(values or {}),
+            pyd or {},
             check_clip_norm_settings(clip_norm_settings or [], "SGD clip_norm_settings"),
         )
         self._mode = check_enum(
@@ -86,9 +86,6 @@ class SGD(Optimizer):
         self._accum_type = storage_type(accumType, "SGD accumType")
         self._accl1_type = storage_type(accl1Type, "SGD accl1Type")
         self._debug_context = debugContext
-
-    def insertSpecific(self, weightId: str, values: Mapping[str, Any]) -> None:  # noqa: N802, N803
-        super().insertSpecific(weightId, _nesterov_as_float(values))
 
     # -- the original's value maps ----------------------------------------------------------
 
@@ -191,13 +188,3 @@ class ConstSGD(SGD):
             },
             clip_norm_settings,
         )
-
-
-def _nesterov_as_float(values: Any) -> Any:
-    """`nesterov` may be given as a bool (`(True, True)`), which the other keys may not."""
-    if not isinstance(values, Mapping) or _NESTEROV not in values:
-        return values
-    value = values[_NESTEROV]
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bool):
-        values = {**values, _NESTEROV: (float(value[0]), value[1])}
-    return values

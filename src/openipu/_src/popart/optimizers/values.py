@@ -19,22 +19,19 @@ from openipu._src.popart.errors import OptionTypeError, popart_exception
 
 class OptimizerValue:
     """`OptimizerValue()`, `OptimizerValue(val)` (const), `OptimizerValue(val, isConst)` or
-    `OptimizerValue((val, isConst))`."""
+    `OptimizerValue((val, isConst))`, with the values converted as the original's bindings
+    convert them (python/popart._internal.ir/bindings/op/optimizervalue.cpp)."""
 
-    def __init__(self, *args: Any) -> None:
-        if len(args) == 1 and isinstance(args[0], tuple):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) == 1 and not kwargs and isinstance(args[0], tuple):
             args = args[0]
-        if len(args) > 2:
-            raise OptionTypeError(f"OptimizerValue takes (val, isConst), got {args!r}")
-        value = args[0] if args else 0.0
-        is_const = args[1] if len(args) == 2 else True
-        self._val = _float(value, "OptimizerValue val")
-        if not isinstance(is_const, (bool, np.bool_)):
-            raise OptionTypeError(
-                f"OptimizerValue isConst must be a bool, got {is_const!r} "
-                f"({type(is_const).__name__})"
-            )
-        self._is_const = bool(is_const)
+            if len(args) != 2:
+                raise OptionTypeError(
+                    f"OptimizerValue takes a (val, isConst) pair, got {args!r} of {len(args)}"
+                )
+        value, is_const = _bind_arguments(args, kwargs)
+        self._val = pybind_float(value, "OptimizerValue val")
+        self._is_const = pybind_bool(is_const, "OptimizerValue isConst")
 
     def val(self) -> float:
         return self._val
@@ -88,12 +85,44 @@ class HyperParameter:
     default: float
 
 
-def _float(value: Any, where: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
+def _bind_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """(val, isConst) from the arguments of OptimizerValue(val=0.0, isConst=True)."""
+    names = ("val", "isConst")
+    unknown = sorted(set(kwargs) - set(names))
+    if len(args) > 2 or unknown:
+        raise OptionTypeError(
+            f"OptimizerValue takes (val, isConst), got {args!r} and keywords {sorted(kwargs)}"
+        )
+    bound = dict(zip(names, args, strict=False))
+    for name in names:
+        if name in kwargs:
+            if name in bound:
+                raise OptionTypeError(f"OptimizerValue got two values for {name}")
+            bound[name] = kwargs[name]
+    return bound.get("val", 0.0), bound.get("isConst", True)
+
+
+def pybind_float(value: Any, where: str) -> float:
+    """`value` as a C++ float argument of the original's bindings: pybind11 converts any
+    Python number (bools and NumPy scalars included), but no string."""
+    if isinstance(value, (str, bytes)):
         raise OptionTypeError(f"{where} must be a float, got {value!r} ({type(value).__name__})")
-    return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise OptionTypeError(
+            f"{where} must be a float, got {value!r} ({type(value).__name__})"
+        ) from None
+
+
+def pybind_bool(value: Any, where: str) -> bool:
+    """`value` as a C++ bool argument converted by pybind11: True, False, None (False) and
+    numbers (0 is False), NumPy's included; not strings or containers."""
+    if value is None:
+        return False
+    if isinstance(value, (bool, np.bool_, int, float, np.integer, np.floating)):
+        return bool(value)
+    raise OptionTypeError(f"{where} must be a bool, got {value!r} ({type(value).__name__})")
 
 
 def parse_values(
@@ -123,15 +152,15 @@ def parse_values(
 
 
 def _optimizer_value(value: Any, where: str) -> OptimizerValue:
+    # The original casts each value to std::pair<float, bool> after checking it is a tuple
+    # (getOptimizerValueDictionary in python/popart/popart_core/popart.cpp).
     if isinstance(value, OptimizerValue):
         return value
-    if (
-        not isinstance(value, tuple)
-        or len(value) != 2
-        or not isinstance(value[1], (bool, np.bool_))
-    ):
+    if not isinstance(value, tuple) or len(value) != 2:
         raise OptionTypeError(
             f"{where} must be a tuple (value: float, isConst: bool), got {value!r} "
             f"({type(value).__name__})"
         )
-    return OptimizerValue(_float(value[0], f"{where} value"), bool(value[1]))
+    return OptimizerValue(
+        pybind_float(value[0], f"{where} value"), pybind_bool(value[1], f"{where} isConst")
+    )

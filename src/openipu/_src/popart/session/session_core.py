@@ -438,8 +438,8 @@ class SessionCore:
     def writeWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
         check_instance(weightsIo, PyWeightsIO, "writeWeights weightsIo")
         self._refuse_if_constant_weights("writeWeights")
-        if not self._weights_from_host_called:
-            raise popart_exception("writeWeights may only be called after weightsFromHost()")
+        # It changes the host weights only (Session::writeWeights in willow/src/session.cpp):
+        # no weightsFromHost, not even prepareDevice, needs to come first.
         self._weights.write_from(weightsIo)
 
     def resetHostWeights(  # noqa: N802

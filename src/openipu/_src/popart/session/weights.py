@@ -100,24 +100,27 @@ class WeightStore:
 
     # -- user arrays ---------------------------------------------------------------------
 
+    # readWeights and writeWeights go over the session's weights and use the arrays the user
+    # gave for them; other ids are ignored, as Devicex::readWeights and writeWeights do
+    # (willow/src/popx/devicex.cpp).
+
     def read_into(self, weights_io: PyWeightsIO) -> None:
-        if self._streamed is None:
-            raise popart_exception(
-                "readWeights may only be called after weightsToHost(): the host stream "
-                "buffers are empty"
-            )
         for name in weights_io.weightIds():
-            value = self._streamed.get(name)
-            if value is None:
-                raise popart_exception(self._not_a_weight(name, "readWeights"))
+            if name not in self.host:
+                continue
+            if self._streamed is None:
+                # Before weightsToHost the host stream buffers hold what Devicex::prepare
+                # allocated them with: zeros.
+                value = np.zeros_like(self.host[name])
+            else:
+                value = self._streamed[name]
             target = weights_io.array(name)
             self._check_array(name, target, value, "readWeights")
             target[...] = value.reshape(target.shape)
 
     def write_from(self, weights_io: PyWeightsIO) -> None:
-        for name in weights_io.weightIds():
-            if name not in self.host:
-                raise popart_exception(self._not_a_weight(name, "writeWeights"))
+        written = [name for name in weights_io.weightIds() if name in self.host]
+        for name in written:
             if name not in self.weight_ids and name not in self.state_ids:
                 raise popart_exception(
                     f"writeWeights: '{name}' ({self.host[name].dtype}) is constant data compiled "
@@ -125,7 +128,7 @@ class WeightStore:
                 )
             source = weights_io.array(name)
             self._check_array(name, source, self.host[name], "writeWeights")
-        for name in weights_io.weightIds():
+        for name in written:
             self.host[name] = np.array(weights_io.array(name)).reshape(self.host[name].shape)
 
     def reset_from_model(self, model: onnx.ModelProto, ignore_unknown: bool) -> None:
@@ -155,9 +158,6 @@ class WeightStore:
                 f"{what}: the array for '{name}' has dtype {given.dtype} and shape "
                 f"{list(given.shape)}, but the weight is {weight.dtype} {list(weight.shape)}"
             )
-
-    def _not_a_weight(self, name: str, what: str) -> str:
-        return f"{what}: no weight '{name}' in the session (weights: {sorted(self.host)})"
 
 
 def _embeddable(array: np.ndarray) -> bool:
