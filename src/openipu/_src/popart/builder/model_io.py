@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import GraphProto, ModelProto, TensorProto
 
+from openipu._src.popart.builder.graph_walk import iter_graphs
+from openipu._src.popart.builder.model_checks import check_model
 from openipu._src.popart.errors import popart_exception
 
 
@@ -36,10 +38,7 @@ def load_model(model_or_filename: Any) -> ModelProto:
             "modelProtoOrFilename must be serialized ModelProto bytes or an .onnx file name, "
             f"got {type(model_or_filename).__name__}"
         )
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as error:
-        raise popart_exception(f"{what} is not a valid ONNX model: {error}") from None
+    check_model(model, what)
     return model
 
 
@@ -52,17 +51,6 @@ def _parse(data: bytes, what: str) -> ModelProto:
     if not model.HasField("graph"):
         raise popart_exception(f"{what} are not a serialized ONNX ModelProto: it has no graph")
     return model
-
-
-def iter_graphs(graph: GraphProto) -> Iterator[GraphProto]:
-    """The graph and every subgraph nested in its nodes' attributes."""
-    yield graph
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from iter_graphs(attribute.g)
-            for subgraph in attribute.graphs:
-                yield from iter_graphs(subgraph)
 
 
 def names_in_graph(graph: GraphProto) -> set[str]:

@@ -17,6 +17,7 @@ from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.options.enums import VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
+from openipu._src.popart.session.op_versions import check_op_versions
 
 PARTIALS_TYPES = ("", "float", "half")
 
@@ -64,6 +65,8 @@ def check_options(
     _check_values(options)
     _check_virtual_graphs(options, device, model)
     _check_pipelining(options, device, data_flow, model, training)
+    if options.strictOpVersions:
+        check_op_versions(model)
     if training:
         _check_gradient_reduction(options)
 

@@ -41,6 +41,7 @@ from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
 from openipu._src.popart.session import (
     executable_file,
+    memory_budget,
     model_writer,
     option_rules,
     placement,
@@ -237,6 +238,7 @@ class SessionCore:
         check_instance(loadEngine, bool, "prepareDevice loadEngine")
         if self._prepared:
             return
+        memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
         if self._options.compileEngine:
             self._place_variables()
             self._program = self._build_program()

@@ -416,7 +416,9 @@ class ScatterReduceOp(Op):
         grids = tf.meshgrid(*[tf.range(dims[i]) for i in range(rank)], indexing="ij")
         grids[axis] = index
         coordinates = tf.reshape(tf.stack(grids, axis=-1), [-1, rank])
-        return scatter_reduce(initial, coordinates, tf.reshape(source, [-1]), reduction)
+        # poplibs' multiUpdate, which the original scatters with, ignores out-of-range indices.
+        keep = tf.reshape((index >= 0) & (index < self.attrs.axis_size), [-1])
+        return scatter_reduce(initial, coordinates, tf.reshape(source, [-1]), reduction, keep)
 
 
 @graphcore_op("ScatterReduce")

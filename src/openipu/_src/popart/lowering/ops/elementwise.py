@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -80,7 +81,9 @@ class Pow(BinaryOp):
         return tf.pow(base, tf.cast(exponent, base.dtype))
 
 
-@register_op("Mod", since=(10, 13))
+# Mod-28 defines fmod=0 on floats (floor division, with IEEE special cases): floormod computes
+# it, as the onnx conformance cases test_mod_float_edge_cases_fmod_0_* check.
+@register_op("Mod", since=(10, 13, 28))
 class Mod(BinaryOp):
     def setup(self) -> None:
         if self.attrs.fmod not in (0, 1):
@@ -108,16 +111,27 @@ class VariadicOp(Op):
         raise NotImplementedError
 
 
+def nan_propagating(function: Callable, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+    """Max or Min where a NaN operand gives NaN, as in onnxruntime and onnx's reference
+    (numpy's maximum); TensorFlow's CPU kernels return the other operand."""
+    result = widened(function, a, b)
+    if not result.dtype.is_floating:
+        return result
+    a, b = tf.cast(a, result.dtype), tf.cast(b, result.dtype)
+    nan = tf.constant(float("nan"), result.dtype)
+    return tf.where(tf.math.is_nan(a) | tf.math.is_nan(b), nan, result)
+
+
 @register_op("Max", since=(1, 6, 8, 12, 13))
 class Max(VariadicOp):
     def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        return widened(tf.maximum, a, b)
+        return nan_propagating(tf.maximum, a, b)
 
 
 @register_op("Min", since=(1, 6, 8, 12, 13))
 class Min(VariadicOp):
     def combine(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        return widened(tf.minimum, a, b)
+        return nan_propagating(tf.minimum, a, b)
 
 
 @register_op("Sum", since=(1, 6, 8, 13))

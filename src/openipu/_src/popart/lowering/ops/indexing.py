@@ -1,4 +1,11 @@
-"""Indexing: Gather*, Scatter*, OneHot, Compress, NonZero, TopK, Unique."""
+"""Indexing: Gather*, Scatter*, OneHot, Compress, NonZero, TopK, Unique.
+
+Out-of-range indices (outside [-size, size)) are never clamped, which is what XLA's gather
+would do silently. The original's Gather documents undefined data for them, or zeros with
+`zero_OOR` (python/popxl/python_files/ops/gather.py, willow/src/popx/op/gatherx.cpp): the
+gathers here give zeros. Its scatters update through poplibs' multiUpdate, which ignores
+out-of-range indices: the scatters here drop those updates.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +23,27 @@ def wrap_negative(indices: tf.Tensor, length: tf.Tensor | int) -> tf.Tensor:
     return tf.where(indices < 0, indices + tf.cast(length, tf.int64), indices)
 
 
+def in_range_indices(indices: tf.Tensor, length: tf.Tensor | int) -> tuple[tf.Tensor, tf.Tensor]:
+    """(indices wrapped, with out-of-range ones replaced by 0; a mask of the in-range ones)."""
+    wrapped = wrap_negative(indices, length)
+    in_range = (wrapped >= 0) & (wrapped < tf.cast(length, tf.int64))
+    return tf.where(in_range, wrapped, tf.zeros_like(wrapped)), in_range
+
+
+def zeros_where_out_of_range(values: tf.Tensor, in_range: tf.Tensor, axis: int) -> tf.Tensor:
+    """`values` gathered along `axis` (where `in_range`'s dims are) with zeros where it is False."""
+    trailing = values.shape.rank - axis - in_range.shape.rank
+    ones = [tf.ones([count], tf.int32) for count in (axis, trailing)]
+    mask = tf.reshape(in_range, tf.concat([ones[0], tf.shape(in_range), ones[1]], 0))
+    return tf.where(mask, values, tf.zeros_like(values))
+
+
 @register_op("Gather", since=(1, 11, 13))
 class Gather(Op):
     def compute(self, data: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
         axis = normalize_axis(self.attrs.axis, data.shape.rank)
-        indices = wrap_negative(indices, tf.shape(data, out_type=tf.int64)[axis])
-        return tf.gather(data, indices, axis=axis)
+        indices, in_range = in_range_indices(indices, tf.shape(data, out_type=tf.int64)[axis])
+        return zeros_where_out_of_range(tf.gather(data, indices, axis=axis), in_range, axis)
 
 
 def element_coordinates(indices: tf.Tensor, axis: int) -> tf.Tensor:
@@ -37,8 +59,9 @@ def element_coordinates(indices: tf.Tensor, axis: int) -> tf.Tensor:
 class GatherElements(Op):
     def compute(self, data: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
         axis = normalize_axis(self.attrs.axis, data.shape.rank)
-        indices = wrap_negative(indices, tf.shape(data, out_type=tf.int64)[axis])
-        return tf.gather_nd(data, element_coordinates(indices, axis))
+        indices, in_range = in_range_indices(indices, tf.shape(data, out_type=tf.int64)[axis])
+        gathered = tf.gather_nd(data, element_coordinates(indices, axis))
+        return tf.where(in_range, gathered, tf.zeros_like(gathered))
 
 
 @register_op("GatherND", since=(11, 12, 13))
@@ -47,32 +70,40 @@ class GatherND(Op):
         batch_dims = self.attrs.get("batch_dims") or 0
         depth = indices.shape[-1]
         dims = tf.shape(data, out_type=tf.int64)[batch_dims : batch_dims + depth]
-        indices = wrap_negative(indices, dims)
-        return tf.gather_nd(data, indices, batch_dims=batch_dims)
+        indices, in_range = in_range_indices(indices, dims)
+        gathered = tf.gather_nd(data, indices, batch_dims=batch_dims)
+        return zeros_where_out_of_range(gathered, tf.reduce_all(in_range, axis=-1), 0)
 
 
 def scatter_reduce(
-    data: tf.Tensor, coordinates: tf.Tensor, updates: tf.Tensor, reduction: str
+    data: tf.Tensor,
+    coordinates: tf.Tensor,
+    updates: tf.Tensor,
+    reduction: str,
+    keep: tf.Tensor,
 ) -> tf.Tensor:
-    """Scatter ``updates`` [N] to ``coordinates`` [N, rank] of ``data``, combining by reduction."""
-    if reduction == "none":
-        return tf.tensor_scatter_nd_update(data, coordinates, updates)
+    """Scatter ``updates`` [N] to ``coordinates`` [N, rank] of ``data``, combining by reduction;
+    the updates where ``keep`` [N] is False (out-of-range coordinates) are dropped."""
     dims = tf.shape(data, out_type=tf.int64)
     size = tf.reduce_prod(dims)
     strides = tf.math.cumprod(dims, exclusive=True, reverse=True)
     linear = tf.reduce_sum(coordinates * strides, axis=-1)
-    flat = tf.reshape(data, [-1])
-    if reduction == "add":
-        combined = flat + tf.math.unsorted_segment_sum(updates, linear, size)
+    # Dropped updates go to one slot past the end, which is cut off again below.
+    linear = tf.where(keep, linear, tf.fill(tf.shape(linear), size))
+    flat = tf.concat([tf.reshape(data, [-1]), tf.zeros([1], data.dtype)], 0)
+    if reduction == "none":
+        combined = tf.tensor_scatter_nd_update(flat, linear[:, tf.newaxis], updates)
+    elif reduction == "add":
+        combined = flat + tf.math.unsorted_segment_sum(updates, linear, size + 1)
     elif reduction == "mul":
-        combined = flat * tf.math.unsorted_segment_prod(updates, linear, size)
+        combined = flat * tf.math.unsorted_segment_prod(updates, linear, size + 1)
     elif reduction == "max":
-        combined = tf.maximum(flat, tf.math.unsorted_segment_max(updates, linear, size))
+        combined = tf.maximum(flat, tf.math.unsorted_segment_max(updates, linear, size + 1))
     elif reduction == "min":
-        combined = tf.minimum(flat, tf.math.unsorted_segment_min(updates, linear, size))
+        combined = tf.minimum(flat, tf.math.unsorted_segment_min(updates, linear, size + 1))
     else:
         raise ValueError(f"unknown reduction {reduction!r}")
-    return tf.reshape(combined, dims)
+    return tf.reshape(combined[:size], dims)
 
 
 def check_reduction(op: Op) -> None:
@@ -89,10 +120,14 @@ class ScatterElements(Op):
 
     def compute(self, data: tf.Tensor, indices: tf.Tensor, updates: tf.Tensor) -> tf.Tensor:
         axis = normalize_axis(self.attrs.axis, data.shape.rank)
-        indices = wrap_negative(indices, tf.shape(data, out_type=tf.int64)[axis])
+        indices, in_range = in_range_indices(indices, tf.shape(data, out_type=tf.int64)[axis])
         coordinates = tf.reshape(element_coordinates(indices, axis), [-1, data.shape.rank])
         return scatter_reduce(
-            data, coordinates, tf.reshape(updates, [-1]), self.attrs.get("reduction") or "none"
+            data,
+            coordinates,
+            tf.reshape(updates, [-1]),
+            self.attrs.get("reduction") or "none",
+            tf.reshape(in_range, [-1]),
         )
 
 
@@ -103,31 +138,35 @@ class ScatterND(Op):
 
     def compute(self, data: tf.Tensor, indices: tf.Tensor, updates: tf.Tensor) -> tf.Tensor:
         reduction = self.attrs.get("reduction") or "none"
-        indices = tf.cast(indices, tf.int64)
-        if reduction == "none":
-            return tf.tensor_scatter_nd_update(data, indices, updates)
         # Expand slice-addressing index tuples to one coordinate per updated element.
         rank = data.shape.rank
         depth = indices.shape[-1]
-        trailing = tf.shape(data, out_type=tf.int64)[depth:]
+        dims = tf.shape(data, out_type=tf.int64)
+        indices, in_range = in_range_indices(indices, dims[:depth])
+        keep = tf.reshape(tf.reduce_all(in_range, axis=-1), [-1, 1])
         flat_indices = tf.reshape(indices, [-1, 1, depth])
+        count = tf.shape(flat_indices)[0]
         if depth < rank:
+            trailing = dims[depth:]
             grids = tf.meshgrid(
                 *[tf.range(trailing[i]) for i in range(rank - depth)], indexing="ij"
             )
             inner = tf.reshape(tf.stack(grids, axis=-1), [1, -1, rank - depth])
-            count = tf.shape(flat_indices)[0]
+            per_tuple = tf.shape(inner)[1]
             coordinates = tf.concat(
                 [
-                    tf.broadcast_to(flat_indices, [count, tf.shape(inner)[1], depth]),
-                    tf.broadcast_to(inner, [count, tf.shape(inner)[1], rank - depth]),
+                    tf.broadcast_to(flat_indices, [count, per_tuple, depth]),
+                    tf.broadcast_to(inner, [count, per_tuple, rank - depth]),
                 ],
                 axis=-1,
             )
+            keep = tf.broadcast_to(keep, [count, per_tuple])
         else:
             coordinates = flat_indices
         coordinates = tf.reshape(coordinates, [-1, rank])
-        return scatter_reduce(data, coordinates, tf.reshape(updates, [-1]), reduction)
+        return scatter_reduce(
+            data, coordinates, tf.reshape(updates, [-1]), reduction, tf.reshape(keep, [-1])
+        )
 
 
 @register_op("OneHot", since=(9, 11))

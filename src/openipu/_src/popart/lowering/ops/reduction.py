@@ -88,8 +88,28 @@ def reduction(op_type: str, since: tuple[int, ...], reducer: Callable, axes_inpu
 
 ReduceSum = reduction("ReduceSum", (1, 11, 13), _plain(tf.reduce_sum), axes_input=13)
 ReduceMean = reduction("ReduceMean", (1, 11, 13, 18), _mean)
-ReduceMax = reduction("ReduceMax", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_max, tf.reduce_any))
-ReduceMin = reduction("ReduceMin", (1, 11, 12, 13, 18, 20), _plain(tf.reduce_min, tf.reduce_all))
+
+
+def _nan_propagating(reduce: Callable) -> Callable:
+    """A max or min reduction that is NaN where the reduced values hold a NaN, as onnx's
+    reference (numpy's maximum.reduce) is; TensorFlow's kernels skip NaNs."""
+
+    def reduce_with_nans(x: tf.Tensor, axis: list[int], keepdims: bool) -> tf.Tensor:
+        result = reduce(x, axis, keepdims)
+        if not x.dtype.is_floating:
+            return result
+        has_nan = tf.reduce_any(tf.math.is_nan(x), axis=axis, keepdims=keepdims)
+        return tf.where(has_nan, tf.constant(float("nan"), result.dtype), result)
+
+    return reduce_with_nans
+
+
+ReduceMax = reduction(
+    "ReduceMax", (1, 11, 12, 13, 18, 20), _nan_propagating(_plain(tf.reduce_max, tf.reduce_any))
+)
+ReduceMin = reduction(
+    "ReduceMin", (1, 11, 12, 13, 18, 20), _nan_propagating(_plain(tf.reduce_min, tf.reduce_all))
+)
 ReduceProd = reduction("ReduceProd", (1, 11, 13, 18), _plain(tf.reduce_prod))
 ReduceL1 = reduction("ReduceL1", (1, 11, 13, 18), _l1)
 ReduceL2 = reduction("ReduceL2", (1, 11, 13, 18), _l2)
@@ -111,9 +131,22 @@ class ArgOp(Op):
             index = tf.cast(tf.shape(x)[axis], tf.int64) - 1 - index
         else:
             index = tf.argmax(keys, axis=axis)
+        if x.dtype.is_floating:
+            index = self._first_nan_wins(x, axis, index)
         if self.attrs.keepdims:
             index = tf.expand_dims(index, axis)
         return index
+
+    def _first_nan_wins(self, x: tf.Tensor, axis: int, index: tf.Tensor) -> tf.Tensor:
+        """A NaN is the extreme, as in onnx's reference (numpy's argmax and argmin): the
+        first NaN's index (the last's with select_last_index); TensorFlow skips NaNs."""
+        nans = tf.cast(tf.math.is_nan(x), tf.int32)
+        if self.attrs.get("select_last_index"):
+            last = tf.argmax(tf.reverse(nans, [axis]), axis=axis)
+            nan_index = tf.cast(tf.shape(x)[axis], tf.int64) - 1 - last
+        else:
+            nan_index = tf.argmax(nans, axis=axis)
+        return tf.where(tf.reduce_any(nans > 0, axis=axis), nan_index, index)
 
 
 def _signed(x: tf.Tensor) -> tf.Tensor:

@@ -351,7 +351,8 @@ class Pad(Op):
         return pad_tensor(x, self.static_ints(pads, "pads"), self.attrs.mode, value, axes_list)
 
 
-@register_op("DepthToSpace", since=(1, 11, 13))
+# DepthToSpace-28 keeps -13's attributes, types and description.
+@register_op("DepthToSpace", since=(1, 11, 13, 28))
 class DepthToSpace(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         return depth_to_space(x, self.attrs.blocksize, self.attrs.get("mode") or "DCR")
@@ -368,7 +369,7 @@ def depth_to_space(x: tf.Tensor, block: int, mode: str) -> tf.Tensor:
     return tf.reshape(x, [batch, channels // (block * block), height * block, width * block])
 
 
-@register_op("SpaceToDepth", since=(1, 13))
+@register_op("SpaceToDepth", since=(1, 13, 28))  # 28 adds `mode`, read below
 class SpaceToDepth(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         block = self.attrs.blocksize

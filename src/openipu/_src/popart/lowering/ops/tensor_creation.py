@@ -68,18 +68,24 @@ class ConstantOfShape(Op):
         return tf.fill(target, as_constant(fill[0]))
 
 
-@register_op("Range", since=11)
+@register_op("Range", since=(11, 27))
 class Range(Op):
     def compute(self, start: tf.Tensor, limit: tf.Tensor, delta: tf.Tensor) -> tf.Tensor:
+        dtype = start.dtype
+        # Opset 27's stash_type 1 (its default) counts half-precision ranges in float32.
+        if self.opset_version >= 27 and self.attrs.get("stash_type") == 1 and dtype in _HALVES:
+            start, limit, delta = (tf.cast(item, tf.float32) for item in (start, limit, delta))
         values = [static_value(item) for item in (start, limit, delta)]
         if all(value is not None for value in values):
             # Static bounds give a static output length, which XLA needs.
             begin, end, step = (np.asarray(value).reshape(()) for value in values)
             count = max(int(np.ceil((end - begin) / step)), 0)
-            return tf.constant(
-                begin + np.arange(count, dtype=begin.dtype) * step, dtype=start.dtype
-            )
-        return tf.range(start, limit, delta, dtype=start.dtype)
+            counted = begin + np.arange(count, dtype=begin.dtype) * step
+            return tf.cast(tf.constant(counted, dtype=start.dtype), dtype)
+        return tf.cast(tf.range(start, limit, delta, dtype=start.dtype), dtype)
+
+
+_HALVES = (tf.float16, tf.bfloat16)
 
 
 @register_op("EyeLike", since=(9, 22))
