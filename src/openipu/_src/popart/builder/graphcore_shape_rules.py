@@ -230,7 +230,19 @@ def _lstm(node, inputs, attributes):
     return [_with_shape(inputs[0], output), _with_shape(inputs[0], (batch, hidden))]
 
 
-@_rule("ScatterReduce")
+@_rule("GroupedGather")
+def _grouped_gather(node, inputs, attributes):
+    # The leading dim is the group, shared by data and indices; each group gathers on its own
+    # (willow/src/op/groupedgather.cpp): data dims before the axis, the indices' dims after the
+    # group, then the data dims after the axis.
+    data, indices = inputs[0].shape, inputs[1].shape
+    if data is None or indices is None:
+        return [_with_shape(inputs[0], None)]
+    axis = max(attributes["axis"] % len(data), 1)
+    return [_with_shape(inputs[0], (*data[:axis], *indices[1:], *data[axis + 1 :]))]
+
+
+@_rule("ScatterReduce", "GroupedScatterReduce")
 def _scatter_reduce(node, inputs, attributes):
     return [_with_dims(inputs[0], {attributes["axis"]: attributes["axis_size"]})]
 
@@ -246,6 +258,13 @@ def _ctc_beam_search_decoder(node, inputs, attributes):
         TensorType(TensorProto.INT32, (batch, top)),
         TensorType(TensorProto.INT32, (batch, top, time)),
     ]
+
+
+@_rule("ReplicatedReduceScatter")
+def _replicated_reduce_scatter(node, inputs, attributes):
+    # A flat slice of ceil(elements / replicas) elements (willow/src/op/collectives/
+    # replicatedreducescatter.cpp); the replica count is the session's, unknown here.
+    return [_with_shape(inputs[0], (None,))]
 
 
 @_rule("NormalizeImage")
