@@ -63,3 +63,13 @@ class OptionTypeError(popart_exception, TypeError):
     The original's Python bindings raise TypeError here; see UnsupportedOpsetError for why it
     is also a popart_exception.
     """
+
+
+def incompatible_arguments(function: str, overloads: list[str], invoked_with: list) -> TypeError:
+    """The TypeError pybind11 raises when no overload of a binding takes the arguments."""
+    supported = "\n".join(f"    {number}. {text}" for number, text in enumerate(overloads, 1))
+    arguments = ", ".join(repr(argument) for argument in invoked_with)
+    return TypeError(
+        f"{function}(): incompatible function arguments. The following argument types are "
+        f"supported:\n{supported}\n\nInvoked with: {arguments}"
+    )

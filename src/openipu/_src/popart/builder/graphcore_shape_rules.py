@@ -18,6 +18,7 @@ from onnx import NodeProto, TensorProto
 from openipu._src.popart.builder.attribute_values import attribute_value
 from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
+from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.graphcore_ops.shape_rules import TensorType, shape_rule
 from openipu._src.popart.graphcore_ops.shape_rules import register_shape_rule as _rule
 
@@ -122,7 +123,15 @@ def _dynamic_slice(node, inputs, attributes):
 
 @_rule("Reshape")
 def _reshape(node, inputs, attributes):
-    return [_with_shape(inputs[0], attributes["shape"])]
+    shape = attributes["shape"]
+    if inputs[0].shape is None:
+        return [_with_shape(inputs[0], [None if dim in (0, -1) else dim for dim in shape])]
+    try:
+        return [_with_shape(inputs[0], resolved_reshape(inputs[0].shape, shape))]
+    except ValueError:
+        # A shape PopART refuses: its session says why (the lowering raises PopART's message);
+        # the rank is still known, which keeps the model valid until then.
+        return [_with_shape(inputs[0], [None] * len(shape))]
 
 
 @_rule("Subsample")

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart.graphcore_ops import op_spec
+from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
@@ -236,8 +237,11 @@ class Bucketize(Op):
 @graphcore_op("Reshape")
 class Reshape(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
-        shape = list(self.attrs.shape)
-        if math.prod(shape) != x.shape.num_elements():
+        try:
+            shape = resolved_reshape(x.shape.as_list(), list(self.attrs.shape))
+        except ValueError as error:
+            raise self.error(str(error)) from None
+        if None in shape or math.prod(shape) != x.shape.num_elements():
             raise self.error(
                 f"cannot reshape {x.shape.as_list()} to {shape}: element counts differ"
             )

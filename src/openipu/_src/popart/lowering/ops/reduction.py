@@ -99,6 +99,9 @@ ReduceSumSquare = reduction("ReduceSumSquare", (1, 11, 13, 18), _sum_square)
 
 
 class ArgOp(Op):
+    """PopART's ArgMax/ArgMin give INT32 indices, not ONNX's int64
+    (willow/src/op/argextrema.cpp, `ArgExtremaOp::setup`)."""
+
     largest: bool
 
     def compute(self, x: tf.Tensor) -> tf.Tensor:
@@ -107,10 +110,10 @@ class ArgOp(Op):
         keys = x if type(self).largest else -_signed(x)
         if self.attrs.get("select_last_index"):
             reversed_keys = tf.reverse(keys, [axis])
-            index = tf.argmax(reversed_keys, axis=axis)
-            index = tf.cast(tf.shape(x)[axis], tf.int64) - 1 - index
+            index = tf.argmax(reversed_keys, axis=axis, output_type=tf.int32)
+            index = tf.shape(x, out_type=tf.int32)[axis] - 1 - index
         else:
-            index = tf.argmax(keys, axis=axis)
+            index = tf.argmax(keys, axis=axis, output_type=tf.int32)
         if self.attrs.keepdims:
             index = tf.expand_dims(index, axis)
         return index
