@@ -10,6 +10,7 @@ import onnxruntime
 import pytest
 from inference_helpers import run_inference
 from onnx import TensorProto, helper, numpy_helper
+from training_helpers import one_training_step
 
 import popart
 
@@ -124,3 +125,31 @@ def test_random_op_in_a_loop_draws_new_numbers_each_iteration():
     assert drawn.shape == (3, 4) and ((drawn >= 0) & (drawn < 1)).all()
     assert len({tuple(row) for row in drawn}) == 3  # a new draw per iteration
     np.testing.assert_allclose(result, drawn.sum(axis=0), rtol=1e-6)
+
+
+def test_separate_dropouts_and_calls_of_one_subgraph_draw_different_masks():
+    # RandomSetup gives each random op, and each CallOp's callee, its own seed
+    # (willow/src/transforms/randomsetup.cpp).
+    builder = popart.Builder()
+    x = builder.addInputTensor("FLOAT", [2000])
+    first = builder.aiOnnx.dropout([x], 1, 0.5)[0]
+    second = builder.aiOnnx.dropout([x], 1, 0.5)[0]
+    callee = builder.createSubgraphBuilder()
+    argument = callee.addInputTensor("FLOAT", [2000])
+    callee.addOutputTensor(callee.aiOnnx.dropout([argument], 1, 0.5)[0])
+    (called_once,) = builder.aiGraphcore.call([x], 1, callee)
+    (called_twice,) = builder.aiGraphcore.call([x], 1, callee)
+    outputs = [first, second, called_once, called_twice]
+    total = builder.aiOnnx.sum(outputs)
+    weight = builder.addInitializedInputTensor(np.ones(2000, np.float32))
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([total, weight])], 0.1)
+    _, anchors = one_training_step(
+        builder.getModelProto(), loss, {x: np.ones(2000, np.float32)}, outputs,
+        popart.SGD({"defaultLearningRate": (0.01, False)}),
+    )  # fmt: skip
+    kept = [anchor != 0 for anchor in anchors]
+    for mask in kept:
+        assert 0.4 < mask.mean() < 0.6  # ratio 0.5
+    # Independent masks agree on about half the elements; equal masks on all of them.
+    assert 0.4 < (kept[0] == kept[1]).mean() < 0.6
+    assert 0.4 < (kept[2] == kept[3]).mean() < 0.6

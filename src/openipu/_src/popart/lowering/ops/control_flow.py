@@ -6,13 +6,12 @@ always does); otherwise If becomes ``tf.cond`` and Loop ``tf.while_loop``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext, static_value
+from openipu._src.popart.lowering.op import Op, RunContext, static_value
 from openipu._src.popart.lowering.registry import register_op
 
 
@@ -44,11 +43,7 @@ def _iteration_context(context: RunContext, iteration: Any) -> RunContext:
     PopART's RandomSetup (willow/src/transforms/randomsetup.cpp) passes the loop body a seed
     that is updated in every iteration; folding in the iteration number does the same.
     """
-    if context.seed is None:
-        return context  # unseeded: every draw is fresh already
-    salt = tf.cast(iteration, tf.int64)
-    seed = tf.random.experimental.stateless_fold_in(context.seed, salt, alg=RNG_ALGORITHM)
-    return dataclasses.replace(context, seed=seed)
+    return context.salted(iteration)
 
 
 @register_op("Loop", since=(1, 11, 13, 16, 19, 21, 23, 24, 25))
