@@ -139,8 +139,20 @@ from openipu._src.popart.options.settings import (
 # isort: split
 # -- Utility classes: debug contexts, operator identity, the framework writer ---------------
 from openipu._src.popart.utility.debug_context import DebugContext, DebugInfo
+from openipu._src.popart.utility.debug_info_stream import (
+    closePoplarDebugInfo,
+    initializePoplarDebugInfo,
+)
 from openipu._src.popart.utility.operator_identity import OpDefinition, OperatorIdentifier
+from openipu._src.popart.utility.supported_operations import (
+    getSupportedOperations,
+    getSupportedOperationsDefinition,
+)
 from popart import writer
+
+# isort: split
+# -- Model transformations ----------------------------------------------------------------
+from openipu._src.popart.graph_transformer import GraphTransformer
 
 # isort: split
 # -- Patterns -----------------------------------------------------------------------------

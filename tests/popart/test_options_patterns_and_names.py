@@ -18,8 +18,10 @@ def test_pattern_levels():
     minimal = popart.Patterns(popart.PatternsLevel.Minimal)
     assert minimal.isPatternEnabled("MatMulOp") and not minimal.isPatternEnabled("InPlace")
     every = popart.Patterns(popart.PatternsLevel.All)
-    assert every.isPatternEnabled("TanToSinOverCos")
-    assert not popart.Patterns().isPatternEnabled("TanToSinOverCos")
+    assert every.isPatternEnabled("TiedGather")
+    assert not popart.Patterns().isPatternEnabled(
+        "TiedGather"
+    )  # off by default (tiedgatherpattern.cpp)
 
 
 def test_named_patterns_and_properties():

@@ -108,3 +108,20 @@ def read_weights(session, model: Regression) -> dict[str, np.ndarray]:
     weights = {name: np.zeros_like(value) for name, value in model.initial.items()}
     session.readWeights(popart.PyWeightsIO(weights))
     return weights
+
+
+def one_training_step(model_proto, loss, feeds, anchor_ids=(), optimizer=None):
+    """One SGD step (learning rate 0.1 unless `optimizer`) on a CPU device; returns the
+    session and the anchors `anchor_ids` (AnchorReturnType All) of the step."""
+    session = popart.TrainingSession(
+        fnModel=model_proto,
+        dataFlow=popart.DataFlow(1, {name: popart.AnchorReturnType("All") for name in anchor_ids}),
+        loss=loss,
+        optimizer=optimizer or popart.SGD({"defaultLearningRate": (0.1, False)}),
+        deviceInfo=popart.DeviceManager().createCpuDevice(),
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    arrays = session.initAnchorArrays()
+    session.run(popart.PyStepIO(feeds, arrays))
+    return session, [arrays[name] for name in anchor_ids]

@@ -63,3 +63,32 @@ class OptionTypeError(popart_exception, TypeError):
     The original's Python bindings raise TypeError here; see UnsupportedOpsetError for why it
     is also a popart_exception.
     """
+
+
+class IncompatibleArgumentsError(OptionTypeError):
+    """A binding given arguments of types none of its overloads takes.
+
+    The original's pybind11 bindings raise TypeError("...: incompatible function arguments");
+    see UnsupportedOpsetError for why it is also a popart_exception.
+    """
+
+
+def incompatible_arguments(
+    function: str, overloads: list[str], invoked_with: list, detail: str = ""
+) -> IncompatibleArgumentsError:
+    """The error pybind11 raises when no overload of a binding takes the arguments."""
+    supported = "\n".join(f"    {number}. {text}" for number, text in enumerate(overloads, 1))
+    arguments = ", ".join(repr(argument) for argument in invoked_with)
+    return IncompatibleArgumentsError(
+        f"{function}(): incompatible function arguments. The following argument types are "
+        f"supported:\n{supported}\n\nInvoked with: {arguments}" + (f" ({detail})" if detail else "")
+    )
+
+
+def check_tensor_ids(function: str, args: object) -> None:
+    """`args` is a list of tensor ids (str), as the bindings' std::vector<TensorId> takes."""
+    if isinstance(args, (list, tuple)) and all(isinstance(name, str) for name in args):
+        return
+    raise incompatible_arguments(
+        function, ["(self, args: List[str], ...)"], [args], "args must be a list of tensor ids"
+    )

@@ -8,14 +8,19 @@ from typing import Any
 import numpy as np
 from onnx import AttributeProto, GraphProto, TensorProto, helper, numpy_helper
 
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import incompatible_arguments, popart_exception
 
 AttributeType = AttributeProto.AttributeType
 
 
 def _bad(owner: str, name: str, value: Any, expected: str) -> popart_exception:
-    return popart_exception(
-        f"{owner}: attribute '{name}' must be {expected}, got {value!r} ({type(value).__name__})"
+    # The original's bindings convert each attribute argument to its C++ type; a value that
+    # does not convert is pybind11's TypeError.
+    return incompatible_arguments(
+        owner,
+        [f"(self, ..., {name}: {expected}, ...)"],
+        [value],
+        f"{owner}: attribute '{name}' must be {expected}, got {type(value).__name__}",
     )
 
 

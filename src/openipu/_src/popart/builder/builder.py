@@ -115,5 +115,9 @@ class Builder:
         debugContext: str = "",  # noqa: N803
     ) -> str:
         """Reshape args[0] to `shape` through an int64 Constant."""
-        new_shape = aiOnnx.constant(np.asarray(shape, dtype=np.int64), f"{debugContext}_const")
+        # By keyword: Constant-11 takes is_value_sparse second (the original passes the name
+        # positionally there, which fails on opset 11).
+        new_shape = aiOnnx.constant(
+            np.asarray(shape, dtype=np.int64), debugContext=f"{debugContext}_const"
+        )
         return aiOnnx.reshape([args[0], new_shape], debugContext)

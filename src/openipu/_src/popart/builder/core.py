@@ -21,12 +21,12 @@ from onnx import (
     NodeProto,
     TensorProto,
     helper,
-    numpy_helper,
 )
 
 from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.annotation_contexts import AnnotationMethods
 from openipu._src.popart.builder.attribute_values import make_attribute
+from openipu._src.popart.builder.initializer_layout import popart_initializer
 from openipu._src.popart.builder.model_context import (
     AI_ONNX,
     ModelContext,
@@ -48,7 +48,7 @@ from openipu._src.popart.builder.tensor_info import (
     data_type_of_onnx_type,
     lower_case_name,
 )
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import check_tensor_ids, popart_exception
 
 ROOT_GRAPH_NAME = "BuilderGraph"
 _FLOAT8_TYPES = {
@@ -193,8 +193,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         the node is valid in any version and fixes nothing.
         """
         what = f"{op_type} ({domain or AI_ONNX})"
-        if isinstance(inputs, str) or not isinstance(inputs, Sequence):
-            raise popart_exception(f"{what}: args must be a list of tensor ids, got {inputs!r}")
+        check_tensor_ids(what, inputs)
         for tensor_id in inputs:
             if tensor_id != "":  # ONNX's marker for an omitted optional input
                 self._check_tensor(tensor_id, what)
@@ -290,7 +289,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             )
         tensor_id = self._allocate_id(debug_name(debug_context) or "init_input")
         # Like PopART, a weight is both an initializer and a graph input.
-        self._graph.initializer.append(numpy_helper.from_array(array, tensor_id))
+        self._graph.initializer.append(popart_initializer(array, tensor_id))
         self._add_graph_input(
             helper.make_tensor_value_info(
                 tensor_id, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape)

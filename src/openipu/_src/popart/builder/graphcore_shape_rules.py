@@ -18,6 +18,7 @@ from onnx import NodeProto, TensorProto
 from openipu._src.popart.builder.attribute_values import attribute_value
 from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
+from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.graphcore_ops.shape_rules import TensorType, shape_rule
 from openipu._src.popart.graphcore_ops.shape_rules import register_shape_rule as _rule
 
@@ -122,7 +123,15 @@ def _dynamic_slice(node, inputs, attributes):
 
 @_rule("Reshape")
 def _reshape(node, inputs, attributes):
-    return [_with_shape(inputs[0], attributes["shape"])]
+    shape = attributes["shape"]
+    if inputs[0].shape is None:
+        return [_with_shape(inputs[0], [None if dim in (0, -1) else dim for dim in shape])]
+    try:
+        return [_with_shape(inputs[0], resolved_reshape(inputs[0].shape, shape))]
+    except ValueError:
+        # A shape PopART refuses: its session says why (the lowering raises PopART's message);
+        # the rank is still known, which keeps the model valid until then.
+        return [_with_shape(inputs[0], [None] * len(shape))]
 
 
 @_rule("Subsample")
@@ -230,7 +239,19 @@ def _lstm(node, inputs, attributes):
     return [_with_shape(inputs[0], output), _with_shape(inputs[0], (batch, hidden))]
 
 
-@_rule("ScatterReduce")
+@_rule("GroupedGather")
+def _grouped_gather(node, inputs, attributes):
+    # The leading dim is the group, shared by data and indices; each group gathers on its own
+    # (willow/src/op/groupedgather.cpp): data dims before the axis, the indices' dims after the
+    # group, then the data dims after the axis.
+    data, indices = inputs[0].shape, inputs[1].shape
+    if data is None or indices is None:
+        return [_with_shape(inputs[0], None)]
+    axis = max(attributes["axis"] % len(data), 1)
+    return [_with_shape(inputs[0], (*data[:axis], *indices[1:], *data[axis + 1 :]))]
+
+
+@_rule("ScatterReduce", "GroupedScatterReduce")
 def _scatter_reduce(node, inputs, attributes):
     return [_with_dims(inputs[0], {attributes["axis"]: attributes["axis_size"]})]
 
@@ -246,6 +267,13 @@ def _ctc_beam_search_decoder(node, inputs, attributes):
         TensorType(TensorProto.INT32, (batch, top)),
         TensorType(TensorProto.INT32, (batch, top, time)),
     ]
+
+
+@_rule("ReplicatedReduceScatter")
+def _replicated_reduce_scatter(node, inputs, attributes):
+    # A flat slice of ceil(elements / replicas) elements (willow/src/op/collectives/
+    # replicatedreducescatter.cpp); the replica count is the session's, unknown here.
+    return [_with_shape(inputs[0], (None,))]
 
 
 @_rule("NormalizeImage")

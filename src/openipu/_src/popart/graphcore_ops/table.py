@@ -109,9 +109,8 @@ _OPS = (
             INT("group_size", 1),
             INT("enable_index_broadcast", 1),
         ),
-        typed=False,
     ),
-    OpSpec("GroupedGather", (2, 2), attributes=(INT("axis", 0), INT("group_size", 1)), typed=False),
+    OpSpec("GroupedGather", (2, 2), attributes=(INT("axis", 0), INT("group_size", 1))),
     # -- normalisation and nn
     OpSpec(
         "GroupNormalization",
@@ -220,7 +219,7 @@ _OPS = (
     ),
     # -- collectives (their operator and group are annotations, see annotation_names)
     _elementwise("ReplicatedAllReduce"),
-    OpSpec("ReplicatedReduceScatter", (1, 1), typed=False),
+    OpSpec("ReplicatedReduceScatter", (1, 1)),
     # -- splines; a node without `degree` has degree 0 (willow/src/op/splinebasis.cpp)
     OpSpec("SplineBasis", (3, 3), (2, 2), (INT("degree", 0),), typed=False, lowered=False),
 )

@@ -6,7 +6,7 @@ import functools
 import zlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -86,9 +86,19 @@ class RunContext:
     # that the op is built in; None: where the caller builds it).
     op_scope: Callable[[Op], AbstractContextManager | None] | None = None
 
+    def salted(self, salt: Any) -> RunContext:
+        """This context with its seed folded with `salt` (an int or int tensor), for a
+        subgraph run that must draw its own random numbers; unseeded draws are fresh anyway."""
+        if self.seed is None:
+            return self
+        folded = tf.random.experimental.stateless_fold_in(
+            tf.cast(self.seed, tf.int64), tf.cast(salt, tf.int64), alg=RNG_ALGORITHM
+        )
+        return replace(self, seed=folded)
+
     def op_seed(self, op: Op) -> tf.Tensor:
         """A seed for one random op: the run's seed folded with a stable hash of the op."""
-        salt = zlib.crc32(op.key.encode("utf-8")) & 0x7FFFFFFF
+        salt = op.salt
         if self.seed is None:
             # No seed was given: draw one, as an unseeded ONNX random op would.
             base = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
@@ -125,6 +135,8 @@ class Op:
         self.node = node
         self.name = node.name or (node.output[0] if node.output else node.op_type)
         self.key = f"{node.op_type}:{node.name}:{','.join(node.output)}"
+        # A stable hash of the node: what its random numbers are folded with.
+        self.salt = zlib.crc32(self.key.encode("utf-8")) & 0x7FFFFFFF
         self.opset_version = opset_version
         self.lowerer = lowerer
         self.attrs = self._resolve_attributes(node, opset_version)

@@ -38,46 +38,46 @@ def _patterns(mandatory: str, default: str, optional: str) -> dict[str, _Pattern
     return table
 
 
-# The original's named patterns (patterns.cpp and the inplace pattern).
+# The original's pattern registry: every `PatternCreator` of willow/src/patterns/*.cpp with
+# its (enabled, mandatory) flags, plus InPlace and UpdateInplacePrioritiesForIpu, which
+# `Patterns` handles by name (willow/src/patterns/patterns.cpp). Any other name is unknown.
 PATTERNS: dict[str, _PatternInfo] = _patterns(
     mandatory="""
-        MatMulOp MatMulLhsGradOp MatMulRhsGradOp InitAccumulate
-        ReciprocalGradOp SinGradOp CosGradOp DivArg0GradOp DivArg1GradOp PowArg0GradOp
-        PowArg1GradOp ExpGradOp Expm1GradOp Log1pGradOp LogGradOp SqrtGradOp AtanGradOp
-        FmodArg0GradOp ConvFlipWeightsGradOp ConvDataGrad ConvTranspose UpsampleToResize
-        RandomNormalLikeOpPattern RandomUniformLikeOpPattern ZerosLikeOpPattern CoshOp
-        AcosOpPattern AsinGradOp AcoshOp AsinhOp AtanhOp Atan2Arg0GradOp Atan2Arg1GradOp
-        GeluGradOp GeluErfGradOp ScatterToScatterReduce ExpandCast
+        AbsGradOp AllReduceToIdentity Atan2Arg0GradOp Atan2Arg1GradOp ConvDataGrad
+        ConvFlipWeightsGradOp ConvTranspose CosGradOp CoshOp DivArg0GradOp DivArg1GradOp
+        ExpGradOp Expm1GradOp FmodArg0GradOp Log1pGradOp LogGradOp LoopScanOut
+        MatMulLhsGradOp MatMulOp MatMulRhsGradOp MulArgGradOp PowArg0GradOp PowArg1GradOp
+        RandomNormalLikeOpPattern RandomUniformLikeOpPattern ReciprocalGradOp ScanToLoop
+        SinGradOp SqrtGradOp SubtractArg1GradOp ZerosLikeOpPattern
     """,
     default="""
-        PreUniRepl PostNRepl SoftMaxGradDirect NlllWithSoftMaxGradDirect SplitGradOp
-        OpToIdentity SubtractArg1GradOp MulArgGradOp NegativeOneScale SumToAdd
-        ConvFlipWeightsDoubleFlip DecomposeBinaryConstScalar TiedGather TiedGatherAccumulate
-        LambSerialisedWeight ViewSimplifyPattern SplitGather LSTMOp InPlace
-        UpdateInplacePrioritiesForIpu ContiguateIpuCopyIndices OptimizerDecompose
-        TransposeToIdentityOrReshape AllReduceToIdentity SGD0Decompose SGD1Decompose
-        SGD2Decompose AdamDecompose AdaptiveDecompose
+        ConvFlipWeightsDoubleFlip DecomposeBinaryConstScalar ExpandCast InitAccumulate
+        LambSerialisedWeight NegativeOneScale NlllWithSoftmaxGradDirect OpToIdentity
+        PackedDataBlock PadSum PostNRepl PreUniRepl RemoveUnnecessaryLossGradCast
+        SoftmaxGradDirect SplitGradOpToConcat SplitOp SumToAdd
+        TransposeToIdentityOrReshapePattern UpsampleToResize InPlace
+        UpdateInplacePrioritiesForIpu
     """,
     optional="""
-        TanToSinOverCos RemoveUnnecessaryLossGradCast PadSum ElementWiseGradOpPattern
-        SparseAccumulate
+        LSTMOp Slice2SliceSubsample SplitGather TiedGather TiedGatherAccumulate
     """,
 )
 
-# The original exposes a few patterns as boolean properties of Patterns.
-_PROPERTY_PATTERNS = (
-    "PreUniRepl",
-    "PostNRepl",
-    "SoftMaxGradDirect",
-    "NlllWithSoftMaxGradDirect",
-    "OpToIdentity",
-    "SubtractArg1GradOp",
-    "MulArgGradOp",
-    "MatMulOp",
-    "MatMulLhsGradOp",
-    "MatMulRhsGradOp",
-    "InPlace",
-)
+# The original exposes a few patterns as boolean properties of Patterns (property name ->
+# pattern name; python/popart/popart_core/popart.cpp spells two of them differently).
+_PROPERTY_PATTERNS = {
+    "PreUniRepl": "PreUniRepl",
+    "PostNRepl": "PostNRepl",
+    "SoftMaxGradDirect": "SoftmaxGradDirect",
+    "NlllWithSoftMaxGradDirect": "NlllWithSoftmaxGradDirect",
+    "OpToIdentity": "OpToIdentity",
+    "SubtractArg1GradOp": "SubtractArg1GradOp",
+    "MulArgGradOp": "MulArgGradOp",
+    "MatMulOp": "MatMulOp",
+    "MatMulLhsGradOp": "MatMulLhsGradOp",
+    "MatMulRhsGradOp": "MatMulRhsGradOp",
+    "InPlace": "InPlace",
+}
 
 
 def _check_name(name: Any) -> str:
@@ -164,6 +164,6 @@ def _pattern_property(name: str) -> property:
     return property(get, set_, doc=f"Whether the {name} pattern is enabled.")
 
 
-for _name in _PROPERTY_PATTERNS:
-    setattr(Patterns, _name, _pattern_property(_name))
-del _name
+for _property, _name in _PROPERTY_PATTERNS.items():
+    setattr(Patterns, _property, _pattern_property(_name))
+del _property, _name

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from openipu._src.popart.errors import OptionTypeError
+from openipu._src.popart.errors import OptionTypeError, incompatible_arguments
 
 
 class Kind:
@@ -94,11 +94,17 @@ def check_enum(value: Any, enum_type: type[enum.Enum], where: str) -> Any:
 
 
 def check_instance(value: Any, cls: type, where: str) -> Any:
-    """`value` itself (not a copy) if it is a `cls`, else OptionTypeError naming `where`."""
+    """`value` itself (not a copy) if it is a `cls`, else pybind11's TypeError (an
+    IncompatibleArgumentsError) naming `where`."""
     if isinstance(value, cls):
         return value
-    raise OptionTypeError(
-        f"{where} must be a {cls.__name__}, got {value!r} ({type(value).__name__})"
+    # pybind11's wording, as the original's bindings refuse the argument.
+    function, _, parameter = where.partition(" ")
+    raise incompatible_arguments(
+        function,
+        [f"({parameter or 'arg0'}: {cls.__name__}, ...)"],
+        [value],
+        f"{where} must be a {cls.__name__}, got {type(value).__name__}",
     )
 
 

@@ -4,6 +4,8 @@ update running statistics that are weights."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import onnx
 
 from openipu._src.popart.lowering.registry import ONNX_DOMAIN, canonical_domain
@@ -22,24 +24,41 @@ def _names_used(node: onnx.NodeProto) -> set[str]:
     return used
 
 
-def ancestors(graph: onnx.GraphProto, tensor_id: str) -> set[str]:
-    """Every tensor `tensor_id` is computed from (itself included)."""
-    producers: dict[str, onnx.NodeProto] = {}
-    for node in graph.node:
-        for output in node.output:
-            if output:
-                producers[output] = node
+def _walk_back(
+    graph: onnx.GraphProto, tensor_id: str, passes_through: Callable[[str], bool]
+) -> set[str]:
+    """`tensor_id` and what it is computed from, not looking past tensors that do not pass."""
+    producers = {output: node for node in graph.node for output in node.output if output}
     found = {tensor_id}
     pending = [tensor_id]
     while pending:
-        node = producers.get(pending.pop())
-        if node is None:
+        name = pending.pop()
+        node = producers.get(name)
+        if node is None or not passes_through(name):
             continue
-        for name in _names_used(node):
-            if name not in found:
-                found.add(name)
-                pending.append(name)
+        for used in _names_used(node):
+            if used not in found:
+                found.add(used)
+                pending.append(used)
     return found
+
+
+def ancestors(graph: onnx.GraphProto, tensor_id: str) -> set[str]:
+    """Every tensor `tensor_id` is computed from (itself included)."""
+    return _walk_back(graph, tensor_id, lambda name: True)
+
+
+def gradient_reachable(
+    graph: onnx.GraphProto, loss_id: str, carries_gradient: Callable[[str], bool]
+) -> set[str]:
+    """The tensors PopART's autodiff gives a gradient of `loss_id`.
+
+    Like `ancestors`, but a tensor that carries no gradient (an integer one) stops the walk:
+    PopART has no grad op across it (CastOp from an integer type, willow/src/op/cast.cpp).
+    Ops whose gradient is zero (Ceil, Floor, Round, ...: OneWayUnaryOp) do not stop it; their
+    inputs get zero gradients (willow/src/op/onewayunary.cpp).
+    """
+    return _walk_back(graph, loss_id, carries_gradient)
 
 
 def batch_norm_statistics(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from openipu._src.popart.builder.initializer_layout import popart_initializer, with_new_values
 from openipu._src.popart.session.executable_file import atomic_output, write_bytes_atomically
 
 
@@ -29,10 +30,10 @@ def model_with_weights(
     for index, tensor in enumerate(updated.graph.initializer):
         value = extra.pop(tensor.name, weights.get(tensor.name))
         if value is not None:
-            replacement = numpy_helper.from_array(np.asarray(value), tensor.name)
-            updated.graph.initializer[index].CopyFrom(replacement)
+            # In place, in the initializer's own fields, as PopART's modelToHost writes.
+            updated.graph.initializer[index].CopyFrom(with_new_values(tensor, value))
     for name, value in extra.items():
-        updated.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        updated.graph.initializer.append(popart_initializer(value, name))
     return updated
 
 

@@ -32,7 +32,7 @@ from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.devices.enums import DeviceConnectionType, DeviceType
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import incompatible_arguments, popart_exception
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import lower_model
 from openipu._src.popart.options.enums import SyntheticDataMode
@@ -721,6 +721,12 @@ def _run_arguments(args: tuple, kwargs: dict) -> tuple[str, Any, str]:
     debug_name = rest.pop(0) if rest else kwargs.pop("debugName", "")
     if rest or kwargs:
         raise TypeError(f"run() got unexpected arguments {rest or sorted(kwargs)}")
-    if stepio is None:
-        raise popart_exception("run needs a step IO: session.run(popart.PyStepIO(inputs, anchors))")
+    if stepio is None:  # no overload of the original's run takes that: pybind11's TypeError
+        raise incompatible_arguments(
+            "run",
+            ["(self, stepio: IStepIO, debugName: str = '')",
+             "(self, programHandle: str, stepio: IStepIO, debugName: str = '')"],
+            list(args),
+            "run needs a step IO: session.run(popart.PyStepIO(inputs, anchors))",
+        )  # fmt: skip
     return handle, stepio, check_instance(debug_name, str, "run debugName")

@@ -25,6 +25,7 @@ from openipu._src.popart.errors import TensorInfoError, popart_exception
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import LoweredGraph
 from openipu._src.popart.lowering.dtypes import ONNX_TO_TF, TF_TO_ONNX, is_narrow
+from openipu._src.popart.session.popart_retyped import retyped_tensors
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class TensorTypes:
         self._inputs = inputs
         self._inferred: dict[str, TensorSignature] | None = None
         self._traced: dict[str, TensorSignature] = {}
+        # Typed by the lowering (as PopART's IR types them), never by the model.
+        self._retyped = retyped_tensors(model.graph)
 
     def get(self, tensor_id: str) -> TensorSignature:
         """The signature of one tensor, or a popart_exception when it has no static one."""
@@ -127,7 +130,12 @@ class TensorTypes:
 
     def resolve(self, tensor_ids: Iterable[str]) -> dict[str, TensorSignature]:
         tensor_ids = list(tensor_ids)
-        known = {**self._declared(), **self._traced}
+        known = {
+            name: signature
+            for name, signature in self._declared().items()
+            if name not in self._retyped
+        }
+        known.update(self._traced)
         missing = [name for name in tensor_ids if name not in known]
         if missing:
             known.update(self.inferred())
@@ -171,7 +179,8 @@ class TensorTypes:
         return {
             name: TensorSignature(ONNX_TO_TF[tensor_type.elem_type], tensor_type.shape)
             for name, tensor_type in types.items()
-            if tensor_type.shape is not None
+            if name not in self._retyped
+            and tensor_type.shape is not None
             and None not in tensor_type.shape
             and tensor_type.elem_type in ONNX_TO_TF
         }

@@ -32,7 +32,6 @@ import tensorflow as tf
 
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart.builder.enums import ReductionType
-from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.optimizers.clip_norm import clip_factors
 from openipu._src.popart.optimizers.optimizer import Optimizer, WeightUpdate
@@ -286,10 +285,10 @@ class _TrainingSteps:
             elif reserved.kind is ReservedKind.GRADIENT:
                 value = gradients[reserved.base]
                 if value is None:
-                    raise popart_exception(
-                        f"Anchor '{plan.tensor_id}': tensor '{reserved.base}' has no gradient "
-                        f"(the loss '{self._spec.loss_id}' does not depend on it)"
-                    )
+                    # The session checked that the loss's gradient reaches it: only ops whose
+                    # gradient is zero (Ceil, Floor, Round...) lie between, and PopART's
+                    # UnaryZeroGradOp gives zeros (willow/src/op/onewayunary.cpp).
+                    value = tf.zeros_like(known[reserved.base])
             elif reserved.kind is ReservedKind.LOSS_SCALING:
                 value = tf.convert_to_tensor(loss_scaling)
             else:  # a variable: weights after the update, optimizer state, accumulators

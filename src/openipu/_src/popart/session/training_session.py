@@ -202,6 +202,21 @@ class TrainingSession(SessionCore):
             signatures[tensor_id] = self._reserved_signature(reserved)
         return {tensor_id: signatures[tensor_id] for tensor_id in anchor_ids}
 
+    def _gradient_reachable(self) -> set[str]:
+        """The tensors the loss's gradient reaches (found once, when a gradient is anchored)."""
+        if getattr(self, "_reachable", None) is None:
+
+            def carries_gradient(tensor_id: str) -> bool:
+                try:
+                    return self._types.get(tensor_id).dtype.is_floating
+                except popart_exception:
+                    return True  # no static type (a sequence...): let autodiff decide
+
+            self._reachable = loss_graph.gradient_reachable(
+                self._model.graph, self._loss_id, carries_gradient
+            )
+        return self._reachable
+
     def _reserved_signature(self, reserved: ReservedTensor) -> TensorSignature:
         tensor_id, base = reserved.tensor_id, reserved.base
         if reserved.kind is ReservedKind.GRADIENT:
@@ -211,12 +226,12 @@ class TrainingSession(SessionCore):
                     "the model"
                 )
             signature = self._types.get(base)
-            if not signature.dtype.is_floating or base not in self._loss_ancestors:
+            if not signature.dtype.is_floating or base not in self._gradient_reachable():
                 raise popart_exception(
                     f"Anchor '{tensor_id}': tensor '{base}' has no gradient (the loss "
                     f"'{self._loss_id}' does not depend on it"
                     + (
-                        ")"
+                        ", or only through integer tensors, which carry none)"
                         if signature.dtype.is_floating
                         else f", and it is {signature.dtype.name})"
                     )

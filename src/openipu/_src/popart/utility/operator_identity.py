@@ -36,7 +36,35 @@ class OperatorIdentifier:
 
 
 @dataclass(frozen=True)
+class OpDefinitionInput:
+    """`OpDefinition::Input`: a named input and the data types it takes."""
+
+    name: str
+    supportedTensors: Sequence[Any]  # noqa: N815 - the original's field names
+    constant: bool = False
+
+
+@dataclass(frozen=True)
+class OpDefinitionOutput:
+    """`OpDefinition::Output`: a named output and the data types it gives."""
+
+    name: str
+    supportedTensors: Sequence[Any]  # noqa: N815
+
+
+@dataclass(frozen=True)
+class OpDefinitionAttribute:
+    """`OpDefinition::Attribute`: the values an attribute takes, as a regex ("*": any)."""
+
+    supportedValuesRegex: str = "*"  # noqa: N815
+
+
+@dataclass(frozen=True)
 class OpDefinition:
     inputs: Sequence[Any] = field(default_factory=tuple)
     outputs: Sequence[Any] = field(default_factory=tuple)
     attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    Input = OpDefinitionInput
+    Output = OpDefinitionOutput
+    Attribute = OpDefinitionAttribute

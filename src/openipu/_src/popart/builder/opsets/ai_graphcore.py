@@ -30,7 +30,7 @@ from openipu._src.popart.builder.model_context import AI_GRAPHCORE
 from openipu._src.popart.builder.opsets.base import Opset
 from openipu._src.popart.builder.settings_encoding import encode_comm_group
 from openipu._src.popart.builder.tensor_info import DataType, data_type_from
-from openipu._src.popart.errors import UnsupportedOpsetError, popart_exception
+from openipu._src.popart.errors import UnsupportedOpsetError, check_tensor_ids, popart_exception
 from openipu._src.popart.graphcore_ops import ABSENT, GRAPHCORE_OPS, REQUIRED, op_spec
 from openipu._src.popart.graphcore_ops.spec import UNBOUNDED
 
@@ -92,8 +92,7 @@ class AiGraphcore(Opset):
         attribute written (the table's default when not given, none when ABSENT and None)."""
         spec = op_spec(op_type)
         what = f"{op_type} ({spec.domain})"
-        if isinstance(args, str) or not isinstance(args, Sequence):
-            raise popart_exception(f"{what}: args must be a list of tensor ids, got {args!r}")
+        check_tensor_ids(what, args)
         low, high = spec.inputs
         if not low <= len(args) <= high:
             if low == high:

@@ -18,7 +18,11 @@ from openipu._src.popart.builder.model_context import AI_ONNX, SUPPORTED_OPSET_V
 from openipu._src.popart.builder.opsets.base import Opset
 from openipu._src.popart.builder.opsets.schema_methods import install_operator_methods
 from openipu._src.popart.builder.tensor_info import onnx_type_from_user
-from openipu._src.popart.errors import UnsupportedOpsetError, popart_exception
+from openipu._src.popart.errors import (
+    UnsupportedOpsetError,
+    incompatible_arguments,
+    popart_exception,
+)
 
 _HANDWRITTEN = frozenset({"Constant", "Loop", "If", "Scan"})
 # PopART takes element types as its own names ("FLOAT16") as well as ONNX numbers.
@@ -44,6 +48,10 @@ class AiOnnx(Opset):
                 )
             cls = OPSET_CLASSES[version]
         return super().__new__(cls)
+
+    def __str__(self) -> str:
+        # The original's Python opset wrapper (python/popart/python_files/builder.py).
+        return f"AiOnnx{self.version}"
 
     def __init__(self, builder: Any, version: int | None = None) -> None:
         version = self.opset_version if version is None else version
@@ -173,6 +181,29 @@ class AiOnnxOpset11(AiOnnxOpset10):
     """The ai.onnx operators of opset version 11."""
 
     opset_version = 11
+
+    def constant(  # type: ignore[override] - Constant-11 may be sparse
+        self,
+        value: Any,
+        is_value_sparse: bool = False,
+        debugContext: Any = "",  # noqa: N803
+    ) -> str:
+        """Constant-11: `is_value_sparse` asks for a sparse_value, which PopART refuses
+        (willow/src/builder.gen.cpp, AiOnnxOpset11::constant)."""
+        if not isinstance(is_value_sparse, (bool, np.bool_)):
+            raise incompatible_arguments(
+                "constant",
+                [
+                    "(self, value: numpy.ndarray, is_value_sparse: bool = False, "
+                    "debugContext: DebugContext = '') -> str"
+                ],
+                [value, is_value_sparse, debugContext],
+            )
+        if is_value_sparse:
+            raise popart_exception(
+                "Attributes of type `sparse_tensor' are currently not supported."
+            )
+        return super().constant(value, debugContext)
 
 
 OPSET_CLASSES: dict[int, type[AiOnnx]] = {

@@ -33,7 +33,11 @@ import onnx.defs
 from onnx import AttributeProto
 
 from openipu._src.popart.builder.attribute_values import attribute_value, make_typed_attribute
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import (
+    check_tensor_ids,
+    incompatible_arguments,
+    popart_exception,
+)
 
 # Attributes PopART's builder does not expose.
 SKIPPED_ATTRIBUTES = frozenset({"auto_pad"})
@@ -180,8 +184,7 @@ def _python_signature(signature: OperatorSignature) -> inspect.Signature:
 
 
 def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outputs: int) -> None:
-    if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
-        raise popart_exception(f"{what}: args must be a list of tensor ids, got {inputs!r}")
+    check_tensor_ids(what, inputs)
     if not signature.min_inputs <= len(inputs) <= signature.max_inputs:
         expected = (
             f"{signature.min_inputs}"
@@ -190,7 +193,9 @@ def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outp
         )
         raise popart_exception(f"{what}: expected {expected} input(s) in args, got {len(inputs)}")
     if isinstance(num_outputs, bool) or not isinstance(num_outputs, (int, np.integer)):
-        raise popart_exception(f"{what}: num_outputs must be an integer, got {num_outputs!r}")
+        raise incompatible_arguments(
+            what, ["(self, args: List[str], num_outputs: int, ...)"], [inputs, num_outputs]
+        )
     if not signature.min_outputs <= num_outputs <= signature.max_outputs:
         raise popart_exception(
             f"{what}: num_outputs must be between {signature.min_outputs} and "

@@ -16,11 +16,13 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart.graphcore_ops import op_spec
+from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
+from openipu._src.popart.lowering.remainder import truncated_remainder
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
 
 # PopART's DataType enum (builder.tensor_info.DataType) -> TensorFlow dtype.
@@ -88,7 +90,7 @@ class Atan2(Op):
 @graphcore_op("Fmod")
 class Fmod(Op):
     def compute(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
-        return widened(tf.truncatemod, a, b)  # the dividend's sign, like C
+        return truncated_remainder(a, b)  # the dividend's sign, like C
 
 
 @graphcore_op("Remainder")
@@ -236,8 +238,11 @@ class Bucketize(Op):
 @graphcore_op("Reshape")
 class Reshape(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
-        shape = list(self.attrs.shape)
-        if math.prod(shape) != x.shape.num_elements():
+        try:
+            shape = resolved_reshape(x.shape.as_list(), list(self.attrs.shape))
+        except ValueError as error:
+            raise self.error(str(error)) from None
+        if None in shape or math.prod(shape) != x.shape.num_elements():
             raise self.error(
                 f"cannot reshape {x.shape.as_list()} to {shape}: element counts differ"
             )
@@ -682,7 +687,9 @@ class Call(Op):
     """Runs the ``callee`` subgraph on the inputs; it sees only its own inputs."""
 
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
-        return tuple(self.subgraphs["callee"].call(context, ChainMap(), inputs))
+        # Each call draws its own random numbers: RandomSetup gives every CallOp its own seed
+        # for the callee (willow/src/transforms/randomsetup.cpp, connectSubgraphOp).
+        return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))
 
 
 @graphcore_op("ReplicatedAllReduce")

@@ -37,6 +37,15 @@ def _relaxed_shape(value: tf.Tensor) -> tf.TensorShape:
     return tf.TensorShape([None] * value.shape.rank) if value.shape.rank is not None else None
 
 
+def _iteration_context(context: RunContext, iteration: Any) -> RunContext:
+    """The body's context for one iteration: its random ops draw new numbers each time.
+
+    PopART's RandomSetup (willow/src/transforms/randomsetup.cpp) passes the loop body a seed
+    that is updated in every iteration; folding in the iteration number does the same.
+    """
+    return context.salted(iteration)
+
+
 @register_op("Loop", since=(1, 11, 13, 16, 19, 21, 23, 24, 25))
 class Loop(Op):
     def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
@@ -59,7 +68,7 @@ class Loop(Op):
         iteration = 0
         while keep_going and (trips is None or iteration < trips):
             outputs = body.call(
-                context,
+                _iteration_context(context, iteration),
                 scope,
                 [tf.constant(iteration, tf.int64), tf.constant(keep_going), *carried],
             )
@@ -86,7 +95,9 @@ class Loop(Op):
             else tf.constant(True)
         )
         # The scan outputs' dtypes are found by tracing the body once outside the loop.
-        probe = body.call(context, scope, [tf.constant(0, tf.int64), keep_going, *carried])
+        probe = body.call(
+            _iteration_context(context, 0), scope, [tf.constant(0, tf.int64), keep_going, *carried]
+        )
         arrays = [
             tf.TensorArray(value.dtype, size=0, dynamic_size=True, infer_shape=False)
             for value in probe[1 + carried_count :]
@@ -96,7 +107,9 @@ class Loop(Op):
             return tf.logical_and(going, iteration < trips)
 
         def loop_body(iteration, going, carried_values, arrays):
-            outputs = body.call(context, scope, [iteration, going, *carried_values])
+            outputs = body.call(
+                _iteration_context(context, iteration), scope, [iteration, going, *carried_values]
+            )
             new_arrays = [
                 array.write(tf.cast(iteration, tf.int32), value)
                 for array, value in zip(arrays, outputs[1 + carried_count :], strict=True)

@@ -3,7 +3,7 @@ channels-last, inside chains of spatial ops)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -32,6 +32,37 @@ def convolve(
     return channels_first(output)
 
 
+Convolution = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
+
+
+def _per_group(conv: Convolution, x: tf.Tensor, filters: tf.Tensor, groups: int) -> tf.Tensor:
+    """One convolution per group of channels, concatenated."""
+    parts = tf.split(x, groups, axis=-1)
+    kernels = tf.split(filters, groups, axis=-1)
+    return tf.concat([conv(p, k) for p, k in zip(parts, kernels, strict=True)], axis=-1)
+
+
+def _grouped(conv: Convolution, x: tf.Tensor, filters: tf.Tensor, groups: int) -> tf.Tensor:
+    """A grouped convolution in one kernel, differentiated one group at a time.
+
+    TensorFlow's CPU kernels run grouped convolutions forward, but its filter gradient
+    (Conv2DBackpropFilter) refuses grouped filters; PopART trains them, so the gradient is
+    that of the per-group convolutions, which compute the same function.
+    """
+
+    @tf.custom_gradient
+    def grouped(x: tf.Tensor, filters: tf.Tensor):
+        def gradient(upstream: tf.Tensor):
+            with tf.GradientTape() as tape:
+                tape.watch([x, filters])
+                output = _per_group(conv, x, filters, groups)
+            return tape.gradient(output, [x, filters], output_gradients=upstream)
+
+        return conv(x, filters), gradient
+
+    return grouped(x, filters)
+
+
 def convolve_channels_last(
     x: tf.Tensor,
     weight: tf.Tensor,
@@ -45,7 +76,8 @@ def convolve_channels_last(
     ``pads_begin``/``pads_end`` (negative pads crop); the result is channels-last.
 
     TensorFlow's CPU kernels are channels-last; 3-D grouped convolutions and strides combined with
-    dilations are done piecewise because those kernels lack them.
+    dilations are done piecewise because those kernels lack them, and so are the gradients of
+    grouped convolutions (see `_grouped`).
     """
     dtype = x.dtype
     if dtype not in _CONV_DTYPES:
@@ -56,12 +88,14 @@ def convolve_channels_last(
     filters = tf.transpose(weight, [*range(2, spatial + 2), 1, 0])
     strided_and_dilated = any(s > 1 for s in strides) and any(d > 1 for d in dilations)
     conv_strides = [1] * spatial if strided_and_dilated else strides
-    grouped_3d = groups > 1 and spatial == 3
     explicit = spatial == 2 and min(pads_begin + pads_end) >= 0 and max(dilations) == 1
     if explicit:
         # The padding inside the convolution, where oneDNN fuses it, rather than a Pad op.
         padding = [[0, 0], *zip(pads_begin, pads_end, strict=True), [0, 0]]
-        output = tf.nn.conv2d(x, filters, strides, padding=padding, dilations=dilations)
+
+        def conv(part: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+            return tf.nn.conv2d(part, kernel, strides, padding=padding, dilations=dilations)
+
     else:
         x = spatial_pad(x, pads_begin, pads_end, channels_last=True)
 
@@ -70,14 +104,14 @@ def convolve_channels_last(
                 part, kernel, strides=conv_strides, padding="VALID", dilations=dilations
             )
 
-        if grouped_3d:
-            parts = tf.split(x, groups, axis=-1)
-            kernels = tf.split(filters, groups, axis=-1)
-            output = tf.concat([conv(p, k) for p, k in zip(parts, kernels, strict=True)], axis=-1)
-        else:
-            output = conv(x, filters)
-        if strided_and_dilated:
-            output = output[(slice(None), *[slice(None, None, s) for s in strides], slice(None))]
+    if groups == 1:
+        output = conv(x, filters)
+    elif spatial == 3:
+        output = _per_group(conv, x, filters, groups)
+    else:
+        output = _grouped(conv, x, filters, groups)
+    if strided_and_dilated:  # never explicit: that has no dilations
+        output = output[(slice(None), *[slice(None, None, s) for s in strides], slice(None))]
     return tf.cast(output, dtype) if output.dtype != dtype else output
 
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op
 from openipu._src.popart.lowering.registry import register_op
+from openipu._src.popart.lowering.remainder import truncated_remainder
 from openipu._src.popart.lowering.tensor_utils import widened
 
 
@@ -91,11 +92,7 @@ class Mod(BinaryOp):
 
     def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
         if self.attrs.fmod == 1:
-            if a.dtype in (tf.float16, tf.bfloat16):
-                return tf.cast(
-                    tf.truncatemod(tf.cast(a, tf.float32), tf.cast(b, tf.float32)), a.dtype
-                )
-            return widened(tf.truncatemod, a, b)
+            return truncated_remainder(a, b)
         return widened(tf.math.floormod, a, b)
 
 

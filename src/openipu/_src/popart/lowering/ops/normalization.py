@@ -31,9 +31,20 @@ class BatchNormalization(Op):
             self.opset_version < 14 and context.training and wants_statistics
         )
 
+    @property
+    def spatial(self) -> bool:
+        """spatial=0 (opsets 7-8) normalises each feature [C, D1, ...] on its own, over the
+        batch only (willow/src/op/batchnorm.cpp, willow/src/popx/op/batchnormx.cpp)."""
+        return bool(self.attrs.get("spatial", 1))
+
+    def per_feature(self, value: tf.Tensor, rank: int) -> tf.Tensor:
+        if self.spatial:
+            return per_channel(value, rank)
+        return tf.expand_dims(value, 0)
+
     def run_channels_last(self, context: RunContext, inputs: Sequence[Any]) -> Any:
-        if self.training(context):
-            return None  # batch statistics: computed channels-first
+        if self.training(context) or not self.spatial:
+            return None  # batch statistics, or per-feature values: computed channels-first
         # Per-channel values broadcast against the last axis as they are.
         return self.with_running_statistics(inputs, lambda value: value)
 
@@ -41,13 +52,13 @@ class BatchNormalization(Op):
         x, scale, bias, mean, variance = inputs[:5]
         rank = x.shape.rank
         epsilon = self.attrs.epsilon
-        axes = [0, *range(2, rank)]
+        axes = [0, *range(2, rank)] if self.spatial else [0]
         if not self.training(context):
-            return self.with_running_statistics(inputs, lambda value: per_channel(value, rank))
+            return self.with_running_statistics(inputs, lambda v: self.per_feature(v, rank))
         batch_mean, batch_variance = tf.nn.moments(x, axes=axes)
         inverse = tf.math.rsqrt(batch_variance + epsilon)
-        y = (x - per_channel(batch_mean, rank)) * per_channel(scale * inverse, rank)
-        y = y + per_channel(bias, rank)
+        y = (x - self.per_feature(batch_mean, rank)) * self.per_feature(scale * inverse, rank)
+        y = y + self.per_feature(bias, rank)
         momentum = self.attrs.momentum
         running_mean = mean * momentum + tf.cast(batch_mean, mean.dtype) * (1 - momentum)
         running_variance = variance * momentum + tf.cast(batch_variance, variance.dtype) * (

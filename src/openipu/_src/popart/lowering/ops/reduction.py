@@ -119,6 +119,9 @@ ReduceSumSquare = reduction("ReduceSumSquare", (1, 11, 13, 18), _sum_square)
 
 
 class ArgOp(Op):
+    """PopART's ArgMax/ArgMin give INT32 indices, not ONNX's int64
+    (willow/src/op/argextrema.cpp, `ArgExtremaOp::setup`)."""
+
     largest: bool
 
     def compute(self, x: tf.Tensor) -> tf.Tensor:
@@ -127,10 +130,10 @@ class ArgOp(Op):
         keys = x if type(self).largest else -_signed(x)
         if self.attrs.get("select_last_index"):
             reversed_keys = tf.reverse(keys, [axis])
-            index = tf.argmax(reversed_keys, axis=axis)
-            index = tf.cast(tf.shape(x)[axis], tf.int64) - 1 - index
+            index = tf.argmax(reversed_keys, axis=axis, output_type=tf.int32)
+            index = tf.shape(x, out_type=tf.int32)[axis] - 1 - index
         else:
-            index = tf.argmax(keys, axis=axis)
+            index = tf.argmax(keys, axis=axis, output_type=tf.int32)
         if x.dtype.is_floating:
             index = self._first_nan_wins(x, axis, index)
         if self.attrs.keepdims:
@@ -142,10 +145,10 @@ class ArgOp(Op):
         first NaN's index (the last's with select_last_index); TensorFlow skips NaNs."""
         nans = tf.cast(tf.math.is_nan(x), tf.int32)
         if self.attrs.get("select_last_index"):
-            last = tf.argmax(tf.reverse(nans, [axis]), axis=axis)
-            nan_index = tf.cast(tf.shape(x)[axis], tf.int64) - 1 - last
+            last = tf.argmax(tf.reverse(nans, [axis]), axis=axis, output_type=tf.int32)
+            nan_index = tf.shape(x, out_type=tf.int32)[axis] - 1 - last
         else:
-            nan_index = tf.argmax(nans, axis=axis)
+            nan_index = tf.argmax(nans, axis=axis, output_type=tf.int32)
         return tf.where(tf.reduce_any(nans > 0, axis=axis), nan_index, index)
 
 
