@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from openipu._src.feeds import host_arrays
+from openipu._src.engine import host_arrays
 
 LARGE = (64, 1024)  # 256 KiB of float32: above the size from which arrays are lent
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
 
-from openipu._src.feeds.host_queue import HostQueue
+from openipu._src.engine.host_queue import HostQueue
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import json
 import os
 
 import _openipu_startup
+from openipu._src.config import poplar_flags
 from openipu._src.engine import compile_policy
-from openipu._src.feeds import poplar_flags
 from openipu._src.system import topology
 
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from openipu._src.compiler import device_scope, scopes
-from openipu._src.engine import deferred_builds, region, replication
+from openipu._src.compiler import scopes
+from openipu._src.engine import deferred_builds, device_scope, region, replication
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.system import configure
 

@@ -17,7 +17,7 @@ from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.framework import ops
 
-from openipu._src.compiler import device_scope
+from openipu._src.engine import device_scope
 from openipu._src.engine import region as region_lib
 from openipu._src.system import configure, host_devices
 

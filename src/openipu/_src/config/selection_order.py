@@ -32,7 +32,7 @@ def ipu_order(selection_order: SelectionOrder, num_ipus: int) -> list[int]:
 def _snake_order(num_ipus: int) -> list[int]:
     # Walk the rungs bottom to top, crossing each rung in the opposite direction to the one
     # below, so that every step is over an IPU-Link.
-    order = []
+    order: list[int] = []
     for rung_start in range(0, num_ipus, 2):
         rung = [rung_start, rung_start + 1]
         if (rung_start // 2) % 2 == 1:

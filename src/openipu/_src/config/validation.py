@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from openipu._src.config import poplar_flags
 from openipu._src.config.enums import DeviceConnectionType
-from openipu._src.feeds import poplar_flags
 
 if TYPE_CHECKING:
     from openipu._src.config.ipu_config import IPUConfig

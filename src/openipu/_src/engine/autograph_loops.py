@@ -53,8 +53,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop
-from openipu._src.feeds import host_stream
+from openipu._src.engine import device_loop, host_stream
 from openipu._src.integration import autograph_range_loops
 
 FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
@@ -322,7 +321,7 @@ class _RegionRewrite:
         if reason is None:
             probe = _probe(body, get_state, set_state, iter_.dtype)
             reason = self._unfusable_reads(probe)
-        if reason is not None:
+        if reason is not None or probe is None:
             logger.debug("Loop over %s keeps autograph's lowering: %s", iter_.name, reason)
             return None
         logger.debug(
@@ -352,8 +351,9 @@ class _RegionRewrite:
         bounds = [self._host_value(t) for t in iter_.op.inputs]  # start, limit, delta
         if any(bound is None for bound in bounds):
             return None
-        if all(isinstance(bound, int) for bound in bounds):
-            start, limit, delta = bounds
+        static = [bound for bound in bounds if isinstance(bound, int)]
+        if len(static) == len(bounds):
+            start, limit, delta = static
             return None if delta == 0 else (len(range(start, limit, delta)), None)
         with self.region.on_host():
             host_bounds = [
@@ -401,7 +401,7 @@ class _RegionRewrite:
                 f"{_label(iterator)} has elements of {iterator.element_spec}, "
                 "not dense tensors of static shapes"
             )
-        if not probe.reads:
+        if not probe.reads or probe.graph is None:
             return "its body reads no tf.data iterator"
         captured = {t.ref() for t in probe.graph.external_captures}
         for key, iterator in probe.iterators.items():

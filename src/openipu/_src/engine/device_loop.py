@@ -89,7 +89,9 @@ def flat_iteration() -> tuple[tf.Tensor, int | tf.Tensor] | None:
     counts = [context.trip_count for context in stack]
     if all(isinstance(count, int) for count in counts):
         return index, math.prod(counts)
-    with region_lib.current_region().on_host():  # the host sizes buffers before the region
+    region = region_lib.current_region()
+    assert region is not None  # a device loop is always built inside a region
+    with region.on_host():  # the host sizes buffers before the region
         return index, functools.reduce(operator.mul, counts)
 
 
@@ -321,6 +323,7 @@ def _prefetch(infeed, n: int):
     if not region_lib.in_region_top_level() or loop_stack():
         return None
     region = region_lib.current_region()
+    assert region is not None  # checked by in_region_top_level above
     with region.on_host():
         return infeed._fetch_stacked(n)  # noqa: SLF001 - the engine is the infeed's consumer
 
@@ -330,7 +333,7 @@ def _fetch_each_iteration(infeed):
 
 
 def _in_own_region(build: Callable):
-    from openipu._src.compiler import device_scope
+    from openipu._src.engine import device_scope
 
     ordinal = device_scope.current_ipu_ordinal() or 0
     system = configure.current_system("an IPU loop")

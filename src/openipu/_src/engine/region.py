@@ -75,13 +75,15 @@ class _PlainContext:
 class CompiledRegion:
     """One region being built: its compile context and its host-side work."""
 
-    def __init__(self, graph: ops.Graph, context: _RegionContext, device: str | None) -> None:
+    def __init__(
+        self, graph: ops.Graph, context: _RegionContext | _PlainContext, device: str | None
+    ) -> None:
         self.graph = graph
         self.context = context
         self.device = device
         self.mode: compile_policy.CompileMode | None = None
         self.graph_mode_reasons: list[str] = []
-        self._finalizers: list[Callable[[], list[ops.Operation]]] = []
+        self._finalizers: list[Callable[[list], list[ops.Operation]]] = []
 
     @contextlib.contextmanager
     def on_host(self) -> Iterator[None]:
@@ -304,7 +306,7 @@ def _pack_outputs(tensors, operations, structure, name):
     )
 
 
-def _unmark(context: _RegionContext) -> None:
+def _unmark(context: _RegionContext | _PlainContext) -> None:
     """Turns a traced region into plain graph operations (it will not go to XLA)."""
     for op in context.marked_ops:
         _unmark_op(op)
@@ -319,7 +321,7 @@ def _unmark_op(op: ops.Operation) -> None:
 
 def _device_connection_type() -> DeviceConnectionType | None:
     system = configure.maybe_current_system()
-    return None if system is None else system.config.device_connection.type
+    return None if system is None else system.config.device_connection.type  # type: ignore[attr-defined]  # an IPUConfig
 
 
 def _precompiled_outputs(computation, inputs, flat_return_rules):

@@ -21,8 +21,7 @@ _HOLDERS: list[tuple[object, str]] = []
 
 def _holders() -> list[tuple[object, str]]:
     if not _HOLDERS:
-        from openipu._src.compiler import device_scope
-        from openipu._src.engine import device_loop, region
+        from openipu._src.engine import device_loop, device_scope, region
 
         _HOLDERS.extend(
             [
@@ -42,18 +41,18 @@ def snapshot() -> list[list]:
 @contextlib.contextmanager
 def restored(saved: list[list]) -> Iterator[None]:
     """Within this context, this thread sees the stacks of `saved`."""
-    previous = [getattr(holder, name, None) for holder, name in _holders()]
+    previous: list[list | None] = [getattr(holder, name, None) for holder, name in _holders()]
     for (holder, name), stack in zip(_holders(), saved, strict=True):
         setattr(holder, name, list(stack))
     try:
         yield
     finally:
-        for (holder, name), stack in zip(_holders(), previous, strict=True):
-            if stack is None:
+        for (holder, name), earlier in zip(_holders(), previous, strict=True):
+            if earlier is None:
                 if hasattr(holder, name):
                     delattr(holder, name)
             else:
-                setattr(holder, name, stack)
+                setattr(holder, name, earlier)
 
 
 def for_replicas(fn: Callable, ipu_ordinal: int | None = None) -> Callable:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.util import nest
 
-from openipu._src.feeds.host_stream import ChunkedStream, ElementStream
+from openipu._src.engine.host_stream import ChunkedStream, ElementStream
 
 _MAX_PREFETCH_DEPTH = 256
 _DEFAULT_PREFETCH_DEPTH = 3

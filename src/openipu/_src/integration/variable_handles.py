@@ -27,19 +27,20 @@ from openipu._src.integration.patching import Kind, Patch, apply, register
 
 _stock_handle: property = resource_variable_ops.BaseResourceVariable.__dict__["handle"]
 _state = threading.local()
+_stock_getter: Callable = _stock_handle.fget  # type: ignore[assignment]  # a property getter
 
 HandleHook = Callable[[resource_variable_ops.BaseResourceVariable], object]
 
 
 def stock_handle(variable: resource_variable_ops.BaseResourceVariable):
     """The variable's own handle, whatever hook is active."""
-    return _stock_handle.fget(variable)
+    return _stock_getter(variable)
 
 
 def _handle(self):
     hook = getattr(_state, "hook", None)
     if hook is None:
-        return _stock_handle.fget(self)
+        return _stock_getter(self)
     return hook(self)
 
 

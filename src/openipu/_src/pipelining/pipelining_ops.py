@@ -370,7 +370,7 @@ class _PipelinePlan:
     def _stage_host_devices(self, region) -> list[str | None]:
         if region is None or region.device is None:
             return [None] * len(self.stages)
-        from openipu._src.compiler import device_scope
+        from openipu._src.engine import device_scope
         from openipu._src.system import configure
 
         system = configure.maybe_current_system()

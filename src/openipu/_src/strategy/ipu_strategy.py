@@ -28,8 +28,7 @@ from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager.polymorphic_function import polymorphic_function
 from tensorflow.python.util import nest
 
-from openipu._src.compiler import device_scope
-from openipu._src.engine import region, thread_state
+from openipu._src.engine import device_scope, region, thread_state
 from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
 from openipu._src.system import configure, host_devices
 
@@ -238,11 +237,3 @@ def _unflatten_replicated(outputs):
     if isinstance(outputs, (list, tuple)) and not hasattr(outputs, "_fields"):
         return type(outputs)(_unflatten_replicated(v) for v in outputs)
     return outputs
-
-
-def current_strategy_ordinal() -> int | None:
-    """The IPU device ordinal of the IPUStrategy whose scope is active, if any."""
-    strategy = tf.distribute.get_strategy()
-    if isinstance(strategy, IPUStrategyV1):
-        return strategy.extended.ipu_ordinal
-    return None

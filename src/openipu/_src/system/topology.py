@@ -51,7 +51,7 @@ def num_emulated_ipus() -> int:
 def device_listing(num_ipus: int | None = None) -> list[DeviceListing]:
     """All device configurations of the machine, in `gc-info -l` id order."""
     total = num_emulated_ipus() if num_ipus is None else num_ipus
-    listing = []
+    listing: list = []
     size = 1
     while size <= total:
         for start in range(0, total, size):

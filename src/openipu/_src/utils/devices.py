@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from openipu._src.feeds import poplar_flags
+from openipu._src.config import poplar_flags
 from openipu._src.system import configure
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-from openipu._src.feeds import poplar_flags
+from openipu._src.config import poplar_flags
 
 _CATEGORIES_FLAG = "--synthetic_data_categories="
 

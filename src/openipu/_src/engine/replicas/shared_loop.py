@@ -40,6 +40,7 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
         replicas = len(values)
         count = len(carried)
         flat_inputs = [tf.convert_to_tensor(c) for own, _ in values for c in own]
+        source: _ReplicaAxisBuffer | InterleavedInfeed | None
         if buffer is not None:
             source = _ReplicaAxisBuffer([stacked for _, stacked in values])
         elif infeed is not None:

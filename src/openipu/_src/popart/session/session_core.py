@@ -23,9 +23,9 @@ import numpy as np
 import onnx
 import tensorflow as tf
 
+from openipu._src.engine import host_arrays
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
-from openipu._src.feeds import host_arrays
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
 from openipu._src.popart.builder.tensor_info import TensorInfo

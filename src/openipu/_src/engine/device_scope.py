@@ -6,6 +6,8 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+import tensorflow as tf
+
 _state = threading.local()
 
 
@@ -28,6 +30,6 @@ def current_ipu_ordinal() -> int | None:
     stack = _stack()
     if stack:
         return stack[-1]
-    from openipu._src.strategy import ipu_strategy
-
-    return ipu_strategy.current_strategy_ordinal()
+    # In an IPU strategy's scope: its device (the engine knows strategies only by the
+    # `ipu_ordinal` their internals expose).
+    return getattr(tf.distribute.get_strategy().extended, "ipu_ordinal", None)

@@ -74,7 +74,7 @@ def fetch_from_iterators(
             static_iterations is not None
             and static_iterations * len(order) <= _UNROLLED_FETCH_LIMIT
         ):
-            columns = [[[] for _ in specs] for specs in flat_specs]
+            columns: list[list[list]] = [[[] for _ in specs] for specs in flat_specs]
             previous: list = []
             for _ in range(int(static_iterations)):
                 elements, previous = read_iteration(previous)
