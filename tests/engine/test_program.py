@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from openipu._src.engine import compile_policy
+from openipu._src.engine.compiled_program import StepSchedule
 from openipu._src.engine.program import LoopProgram
 
 
@@ -196,3 +197,25 @@ def test_long_independent_graph_programs_keep_the_loop(ipu_system, monkeypatch):
     np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
     assert program.compiled_mode is compile_policy.CompileMode.GRAPH
     assert not program.runs_steps_together
+
+
+def test_the_compiled_program_records_every_decision(ipu_system):
+    # Two replicas of a one-IPU step, each reading its own elements (i * R + r).
+    program = LoopProgram(lambda e: e * 2.0, iterations=3, replicas=2, name="doubling")
+    assert program.compiled is None  # nothing decided before the first call
+    x = np.arange(6, dtype=np.float32).reshape(6, 1)
+    outputs = program(tf.constant(x)).numpy()
+    np.testing.assert_array_equal(outputs, (x * 2).reshape(3, 2, 1))
+    compiled = program.compiled
+    assert (compiled.name, compiled.replicas, compiled.ipus_per_replica) == ("doubling", 2, 1)
+    assert compiled.steps_per_call == 3 and compiled.ipus == 2
+    assert compiled.executor is compile_policy.CompileMode.XLA
+    assert compiled.step_schedule is StepSchedule.LOOP
+    assert "2 replica(s) of 1 IPU(s), 3 step(s) per call" in compiled.describe()
+
+
+def test_independent_steps_are_recorded_as_run_together(ipu_system):
+    program = LoopProgram(lambda e: e + 1.0, iterations=4, independent_steps=True)
+    program(tf.zeros([4, 2]))
+    assert program.compiled.step_schedule is StepSchedule.VECTORIZED
+    assert program.compiled.replicas == 1

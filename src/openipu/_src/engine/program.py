@@ -29,6 +29,7 @@ from openipu._src.engine import (
     region,
     replication,
 )
+from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.system import configure
 
@@ -160,6 +161,26 @@ class LoopProgram:
         return self._last_mode
 
     @property
+    def compiled(self) -> CompiledProgram | None:
+        """The compile decisions of the program as last traced; None before the first call."""
+        if self._last_mode is None or self._host_device_used is None:
+            return None
+        if self.runs_steps_together:
+            schedule = StepSchedule.UNROLLED if self._unrolled else StepSchedule.VECTORIZED
+        else:
+            schedule = StepSchedule.LOOP
+        return CompiledProgram(
+            name=self.__name__,
+            executor=self._last_mode,
+            host_device=self._host_device_used,
+            ipu_ordinal=self._device_ordinal,
+            replicas=self._replicas_used,
+            ipus_per_replica=self._ipus_per_replica,
+            steps_per_call=self.iterations,
+            step_schedule=schedule,
+        )
+
+    @property
     def unrolls_steps(self) -> bool:
         """Whether the steps that run together are unrolled (a graph) rather than vectorized."""
         return bool(self.runs_steps_together) and self._unrolled
@@ -173,15 +194,20 @@ class LoopProgram:
 
     _last_mode: compile_policy.CompileMode | None = None
     _runs_together_now = False
+    _host_device_used: str | None = None
+    _replicas_used = 1
 
     def _program(self, stacked_inputs):
         host_device = self._host_device or (
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
+        self._host_device_used = host_device
         slots = replication.strategy_replica_count()
         if slots > 1:
+            self._replicas_used = slots // self._ipus_per_replica
             return self._on_strategy_replicas(stacked_inputs, host_device, slots)
         replicas = self._replicas
+        self._replicas_used = replicas
         stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
         self._runs_together_now = self._together and replicas == 1
         if self._runs_together_now:

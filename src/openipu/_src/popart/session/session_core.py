@@ -321,11 +321,8 @@ class SessionCore:
         }
 
     def _compiled_mode_name(self) -> str:
-        mode = self._program.compiled_mode if self._program is not None else None
-        return {
-            CompileMode.XLA: "one XLA computation",
-            CompileMode.GRAPH: "a TensorFlow graph",
-        }.get(mode, "not compiled yet")
+        compiled = self._program.compiled if self._program is not None else None
+        return compiled.describe() if compiled is not None else "not compiled yet"
 
     def _can_execute(self) -> bool:
         return (
