@@ -203,3 +203,23 @@ def test_strategy_made_before_the_configuration_uses_it(strategy_on):
         total = tf.function(lambda: strategy.run(fn))()
     assert float(total) == 2.0
     np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1]])
+
+
+def test_strategy_run_inside_a_function_tensorflow_compiles_whole(strategy_on):
+    # `@tf.function(jit_compile=True)` around `strategy.run`: XLA compiles the replicas
+    # with the function.
+    strategy = strategy_on(2)
+    with strategy.scope():
+        variable = tf.Variable(1.0)
+
+        @tf.function(jit_compile=True)
+        def step(x):
+            def fn(x):
+                total = ipu.cross_replica_ops.cross_replica_sum(x)
+                variable.assign_add(total)
+                return total
+
+            return strategy.run(fn, args=(x,))
+
+        assert float(step(tf.constant(3.0))) == 6.0
+    assert float(variable.numpy()) == 7.0  # replica 0's copy, read by the host

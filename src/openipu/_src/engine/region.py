@@ -25,7 +25,7 @@ import tensorflow as tf
 from tensorflow.compiler.jit.ops import xla_ops
 from tensorflow.python.compiler.xla import xla
 from tensorflow.python.framework import ops
-from tensorflow.python.ops import control_flow_ops
+from tensorflow.python.ops import control_flow_ops, control_flow_util
 from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
@@ -196,6 +196,10 @@ def compile_region(
     name = graph.unique_name("ipu_cluster")
     with ops.device(device) if device else contextlib.nullcontext():
         pivot = control_flow_ops.no_op(name=name + "/pivot")
+        if control_flow_util.GraphOrParentsInXlaContext(graph):
+            # Inside a function TensorFlow compiles whole (`tf.function(jit_compile=True)`
+            # around `strategy.run`): XLA takes the region with its function, unmarked.
+            mode = compile_policy.CompileMode.GRAPH
         graph_only = compile_policy.CompileMode.GRAPH in (mode, compile_policy.forced_mode())
         context = _PlainContext(graph) if graph_only else _RegionContext(name, pivot)
         region = CompiledRegion(graph, context, device)
