@@ -174,7 +174,9 @@ def test_lookup_outside_the_registration_is_an_error(tf1_graph):
         result = ipu.ipu_compiler.compile(embedding.lookup, [tf.constant([1, 2])])
     with tf.compat.v1.Session(graph=tf1_graph) as session:
         session.run(tf.compat.v1.global_variables_initializer())
-        with pytest.raises(tf.errors.InvalidArgumentError, match="HostEmbedding embedding is not registered"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="HostEmbedding embedding is not registered"
+        ):
             session.run(result)
         with embedding.register(session):
             (rows,) = session.run(result)

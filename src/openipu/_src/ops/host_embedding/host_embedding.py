@@ -132,30 +132,23 @@ class _HostEmbeddingScope:
         self._parent = parent
         self._session = session
 
-    def _run(self, instruction) -> None:
+    def _run(self, create_instruction) -> None:
+        """Builds the spec's instruction (run eagerly when no session) and runs it."""
+        parent = self._parent
+        instruction = create_instruction(
+            parent._embedding_tensor,  # noqa: SLF001
+            parent._slot_vars,  # noqa: SLF001
+            parent._name,  # noqa: SLF001
+        )
         if self._session is not None:
             self._session.run(instruction)
 
     def __enter__(self) -> HostEmbedding:
-        parent = self._parent
-        self._run(
-            parent._optimizer_spec.create_register_instruction(  # noqa: SLF001
-                parent._embedding_tensor,  # noqa: SLF001
-                parent._slot_vars,  # noqa: SLF001
-                parent._name,  # noqa: SLF001
-            )
-        )
-        return parent
+        self._run(self._parent.optimizer_spec.create_register_instruction)
+        return self._parent
 
     def __exit__(self, exception_type, exception_value, traceback) -> None:
-        parent = self._parent
-        self._run(
-            parent._optimizer_spec.create_deregister_instruction(  # noqa: SLF001
-                parent._embedding_tensor,  # noqa: SLF001
-                parent._slot_vars,  # noqa: SLF001
-                parent._name,  # noqa: SLF001
-            )
-        )
+        self._run(self._parent.optimizer_spec.create_deregister_instruction)
 
 
 def create_host_embedding(
