@@ -28,23 +28,10 @@ ALIASES = {
 }
 
 
-# Not implemented yet (no issue holds them): the TF1 layers. Strict expected failures, so
-# that a name that starts to resolve must leave this list.
-PENDING_PREFIXES = ("ipu_tensorflow_addons.v1.",)
-
-
 def _names() -> list:
     lines = MANIFEST.read_text().splitlines()
     names = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-    return [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(raises=(ImportError, AttributeError), strict=True),
-        )
-        if name.startswith(PENDING_PREFIXES)
-        else name
-        for name in names
-    ]
+    return names
 
 
 @pytest.mark.parametrize("name", _names())

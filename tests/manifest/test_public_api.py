@@ -48,10 +48,6 @@ PENDING_NAMES = {
         "embedded_runtime.embedded_runtime_start",
         "embedded_runtime.embedded_runtime_start_and_call",
         "embedded_runtime.embedded_runtime_stop",
-        "embedding_ops.HostEmbedding",
-        "embedding_ops.HostEmbeddingOptimizerSpec",
-        "embedding_ops.HostEmbeddingSGDGAOptimizerSpec",
-        "embedding_ops.create_host_embedding",
     ]
 }
 

@@ -1,6 +1,6 @@
 """Embedding lookups on the IPU (`ipu.embedding_ops.embedding_lookup`).
 
-Host embeddings (`HostEmbedding` and its optimiser specs) live elsewhere.
+Host embeddings (`HostEmbedding` and its optimiser specs) are in `ops/host_embedding`.
 """
 
 from __future__ import annotations

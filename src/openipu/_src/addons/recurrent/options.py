@@ -51,6 +51,14 @@ def checked_memory_proportion(owner: str, parameter: str, value) -> float | None
     return value
 
 
+def checked_memory_proportions(owner: str, forward, backward) -> tuple[float | None, float | None]:
+    """The forward and backward proportions; Popnn applies an unset backward one the forward's."""
+    forward = checked_memory_proportion(owner, "available_memory_proportion_fwd", forward)
+    if backward is None:
+        return forward, forward
+    return forward, checked_memory_proportion(owner, "available_memory_proportion_bwd", backward)
+
+
 def compute_dtype(data_dtype: tf.DType, partials_dtype: tf.DType) -> tf.DType:
     """The dtype the host computes in: float32 partials accumulate half-precision data in float32."""
     return tf.float32 if partials_dtype == tf.float32 else data_dtype

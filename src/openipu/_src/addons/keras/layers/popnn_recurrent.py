@@ -92,15 +92,9 @@ class PopnnRecurrent(tf_keras.layers.Layer):
         self.seed = _checked_seed(owner, seed)
         self.partials_dtype = options.checked_float_dtype(owner, "partials_dtype", partials_dtype)
         self.time_major = bool(time_major)
-        self.available_memory_proportion_fwd = options.checked_memory_proportion(
-            owner, "available_memory_proportion_fwd", available_memory_proportion_fwd
-        )
-        # Popnn applies the forward proportion to both passes when the backward one is unset.
-        self.available_memory_proportion_bwd = (
-            self.available_memory_proportion_fwd
-            if available_memory_proportion_bwd is None
-            else options.checked_memory_proportion(
-                owner, "available_memory_proportion_bwd", available_memory_proportion_bwd
+        self.available_memory_proportion_fwd, self.available_memory_proportion_bwd = (
+            options.checked_memory_proportions(
+                owner, available_memory_proportion_fwd, available_memory_proportion_bwd
             )
         )
         self.input_spec = tf_keras.layers.InputSpec(ndim=3)

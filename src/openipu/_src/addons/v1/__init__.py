@@ -1,0 +1,1 @@
+"""The TF1 (graph-mode) addons: `ipu_tensorflow_addons.v1`."""

@@ -1,0 +1,140 @@
+"""The host's side of a host embedding: its connection state, lookups and updates.
+
+On an IPU the table stays in host memory; the device streams indices out and
+rows back while it runs, and (training) streams the rows' updates out, which
+the host adds into the table. Here those streams are host operations built
+inside the device loop: a gather from the table and a scatter-add into it,
+both placed on the host CPU, so the compiled region that holds them runs as a
+graph (as one with `outside_compilation_scope` does). Iterations of a device
+loop run in order, so each lookup sees the updates of the steps before it.
+
+The connection (`HostEmbedding.register`) is engine state: a flag a lookup
+checks, made with `engine_variable` so that programs neither initialise nor
+save it. SGD with gradient accumulation ("SGD+GA") holds the updates of a
+mini-batch on the host and adds them all into the table once per
+`accumulation_factor` mini-batches (the original's host kept them until the
+device notified it at the end of each accumulation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import tensorflow as tf
+from tensorflow.python.framework import ops
+
+from openipu._src.engine import region as region_lib
+from openipu._src.engine.engine_variables import engine_variable
+
+SGD = "SGD"
+SGD_WITH_ACCUMULATION = "SGD+GA"
+
+# Per (embedding name, table): its host state.
+_states: dict = {}
+
+
+class HostTableState:
+    """The host's state of one embedding: whether it is registered, and pending updates."""
+
+    def __init__(self, name: str, table, accumulation_factor: int) -> None:
+        self.name = name
+        self.table = table
+        self.accumulation_factor = accumulation_factor
+        scope_name = name.replace(":", "_")
+        with outside_region(), tf.init_scope():
+            self.registered = engine_variable(False, name=f"{scope_name}/registered")
+            self.pending = None
+            self.pending_count = None
+            if accumulation_factor > 1:
+                self.pending = engine_variable(
+                    tf.zeros(table.shape, table.dtype), name=f"{scope_name}/pending_updates"
+                )
+                self.pending_count = engine_variable(0, name=f"{scope_name}/pending_count")
+
+    def register(self, optimizer_name: str):
+        """Connects the table; a new connection holds no pending updates."""
+        with on_host():
+            operations = [self.registered.assign(True)]
+            if self.pending is not None and optimizer_name == SGD_WITH_ACCUMULATION:
+                operations += [
+                    self.pending.assign(tf.zeros_like(self.pending)),
+                    self.pending_count.assign(0),
+                ]
+            return tf.group(operations, name=f"{self.name}_register")
+
+    def deregister(self) -> tf.Tensor:
+        """Disconnects the table; its value (the original's deregister op returned it)."""
+        with on_host():
+            with tf.control_dependencies([self.registered.assign(False)]):
+                return tf.identity(self.table, name=f"{self.name}_deregister")
+
+    def lookup(self, indices: tf.Tensor) -> tf.Tensor:
+        """The rows `indices` of the table, read on the host once the table is registered."""
+        with on_host():
+            check = tf.debugging.Assert(
+                self.registered,
+                [
+                    f"HostEmbedding {self.name} is not registered: run the program inside "
+                    "`with embedding.register(session):`"
+                ],
+                name="check_registered",
+            )
+            with tf.control_dependencies([check]):
+                # The table is not a variable of the program: no gradient flows into it.
+                return tf.stop_gradient(tf.gather(self.table, indices))
+
+    def update(self, indices: tf.Tensor, updates: tf.Tensor, optimizer_name: str):
+        """Adds `updates` (already scaled by the learning rate) into the rows `indices`."""
+        if not isinstance(self.table, tf.Variable):
+            # A plain tensor has no storage that outlives the step: its updates are lost, as
+            # the original's host wrote them into a temporary buffer.
+            return tf.no_op()
+        with on_host():
+            updates = tf.cast(updates, self.table.dtype)
+            if optimizer_name != SGD_WITH_ACCUMULATION or self.pending is None:
+                return tf.compat.v1.scatter_add(self.table, indices, updates).op
+            held = tf.compat.v1.scatter_add(self.pending, indices, updates)
+            with tf.control_dependencies([held]):
+                count = self.pending_count.assign_add(1)
+            return tf.cond(
+                count >= self.accumulation_factor, self._apply_pending, tf.no_op, name="notify"
+            )
+
+    def _apply_pending(self):
+        applied = self.table.assign_add(self.pending.read_value())
+        with tf.control_dependencies([applied]):
+            return tf.group(
+                self.pending.assign(tf.zeros_like(self.pending)), self.pending_count.assign(0)
+            )
+
+
+def state_for(name: str, table, accumulation_factor: int) -> HostTableState:
+    """The host state of the embedding `name` held in `table` (made on first use)."""
+    key = (name, table.ref())
+    state = _states.get(key)
+    if state is None:
+        state = _states[key] = HostTableState(name, table, accumulation_factor)
+    return state
+
+
+@contextlib.contextmanager
+def on_host() -> Iterator[None]:
+    """Builds the enclosed operations on the host CPU; a region holding them runs as a graph."""
+    region = region_lib.current_region()
+    if region is not None:
+        region.require_graph_mode("host embedding lookups and updates run on the host")
+    with ops.device("/device:CPU:0"):
+        yield
+
+
+@contextlib.contextmanager
+def outside_region() -> Iterator[None]:
+    """Builds the enclosed operations on the host, outside the compiled region if in one."""
+    region = region_lib.current_region()
+    if region is None:
+        with ops.device("/device:CPU:0"):
+            yield
+    else:
+        with region.on_host():
+            yield
