@@ -1,5 +1,5 @@
 """`tensorflow.python.ipu.ipu_outfeed_queue`."""
 
-from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 
 __all__ = ["IPUOutfeedMode", "IPUOutfeedQueue"]

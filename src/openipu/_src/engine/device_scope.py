@@ -33,3 +33,16 @@ def current_ipu_ordinal() -> int | None:
     # In an IPU strategy's scope: its device (the engine knows strategies only by the
     # `ipu_ordinal` their internals expose).
     return getattr(tf.distribute.get_strategy().extended, "ipu_ordinal", None)
+
+
+def validate_device_ordinal(device_ordinal) -> int:
+    """The queue's IPU device. None (the original's default) is the ordinal of the IPUStrategy
+    in scope, or 0 (ipu_infeed_queue.py and ipu_outfeed_queue.py)."""
+    if device_ordinal is None:
+        extended = tf.distribute.get_strategy().extended
+        return getattr(extended, "ipu_ordinal", 0)
+    if not isinstance(device_ordinal, int):
+        raise ValueError(f"device_ordinal must be an int, got {device_ordinal!r}")
+    if device_ordinal < 0:
+        raise ValueError(f"device_ordinal must be >= 0, got {device_ordinal}")
+    return device_ordinal

@@ -88,7 +88,7 @@ class LoopProgram:
         independent_steps: bool = False,
         name: str = "ipu_program",
     ) -> None:
-        from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
+        from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 
         if outputs not in ("all", "last"):
             raise ValueError(f"outputs must be 'all' or 'last', got {outputs!r}")

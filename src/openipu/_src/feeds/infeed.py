@@ -12,23 +12,11 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.util import nest
 
+from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.host_stream import ChunkedStream, ElementStream
 
 _MAX_PREFETCH_DEPTH = 256
 _DEFAULT_PREFETCH_DEPTH = 3
-
-
-def validate_device_ordinal(device_ordinal) -> int:
-    """The queue's IPU device. None (the original's default) is the ordinal of the IPUStrategy
-    in scope, or 0 (ipu_infeed_queue.py and ipu_outfeed_queue.py)."""
-    if device_ordinal is None:
-        extended = tf.distribute.get_strategy().extended
-        return getattr(extended, "ipu_ordinal", 0)
-    if not isinstance(device_ordinal, int):
-        raise ValueError(f"device_ordinal must be an int, got {device_ordinal!r}")
-    if device_ordinal < 0:
-        raise ValueError(f"device_ordinal must be >= 0, got {device_ordinal}")
-    return device_ordinal
 
 
 def _validate_prefetch_depth(prefetch_depth) -> int | None:

@@ -31,9 +31,9 @@ from tensorflow.python.util import nest
 from openipu._src.engine import device_loop, replicated_loop, replication, thread_state
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
-from openipu._src.feeds.outfeed import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.optimizers import ipu_optimizer
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.pipelining import pipeline_options

@@ -212,7 +212,7 @@ class KerasExtensions:
 
     def set_outfeed_queue_options(self, **kwargs) -> None:
         """Options for the outfeeds that fit/evaluate/predict create (e.g. buffer_depth)."""
-        from openipu._src.feeds.outfeed import IPUOutfeedQueue
+        from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 
         _check_kwargs(
             IPUOutfeedQueue.__init__, kwargs, "set_outfeed_queue_options", {"outfeed_mode"}

@@ -27,10 +27,10 @@ from tensorflow.python.util import nest
 from openipu._src.config import poplar_flags
 from openipu._src.engine import autograph_loops, deferred_builds, device_loop, replication
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.host_queue import HostQueue
 from openipu._src.engine.replicas import variable_copies
-from openipu._src.feeds.infeed import validate_device_ordinal
 
 _names = itertools.count()
 
