@@ -223,3 +223,24 @@ def test_strategy_run_inside_a_function_tensorflow_compiles_whole(strategy_on):
 
         assert float(step(tf.constant(3.0))) == 6.0
     assert float(variable.numpy()) == 7.0  # replica 0's copy, read by the host
+
+
+def test_gradient_accumulation_optimizer_applies_in_one_conditional_for_all_replicas(strategy_on):
+    # Every 2nd mini-batch the wrapped optimizer applies the accumulated gradients inside a
+    # conditional, where the replicas' gradients are summed (IPUStrategy's `_reduce_to`).
+    strategy = strategy_on(2)
+    data = np.arange(1.0, 9.0, dtype=np.float32)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))
+        weight = tf.Variable(1.0)
+        optimizer = ipu.optimizers.GradientAccumulationOptimizerV2(
+            tf.compat.v1.train.GradientDescentOptimizer(0.1), 2
+        )
+
+        def body(x):
+            return optimizer.minimize(lambda: weight * x, var_list=[weight])
+
+        strategy.run(tf.function(lambda: ipu.loops.repeat(4, body, [], infeed), jit_compile=True))
+    # Replica 0 reads 1, 3, 5, 7 and replica 1 reads 2, 4, 6, 8 (loss w * x: gradient x);
+    # two updates of the summed accumulations: (1 + 3) + (2 + 4), then (5 + 7) + (6 + 8).
+    assert float(weight.numpy()) == pytest.approx(1.0 - 0.1 * 10 - 0.1 * 26)

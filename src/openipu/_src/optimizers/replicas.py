@@ -1,16 +1,17 @@
 """What the optimizer wrappers need from `tf.distribute`'s replicas.
 
 On the IPU every replica holds its own copy of the variables and applies its
-own gradients; openipu's replicas are `tf.distribute` replicas with mirrored
-variables, whose optimizers sum the gradients of all replicas when they apply
-them. The wrappers give IPU results on top of that: gradients meant to be
-applied as they are go to a summing optimizer divided by the replica count
-(R copies of the same gradient sum back to it), and per-replica state
-(accumulators, counters) lives in sync-on-read variables, one copy per replica.
+own gradients. The replicas of a compiled program (`engine.replicas`) do so; the
+local replicas of a strategy spanning processes are `tf.distribute` replicas with
+mirrored variables, whose optimizers sum the gradients of all replicas when they
+apply them. For those the wrappers give IPU results on top: gradients meant to be
+applied as they are go to a summing optimizer divided by the replica count (R
+copies of the same gradient sum back to it), and per-replica state (accumulators,
+counters) lives in sync-on-read variables, one copy per replica.
 
-Mirrored replicas synchronise through `merge_call`, which refuses to run
-inside a `tf.cond` branch; `cond_in_replicas` builds such a conditional once
-for all replicas instead.
+Replicas cannot each build a conditional of their own around a collective:
+`cond_in_replicas` builds one conditional for all of them (`shared_cond` for a
+compiled program's replicas; `merge_call` for mirrored replicas).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+
+from openipu._src.engine.replicas import lockstep, shared_cond
 
 
 def in_strategy_replica() -> bool:
@@ -69,8 +72,9 @@ def cond_in_replicas(pred: tf.Tensor, true_fn: Callable[[], object]) -> tf.Tenso
     one replica: it is called again in each replica, inside the conditional.
     Returns a bool tensor that is `pred` once `true_fn`'s effects are done.
     """
-    if not in_strategy_replica():
-        return tf.cond(pred, lambda: _done(true_fn()), lambda: tf.constant(False))
+    if lockstep.replica_count() > 1 or not in_strategy_replica():
+        # Replicas of a compiled program build one conditional (`shared_cond`).
+        return shared_cond.cond(pred, true_fn)
 
     def merged(strategy: tf.distribute.Strategy, per_replica_pred) -> tf.Tensor:
         # Every replica's predicate takes part, so that the updates each one
@@ -78,15 +82,11 @@ def cond_in_replicas(pred: tf.Tensor, true_fn: Callable[[], object]) -> tf.Tenso
         agreed = tf.reduce_all(tf.stack(strategy.experimental_local_results(per_replica_pred)))
 
         def taken() -> tf.Tensor:
-            done = strategy.extended.call_for_each_replica(lambda: _done(true_fn()))
+            done = strategy.extended.call_for_each_replica(
+                lambda: shared_cond.done_after(true_fn())
+            )
             return tf.reduce_all(tf.stack(strategy.experimental_local_results(done)))
 
         return tf.cond(agreed, taken, lambda: tf.constant(False))
 
     return tf.distribute.get_replica_context().merge_call(merged, args=(pred,))
-
-
-def _done(effects) -> tf.Tensor:
-    effects = [e for e in tf.nest.flatten(effects) if e is not None]
-    with tf.control_dependencies(effects):
-        return tf.constant(True)

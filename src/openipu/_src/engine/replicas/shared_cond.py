@@ -1,0 +1,51 @@
+"""Conditionals of replicated programs: one conditional, each branch building every replica.
+
+On an IPU all replicas take the same branch of a conditional whose predicate they
+agree on (a gradient accumulation optimizer applies its update every N-th step), and
+collectives inside the branch synchronise them. Replicas built in lock-step
+(`lockstep`) would each build a conditional of their own, whose branches could not
+meet; so a conditional built by a replica is a meeting point where the replicas build
+*one* conditional, whose taken branch builds every replica's branch
+(`replicated.build`), as a shared device loop builds every replica's body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.replicas.variable_copies import variables_untouched
+
+
+def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
+    """`true_fn()` in every replica when every replica's `pred` holds; a bool tensor after.
+
+    `true_fn` returns a tensor that depends on its effects; it is called again in each
+    replica, inside the conditional, so it must not close over one replica's tensors.
+    Outside replicated building it is a plain `tf.cond`.
+    """
+    if lockstep.replica_count() == 1:
+        return tf.cond(pred, lambda: done_after(true_fn()), lambda: tf.constant(False))
+
+    def combine(predicates: list) -> list:
+        replicas = len(predicates)
+
+        def taken() -> tf.Tensor:
+            done = replicated.build(lambda _: done_after(true_fn()), replicas)
+            return tf.reduce_all(tf.stack(done))
+
+        with lockstep.outside_replicas(), variables_untouched():
+            agreed = tf.reduce_all(tf.stack([tf.convert_to_tensor(p) for p in predicates]))
+            result = tf.cond(agreed, taken, lambda: tf.constant(False))
+        return [result] * replicas
+
+    return lockstep.exchange(pred, combine, "a conditional")
+
+
+def done_after(effects) -> tf.Tensor:
+    """True, once `effects` (tensors, operations or None) are done."""
+    effects = [e for e in tf.nest.flatten(effects) if e is not None]
+    with tf.control_dependencies(effects):
+        return tf.constant(True)
