@@ -117,3 +117,40 @@ def test_gradient_of_an_all_gather_sums_the_replicas_gradients(two_ipus):
         own, total = ipu.ipu_compiler.compile(my_graph, [])
     with tf.compat.v1.Session() as session:
         assert session.run([own, total]) == [2.0, 22.0]
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "expected"),
+    [
+        # Each replica applies its own accumulated gradients: 1 - 0.1 * (1 + 3), 1 - 0.1 * (2 + 4).
+        ("GradientAccumulationOptimizerV2", [0.6, 0.4]),
+        # The cross-replica variant applies the replicas' mean: 1 - 0.1 * (4 + 6) / 2.
+        ("CrossReplicaGradientAccumulationOptimizerV2", [0.5, 0.5]),
+    ],
+)
+def test_gradient_accumulation_on_replicas_applies_each_replicas_accumulators(
+    two_ipus, wrapper, expected
+):
+    data = np.arange(1.0, 9.0, dtype=np.float32)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        with tf.compat.v1.variable_scope("model", use_resource=True):
+            w = tf.compat.v1.get_variable("w", shape=[], initializer=tf.constant_initializer(1.0))
+        optimizer = getattr(ipu.optimizers, wrapper)(
+            tf.compat.v1.train.GradientDescentOptimizer(0.1), 2
+        )
+        with tf.control_dependencies([optimizer.minimize(w * x)]):
+            return outfeed.enqueue(w.read_value())
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(lambda: ipu.loops.repeat(2, body, [], infeed), [])
+    dequeued = outfeed.dequeue()
+    with tf.compat.v1.Session() as session:
+        session.run(infeed.initializer)
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(run)
+        weights = session.run(dequeued)
+    # After the first mini-batch nothing is applied; after the second, each replica's update.
+    np.testing.assert_allclose(weights, [[1.0, 1.0], expected], rtol=1e-6)

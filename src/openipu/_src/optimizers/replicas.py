@@ -68,8 +68,9 @@ def cond_in_replicas(pred: tf.Tensor, true_fn: Callable[[], object]) -> tf.Tenso
     """Runs `true_fn()` in every replica when `pred` (equal on all replicas) holds.
 
     `true_fn` may synchronise the replicas (apply gradients with a stock
-    optimizer, all-reduce). Under a strategy it must not close over tensors of
-    one replica: it is called again in each replica, inside the conditional.
+    optimizer, all-reduce). Under a tf.distribute strategy's replicas it must not
+    close over tensors of one replica: it is called again in each replica, inside
+    the conditional (a compiled program's replicas each call their own).
     Returns a bool tensor that is `pred` once `true_fn`'s effects are done.
     """
     if lockstep.replica_count() > 1 or not in_strategy_replica():

@@ -22,26 +22,27 @@ from openipu._src.engine.replicas.variable_copies import variables_untouched
 def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
     """`true_fn()` in every replica when every replica's `pred` holds; a bool tensor after.
 
-    `true_fn` returns a tensor that depends on its effects; it is called again in each
-    replica, inside the conditional, so it must not close over one replica's tensors.
+    Each replica's own `true_fn` (closing over its own state) is called inside the
+    conditional, in that replica; it returns a tensor that depends on its effects.
     Outside replicated building it is a plain `tf.cond`.
     """
     if lockstep.replica_count() == 1:
         return tf.cond(pred, lambda: done_after(true_fn()), lambda: tf.constant(False))
 
-    def combine(predicates: list) -> list:
-        replicas = len(predicates)
+    def combine(values: list) -> list:
+        replicas = len(values)
+        branches = [branch for _, branch in values]
 
         def taken() -> tf.Tensor:
-            done = replicated.build(lambda _: done_after(true_fn()), replicas)
+            done = replicated.build(lambda r: done_after(branches[r]()), replicas)
             return tf.reduce_all(tf.stack(done))
 
         with lockstep.outside_replicas(), variables_untouched():
-            agreed = tf.reduce_all(tf.stack([tf.convert_to_tensor(p) for p in predicates]))
+            agreed = tf.reduce_all(tf.stack([tf.convert_to_tensor(p) for p, _ in values]))
             result = tf.cond(agreed, taken, lambda: tf.constant(False))
         return [result] * replicas
 
-    return lockstep.exchange(pred, combine, "a conditional")
+    return lockstep.exchange((pred, true_fn), combine, "a conditional")
 
 
 def done_after(effects) -> tf.Tensor:
