@@ -154,3 +154,35 @@ def test_gradient_accumulation_on_replicas_applies_each_replicas_accumulators(
         weights = session.run(dequeued)
     # After the first mini-batch nothing is applied; after the second, each replica's update.
     np.testing.assert_allclose(weights, [[1.0, 1.0], expected], rtol=1e-6)
+
+
+def test_each_replica_runs_its_own_loop_body(two_ipus):
+    # The optimizer is made before the loop, once in each replica's program: each
+    # replica's loop body uses its own (its own accumulators), as each IPU replica
+    # runs its own program.
+    data = np.arange(1.0, 9.0, dtype=np.float32)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(data))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def program():
+        with tf.compat.v1.variable_scope("model", use_resource=True):
+            w = tf.compat.v1.get_variable("w", shape=[], initializer=tf.constant_initializer(1.0))
+        optimizer = ipu.optimizers.GradientAccumulationOptimizerV2(
+            tf.compat.v1.train.GradientDescentOptimizer(0.1), 2
+        )
+
+        def body(x):
+            with tf.control_dependencies([optimizer.minimize(w * x)]):
+                return outfeed.enqueue(w.read_value())
+
+        return ipu.loops.repeat(2, body, [], infeed)
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(program, [])
+    dequeued = outfeed.dequeue()
+    with tf.compat.v1.Session() as session:
+        session.run(infeed.initializer)
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(run)
+        weights = session.run(dequeued)
+    np.testing.assert_allclose(weights, [[1.0, 1.0], [0.6, 0.4]], rtol=1e-6)

@@ -36,13 +36,15 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
     carried = _as_list(inputs)
     buffer = infeed._stacked if getattr(infeed, "is_device_buffer", False) else None  # noqa: SLF001
 
-    def combine(values: list[tuple[list, Any]]) -> list[Any]:
+    def combine(values: list[tuple[list, Any, Callable]]) -> list[Any]:
         replicas = len(values)
         count = len(carried)
-        flat_inputs = [tf.convert_to_tensor(c) for own, _ in values for c in own]
+        # Each replica runs its own body (it may close over that replica's own objects).
+        bodies = [own_body for _, _, own_body in values]
+        flat_inputs = [tf.convert_to_tensor(c) for own, _, _ in values for c in own]
         source: _ReplicaAxisBuffer | InterleavedInfeed | None
         if buffer is not None:
-            source = _ReplicaAxisBuffer([stacked for _, stacked in values])
+            source = _ReplicaAxisBuffer([stacked for _, stacked, _ in values])
         elif infeed is not None:
             source = InterleavedInfeed(infeed, replicas)
         else:
@@ -60,7 +62,7 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
                 if buffer is not None:
                     # A device buffer's element is one argument, whatever its structure.
                     own_element = (own_element,)
-                tensors, operations = device_loop._call_body(body, own, own_element)  # noqa: SLF001
+                tensors, operations = device_loop._call_body(bodies[index], own, own_element)  # noqa: SLF001
                 with tf.control_dependencies(operations):
                     return tensors, tf.constant(0)
 
@@ -72,7 +74,7 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
             results = build_loop(n, shared_body, flat_inputs, source)
         return _per_replica(results, count, replicas)
 
-    return lockstep.exchange((carried, buffer), combine, "a device loop")
+    return lockstep.exchange((carried, buffer, body), combine, "a device loop")
 
 
 def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: Callable):
@@ -84,14 +86,17 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
     """
     carried = _as_list(inputs)
 
-    def combine(values: list[list]) -> list[Any]:
+    def combine(values: list[tuple[list, Callable, Callable]]) -> list[Any]:
         replicas = len(values)
         count = len(carried)
-        flat_inputs = [tf.convert_to_tensor(c) for own in values for c in own]
+        # Each replica runs its own body; replica 0's condition decides.
+        bodies = [own_body for _, _, own_body in values]
+        replica_zero_test = values[0][1]
+        flat_inputs = [tf.convert_to_tensor(c) for own, _, _ in values for c in own]
         source = InterleavedInfeed(infeed, replicas) if infeed is not None else None
 
         def replica_zero_condition(flat):
-            return tf.convert_to_tensor(condition(*flat[:count]), tf.bool)
+            return tf.convert_to_tensor(replica_zero_test(*flat[:count]), tf.bool)
 
         def shared_body(*args):
             flat = list(args[:-1])
@@ -103,7 +108,7 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
 
                 own = flat[index * count : (index + 1) * count]
                 own_element = nest.map_structure(lambda t: t[index], element) if source else None
-                tensors, operations = device_loop._call_body(body, own, own_element)  # noqa: SLF001
+                tensors, operations = device_loop._call_body(bodies[index], own, own_element)  # noqa: SLF001
                 with tf.control_dependencies(operations):
                     return tensors, tf.constant(0)
 
@@ -125,7 +130,7 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
             return [results] * replicas
         return _per_replica(_as_list(results)[:-1], count, replicas)
 
-    return lockstep.exchange(carried, combine, "a device loop")
+    return lockstep.exchange((carried, condition, body), combine, "a device loop")
 
 
 def _per_replica(results, count: int, replicas: int) -> list[Any]:
