@@ -244,3 +244,22 @@ def test_gradient_accumulation_optimizer_applies_in_one_conditional_for_all_repl
     # Replica 0 reads 1, 3, 5, 7 and replica 1 reads 2, 4, 6, 8 (loss w * x: gradient x);
     # two updates of the summed accumulations: (1 + 3) + (2 + 4), then (5 + 7) + (6 + 8).
     assert float(weight.numpy()) == pytest.approx(1.0 - 0.1 * 10 - 0.1 * 26)
+
+
+def test_the_same_function_run_again_after_a_reconfiguration_follows_it(strategy_on):
+    strategy = strategy_on(2)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def fn():
+        return outfeed.enqueue(ipu.replication_ops.replication_index())
+
+    with strategy.scope():
+        strategy.run(fn)
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1]])
+    ipu.config.reset_ipu_configuration()
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    with strategy.scope():
+        strategy.run(fn)
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1, 2, 3]])

@@ -180,13 +180,18 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         return _unflatten_replicated(outputs)
 
     def _region_function(self, fn):
-        """A tf.function (cached per `fn`) that runs `fn` in one compiled region."""
+        """A tf.function (cached per `fn` and configuration) that runs `fn` as one program.
+
+        A reconfigured system compiles the program again: its replica count follows the
+        configuration in force, as the original recompiles for the configured device.
+        """
+        system = configure.maybe_current_system()
         try:
             cached = self._region_functions.get(fn)
         except TypeError:  # not weak-referenceable
             cached = None
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] is system:
+            return cached[1]
         strategy = self
 
         def run_everywhere(*args, **kwargs):
@@ -195,7 +200,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         signature = fn.input_signature if isinstance(fn, polymorphic_function.Function) else None
         function = tf.function(run_everywhere, autograph=False, input_signature=signature)
         try:
-            self._region_functions[fn] = function
+            self._region_functions[fn] = (system, function)
         except TypeError:
             pass
         return function
