@@ -49,6 +49,7 @@ IPU_OPERATOR_MODULES = frozenset(
         "custom_ops",
         "embedded_runtime",
         "embedding_ops",
+        "f8_ops",
         "functional_ops",
         "image_ops",
         "internal_ops",
