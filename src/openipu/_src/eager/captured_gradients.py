@@ -4,6 +4,10 @@ tensorflow/python/ipu/eager/backprop.py `_CapturedGradientStack`: each
 `GradientCaptureContext` or `GradientCaptureTape` pushes a frame when entered;
 the gradient of `capture_upstream_gradients` adds its incoming gradients to
 the top frame under its tag; reading `captured_gradients` pops the frame.
+
+The original's stack is one per process. Here each thread has its own: the
+replicas of a Keras model trace their train steps in threads of their own, each
+in its own capture context.
 """
 
 from __future__ import annotations
@@ -19,11 +23,18 @@ _EMPTY_STACK = (
 
 
 class CapturedGradientStack:
-    """Frames of (owner id, [(tag, gradients)]), guarded by a lock."""
+    """Frames of (owner id, [(tag, gradients)]), one stack per thread."""
 
     def __init__(self) -> None:
-        self._frames: list[tuple[int, list[tuple[str, list]]]] = []
+        self._local = threading.local()
         self._lock = threading.Lock()
+
+    @property
+    def _frames(self) -> list[tuple[int, list[tuple[str, list]]]]:
+        frames = getattr(self._local, "frames", None)
+        if frames is None:
+            frames = self._local.frames = []
+        return frames
 
     def push_frame(self, owner) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from tensorflow.python.util import nest
 from openipu._src.engine import replication
 from openipu._src.engine.program import LoopProgram
 from openipu._src.integration import keras_internals
-from openipu._src.keras.extensions import replicated_metrics
+from openipu._src.keras.extensions import captured_gradients, replicated_metrics
 
 
 class ExecutionFunction:
@@ -91,7 +91,10 @@ class ExecutionFunction:
 
     def _train_step(self, data, stand_in):
         model = self._model
-        with model._ipu_optimizer_replaced(stand_in):  # noqa: SLF001
+        with (
+            model._ipu_optimizer_replaced(stand_in),  # noqa: SLF001
+            captured_gradients.capturing_train_step(model),
+        ):
             outputs = self._replica_metrics(model.train_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(model, "train").assign_add(1)
