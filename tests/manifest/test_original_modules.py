@@ -95,9 +95,6 @@ PENDING_NAMES = [
     ("tensorflow.keras.ipu.extensions", "SequentialExtension"),
     ("tensorflow.keras.ipu.extensions", "ModelExtension"),
     ("tensorflow.keras.ipu.optimizers", "ALSGradientAccumulationOptimizer"),
-    ("tensorflow.keras.ipu.optimizers", "ALSOptimizerAdam"),
-    ("tensorflow.keras.ipu.optimizers", "ALSOptimizerRMSProp"),
-    ("tensorflow.keras.ipu.optimizers", "ALSOptimizerSGD"),
     ("tensorflow.keras.ipu.optimizers", "GradientAccumulationOptimizer"),
 ]
 

@@ -1,5 +1,10 @@
 """`tf.keras.ipu.optimizers`: Keras optimizer wrappers for the IPU (re-exports only)."""
 
 from openipu._src.keras.optimizers.als_optimizer import ALSOptimizer
+from openipu._src.keras.optimizers.als_specializations import (
+    ALSOptimizerAdam,
+    ALSOptimizerRMSProp,
+    ALSOptimizerSGD,
+)
 
-__all__ = ["ALSOptimizer"]
+__all__ = ["ALSOptimizer", "ALSOptimizerAdam", "ALSOptimizerRMSProp", "ALSOptimizerSGD"]

@@ -20,11 +20,11 @@ import tensorflow as tf
 import tf_keras
 
 from openipu._src.keras.optimizers.optimizer_wrapper import OptimizerWrapper
+from openipu._src.keras.optimizers.parameter_unscaling import (
+    ParameterUnscalingOptimizer,
+    _is_power_of_two,
+)
 from openipu._src.ops import statistics_ops
-
-
-def _is_power_of_two(x) -> bool:
-    return (x & (x - 1) == 0) and x != 0
 
 
 def _read_only(name: str, get) -> property:
@@ -128,6 +128,9 @@ class ALSOptimizer(OptimizerWrapper):
     def _unscaled(self, gradient):
         if gradient is None:
             return None
+        if isinstance(self._opt, ParameterUnscalingOptimizer):
+            # The wrapped optimizer's update unscales (parameter_unscaling_optimizer.py).
+            return gradient
         return gradient / tf.cast(self.loss_scaling_factor, gradient.dtype)
 
     # Statistics and the loss scaling factor ----------------------------------------------------
@@ -190,6 +193,9 @@ class ALSOptimizer(OptimizerWrapper):
         self._prev_lsf.assign(prev_lsf)
         self._store_hist(hist, skip_lpf=due)
         self._n.assign(n)
+        if isinstance(self._opt, ParameterUnscalingOptimizer):
+            self._opt._lsf = tf.convert_to_tensor(self._lsf)  # noqa: SLF001 - its contract
+            self._opt._prev_lsf = tf.convert_to_tensor(self._prev_lsf)  # noqa: SLF001
 
     def reset(self) -> None:
         """Resets the statistics and the loss scaling factor."""
