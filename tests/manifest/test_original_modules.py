@@ -94,8 +94,6 @@ PENDING_NAMES = [
     ("tensorflow.keras.ipu.extensions", "FunctionalExtension"),
     ("tensorflow.keras.ipu.extensions", "SequentialExtension"),
     ("tensorflow.keras.ipu.extensions", "ModelExtension"),
-    ("tensorflow.keras.ipu.optimizers", "ALSGradientAccumulationOptimizer"),
-    ("tensorflow.keras.ipu.optimizers", "GradientAccumulationOptimizer"),
 ]
 
 

@@ -6,5 +6,16 @@ from openipu._src.keras.optimizers.als_specializations import (
     ALSOptimizerRMSProp,
     ALSOptimizerSGD,
 )
+from openipu._src.keras.optimizers.gradient_accumulation import (
+    ALSGradientAccumulationOptimizer,
+    GradientAccumulationOptimizer,
+)
 
-__all__ = ["ALSOptimizer", "ALSOptimizerAdam", "ALSOptimizerRMSProp", "ALSOptimizerSGD"]
+__all__ = [
+    "ALSGradientAccumulationOptimizer",
+    "ALSOptimizer",
+    "ALSOptimizerAdam",
+    "ALSOptimizerRMSProp",
+    "ALSOptimizerSGD",
+    "GradientAccumulationOptimizer",
+]

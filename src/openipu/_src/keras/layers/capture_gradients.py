@@ -14,12 +14,8 @@ import inspect
 import tf_keras
 from tensorflow.python.platform import tf_logging as logging
 
+from openipu._src.keras.delegation import delegated
 from openipu._src.ops.grad_util_ops import capture_upstream_gradients
-
-
-def _of_wrapped_layer(name: str) -> property:
-    """A read-only property giving the wrapped layer's attribute `name`."""
-    return property(lambda self: getattr(self.layer, name))
 
 
 class _GradientCaptureLayerBase(tf_keras.layers.Layer):
@@ -77,12 +73,12 @@ class _GradientCaptureLayerBase(tf_keras.layers.Layer):
         return self._layer
 
     # The wrapper's weights are the wrapped layer's.
-    non_trainable_variables = _of_wrapped_layer("non_trainable_variables")
-    trainable_variables = _of_wrapped_layer("trainable_variables")
-    variables = _of_wrapped_layer("variables")
-    non_trainable_weights = _of_wrapped_layer("non_trainable_weights")
-    trainable_weights = _of_wrapped_layer("trainable_weights")
-    weights = _of_wrapped_layer("weights")
+    non_trainable_variables = delegated("layer", "non_trainable_variables")
+    trainable_variables = delegated("layer", "trainable_variables")
+    variables = delegated("layer", "variables")
+    non_trainable_weights = delegated("layer", "non_trainable_weights")
+    trainable_weights = delegated("layer", "trainable_weights")
+    weights = delegated("layer", "weights")
 
 
 class CaptureUpstreamGradients(_GradientCaptureLayerBase):
