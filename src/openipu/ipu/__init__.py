@@ -44,6 +44,7 @@ _submodules = LazySubmodules(
         "sharding",
         "test_utils",
         "utils",
+        "vertex_edsl",
     }
     | _openipu_startup.IPU_OPERATOR_MODULES
     | _openipu_startup.IPU_OPTIMIZER_MODULES,
