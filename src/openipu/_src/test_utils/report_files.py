@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fnmatch
 
+from openipu._src.errors import unavailable_function
+
 NO_REPORTS = (
     "{name} reads Poplar's report files (graph and execution profiles, event traces), "
     "which openipu does not write: emulated IPUs run no Poplar graph and openipu has no "
@@ -47,19 +49,21 @@ class TestCaseExtensions:
         raise AttributeError(name)
 
 
-def _needs_reports(name: str):
-    def helper(*args, **kwargs):
-        raise NotImplementedError(NO_REPORTS.format(name=name))
-
-    helper.__name__ = name
-    helper.__doc__ = f"{name} of the original's events_utils.py: raises (see the module)."
-    return helper
-
-
-enable_ipu_events = _needs_reports("enable_ipu_events")
-extract_all_strings_from_event_trace = _needs_reports("extract_all_strings_from_event_trace")
-extract_all_types_from_event_trace = _needs_reports("extract_all_types_from_event_trace")
-extract_all_events = _needs_reports("extract_all_events")
+# Of the original's events_utils.py.
+(
+    enable_ipu_events,
+    extract_all_strings_from_event_trace,
+    extract_all_types_from_event_trace,
+    extract_all_events,
+) = (
+    unavailable_function(name, NO_REPORTS.format(name=name))
+    for name in (
+        "enable_ipu_events",
+        "extract_all_strings_from_event_trace",
+        "extract_all_types_from_event_trace",
+        "extract_all_events",
+    )
+)
 
 
 def missing_whitelist_entries_in_names(names, whitelist) -> list[str]:
