@@ -94,6 +94,8 @@ PENDING_NAMES = [
     ("tensorflow.keras.ipu.extensions", "FunctionalExtension"),
     ("tensorflow.keras.ipu.extensions", "SequentialExtension"),
     ("tensorflow.keras.ipu.extensions", "ModelExtension"),
+    # The FP8-capable Dense of ipu_tensorflow_addons/keras/layers/dense.py.
+    ("ipu_tensorflow_addons.keras.layers", "Dense"),
 ]
 
 

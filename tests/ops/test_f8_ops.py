@@ -144,3 +144,18 @@ def test_the_module_is_reachable_under_both_paths():
     from tensorflow.python.ipu import f8_ops as top_level
 
     assert ipu.ops.f8_ops is f8_ops and top_level is f8_ops
+
+
+def test_f8_conversion_layers_in_a_keras_model():
+    from ipu_tensorflow_addons.keras.layers import ConvertFromF8, ConvertToF8
+
+    values = _samples(1)[:64].reshape(8, 8)
+    data = tf.keras.Input((8,))
+    metadata = tf.keras.Input((), dtype=tf.uint8, batch_size=1)
+    packed = ConvertToF8()(data, tf.reshape(metadata, []))
+    model = tf.keras.Model([data, metadata], ConvertFromF8(dtype=tf.float32)(packed))
+    result = model([values, np.array([create_metadata(Format.F152, 2)], np.uint8)])
+    reference = (values * 2.0**-2).astype(ml_dtypes.float8_e5m2fnuz).astype(np.float32) * 4
+    in_range = np.isfinite(reference)
+    assert result.dtype == tf.float32
+    np.testing.assert_array_equal(result.numpy()[in_range], reference[in_range])
