@@ -49,7 +49,9 @@ IPU_OPERATOR_MODULES = frozenset(
         "custom_ops",
         "embedded_runtime",
         "embedding_ops",
+        "f8_ops",
         "functional_ops",
+        "grad_util_ops",
         "image_ops",
         "internal_ops",
         "math_ops",
@@ -134,10 +136,11 @@ class LazyModule(types.ModuleType):
     def _load(self) -> types.ModuleType:
         return importlib.import_module(self._target)
 
-    # Of the target's special names only `__all__` is forwarded (star imports read it); the
+    # Of the target's special names only `__all__` (star imports read it) and `__ipu__built__`
+    # (the original Keras's mark of IPU support, keras/ipu/__init__.py) are forwarded; the
     # others (`__path__`, `__file__`, ...) are probed by the import system and copy/pickle,
     # which must neither load the target nor mistake the proxy for it.
-    _FORWARDED_SPECIAL_NAMES = frozenset({"__all__"})
+    _FORWARDED_SPECIAL_NAMES = frozenset({"__all__", "__ipu__built__"})
 
     def __getattr__(self, name: str):
         if _is_special(name) and name not in self._FORWARDED_SPECIAL_NAMES:

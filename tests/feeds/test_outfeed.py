@@ -215,3 +215,26 @@ def test_empty_tensors_are_outfed_with_their_shapes(strategy):
     assert looped["empty"].shape == (3, 0, 3) and looped["empty"].dtype == tf.int32
     np.testing.assert_array_equal(looped["x"].numpy(), [0.0, 1.0, 2.0])
     assert outside.dequeue().shape == (1, 2, 0)
+
+
+def test_enqueued_is_false_in_a_new_trace(strategy):
+    # ipu_outfeed_queue.py `enqueued`: it asks whether the current graph (or one built inside
+    # it) enqueued, so a program traced again enqueues again.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    seen = []
+
+    @tf.function(jit_compile=True)
+    def program(x, step):  # a Python `step`: each value is a new trace
+        def body(value):
+            seen.append(outfeed.enqueued)
+            if not outfeed.enqueued:
+                return value + step, outfeed.enqueue(value)
+            return value + step
+
+        return ipu.loops.repeat(1, body, [x])
+
+    strategy.run(program, args=(tf.zeros([2]), 1.0))
+    strategy.run(program, args=(tf.zeros([2]), 2.0))
+    assert seen[0] is False and seen[-1] is False
+    assert len(outfeed.dequeue()) == 2
+    assert outfeed.enqueued

@@ -350,3 +350,19 @@ def test_automatic_data_parallelism_runs_two_replicas(ipu_system):
     assert len(history.history["loss"]) == 2
     for ours, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_evaluate_on_a_dataset_shorter_than_steps_per_execution_warns_and_runs(strategy, caplog):
+    # keras/ipu/extensions/data_adapter.py `_validate_data_handler`: a warning, never an error.
+    x, y = _data(24)
+    reference, _ = _reference(_sequential, x, y, epochs=1)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
+    model = _ipu_model(strategy, _sequential, x, steps_per_execution=100)
+    model.set_weights(reference.get_weights())
+    with strategy.scope(), caplog.at_level(logging.WARNING, "tensorflow"):
+        loss = model.evaluate(dataset, verbose=0)
+    assert (
+        "`steps_per_execution` has been set to 100 but the dataset provided only contains 3 "
+        "batches. Using 3 as `steps_per_execution`." in [r.getMessage() for r in caplog.records]
+    )
+    np.testing.assert_allclose(loss, reference.evaluate(dataset, verbose=0), rtol=1e-5)

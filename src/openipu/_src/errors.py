@@ -9,3 +9,15 @@ class HardwareOnlyError(NotImplementedError):
         if why:
             message += f": {why}"
         super().__init__(message)
+
+
+def unavailable_function(name: str, message: str):
+    """A function `name` that raises `NotImplementedError(message)` whatever it is given:
+    an original's function that cannot work here, with `message` saying why."""
+
+    def function(*args, **kwargs):
+        raise NotImplementedError(message)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"`{name}` of the original: not available here. {message}"
+    return function

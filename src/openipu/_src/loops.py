@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import tensorflow as tf
+
 from openipu._src.engine import device_loop
 from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.int_like import plain_int
 
 
 def _check_infeed(infeed_queue) -> None:
@@ -19,6 +22,11 @@ def _check_infeed(infeed_queue) -> None:
 def repeat(n: int, body: Callable, inputs=None, infeed_queue=None, use_while_v1: bool = True):
     """Builds a loop that runs `body` exactly `n` times; returns the final loop-carried values."""
     _check_infeed(infeed_queue)
+    n = plain_int(n)
+    if tf.is_tensor(n):
+        # A count known only when the program runs: the original's `repeat` is a
+        # `while_loop` with `maximum_iterations=n` (tensorflow/python/ipu/loops.py).
+        return device_loop.while_loop(lambda *_: True, body, inputs, infeed_queue, n)
     return device_loop.repeat(n, body, inputs, infeed_queue)
 
 
@@ -32,4 +40,5 @@ def while_loop(
 ):
     """Builds a loop that runs `body` while `condition` holds; returns the final values."""
     _check_infeed(infeed_queue)
+    maximum_iterations = plain_int(maximum_iterations)
     return device_loop.while_loop(condition, body, inputs, infeed_queue, maximum_iterations)

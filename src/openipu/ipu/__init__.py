@@ -11,6 +11,10 @@ from openipu._src.system import host_devices
 
 host_devices.ensure_logical_devices()
 
+# The original exposes `functional_ops.outlined_function` at the top level too
+# (tensorflow/python/ipu/__init__.py).
+from openipu._src.ops.functional_ops import outlined_function as outlined_function  # noqa: E402
+
 _submodules = LazySubmodules(
     __name__,
     "tensorflow.python.ipu",
@@ -19,6 +23,7 @@ _submodules = LazySubmodules(
         "data",
         "dataset_benchmark",
         "distributed",
+        "eager",
         "gradient_accumulation",
         "horovod",
         "ipu_compiler",
@@ -37,7 +42,9 @@ _submodules = LazySubmodules(
         "scopes",
         "serving",
         "sharding",
+        "test_utils",
         "utils",
+        "vertex_edsl",
     }
     | _openipu_startup.IPU_OPERATOR_MODULES
     | _openipu_startup.IPU_OPTIMIZER_MODULES,

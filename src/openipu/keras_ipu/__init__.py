@@ -1,21 +1,14 @@
-"""`tf.keras.ipu`: pipeline-stage helpers of Keras on the IPU (re-exports only)."""
+"""`tf.keras.ipu`: pipeline-stage helpers of Keras on the IPU (re-exports only).
 
-from openipu._src.keras.extensions.pipeline_stages import (
-    FunctionalLayerPipelineStageAssignment,
-    FunctionalNestedModelPipelineStageAssignment,
-    ModelLayerPipelineStageAssignment,
-    NestedModelPipelineStageAssignment,
-    PipelineStage,
-    SequentialLayerPipelineStageAssignment,
-)
-from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
+As the original's keras/ipu/__init__.py, it holds the names of its `extensions`; its
+`layers` and `optimizers` are subpackages.
+"""
 
-__all__ = [
-    "FunctionalLayerPipelineStageAssignment",
-    "FunctionalNestedModelPipelineStageAssignment",
-    "ModelLayerPipelineStageAssignment",
-    "NestedModelPipelineStageAssignment",
-    "PipelineStage",
-    "ReplicatedMetricReductionMethod",
-    "SequentialLayerPipelineStageAssignment",
-]
+from openipu.keras_ipu import extensions, layers, optimizers
+from openipu.keras_ipu.extensions import *  # noqa: F403
+from openipu.keras_ipu.extensions import __all__
+
+# The original marks a Keras built with IPU support (keras/ipu/__init__.py).
+__ipu__built__ = "1"
+
+__all__ = [*__all__, "extensions", "layers", "optimizers"]

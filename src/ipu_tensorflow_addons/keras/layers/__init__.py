@@ -13,6 +13,7 @@ from openipu._src.addons.keras.layers.ctc_inference_layer import CTCInferenceLay
 from openipu._src.addons.keras.layers.ctc_loss import CTCLoss
 from openipu._src.addons.keras.layers.ctc_predictions_layer import CTCPredictionsLayer
 from openipu._src.addons.keras.layers.effective_transformer import EffectiveTransformer
+from openipu._src.addons.keras.layers.f8_convert import ConvertFromF8, ConvertToF8
 from openipu._src.addons.keras.layers.serial_dense import SerialDense
 from openipu._src.keras.layers.assume_equal_across_replicas import AssumeEqualAcrossReplicas
 from openipu._src.keras.layers.dropout import Dropout
@@ -24,6 +25,8 @@ __all__ = [
     "CTCInferenceLayer",
     "CTCLoss",
     "CTCPredictionsLayer",
+    "ConvertFromF8",
+    "ConvertToF8",
     "Dropout",
     "EffectiveTransformer",
     "Embedding",

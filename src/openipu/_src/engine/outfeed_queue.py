@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import threading
 import weakref
 
 import numpy as np
@@ -88,6 +89,8 @@ class IPUOutfeedQueue:
         self._store: HostQueue | None = None
         # Graphs already holding an enqueue, with the replicas that made them.
         self._enqueue_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._enqueuing_thread: int | None = None
+        self._enqueuing_graph = None
         self._loop_buffers: list = []  # keeps device buffers alive as long as the queue
 
     @property
@@ -108,8 +111,25 @@ class IPUOutfeedQueue:
 
     @property
     def enqueued(self) -> bool:
-        """Whether `enqueue` has been called on this queue."""
-        return self._structure is not None
+        """Whether `enqueue` was called in the current graph or in a function graph built
+        inside it, as the original's (ipu_outfeed_queue.py `enqueued`): a program traced
+        anew has not enqueued yet. Asked from another thread than the one that enqueued,
+        that thread's graph stands for the current one, as there."""
+        if self._structure is None:
+            return False
+        if self._enqueuing_thread is None:  # enqueued eagerly
+            return True
+        current = (
+            ops.get_default_graph()
+            if threading.get_ident() == self._enqueuing_thread
+            else self._enqueuing_graph
+        )
+        for graph in list(self._enqueue_graphs):
+            while graph is not None:
+                if graph is current:
+                    return True
+                graph = getattr(graph, "outer_graph", None)
+        return False
 
     # Device side.
 
@@ -127,6 +147,8 @@ class IPUOutfeedQueue:
                     "send several tensors)"
                 )
             replicas.add(replica)
+            self._enqueuing_thread = threading.get_ident()
+            self._enqueuing_graph = graph
         flat = nest.flatten(tensors)
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in flat]
         for spec in specs:
@@ -292,6 +314,7 @@ class IPUOutfeedQueue:
         store, self._store = self._store, None
         self._structure = None
         self._enqueue_graphs = weakref.WeakKeyDictionary()
+        self._enqueuing_thread = self._enqueuing_graph = None
         if store is None:
             return None if tf.executing_eagerly() else tf.no_op()
         ops_ = store.close()

@@ -10,6 +10,7 @@ import tensorflow as tf
 from tensorflow.python.ops import resource_variable_ops
 
 from openipu._src.engine import device_loop
+from openipu._src.int_like import plain_int
 
 
 def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
@@ -19,6 +20,7 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     the program is built, with a counter saying which slot is oldest. `offload`
     (Poplar remote buffers) is accepted and kept: storage is host memory here.
     """
+    depth = plain_int(depth)
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
         raise ValueError(f"fifo: depth must be an int, got {depth!r}")
     if not isinstance(offload, bool):

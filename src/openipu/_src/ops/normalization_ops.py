@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.int_like import plain_int
 from openipu._src.ops import tf1_variables
 
 
@@ -221,7 +222,7 @@ def _normalize_with_parameters(
     )
     inputs = tf.convert_to_tensor(inputs)
     axis, channels = channel_layout(inputs.shape, channels_axis, what)
-    groups = channels if groups is None else groups
+    groups = channels if groups is None else plain_int(groups)
     check_groups(groups, channels, what)
     initializers = dict(param_initializers or {})
     with tf1_variables.parameter_scope(scope, default_scope, [inputs], reuse):

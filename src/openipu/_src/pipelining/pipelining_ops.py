@@ -34,6 +34,7 @@ from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.int_like import plain_int
 from openipu._src.optimizers import ipu_optimizer
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.pipelining import pipeline_options
@@ -230,6 +231,7 @@ def _check_stages(stages) -> list[Callable]:
 
 
 def _check_positive_int(value, name: str) -> int:
+    value = plain_int(value)
     if value is None:
         raise ValueError(f"{name} must be given (a positive int)")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

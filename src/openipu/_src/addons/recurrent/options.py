@@ -13,10 +13,13 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.int_like import plain_int
+
 SUPPORTED_DTYPES = (tf.float16, tf.float32)
 
 
 def checked_units(owner: str, parameter: str, value) -> int:
+    value = plain_int(value)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{owner}: {parameter} must be a positive int, got {value!r}")
     return int(value)

@@ -15,7 +15,7 @@ from tensorflow.python.util import nest
 from openipu._src.engine import replication
 from openipu._src.engine.program import LoopProgram
 from openipu._src.integration import keras_internals
-from openipu._src.keras.extensions import replicated_metrics
+from openipu._src.keras.extensions import captured_gradients, replicated_metrics
 
 
 class ExecutionFunction:
@@ -24,7 +24,7 @@ class ExecutionFunction:
     def __init__(self, model, kind: str) -> None:
         self._model = model
         self._kind = kind
-        self._programs: dict[tuple[int, int], LoopProgram] = {}
+        self._programs: dict[tuple, LoopProgram] = {}
         self._local_metric_names: frozenset = frozenset()
 
     def __call__(self, iterator):
@@ -34,7 +34,7 @@ class ExecutionFunction:
             element = nest.map_structure(lambda t: tf.expand_dims(t, 0), element)
             element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
         batches = int(nest.flatten(element)[0].shape[0])
-        outputs = self._program(batches // replicas, replicas)(element)
+        outputs = self._program(batches // replicas, replicas, _inner_shapes(element))(element)
         if self._kind == "predict":
             # Keras expects the predictions of an execution concatenated along the batch,
             # in data order: step i of replica r had batch i * R + r.
@@ -50,8 +50,12 @@ class ExecutionFunction:
             )
         return outputs
 
-    def _program(self, steps: int, replicas: int) -> LoopProgram:
-        program = self._programs.get((steps, replicas))
+    def _program(self, steps: int, replicas: int, inner_shapes: tuple) -> LoopProgram:
+        # One program per shape of the data's batches: data whose inner dimensions vary
+        # between executions (a generator's `[batch, None, 1]`) gives each execution
+        # static shapes, as IPU programs need (the original compiles one per shape too).
+        key = (steps, replicas, inner_shapes)
+        program = self._programs.get(key)
         if program is None:
             stand_in = None
             if self._kind == "train":
@@ -82,12 +86,15 @@ class ExecutionFunction:
                 ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
                 name=f"{self._model.name}_{self._kind}",
             )
-            self._programs[(steps, replicas)] = program
+            self._programs[key] = program
         return program
 
     def _train_step(self, data, stand_in):
         model = self._model
-        with model._ipu_optimizer_replaced(stand_in):  # noqa: SLF001
+        with (
+            model._ipu_optimizer_replaced(stand_in),  # noqa: SLF001
+            captured_gradients.capturing_train_step(model),
+        ):
             outputs = self._replica_metrics(model.train_step(data))
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(model, "train").assign_add(1)
@@ -111,6 +118,11 @@ class ExecutionFunction:
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(self._model, "predict").assign_add(1)
         return outputs
+
+
+def _inner_shapes(element) -> tuple:
+    """The shapes of an execution's batches, past the dimension that stacks them."""
+    return tuple(tuple(t.shape[1:]) for t in nest.flatten(element))
 
 
 def _minimum_control_deps(outputs) -> list:

@@ -20,6 +20,7 @@ import tensorflow as tf
 from tf_keras.src.utils import tf_utils
 
 from openipu._src.engine import replication
+from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
 from openipu._src.keras.extensions.execution import ExecutionFunction
@@ -89,6 +90,14 @@ class KerasExtensions:
             state = IPUModelState(self.__dict__.get("_ipu_device_ordinal", 0))
             self.__dict__["_ipu_state"] = state
         return state
+
+    def compile(self, *args, **kwargs):
+        # The original's Keras (2.6) makes a variable of `steps_per_execution` as given, so a
+        # tensor (`dataset.cardinality()`) or a TF1 Dimension works there; this Keras compares
+        # it with "auto" first, which a tensor cannot be.
+        if "steps_per_execution" in kwargs:
+            kwargs["steps_per_execution"] = plain_int(kwargs["steps_per_execution"])
+        return super().compile(*args, **kwargs)
 
     # Gradient accumulation -------------------------------------------------------------------
 

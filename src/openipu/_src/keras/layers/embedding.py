@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
+from openipu._src.int_like import plain_int
 from openipu._src.ops import embedding_ops
 
 
@@ -47,6 +48,8 @@ class Embedding(tf_keras.layers.Layer):
         # The ids are integers: never cast them to the layer's float dtype.
         kwargs["autocast"] = False
         super().__init__(**kwargs)
+        input_dim, output_dim = plain_int(input_dim), plain_int(output_dim)
+        serialization_factor = plain_int(serialization_factor)
         for label, value, lowest in (("input_dim", input_dim, 1), ("output_dim", output_dim, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
                 raise ValueError(f"Embedding: {label} must be an int >= {lowest}, got {value!r}")
@@ -80,7 +83,10 @@ class Embedding(tf_keras.layers.Layer):
         )
         super().build(input_shape)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, inputs_are_sorted=False, training=None):
+        # `inputs_are_sorted` only lets Poplar plan a lookup of sorted ids; the result is the
+        # same (ipu_tensorflow_addons/keras/layers/embedding_lookup.py `call`).
+        del inputs_are_sorted, training
         return embedding_ops.embedding_lookup(
             self.embeddings, inputs, serialization_factor=self.serialization_factor
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
+from openipu._src.int_like import plain_int
 from openipu._src.ops import normalization_ops
 
 
@@ -39,6 +40,7 @@ class GroupNormalization(tf_keras.layers.Layer):
         **kwargs,
     ) -> None:
         super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
+        groups = plain_int(groups)
         if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
             raise ValueError(f"{type(self).__name__}: groups must be an int >= 1, got {groups!r}")
         self.groups = groups

@@ -6,6 +6,8 @@ import numbers
 
 import tensorflow as tf
 
+from openipu._src.int_like import plain_int
+
 
 def checked_blank_index(owner: str, blank_index) -> int:
     if isinstance(blank_index, bool) or not isinstance(blank_index, numbers.Integral):
@@ -17,6 +19,14 @@ def checked_blank_index(owner: str, blank_index) -> int:
     return int(blank_index)
 
 
+def keras_layer_kwargs(kwargs: dict) -> dict:
+    """`kwargs` for tf_keras' Layer. The original's Keras (2.6) kept `trainable=None` as given,
+    which then reads as false (keras/engine/base_layer.py); tf_keras takes only a bool."""
+    if "trainable" in kwargs and kwargs["trainable"] is None:
+        return {**kwargs, "trainable": False}
+    return kwargs
+
+
 def checked_bool(owner: str, name: str, value) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{owner}: {name} must be a bool, got {value!r}")
@@ -24,6 +34,7 @@ def checked_bool(owner: str, name: str, value) -> bool:
 
 
 def checked_positive_int(owner: str, name: str, value) -> int:
+    value = plain_int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
     return int(value)

@@ -36,7 +36,7 @@ class CTCInferenceLayer(tf_keras.layers.Layer):
         from_logits: bool = False,
         **kwargs,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**ctc_arguments.keras_layer_kwargs(kwargs))
         owner = type(self).__name__
         self.blank_index = ctc_arguments.checked_blank_index(owner, blank_index)
         self.beam_width = ctc_arguments.checked_positive_int(owner, "beam_width", beam_width)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
+from openipu._src.addons.keras.layers import ctc_arguments
 from openipu._src.addons.keras.layers.ctc_inference_layer import CTCInferenceLayer
 
 
@@ -30,7 +31,7 @@ class CTCPredictionsLayer(tf_keras.layers.Layer):
         from_logits: bool = False,
         **kwargs,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**ctc_arguments.keras_layer_kwargs(kwargs))
         self.inference_layer = CTCInferenceLayer(
             blank_index=blank_index,
             beam_width=beam_width,

@@ -7,6 +7,7 @@ import numbers
 import tensorflow as tf
 import tf_keras
 
+from openipu._src.int_like import plain_int
 from openipu._src.keras.layers.dropout import Dropout
 from openipu._src.keras.layers.layer_normalization import LayerNormalization
 
@@ -285,6 +286,7 @@ def _valid_positions(lengths: tf.Tensor, max_length: tf.Tensor) -> tf.Tensor:
 
 
 def _positive_int(name: str, value) -> int:
+    value = plain_int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{_OWNER}: {name} must be a positive integer, got {value!r}")
     return int(value)

@@ -16,7 +16,7 @@ import numbers
 import tensorflow as tf
 import tf_keras
 
-from openipu._src.addons.recurrent import activations, options
+from openipu._src.addons.recurrent import activations, options, poplibs_options
 from openipu._src.ops import rand_ops
 
 
@@ -68,6 +68,10 @@ class PopnnRecurrent(tf_keras.layers.Layer):
         )
         if implementation not in (1, 2) or isinstance(implementation, bool):
             raise ValueError(f"{owner}: implementation must be 1 or 2, got {implementation!r}")
+        self.options = poplibs_options.as_dict(owner, "options", kwargs.pop("options", None))
+        self.options_bwd = poplibs_options.as_dict(
+            owner, "options_bwd", kwargs.pop("options_bwd", None)
+        )
         super().__init__(**kwargs)
         for label, dtype in (("dtype", self.dtype), ("compute dtype", self.compute_dtype)):
             options.checked_float_dtype(owner, f"the layer's {label}", dtype)
@@ -149,6 +153,8 @@ class PopnnRecurrent(tf_keras.layers.Layer):
 
     def build(self, input_shape) -> None:
         owner = type(self).__name__
+        for cell_options in (self.options, self.options_bwd):
+            poplibs_options.check_when_built(cell_options)
         input_shape = tf.TensorShape(input_shape)
         if input_shape.rank != 3:
             raise ValueError(
@@ -248,6 +254,8 @@ class PopnnRecurrent(tf_keras.layers.Layer):
             "time_major": self.time_major,
             "available_memory_proportion_fwd": self.available_memory_proportion_fwd,
             "available_memory_proportion_bwd": self.available_memory_proportion_bwd,
+            "options": dict(self.options),
+            "options_bwd": dict(self.options_bwd),
         }
 
     # -- helpers ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras
 
 from openipu._src.addons.keras.layers import serialized_matmul as serial
+from openipu._src.int_like import plain_int
 
 
 @tf_keras.utils.register_keras_serializable(package="openipu")
@@ -170,6 +171,7 @@ class SerialDense(tf_keras.layers.Layer):
 
 
 def _positive_int(name: str, value) -> int:
+    value = plain_int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"SerialDense: {name} must be a positive integer, got {value!r}")
     return int(value)

@@ -1,0 +1,1 @@
+"""`ipu_tensorflow_addons.keras.experimental`: experimental Keras tools (re-exports only)."""

@@ -1,0 +1,1 @@
+"""`auto_pipeline.prediction`: partition search (re-exports only)."""

@@ -1,0 +1,1 @@
+"""`auto_pipeline.utils`: model profiles and profiling (re-exports only)."""

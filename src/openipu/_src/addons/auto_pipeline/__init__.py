@@ -1,0 +1,7 @@
+"""Automatic pipeline stage assignment (`ipu_tensorflow_addons.keras.experimental.auto_pipeline`).
+
+The partition search works on model profiles (per-layer cycles and memory) as
+the original's does. Producing those profiles needs Poplar's per-layer
+compilation reports, which emulated IPUs do not write and no cost model
+replaces yet: the profiling functions raise saying so (`profiling`).
+"""

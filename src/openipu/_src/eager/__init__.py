@@ -1,0 +1,1 @@
+"""`ipu.eager`: capturing the gradients that flow into chosen tensors."""

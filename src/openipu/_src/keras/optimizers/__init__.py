@@ -1,0 +1,1 @@
+"""Keras optimizer wrappers for the IPU (`keras.ipu.optimizers`)."""

@@ -1,0 +1,1 @@
+"""`ipu.test_utils`: the helpers the original's own tests use, which programs' tests use too."""

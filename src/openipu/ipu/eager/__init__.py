@@ -1,0 +1,5 @@
+"""`tensorflow.python.ipu.eager`: gradient capture (re-exports only)."""
+
+from openipu.ipu.eager import backprop
+
+__all__ = ["backprop"]
