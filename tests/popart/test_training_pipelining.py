@@ -259,6 +259,59 @@ def test_auto_pipelines_have_one_stage_per_ipu():
     options.enableGradientAccumulation = True
     options.accumulationFactor = 2
     device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 3})
-    with pytest.raises(popart.popart_exception, match="3 stages, so a training session needs"):
+    with pytest.raises(popart.popart_exception, match="3 stages, so a training session with gradient accumulation needs"):
         popart.TrainingSession(proto, popart.DataFlow(1, {}), loss, popart.SGD({}), device,
                                userOptions=options)  # fmt: skip
+
+
+def _train_without_accumulation(proto, x_id, t_id, loss, options, ipus, batches_per_step):
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": ipus})
+    session = popart.TrainingSession(
+        proto,
+        popart.DataFlow(batches_per_step, {loss: popart.AnchorReturnType("All")}),
+        loss,
+        popart.SGD({"defaultLearningRate": (0.05, True)}),
+        device,
+        userOptions=options,
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=[batches_per_step, 4, 3]).astype(np.float32)
+    t = rng.normal(size=[batches_per_step, 4, 2]).astype(np.float32)
+    arrays = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x_id: x, t_id: t}, arrays))
+    session.weightsToHost()
+    weights = {name: np.zeros_like(value) for name, value in initial_weights(proto).items()}
+    session.readWeights(popart.PyWeightsIO(weights))
+    return arrays[loss], weights
+
+
+def test_continuous_pipelining_trains_without_gradient_accumulation():
+    # willow/src/transforms/pipeline.cpp `PipelineInfo`: without gradient accumulation the
+    # pipeline fills over the batches of a step (at least one per stage), and each batch
+    # updates the weights, as the unpipelined model does.
+    plain, x, t, _, loss = two_layer_model(annotate=False)
+    reference = _train_without_accumulation(
+        plain, x, t, loss, popart.SessionOptions(), ipus=1, batches_per_step=3
+    )
+    proto, x, t, _, loss = two_layer_model(annotate=True)
+    options = popart.SessionOptions()
+    options.enablePipelining = True
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    losses, weights = _train_without_accumulation(
+        proto, x, t, loss, options, ipus=2, batches_per_step=3
+    )
+    np.testing.assert_allclose(losses, reference[0], rtol=1e-5, atol=1e-6)
+    for name, value in reference[1].items():
+        np.testing.assert_allclose(weights[name], value, rtol=1e-5, atol=1e-6)
+    # One batch per step cannot fill a pipeline of two stages.
+    with pytest.raises(popart.popart_exception, match="2 stages.*at least 2 batches per step"):
+        popart.TrainingSession(
+            proto,
+            popart.DataFlow(1, {loss: popart.AnchorReturnType("All")}),
+            loss,
+            popart.SGD({"defaultLearningRate": (0.05, True)}),
+            popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}),
+            userOptions=options,
+        )

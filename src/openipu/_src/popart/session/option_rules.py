@@ -227,17 +227,21 @@ def _check_pipelining(
     if options.virtualGraphMode is VirtualGraphMode.Auto and not stages:
         # Auto virtual graphs without annotations: one stage per IPU of the replica.
         stages = list(range(ipus_per_replica))
-    if training and len(stages) > options.getAccumulationFactor():
+    # willow/src/transforms/pipeline.cpp `PipelineInfo`: the pipeline fills over the
+    # accumulated micro-batches, or, without gradient accumulation (continuous
+    # pipelining), over the batches of a step.
+    accumulating = training and options.enableGradientAccumulation
+    if accumulating and len(stages) > options.getAccumulationFactor():
         raise popart_exception(
-            f"The pipeline has {len(stages)} stages, so a training session needs gradient "
-            f"accumulation with an accumulation factor of at least {len(stages)} (SessionOptions."
-            f"enableGradientAccumulation is {options.enableGradientAccumulation}, "
-            f"accumulationFactor {options.accumulationFactor})"
+            f"The pipeline has {len(stages)} stages, so a training session with gradient "
+            f"accumulation needs an accumulation factor of at least {len(stages)} "
+            f"(SessionOptions.accumulationFactor is {options.accumulationFactor})"
         )
-    if not training and len(stages) > data_flow.batchesPerStep():
+    if not accumulating and len(stages) > data_flow.batchesPerStep():
         raise popart_exception(
-            f"The pipeline has {len(stages)} stages, so an inference session needs at least "
-            f"{len(stages)} batches per step (DataFlow has {data_flow.batchesPerStep()})"
+            f"The pipeline has {len(stages)} stages, so a session without gradient accumulation "
+            f"needs at least {len(stages)} batches per step (DataFlow has "
+            f"{data_flow.batchesPerStep()})"
         )
     if options.aliasZeroCopy and not options.enableExplicitMainLoops:
         raise popart_exception(
