@@ -259,7 +259,10 @@ def test_auto_pipelines_have_one_stage_per_ipu():
     options.enableGradientAccumulation = True
     options.accumulationFactor = 2
     device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 3})
-    with pytest.raises(popart.popart_exception, match="3 stages, so a training session with gradient accumulation needs"):
+    with pytest.raises(
+        popart.popart_exception,
+        match="3 stages, so a training session with gradient accumulation needs",
+    ):
         popart.TrainingSession(proto, popart.DataFlow(1, {}), loss, popart.SGD({}), device,
                                userOptions=options)  # fmt: skip
 

@@ -273,7 +273,7 @@ class IPUOutfeedQueue:
         store = self._store
         replicas = store.replicas
         specs = store.specs
-        if poplar_flags.use_synthetic_data():
+        if poplar_flags.is_synthetic("outfeed"):
             if self._mode is IPUOutfeedMode.LAST:
                 raise ValueError(
                     "Cannot dequeue the last element of an IPUOutfeedQueue in LAST mode with "

@@ -12,8 +12,10 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.util import nest
 
+from openipu._src.config import poplar_flags
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.host_stream import ChunkedStream, ElementStream
+from openipu._src.feeds.synthetic_elements import synthetic_elements
 
 _MAX_PREFETCH_DEPTH = 256
 _DEFAULT_PREFETCH_DEPTH = 3
@@ -143,9 +145,13 @@ class IPUInfeedQueue:
     def _fetch_one(self):
         """Builds a host fetch of the next element."""
         self._dequeued = True
+        if poplar_flags.is_synthetic("infeed"):
+            return synthetic_elements(self._element_spec, None)
         return self._stream.fetch_one()
 
     def _fetch_stacked(self, count: int):
         """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
         self._dequeued = True
+        if poplar_flags.is_synthetic("infeed"):
+            return synthetic_elements(self._element_spec, count)
         return self._stream.fetch_stacked(count)
