@@ -22,12 +22,18 @@ def _counting_dataset(reads: list):
     return tf.data.Dataset.from_generator(generate, output_signature=signature).repeat()
 
 
-def _summing_program(infeed, outfeed):
+def _run_summing_program(strategy, reads: list):
+    """Sums 4 infeed elements (each enqueued); returns the total and the outfeed."""
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_counting_dataset(reads))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
     def body(total, x):
         total = total + tf.reduce_sum(x)
         return total, outfeed.enqueue(total)
 
-    return tf.function(lambda: ipu.loops.repeat(4, body, [0.0], infeed))
+    with strategy.scope():
+        total = strategy.run(tf.function(lambda: ipu.loops.repeat(4, body, [0.0], infeed)))
+    return total, outfeed
 
 
 @pytest.mark.parametrize(
@@ -37,12 +43,8 @@ def test_infeeds_give_the_initializer_value_without_reading_the_dataset(
     monkeypatch, strategy_on, flags
 ):
     monkeypatch.setenv("TF_POPLAR_FLAGS", f"{flags} --synthetic_data_initializer=3.7")
-    strategy = strategy_on(1)
     reads: list = []
-    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_counting_dataset(reads))
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-    with strategy.scope():
-        total = strategy.run(_summing_program(infeed, outfeed))
+    total, outfeed = _run_summing_program(strategy_on(1), reads)
     # Four elements of [3, 3] (the number's integer part), none read from the dataset.
     assert float(total) == 24.0 and reads == []
     assert outfeed.dequeue().shape == (0,)  # nothing comes back to the host either
@@ -66,19 +68,13 @@ def test_normal_initializer_gives_floats_of_the_element_shape(monkeypatch, strat
 
 def test_only_outfeeds_synthetic_still_reads_the_dataset(monkeypatch, strategy_on):
     monkeypatch.setenv("TF_POPLAR_FLAGS", "--synthetic_data_categories=outfeed")
-    strategy = strategy_on(1)
     reads: list = []
-    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_counting_dataset(reads))
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-    with strategy.scope():
-        total = strategy.run(_summing_program(infeed, outfeed))
+    total, outfeed = _run_summing_program(strategy_on(1), reads)
     assert float(total) == 8.0 and reads  # the dataset's ones
     assert outfeed.dequeue().shape == (0,)
 
 
 def test_an_unknown_initializer_is_refused(monkeypatch, strategy_on):
     monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data --synthetic_data_initializer=x")
-    strategy = strategy_on(1)
-    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_counting_dataset([]))
-    with strategy.scope(), pytest.raises(ValueError, match="synthetic_data_initializer='x'"):
-        strategy.run(_summing_program(infeed, ipu.ipu_outfeed_queue.IPUOutfeedQueue()))
+    with pytest.raises(ValueError, match="synthetic_data_initializer='x'"):
+        _run_summing_program(strategy_on(1), [])
