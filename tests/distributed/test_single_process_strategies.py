@@ -54,8 +54,11 @@ def test_popdist_strategy_alone_runs_the_device_replicas():
     assert strategy.num_replicas_in_sync == 2
     assert strategy.extended.local_replica_count == 2
     assert (strategy.extended.process_count, strategy.extended.process_index) == (1, 0)
+    # One tf.distribute replica per process (replica_id_in_sync_group 0), whose programs
+    # replicate on the device: `run` returns replica 0's value (tensorflow/python/ipu/
+    # distributed/popdist_strategy.py, PopDistExtendedV1._call_for_each_replica).
     results = strategy.experimental_local_results(strategy.run(_replica_sum))
-    assert [float(r) for r in results] == [3.0, 3.0]
+    assert [float(r) for r in results] == [2.0]
     config = strategy.update_ipu_config(ipu.config.IPUConfig())
     distribution = config.experimental.multi_replica_distribution
     assert (distribution.process_count, distribution.process_index) == (1, 0)

@@ -32,7 +32,7 @@ class PopDistExtendedV1(IPUCollectiveExtended):
         self._add_ipu_cross_replica_reductions = bool(add_ipu_cross_replica_reductions)
         super().__init__(container_strategy, cluster_resolver, ipu_device)
         check_placement(
-            "PopDistStrategy", self.process_count, self.process_index, self.local_replica_count
+            "PopDistStrategy", self.process_count, self.process_index, self.device_ipus()
         )
 
     @property

@@ -88,13 +88,17 @@ def _global_slot() -> int:
 
 
 def local_replica_count(strategy=None) -> int:
-    """Replica slots of `strategy` (the current one by default) run by this process.
+    """tf.distribute replicas of `strategy` (the current one by default) in this process.
 
-    A strategy spanning several processes (`distributed`) counts every process's
-    replicas in `num_replicas_in_sync`; the engine builds and feeds this process's.
+    One for the IPU strategies (their programs replicate, `engine.replicas`), also for
+    those spanning processes, whose `num_replicas_in_sync` counts every process's
+    program replicas; several for tf.distribute's mirrored strategies.
     """
     strategy = strategy or tf.distribute.get_strategy()
-    return getattr(strategy.extended, "local_replica_count", strategy.num_replicas_in_sync)
+    try:
+        return len(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy has no devices: one replica
+        return strategy.num_replicas_in_sync
 
 
 def _in_replica() -> bool:

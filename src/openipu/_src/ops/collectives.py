@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine import replication
-from openipu._src.engine.replicas import exchange_ops, lockstep
+from openipu._src.engine.replicas import exchange_ops, lockstep, processes
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -85,15 +85,22 @@ class ReplicaGroup:
         return self.replica_count // self.size
 
 
+def _on_engine_replicas() -> bool:
+    """Replicas of a program (possibly spanning processes), not tf.distribute's mirrored ones."""
+    return lockstep.current() is not None or processes.current() is not None
+
+
 def replica_count() -> int:
-    if lockstep.current() is not None:
-        return lockstep.replica_count()
+    """Replicas of every process the program spans."""
+    if _on_engine_replicas():
+        return exchange_ops.global_replica_count()
     return _slot_count() // replication.current_slots_per_replica()
 
 
 def replica_index() -> int:
-    if lockstep.current() is not None:
-        return lockstep.replica_index()
+    """The replica's index among every process's replicas."""
+    if _on_engine_replicas():
+        return exchange_ops.global_replica_index()
     return _slot_index() // replication.current_slots_per_replica()
 
 
@@ -149,7 +156,7 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """The sum of `x` over the replicas of `group`, by one all-reduce."""
     if group.size == 1:
         return tf.identity(x)
-    if lockstep.current() is not None:
+    if _on_engine_replicas():
         return exchange_ops.replica_sum(x, group.size)
     context = tf.distribute.get_replica_context()
     x = _contribution(x)
@@ -167,7 +174,7 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """`[k, *x.shape]`: the `x` of every replica of `group`, in replica order."""
     if group.size == 1:
         return tf.identity(x)[None]
-    if lockstep.current() is not None:
+    if _on_engine_replicas():
         return exchange_ops.replica_gather(x, group.size)
     context = tf.distribute.get_replica_context()
     # Every slot gathers; the first slot of each replica speaks for it.

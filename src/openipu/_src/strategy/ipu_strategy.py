@@ -140,8 +140,6 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         if region.current_region() is not None or lockstep.current() is not None:
             # Inside a program being built (a Keras step): it is replicated already.
             return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
-        if not isinstance(self.extended, IPUExtended):
-            return self._run_on_strategy_replicas(converted, args, kwargs, options)
         ordinal = self.extended.ipu_ordinal
         device = configure.current_system("IPUStrategy.run").device(ordinal)
 
