@@ -76,6 +76,8 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
 
     # The coordination service's heartbeats detect dead peers; no polling thread is needed.
     _enable_check_health = False
+    # Whether reductions inside IPU programs cross the replicas (PopDistStrategy can say no).
+    _add_ipu_cross_replica_reductions = True
 
     def __init__(self, container_strategy, cluster_resolver, ipu_device: str) -> None:
         from openipu._src.strategy import ipu_strategy
@@ -142,7 +144,7 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             self._initialize_local(cluster_resolver, devices=devices)
         else:
             self._initialize_multi_worker(cluster_resolver)
-        self._cross_device_ops = cross_process_ops.LocalThenCrossProcessReduce(
+        self._cross_device_ops = cross_process_ops.CrossProcessReduce(
             self._devices[0],
             self._num_workers,
             self._communication_options,
@@ -164,6 +166,8 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         # all-reduce across processes.
         if not _in_program() or isinstance(value, distribute_values.DistributedValues):
             return super()._reduce_to(reduce_op, value, destinations, options)
+        if not self._add_ipu_cross_replica_reductions:
+            return value  # PopDistStrategy(add_ipu_cross_replica_reductions=False)
         total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
         if reduce_op == tf.distribute.ReduceOp.MEAN:
             return total / tf.cast(self._num_replicas_in_sync, total.dtype)
@@ -183,11 +187,15 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
 
     def cross_process_sum(self, tensor: tf.Tensor) -> tf.Tensor:
         """The sum of `tensor` over the processes (one value each), for the engine's exchange."""
-        return self._cross_process(lambda launcher, options: launcher.all_reduce(tensor, None, options))
+        return self._cross_process(
+            lambda launcher, options: launcher.all_reduce(tensor, None, options)
+        )
 
     def cross_process_gather(self, tensor: tf.Tensor) -> tf.Tensor:
         """The processes' `tensor`s concatenated along axis 0, in process order."""
-        return self._cross_process(lambda launcher, options: launcher.all_gather(tensor, 0, options))
+        return self._cross_process(
+            lambda launcher, options: launcher.all_gather(tensor, 0, options)
+        )
 
     def _cross_process(self, collective):
         launcher = self._cross_device_ops._launchers[0]  # noqa: SLF001

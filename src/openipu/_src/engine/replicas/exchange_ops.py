@@ -43,13 +43,28 @@ def _differentiated_by_tapes() -> bool:
     return isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly()
 
 
+def _ignoring_variables(gradient: Gradient) -> Callable:
+    """`gradient` for `tf.custom_gradient`, whose forward may read variables.
+
+    A cross-process stage reads its collectives' ordering token (a resource variable),
+    which has no gradient.
+    """
+
+    def with_variables(upstream: tf.Tensor, variables=None):
+        if variables:
+            return gradient(upstream), [None] * len(variables)
+        return gradient(upstream)
+
+    return with_variables
+
+
 def _with_gradient(forward: Gradient, gradient: Gradient, x: tf.Tensor) -> tf.Tensor:
     """`forward(x)` (of x's shape), whose gradient for an upstream gradient g is `gradient(g)`."""
     if _differentiated_by_tapes():
 
         @tf.custom_gradient
         def exchanged(value):
-            return forward(value), gradient
+            return forward(value), _ignoring_variables(gradient)
 
         return exchanged(x)
     result = forward(tf.stop_gradient(x))
@@ -159,7 +174,7 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
 
         @tf.custom_gradient
         def gathered(value):
-            return _stack_within_groups(value, size, "an all-gather"), gradient
+            return _stack_within_groups(value, size, "an all-gather"), _ignoring_variables(gradient)
 
         return gathered(x)
 
