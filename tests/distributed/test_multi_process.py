@@ -111,6 +111,8 @@ def test_collectives_between_two_instances(tmp_path):
         # `_call_for_each_replica`): 1 + 1 over the two instances' replicas.
         assert results["replica_sum"] == [2.0]
         assert results["strategy_reduce"] == 2.0
+        # Replica indices are global: instance index * local replicas + local index.
+        assert results["global_replicas"] == [rank, 3.0, [1.0, 2.0]]
         # replica_id_in_sync_group is 0 on each worker (tensorflow/python/ipu/
         # ipu_multi_worker_strategy.py `_call_for_each_replica`), so each gradient is 1,
         # summed by the optimizer over the two workers: 1 - (1 + 1).
