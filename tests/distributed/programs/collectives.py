@@ -64,7 +64,6 @@ results["strategy_reduce"] = float(
 )
 
 
-
 def global_replicas():
     # A program's replica indices and collectives span the instances.
     index = ipu.replication_ops.replication_index()
@@ -77,6 +76,7 @@ def global_replicas():
 
 index, total, gathered = strategy.run(global_replicas)
 results["global_replicas"] = [int(index), float(total), gathered.numpy().tolist()]
+
 
 # The older strategies over the same cluster, in the same process.
 def sgd_step(older):
