@@ -64,7 +64,6 @@ def test_popdist_strategy_alone_runs_the_device_replicas():
     assert (distribution.process_count, distribution.process_index) == (1, 0)
 
 
-
 def test_popdist_strategy_without_ipu_cross_replica_reductions():
     # tensorflow/python/ipu/distributed/popdist_strategy.py `_reduce_to`: on the IPU,
     # without the flag a reduction returns the replica's own value.
@@ -72,6 +71,7 @@ def test_popdist_strategy_without_ipu_cross_replica_reductions():
     strategy = PopDistStrategy(add_ipu_cross_replica_reductions=False)
     results = strategy.experimental_local_results(strategy.run(_replica_sum))
     assert [float(r) for r in results] == [1.0]
+
 
 def _fit(strategy, x, y):
     with strategy.scope():
