@@ -106,10 +106,17 @@ def test_collectives_between_two_instances(tmp_path):
         assert results["indexed_slices_sum"] == [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
         assert results["function_0"] == [1.0, [0.0, 1.0]]
         assert results["function_1"] == [3.0, [1.0, 2.0]]
-        assert results["replica_sum"] == [3.0]  # replica ids 0 and 1, plus one each
+        # One tf.distribute replica per instance, replica_id_in_sync_group 0 in each
+        # (tensorflow/python/ipu/distributed/popdist_strategy.py
+        # `_call_for_each_replica`): 1 + 1 over the two instances' replicas.
+        assert results["replica_sum"] == [2.0]
         assert results["strategy_reduce"] == 2.0
-        # Gradients 1 and 2 summed by the optimizer: 1 - (1 + 2).
-        assert results["older_strategies"] == [-2.0, -2.0]
+        # Replica indices are global: instance index * local replicas + local index.
+        assert results["global_replicas"] == [rank, 3.0, [1.0, 2.0]]
+        # replica_id_in_sync_group is 0 on each worker (tensorflow/python/ipu/
+        # ipu_multi_worker_strategy.py `_call_for_each_replica`), so each gradient is 1,
+        # summed by the optimizer over the two workers: 1 - (1 + 1).
+        assert results["older_strategies"] == [-1.0, -1.0]
         assert results["mismatch_eager"] == (
             "allreduce: every instance's tensor must have the same shape and dtype, but "
             "instance 0 has shape [2] (float32), instance 1 has shape [3] (float32)"

@@ -54,11 +54,23 @@ def test_popdist_strategy_alone_runs_the_device_replicas():
     assert strategy.num_replicas_in_sync == 2
     assert strategy.extended.local_replica_count == 2
     assert (strategy.extended.process_count, strategy.extended.process_index) == (1, 0)
+    # One tf.distribute replica per process (replica_id_in_sync_group 0), whose programs
+    # replicate on the device: `run` returns replica 0's value (tensorflow/python/ipu/
+    # distributed/popdist_strategy.py, PopDistExtendedV1._call_for_each_replica).
     results = strategy.experimental_local_results(strategy.run(_replica_sum))
-    assert [float(r) for r in results] == [3.0, 3.0]
+    assert [float(r) for r in results] == [2.0]
     config = strategy.update_ipu_config(ipu.config.IPUConfig())
     distribution = config.experimental.multi_replica_distribution
     assert (distribution.process_count, distribution.process_index) == (1, 0)
+
+
+def test_popdist_strategy_without_ipu_cross_replica_reductions():
+    # tensorflow/python/ipu/distributed/popdist_strategy.py `_reduce_to`: on the IPU,
+    # without the flag a reduction returns the replica's own value.
+    _configure(2)
+    strategy = PopDistStrategy(add_ipu_cross_replica_reductions=False)
+    results = strategy.experimental_local_results(strategy.run(_replica_sum))
+    assert [float(r) for r in results] == [1.0]
 
 
 def _fit(strategy, x, y):
@@ -111,7 +123,10 @@ def test_variables_have_the_ipu_classes():
         on_read.assign_add(1.0)
 
     strategy.run(count)
-    assert float(strategy.extended.read_var(on_read)) == 2.0  # one per replica, summed
+    # One tf.distribute replica per process (tensorflow/python/ipu/distributed/
+    # popdist_strategy.py): reading sums the processes' copies, and the host holds
+    # replica 0's copy of the device's replicas.
+    assert float(strategy.extended.read_var(on_read)) == 1.0
 
 
 def test_poprun_placement_must_match_the_device(monkeypatch):
@@ -142,10 +157,10 @@ def test_multi_worker_strategies_with_one_worker(caplog):
     assert "IPUMultiWorkerStrategyV1 is deprecated: use PopDistStrategy" in caplog.text
     assert strategy.extended.variables_on_host
     assert strategy.cluster_resolver is resolver
-    assert [float(r) for r in strategy.experimental_local_results(strategy.run(_replica_sum))] == [
-        3.0,
-        3.0,
-    ]
+    # One tf.distribute replica per worker (replica id 0), its program's replicas summed:
+    # tensorflow/python/ipu/distributed/ipu_multi_worker_strategy.py.
+    results = strategy.experimental_local_results(strategy.run(_replica_sum))
+    assert [float(r) for r in results] == [2.0]
     horovod = IPUHorovodStrategy()
     assert horovod.num_replicas_in_sync == 2
 

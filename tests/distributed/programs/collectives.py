@@ -64,6 +64,20 @@ results["strategy_reduce"] = float(
 )
 
 
+def global_replicas():
+    # A program's replica indices and collectives span the instances.
+    index = ipu.replication_ops.replication_index()
+    total = ipu.cross_replica_ops.cross_replica_sum(tf.cast(index, tf.float32) + 1)
+    gathered = ipu.cross_replica_ops.cross_replica_sum(
+        tf.one_hot(index, 2) * tf.cast(index + 1, tf.float32)
+    )
+    return index, total, gathered
+
+
+index, total, gathered = strategy.run(global_replicas)
+results["global_replicas"] = [int(index), float(total), gathered.numpy().tolist()]
+
+
 # The older strategies over the same cluster, in the same process.
 def sgd_step(older):
     with older.scope():

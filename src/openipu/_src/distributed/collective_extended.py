@@ -2,17 +2,19 @@
 
 How processes, replicas and devices map:
 
-- each process (a `poprun` instance, a `worker` task of `TF_CONFIG`) runs its
-  IPU device's replicas, one per IPU, as tf.distribute mirrored replicas that
-  all share the device's host device, so one region holds them (a single
-  process replicates inside its programs instead: `engine.replicas`);
-- the global replica index is process index * local replicas + local index,
-  and `num_replicas_in_sync` counts every process's replicas;
+- each process (a `poprun` instance, a `worker` task of `TF_CONFIG`) is one
+  tf.distribute replica on its IPU device's host device, as in the original
+  (tensorflow/python/ipu/distributed/popdist_strategy.py: one host device per
+  process); its programs replicate on the device's IPUs (`engine.replicas`);
+- `num_replicas_in_sync` counts every process's replicas (the original's
+  popdist.getNumTotalReplicas()), and a program's replica index is global:
+  process index * local replicas + local index;
 - variables start equal everywhere: the first process broadcasts their
   initial values (TensorFlow's multi-worker strategy does);
-- reductions sum the local replicas on their device, then all-reduce the
-  processes' sums with TensorFlow's collectives over gRPC
-  (`cross_process_ops`). Regions holding such a collective run as graphs
+- reductions inside a program sum the local replicas (`engine.replicas`), then
+  all-reduce the processes' sums with TensorFlow's collectives over gRPC
+  (`cross_process_sum`, which the engine finds on the strategy); outside a
+  program they all-reduce across processes on the host. Regions holding such a collective run as graphs
   (see `engine.compile_policy`), as an IPU program moves its inter-host
   all-reduce out of the compiled program to the host.
 
@@ -26,14 +28,20 @@ from __future__ import annotations
 
 import itertools
 
+import tensorflow as tf
 from tensorflow.python.distribute import (
     collective_all_reduce_strategy,
     collective_util,
-    mirrored_strategy,
+    distribute_lib,
 )
 from tensorflow.python.distribute import values as distribute_values
+from tensorflow.python.eager import context, def_function
+from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
 
-from openipu._src.distributed import cluster_runtime, cross_process_ops
+from openipu._src.distributed import cluster_runtime, cross_process_ops, environment
+from openipu._src.engine import region
+from openipu._src.engine.replicas import exchange_ops, lockstep
 from openipu._src.system import configure
 
 
@@ -58,18 +66,25 @@ def _next_collective_key_base() -> int:
     return 10_000 * next(_key_bases)
 
 
+def _in_program() -> bool:
+    """Whether an IPU program (a region, possibly of lock-step replicas) is being built."""
+    return lockstep.current() is not None or region.current_region() is not None
+
+
 class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceExtended):
     """Strategy internals: this process's IPU replicas, reduced with every other process's."""
 
     # The coordination service's heartbeats detect dead peers; no polling thread is needed.
     _enable_check_health = False
+    # Whether reductions inside IPU programs cross the replicas (PopDistStrategy can say no).
+    _add_ipu_cross_replica_reductions = True
 
     def __init__(self, container_strategy, cluster_resolver, ipu_device: str) -> None:
         from openipu._src.strategy import ipu_strategy
 
         self._ipu_ordinal = ipu_strategy._parse_ordinal(ipu_device)  # noqa: SLF001
         self._ipu_host_device = ipu_strategy._host_device_for(self._ipu_ordinal)  # noqa: SLF001
-        self._local_replica_count = self._replica_slots()
+        self._local_replica_count = self._local_replicas()
         cluster_resolver = cluster_runtime.resolver(cluster_resolver)
         if cluster_runtime.start(cluster_resolver) is not None:
             self._std_server_started = True  # the process's runtime owns the server
@@ -83,8 +98,14 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
                 communication_options=collective_util.Options(),
             )
 
-    def _replica_slots(self) -> int:
-        """Replica slots of this process: one per IPU of the configured device."""
+    def _local_replicas(self) -> int:
+        """Replicas of this process: poprun's placement, else one per IPU of its device."""
+        if environment.is_set():
+            return environment.current_placement().num_local_replicas
+        return self.device_ipus()
+
+    def device_ipus(self) -> int:
+        """IPUs of this process's configured device (1 before configuration)."""
         system = configure.maybe_current_system()
         if system is None or self._ipu_ordinal >= len(system.devices):
             return 1
@@ -96,8 +117,13 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
 
     @property
     def local_replica_count(self) -> int:
-        """Replicas run by this process (`num_replicas_in_sync` counts every process's)."""
+        """Replicas run by this process's programs (`num_replicas_in_sync` counts all)."""
         return self._local_replica_count
+
+    @property
+    def _num_replicas_in_sync(self) -> int:
+        # Every process's replicas, as the original's popdist.getNumTotalReplicas().
+        return self._local_replica_count * self._num_workers
 
     @property
     def process_count(self) -> int:
@@ -108,9 +134,9 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         return self._id_in_cluster
 
     def _initialize_local_devices(self, cluster_resolver, worker_device):
-        # The IPU device's host device, once per local replica (the stock strategy: its GPUs).
-        device = f"{worker_device}{self._ipu_host_device}"
-        return (device,) * self._local_replica_count, "CPU"
+        # One device per process, the IPU device's host device (the original: one IPU device);
+        # the process's replicas are replicas of its programs.
+        return (f"{worker_device}{self._ipu_host_device}",), "CPU"
 
     def _initialize_strategy(self, cluster_resolver, devices):
         # Single-process mode keeps the stock strategy's special case out: one worker is local.
@@ -118,21 +144,68 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             self._initialize_local(cluster_resolver, devices=devices)
         else:
             self._initialize_multi_worker(cluster_resolver)
-        self._cross_device_ops = cross_process_ops.LocalThenCrossProcessReduce(
+        self._cross_device_ops = cross_process_ops.CrossProcessReduce(
             self._devices[0],
             self._num_workers,
             self._communication_options,
             self._collective_keys,
         )
 
-    def _use_merge_call(self) -> bool:
-        # Replicas sharing a device meet in merge_call (see cross_process_ops).
-        return True
+    def _call_for_each_replica(self, fn, args, kwargs):
+        # One tf.distribute replica per process, built in the calling thread (the engine's
+        # replicas keep their state there), as the original's PopDistExtendedV1.
+        replica_context = distribute_lib.ReplicaContext(
+            self._container_strategy(), replica_id_in_sync_group=0
+        )
+        with ops.device(self._devices[0]), replica_context:
+            return fn(*args, **kwargs)
+
+    def _reduce_to(self, reduce_op, value, destinations, options):
+        # tensorflow/python/ipu/distributed/popdist_strategy.py: inside an IPU program a
+        # cross-replica sum (or mean) over every replica of every process; elsewhere a host
+        # all-reduce across processes.
+        if not _in_program() or isinstance(value, distribute_values.DistributedValues):
+            return super()._reduce_to(reduce_op, value, destinations, options)
+        if not self._add_ipu_cross_replica_reductions:
+            return value  # PopDistStrategy(add_ipu_cross_replica_reductions=False)
+        total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
+        if reduce_op == tf.distribute.ReduceOp.MEAN:
+            return total / tf.cast(self._num_replicas_in_sync, total.dtype)
+        return total
+
+    def _batch_reduce_to(self, reduce_op, value_destination_pairs, options):
+        # A replica context's all-reduce (through merge_call) inside a program is the
+        # engine's, as `_reduce_to`.
+        if not _in_program():
+            return super()._batch_reduce_to(reduce_op, value_destination_pairs, options)
+        return [self._reduce_to(reduce_op, v, d, options) for v, d in value_destination_pairs]
 
     def _replica_ctx_all_reduce(self, reduce_op, value, options=None):
-        return mirrored_strategy.MirroredExtended._replica_ctx_all_reduce(  # noqa: SLF001
-            self, reduce_op, value, options
+        if not _in_program():
+            return super()._replica_ctx_all_reduce(reduce_op, value, options)
+        return nest.map_structure(lambda v: self._reduce_to(reduce_op, v, None, options), value)
+
+    def cross_process_sum(self, tensor: tf.Tensor) -> tf.Tensor:
+        """The sum of `tensor` over the processes (one value each), for the engine's exchange."""
+        return self._cross_process(
+            lambda launcher, options: launcher.all_reduce(tensor, None, options)
         )
+
+    def cross_process_gather(self, tensor: tf.Tensor) -> tf.Tensor:
+        """The processes' `tensor`s concatenated along axis 0, in process order."""
+        return self._cross_process(
+            lambda launcher, options: launcher.all_gather(tensor, 0, options)
+        )
+
+    def _cross_process(self, collective):
+        launcher = self._cross_device_ops._launchers[0]  # noqa: SLF001
+        options = self._communication_options.merge(collective_util.Options())
+
+        def run():
+            with ops.device(self._devices[0]):
+                return collective(launcher, options)
+
+        return def_function.function(run)() if context.executing_eagerly() else run()
 
     def _create_variable(self, next_creator, **kwargs):
         variable = super()._create_variable(next_creator, **kwargs)

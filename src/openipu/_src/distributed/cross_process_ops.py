@@ -1,14 +1,10 @@
-"""Reductions of replicas that share a device in each of several processes.
+"""Host reductions across processes, one value per process.
 
-Each process runs its replicas as mirrored replicas on one host device (see
-`collective_extended`). TensorFlow's collectives
-name their members by device, so replicas sharing a device cannot be members
-of one collective. Reductions therefore go in two stages: the replicas of a
-process are summed on their device, then one collective per process
-(`CollectiveAllReduce` over the processes' devices, gRPC between them)
-combines the processes' sums, and every local replica gets the result.
-With one process the second stage is skipped: no collective op is built,
-and the program can still compile under XLA.
+Each process is one tf.distribute replica on its host device (see
+`collective_extended`); outside IPU programs a reduction is one collective
+per process (`CollectiveAllReduce` over the processes' devices, gRPC between
+them), as the original's host all-reduce. With one process no collective op
+is built, and the program can still compile under XLA.
 """
 
 from __future__ import annotations
@@ -17,12 +13,11 @@ from tensorflow.python.distribute import cross_device_ops as cross_device_ops_li
 from tensorflow.python.distribute import cross_device_utils, reduce_util, values_util
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager import context, def_function
-from tensorflow.python.framework import indexed_slices, ops
-from tensorflow.python.ops import array_ops
+from tensorflow.python.framework import indexed_slices
 
 
-class LocalThenCrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
-    """Sums a process's replicas on their shared device, then all-reduces across processes."""
+class CrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
+    """All-reduces one value per process across the processes."""
 
     def __init__(self, device: str, process_count: int, options, collective_keys) -> None:
         super().__init__(
@@ -39,19 +34,22 @@ class LocalThenCrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
 
     def batch_reduce_implementation(self, reduce_op, value_destination_pairs, options):
         values_util.mark_as_unsaveable()
-        local_sums = [self._local_sum(value) for value, _ in value_destination_pairs]
-        reduced = self._sum_across_processes(local_sums, options)
-        results = []
-        for total, (value, destinations) in zip(reduced, value_destination_pairs, strict=True):
-            if reduce_op == reduce_util.ReduceOp.MEAN:
-                total = _divided(total, _replica_count(value) * self._process_count)
-            results.append(self.broadcast_implementation(total, destinations))
-        return results
+        values = [_only_value(value) for value, _ in value_destination_pairs]
+        reduced = self._reduced(reduce_op, values, options)
+        return [
+            self.broadcast_implementation(total, destinations)
+            for total, (_, destinations) in zip(reduced, value_destination_pairs, strict=True)
+        ]
+
+    def _reduced(self, reduce_op, values: list, options) -> list:
+        totals = self._sum_across_processes(values, options)
+        if reduce_op == reduce_util.ReduceOp.MEAN:
+            return [_divided(total, self._process_count) for total in totals]
+        return totals
 
     def _gather_implementation(self, per_replica_value, destinations, axis, options):
         values_util.mark_as_unsaveable()
-        with ops.device(self._devices[0]):
-            local = array_ops.concat(_values_of(per_replica_value), axis=axis)
+        local = _only_value(per_replica_value)
         if self._process_count > 1:
             # Dimension `axis` may differ between processes; the launcher pads and unpads it.
             def gather():
@@ -61,12 +59,8 @@ class LocalThenCrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
         return self.broadcast_implementation(local, destinations)
 
     def _all_reduce(self, reduce_op, value, replica_id, options):
-        # Only reached without merge_call, which the owning strategy never does.
-        raise NotImplementedError("Replicas sharing a device all-reduce through merge_call")
-
-    def _local_sum(self, value):
-        with ops.device(self._devices[0]):
-            return cross_device_utils.aggregate_tensors_or_indexed_slices(_values_of(value))
+        # A replica context's all-reduce: the process's one value, reduced across processes.
+        return self._reduced(reduce_op, [_only_value(value)], options)[0]
 
     def _sum_across_processes(self, tensors: list, options) -> list:
         if self._process_count == 1:
@@ -94,17 +88,14 @@ class LocalThenCrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
         return sums
 
     def __deepcopy__(self, memo):
-        raise TypeError("LocalThenCrossProcessReduce is owned by its strategy and is not copied")
+        raise TypeError("CrossProcessReduce is owned by its strategy and is not copied")
 
 
-def _values_of(value) -> tuple:
+def _only_value(value):
+    """The process's value (its one tf.distribute replica's)."""
     if isinstance(value, distribute_values.DistributedValues):
-        return tuple(value.values)
-    return (value,)
-
-
-def _replica_count(value) -> int:
-    return len(_values_of(value))
+        (value,) = value.values
+    return value
 
 
 def _divided(value, count: int):

@@ -27,12 +27,12 @@ class PopDistExtendedV1(IPUCollectiveExtended):
         ipu_device: str,
         add_ipu_cross_replica_reductions: bool,
     ) -> None:
-        # Reductions in replica context always cover every replica of every instance (the
-        # IPU's GCL reductions and the host's gave the same numbers); the flag is kept.
+        # Without it, a reduction inside an IPU program returns the replica's own value
+        # (tensorflow/python/ipu/distributed/popdist_strategy.py `_reduce_to`).
         self._add_ipu_cross_replica_reductions = bool(add_ipu_cross_replica_reductions)
         super().__init__(container_strategy, cluster_resolver, ipu_device)
         check_placement(
-            "PopDistStrategy", self.process_count, self.process_index, self.local_replica_count
+            "PopDistStrategy", self.process_count, self.process_index, self.device_ipus()
         )
 
     @property

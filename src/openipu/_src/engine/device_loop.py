@@ -33,7 +33,6 @@ from tensorflow.python.ops import control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
-from openipu._src.engine import replicated_loop
 from openipu._src.engine.replicas import shared_loop
 from openipu._src.system import configure
 
@@ -171,8 +170,6 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
     if shared_loop.in_replicas():
         # One loop for all replicas, synchronising them every iteration.
         return shared_loop.repeat(n, body, inputs, infeed, repeat)
-    if replicated_loop.in_replicated_replica_context():
-        return replicated_loop.repeat(n, body, inputs, infeed, repeat)
 
     carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]
     stacked = _prefetch(infeed, n)
@@ -214,10 +211,6 @@ def while_loop(
         )
     if shared_loop.in_replicas():
         return shared_loop.while_loop(
-            condition, body, inputs, infeed, maximum_iterations, while_loop
-        )
-    if replicated_loop.in_replicated_replica_context():
-        return replicated_loop.while_loop(
             condition, body, inputs, infeed, maximum_iterations, while_loop
         )
     carried = [tf.convert_to_tensor(v) for v in _as_list(inputs)]

@@ -58,9 +58,8 @@ class LoopProgram:
 
     The program holds `replicas` replicas (`engine.replicas`), each running every
     step on its own elements: step i of replica r reads element i * R + r, and the
-    outputs gain a replica axis after the step axis. Under a tf.distribute strategy
-    spanning processes, the replicas are the strategy's instead, `ipus_per_replica`
-    of its slots each.
+    outputs gain a replica axis after the step axis. Under a strategy spanning
+    processes these are this process's replicas (exchanges reach the others').
 
     `independent_steps` declares that no step depends on another: a step reads only its
     element, its index and values no step changes, and changes nothing another step reads
@@ -202,10 +201,6 @@ class LoopProgram:
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
         self._host_device_used = host_device
-        slots = replication.strategy_replica_count()
-        if slots > 1:
-            self._replicas_used = slots // self._ipus_per_replica
-            return self._on_strategy_replicas(stacked_inputs, host_device, slots)
         replicas = self._replicas
         self._replicas_used = replicas
         stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
@@ -278,60 +273,6 @@ class LoopProgram:
         with tf.control_dependencies([self._outfeed.enqueue(outputs)]):
             return tf.constant(0)
 
-    def _on_strategy_replicas(self, stacked_inputs, host_device: str, slots: int):
-        """The program on the replicas of a tf.distribute strategy spanning processes.
-
-        Such a strategy (`distributed`) runs this process's replicas as its own replica
-        slots, one per IPU; a replica of a k-IPU program takes k slots, which compute
-        the same (see `_by_replica`).
-        """
-        per_replica = self._ipus_per_replica
-        if slots % per_replica:
-            raise ValueError(
-                f"The IPU device runs {slots} replica slot(s), one per IPU, but the program needs "
-                f"{per_replica} IPUs per replica: {slots} is not a multiple of {per_replica}"
-            )
-        replicas = slots // per_replica
-        stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
-        self._runs_together_now = False
-        groups = self.iterations // self._group_size
-        grouped = self._group_size > 1 or self._after_group is not None
-        shape = [groups, self._group_size] if grouped else [self.iterations]
-        shape += [replicas]
-        stacked = nest.map_structure(
-            lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
-        )
-        if per_replica > 1:
-            stacked = nest.map_structure(
-                lambda t: tf.repeat(t, per_replica, axis=len(shape) - 1), stacked
-            )
-
-        def run_step(element):
-            return [replication.run_on_replicas(self._enqueued_step, element, self._device_ordinal)]
-
-        def run_group(group):
-            steps = device_loop.repeat(
-                self._group_size, run_step, [], device_loop.StackedInput(group)
-            )
-            with tf.control_dependencies([steps]):
-                return [
-                    replication.run_on_replicas(
-                        lambda: _as_token(self._after_group()), None, self._device_ordinal
-                    )
-                ]
-
-        def build():
-            if grouped:
-                return device_loop.repeat(groups, run_group, [], device_loop.StackedInput(stacked))
-            return device_loop.repeat(
-                self.iterations, run_step, [], device_loop.StackedInput(stacked)
-            )
-
-        self._compile(build, host_device)
-        if not self._has_outputs:
-            return None
-        return self._by_replica(self._outfeed.dequeue(), slots, per_replica)
-
     def _call_step(self, element):
         if self._indexed:
             element, index = element
@@ -367,19 +308,6 @@ class LoopProgram:
             mode=self._compile_mode,
             on_mode=self._record_mode,
         )
-
-    def _by_replica(self, outputs, slots: int, per_replica: int):
-        """Outputs per replica: the first slot of each (its other slots computed the same)."""
-        if slots == 1 or per_replica == 1:
-            return outputs
-        axis = 1 if self._outfeed.outfeed_mode.name == "ALL" else 0
-        replicas = slots // per_replica
-
-        def select(t):
-            first_slots = tf.gather(t, list(range(0, slots, per_replica)), axis=axis)
-            return tf.squeeze(first_slots, axis) if replicas == 1 else first_slots
-
-        return nest.map_structure(select, outputs)
 
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode

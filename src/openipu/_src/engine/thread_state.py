@@ -1,20 +1,15 @@
 """Carrying the engine's build state into replica threads.
 
 The engine keeps what is being built (the compiled region, the enclosing
-device loops, the IPU device) in thread-local stacks. A mirrored strategy
-traces each replica's function in a thread of its own, so functions that
-the engine hands to `strategy.run` are wrapped to see the state of the
-thread that built them, and to seed their random operations from their own
-replica's stream.
+device loops, the IPU device) in thread-local stacks. The lock-step replicas
+(`engine.replicas`) build in threads of their own, which see the state of the
+thread that started them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import Callable, Iterator
-
-import tensorflow as tf
+from collections.abc import Iterator
 
 _HOLDERS: list[tuple[object, str]] = []
 
@@ -53,26 +48,3 @@ def restored(saved: list[list]) -> Iterator[None]:
                     delattr(holder, name)
             else:
                 setattr(holder, name, earlier)
-
-
-def for_replicas(fn: Callable, ipu_ordinal: int | None = None) -> Callable:
-    """`fn`, to be run by `strategy.run`, seeing the calling thread's engine state."""
-    saved = snapshot()
-
-    @functools.wraps(fn)
-    def in_replica(*args, **kwargs):
-        from openipu._src.engine import replication
-
-        # Seeds follow the global replica: a replica draws alike in one process or several.
-        with restored(saved), _seeded(ipu_ordinal, replication.global_replica_index()):
-            return fn(*args, **kwargs)
-
-    return in_replica
-
-
-def _seeded(ipu_ordinal: int | None, replica: int):
-    from openipu._src.engine import random_ops
-
-    if ipu_ordinal is None or not tf.inside_function():
-        return contextlib.nullcontext()
-    return random_ops.seeded_from_device(ipu_ordinal, replica)

@@ -1,15 +1,14 @@
 """Replica groups and reductions shared by the collective operators.
 
 Replicas built by the engine's lock-step replication (`engine.replicas`) exchange
-values through `exchange_ops`. Replicas still on `tf.distribute` (PopART sessions,
-strategies spanning processes): inside a
-replica function, the replica context says which replica this is and offers
-`all_reduce` and `all_gather`, the only communication the collectives use, so
-their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
+values through `exchange_ops`; a program spanning processes numbers its replicas
+globally (process index * local replicas + local index) and its exchanges reach
+every process. Replicas of a stock tf.distribute strategy (a `MirroredStrategy`):
+inside a replica function, the replica context says which replica this is and
+offers `all_reduce` and `all_gather`, the only communication the collectives use,
+so their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
 Outside any replica context there is one replica, and every collective over it
-is the identity. Where k strategy replicas (slots) make one replica
-(`replication.slots_per_replica`, a k-IPU pipeline), the collectives count
-each replica once.
+is the identity.
 
 A collective with group size k splits the R replicas into consecutive groups
 {0..k-1}, {k..2k-1}, ...; R must be a multiple of k (rule E59: the original
@@ -23,8 +22,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from openipu._src.engine import replication
-from openipu._src.engine.replicas import exchange_ops, lockstep
+from openipu._src.engine.replicas import exchange_ops, lockstep, processes
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -85,16 +83,23 @@ class ReplicaGroup:
         return self.replica_count // self.size
 
 
+def _on_engine_replicas() -> bool:
+    """Replicas of a program (possibly spanning processes), not tf.distribute's mirrored ones."""
+    return lockstep.current() is not None or processes.current() is not None
+
+
 def replica_count() -> int:
-    if lockstep.current() is not None:
-        return lockstep.replica_count()
-    return _slot_count() // replication.current_slots_per_replica()
+    """Replicas of every process the program spans."""
+    if _on_engine_replicas():
+        return exchange_ops.global_replica_count()
+    return _slot_count()
 
 
 def replica_index() -> int:
-    if lockstep.current() is not None:
-        return lockstep.replica_index()
-    return _slot_index() // replication.current_slots_per_replica()
+    """The replica's index among every process's replicas."""
+    if _on_engine_replicas():
+        return exchange_ops.global_replica_index()
+    return _slot_index()
 
 
 def _slot_count() -> int:
@@ -116,14 +121,6 @@ def _slot_index() -> int:
             "but this distribution strategy only knows it at run time"
         )
     return int(static)
-
-
-def _contribution(x: tf.Tensor) -> tf.Tensor:
-    """What this slot adds to an all-reduce: a replica of k alike slots counts once."""
-    slots = replication.current_slots_per_replica()
-    if slots == 1 or _slot_index() % slots == 0:
-        return x
-    return tf.zeros_like(x)
 
 
 def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
@@ -149,10 +146,9 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """The sum of `x` over the replicas of `group`, by one all-reduce."""
     if group.size == 1:
         return tf.identity(x)
-    if lockstep.current() is not None:
+    if _on_engine_replicas():
         return exchange_ops.replica_sum(x, group.size)
     context = tf.distribute.get_replica_context()
-    x = _contribution(x)
     if group.group_count == 1:
         _check_same_shapes(x, context)
         return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
@@ -167,12 +163,11 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """`[k, *x.shape]`: the `x` of every replica of `group`, in replica order."""
     if group.size == 1:
         return tf.identity(x)[None]
-    if lockstep.current() is not None:
+    if _on_engine_replicas():
         return exchange_ops.replica_gather(x, group.size)
     context = tf.distribute.get_replica_context()
-    # Every slot gathers; the first slot of each replica speaks for it.
     _check_same_shapes(x, context)
-    everyone = context.all_gather(x[None], axis=0)[:: replication.current_slots_per_replica()]
+    everyone = context.all_gather(x[None], axis=0)
     first = group.number * group.size
     return everyone[first : first + group.size]
 

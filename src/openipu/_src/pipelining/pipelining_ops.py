@@ -28,14 +28,13 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop, replicated_loop, replication, thread_state
+from openipu._src.engine import device_loop, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
-from openipu._src.optimizers import ipu_optimizer
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.pipelining import pipeline_options
 from openipu._src.pipelining.pipeline_options import (
@@ -264,7 +263,7 @@ class _PipelinePlan:
 
     def _state(self) -> _ReplicaState:
         """What this replica's trace built (replicas trace the same plan in their own threads)."""
-        replica = replication.current_slot_index()
+        replica = lockstep.replica_index()
         return self._replica_states.setdefault(replica, _ReplicaState())
 
     # Building ------------------------------------------------------------------------------
@@ -272,78 +271,40 @@ class _PipelinePlan:
     def build(self, infeed):
         region = region_lib.current_region()
         self._stage_devices = self._stage_host_devices(region)
-        if replicated_loop.in_replicated_replica_context():
-            # Replicas share one pipeline loop; each of its steps runs every replica.
-            saved = thread_state.snapshot()
-
-            def shared(strategy):
-                with thread_state.restored(saved):
-                    return self._build_loops(infeed)
-
-            return tf.distribute.get_replica_context().merge_call(shared)
         return self._build_loops(infeed)
 
     def _build_loops(self, infeed):
-        """The repeats x mini-batches loops; steps run in replica context on every replica.
-
-        On a device with more replica slots than one pipeline needs IPUs, replicas
-        of a k-IPU pipeline take k slots each, which compute alike.
-        """
-        slots = (
-            replication.strategy_replica_count() if tf.distribute.in_cross_replica_context() else 1
-        )
-        per_replica = max(self.mapping) + 1 if slots > 1 else 1
-        if slots % per_replica:
-            raise ValueError(
-                f"The pipeline needs {per_replica} IPUs per replica, so its device requires a "
-                f"multiple of {per_replica} IPUs; it has {slots}"
-            )
-        self._slots_per_replica = per_replica
-        replicas = slots // per_replica
+        """The repeats x mini-batches loops; steps run in replica context."""
         if lockstep.replica_count() > 1:
             stacked = self._replica_share_of_infeed(infeed)
+            outer_input = device_loop.StackedInput(stacked) if stacked is not None else None
         else:
-            stacked = device_loop._prefetch(infeed, self.count * self.repeats * replicas)  # noqa: SLF001
-        if stacked is not None and lockstep.replica_count() > 1:
-            outer_input = device_loop.StackedInput(stacked)
-        elif stacked is not None:
-            # Mini-batch g of repeat i on replica r is element (i * G + g) * R + r.
-            lead = [self.repeats, self.count] + ([replicas] if slots > 1 else [])
-            stacked = nest.map_structure(lambda t: tf.reshape(t, [*lead, *t.shape[1:]]), stacked)
-            if per_replica > 1:
-                stacked = nest.map_structure(lambda t: tf.repeat(t, per_replica, axis=2), stacked)
-            outer_input = device_loop.StackedInput(stacked)
-        else:
+            stacked = device_loop._prefetch(infeed, self.count * self.repeats)  # noqa: SLF001
             outer_input = None
-
-        def in_replica(fn):
-            # Collectives, replica indices and outfeeds count replicas, not slots.
-            def run(*args):
-                with replication.slots_per_replica(per_replica):
-                    return fn(*args)
-
-            return run
+            if stacked is not None:
+                # Mini-batch g of repeat i is element i * G + g.
+                lead = [self.repeats, self.count]
+                stacked = nest.map_structure(
+                    lambda t: tf.reshape(t, [*lead, *t.shape[1:]]), stacked
+                )
+                outer_input = device_loop.StackedInput(stacked)
 
         def mini_batch(*element):
+            args = element[:1]
             return [
-                replication.run_on_replicas(
-                    in_replica(self._mini_batch_in_replica), element[0] if element else None
-                )
+                tf.group(replication.run_in_replica_context(self._mini_batch_in_replica, *args))
             ]
 
         def repeat_body(*element):
             inner_input = (
                 device_loop.StackedInput(element[0])
                 if outer_input is not None
-                else _PerIterationInfeed(infeed, slots)
+                else _PerIterationInfeed(infeed)
             )
             inner = device_loop.repeat(self.count, mini_batch, [], inner_input)
             with tf.control_dependencies([inner]):
-                return [
-                    replication.run_on_replicas(
-                        in_replica(self._after_mini_batches_in_replica), None
-                    )
-                ]
+                after = replication.run_in_replica_context(self._after_mini_batches_in_replica)
+                return [tf.group(after)]
 
         done = device_loop.repeat(self.repeats, repeat_body, [], outer_input)
         return done if isinstance(done, ops.Operation) else tf.group(done)
@@ -404,19 +365,13 @@ class _PipelinePlan:
                     "The last computational stage has outputs, so the pipeline needs an "
                     "outfeed_queue to enqueue them"
                 )
-            if self._first_slot_of_replica():
-                operations.append(
-                    self._accumulate_outfeed(data)
-                    if self.accumulate_outfeed
-                    else self.outfeed.enqueue(data)
-                )
+            operations.append(
+                self._accumulate_outfeed(data)
+                if self.accumulate_outfeed
+                else self.outfeed.enqueue(data)
+            )
         with tf.control_dependencies(operations):
             return tf.constant(0)
-
-    def _first_slot_of_replica(self) -> bool:
-        """Whether this replica slot reports for its replica (the others compute alike)."""
-        per_replica = getattr(self, "_slots_per_replica", 1)
-        return replication.current_slot_index() % per_replica == 0
 
     def _after_mini_batches_in_replica(self):
         """The weight update (and accumulated outfeed) after a repeat's mini-batches."""
@@ -559,11 +514,6 @@ class _PipelinePlan:
     def _apply_accumulated(self):
         result = self._state().optimizer_output
         pairs = [(a.read_value(), v) for a, v in self._state().accumulated_pairs]
-        slots = getattr(self, "_slots_per_replica", 1)
-        if slots > 1 and not isinstance(result.opt, ipu_optimizer.IpuOptimizer):
-            # A stock optimizer sums over every slot, and a replica's k slots hold the
-            # same gradients. (IPU optimizers divide by the slot count themselves.)
-            pairs = [(a / slots, v) for a, v in pairs]
         applied = result.opt.apply_gradients(
             pairs, *result.apply_gradients_args, **result.apply_gradients_kwargs
         )
@@ -598,16 +548,13 @@ _VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "VarIsInitializedOp"})
 class _PerIterationInfeed:
     """An infeed read once per mini-batch (when it cannot be read before the region)."""
 
-    def __init__(self, infeed, replicas: int) -> None:
+    def __init__(self, infeed) -> None:
         self._infeed = infeed
-        self._replicas = replicas
 
     def _fetch_one(self):
         if self._infeed is None:
             return None
-        if self._replicas == 1:
-            return self._infeed._fetch_one()  # noqa: SLF001
-        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
+        return self._infeed._fetch_one()  # noqa: SLF001
 
     def _fetch_stacked(self, count: int):
         return None
@@ -633,7 +580,7 @@ def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
     creator: accumulators belong to the pipeline, not to the traced function.
     """
     # Replicas accumulate their own mini-batches; the optimizer's update reduces them.
-    key = (key, replication.current_slot_index())
+    key = (key, lockstep.replica_index())
     with tf.init_scope():
         # TF1 graphs each need their own variables; eager ones are shared.
         key = (key, None if tf.executing_eagerly() else id(ops.get_default_graph()))

@@ -26,9 +26,8 @@ from tensorflow.python.autograph.impl import api as autograph
 from tensorflow.python.distribute import distribute_lib, one_device_strategy
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager.polymorphic_function import polymorphic_function
-from tensorflow.python.util import nest
 
-from openipu._src.engine import device_scope, region, thread_state
+from openipu._src.engine import device_scope, region
 from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
 from openipu._src.system import configure, host_devices
 
@@ -140,8 +139,6 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         if region.current_region() is not None or lockstep.current() is not None:
             # Inside a program being built (a Keras step): it is replicated already.
             return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
-        if not isinstance(self.extended, IPUExtended):
-            return self._run_on_strategy_replicas(converted, args, kwargs, options)
         ordinal = self.extended.ipu_ordinal
         device = configure.current_system("IPUStrategy.run").device(ordinal)
 
@@ -160,24 +157,6 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
             )
 
         return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ordinal}")
-
-    def _run_on_strategy_replicas(self, converted, args, kwargs, options):
-        """One region holding the replicas of a tf.distribute strategy spanning processes."""
-        ordinal = self.extended.ipu_ordinal
-
-        def build():
-            replica_fn = thread_state.for_replicas(converted, ordinal)
-            outputs = distribute_lib.StrategyV1.run(self, replica_fn, args, kwargs, options)
-            return _flatten_replicated(self, outputs)
-
-        outputs = region.compile_region(
-            build,
-            [],
-            _host_device_for(ordinal),
-            ipu_ordinal=ordinal,
-            flat_return_rules=False,
-        )
-        return _unflatten_replicated(outputs)
 
     def _region_function(self, fn):
         """A tf.function (cached per `fn` and configuration) that runs `fn` as one program.
@@ -215,30 +194,3 @@ def _converted(fn):
     if not getattr(fn, "_autograph", True):
         return python_function
     return autograph.tf_convert(python_function, ag_ctx.ControlStatusCtx(ag_ctx.Status.ENABLED))
-
-
-def _flatten_replicated(strategy, outputs):
-    """Per-replica values become tuples of their components (regions return tensors)."""
-    if outputs is None:
-        return None
-
-    def flatten(value):
-        if isinstance(value, distribute_values.DistributedValues):
-            return {_REPLICATED_KEY: tuple(strategy.experimental_local_results(value))}
-        return value
-
-    return nest.map_structure(flatten, outputs)
-
-
-_REPLICATED_KEY = "__openipu_per_replica__"
-
-
-def _unflatten_replicated(outputs):
-    """Inverse of `_flatten_replicated`, after the region."""
-    if isinstance(outputs, dict) and set(outputs) == {_REPLICATED_KEY}:
-        return distribute_values.PerReplica(tuple(outputs[_REPLICATED_KEY]))
-    if isinstance(outputs, dict):
-        return {k: _unflatten_replicated(v) for k, v in outputs.items()}
-    if isinstance(outputs, (list, tuple)) and not hasattr(outputs, "_fields"):
-        return type(outputs)(_unflatten_replicated(v) for v in outputs)
-    return outputs

@@ -5,6 +5,11 @@ builds the combination once. A sum's gradient is the sum of the replicas' gradie
 a gather's is each replica's slice of the summed gradients (as on the IPU, where the
 gradient of an all-reduce is an all-reduce). Replicas split into consecutive groups
 of `group_size`: {0..k-1}, {k..2k-1}, ...
+
+Under a strategy spanning processes (`processes`) replicas are numbered globally
+(process index * local replicas + local index); a group of every replica of every
+process combines the local replicas, then the processes' results, with the
+strategy's collectives (once per process: the last local replica builds it).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable
 import tensorflow as tf
 from tensorflow.python.framework import func_graph, ops
 
-from openipu._src.engine.replicas import lockstep
+from openipu._src.engine.replicas import lockstep, processes
 
 Gradient = Callable[[tf.Tensor], tf.Tensor]
 
@@ -38,13 +43,28 @@ def _differentiated_by_tapes() -> bool:
     return isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly()
 
 
+def _ignoring_variables(gradient: Gradient) -> Callable:
+    """`gradient` for `tf.custom_gradient`, whose forward may read variables.
+
+    A cross-process stage reads its collectives' ordering token (a resource variable),
+    which has no gradient.
+    """
+
+    def with_variables(upstream: tf.Tensor, variables=None):
+        if variables:
+            return gradient(upstream), [None] * len(variables)
+        return gradient(upstream)
+
+    return with_variables
+
+
 def _with_gradient(forward: Gradient, gradient: Gradient, x: tf.Tensor) -> tf.Tensor:
     """`forward(x)` (of x's shape), whose gradient for an upstream gradient g is `gradient(g)`."""
     if _differentiated_by_tapes():
 
         @tf.custom_gradient
         def exchanged(value):
-            return forward(value), gradient
+            return forward(value), _ignoring_variables(gradient)
 
         return exchanged(x)
     result = forward(tf.stop_gradient(x))
@@ -79,17 +99,50 @@ def _sum(values: list[tf.Tensor]) -> tf.Tensor:
     return tf.add_n(values) if len(values) > 1 else values[0]
 
 
+def _across_processes(
+    group_size: int, local_combine: Callable[[list[tf.Tensor]], tf.Tensor], kind: str
+) -> tuple[int, Callable[[list[tf.Tensor]], tf.Tensor]]:
+    """The local group size and combination for a group of `group_size` global replicas.
+
+    A group within this process's replicas combines locally; a group of every process's
+    replicas combines the local replicas, then the processes' results.
+    """
+    local = lockstep.replica_count()
+    spanned = processes.current()
+    if spanned is None or (group_size <= local and local % group_size == 0):
+        return group_size, local_combine
+    if group_size != local * spanned.count:
+        raise NotImplementedError(
+            f"{kind} over groups of {group_size} replicas, which span some but not all of "
+            f"the {spanned.count} processes (each runs {local} replicas)"
+        )
+    across = spanned.sum if local_combine is _sum else spanned.gather
+    return local, lambda values: across(local_combine(values))
+
+
 def _sum_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    return _combined_within_groups(x, group_size, kind, _sum)
+    size, combine = _across_processes(group_size, _sum, kind)
+    return _combined_within_groups(x, size, kind, combine)
 
 
 def _stack_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    return _combined_within_groups(x, group_size, kind, tf.stack)
+    size, combine = _across_processes(group_size, tf.stack, kind)
+    return _combined_within_groups(x, size, kind, combine)
+
+
+def global_replica_count() -> int:
+    """Replicas of the program being built in every process it spans."""
+    return lockstep.replica_count() * processes.count()
+
+
+def global_replica_index() -> int:
+    """The replica being built among every process's replicas."""
+    return processes.index() * lockstep.replica_count() + lockstep.replica_index()
 
 
 def replica_sum(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
     """The sum of `x` over the replicas of this replica's group (all replicas by default)."""
-    size = group_size or lockstep.replica_count()
+    size = group_size or global_replica_count()
     x = tf.convert_to_tensor(x)
     if size == 1:
         return tf.identity(x)
@@ -105,14 +158,14 @@ def replica_sum(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
 
 def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
     """`[k, *x.shape]`: the `x` of every replica of this replica's group, in replica order."""
-    size = group_size or lockstep.replica_count()
+    size = group_size or global_replica_count()
     x = tf.convert_to_tensor(x)
     if size == 1:
         return tf.identity(x)[None]
     if not (x.dtype.is_floating or x.dtype.is_complex):
         return _stack_within_groups(x, size, "an all-gather")
 
-    position = lockstep.replica_index() % size
+    position = global_replica_index() % size
 
     def gradient(upstream: tf.Tensor) -> tf.Tensor:
         return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
@@ -121,7 +174,7 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
 
         @tf.custom_gradient
         def gathered(value):
-            return _stack_within_groups(value, size, "an all-gather"), gradient
+            return _stack_within_groups(value, size, "an all-gather"), _ignoring_variables(gradient)
 
         return gathered(x)
 

@@ -18,7 +18,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import random_ops
-from openipu._src.engine.replicas import lockstep
+from openipu._src.engine.replicas import lockstep, processes
 from openipu._src.engine.replicas.variable_copies import ReplicatedVariables
 
 _state = threading.local()
@@ -51,7 +51,12 @@ def build(
     Nested builds inherit both from the outer one.
     """
     if count == 1:
-        return lockstep.run_replicas(fn, 1)
+        # One replica per process: the others' processes draw from their own streams.
+        offset = processes.index()
+        if offset == 0 or ipu_ordinal is None:
+            return lockstep.run_replicas(fn, 1)
+        with _seeded(ipu_ordinal, offset):
+            return lockstep.run_replicas(fn, 1)
     outer: ReplicatedVariables | None = getattr(_state, "variables", None)
     variables = outer or ReplicatedVariables(count, ops.get_default_graph())
     ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
@@ -61,7 +66,9 @@ def build(
         previous = tuple(getattr(_state, name, None) for name in _INHERITED)
         _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
         try:
-            with variables.replica(index), _seeded(ordinal, index):
+            # Seeds follow the global replica, alike in one process or several.
+            seed_stream = processes.index() * count + index
+            with variables.replica(index), _seeded(ordinal, seed_stream):
                 return fn(index)
         finally:
             for name, value in zip(_INHERITED, previous, strict=True):
@@ -93,7 +100,7 @@ def first_replica_outputs(
     runs because replica 0's outputs depend on it.
     """
     if count == 1:
-        return build(lambda _: fn(), 1)[0]
+        return build(lambda _: fn(), 1, ipus, ipu_ordinal)[0]
     outputs = build(lambda _: fn(), count, ipus, ipu_ordinal)
     others = [
         value

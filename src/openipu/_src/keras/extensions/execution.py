@@ -12,7 +12,6 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.util import nest
 
-from openipu._src.engine import replication
 from openipu._src.engine.program import LoopProgram
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import captured_gradients, replicated_metrics
@@ -71,10 +70,6 @@ class ExecutionFunction:
                 "test": self._test_step,
                 "predict": self._predict_step,
             }[self._kind]
-            # A strategy spanning processes replicates on its own replicas (`LoopProgram`).
-            on_strategy_replicas = (
-                replication.local_replica_count(self._model.distribute_strategy) > 1
-            )
             program = LoopProgram(
                 step,
                 steps,
@@ -82,7 +77,7 @@ class ExecutionFunction:
                 outputs="all" if self._kind == "predict" else "last",
                 group_size=group_size,
                 after_group=stand_in.apply_accumulated if stand_in is not None else None,
-                replicas=1 if on_strategy_replicas else replicas,
+                replicas=replicas,
                 ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
                 name=f"{self._model.name}_{self._kind}",
             )

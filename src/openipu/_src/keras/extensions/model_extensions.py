@@ -19,7 +19,6 @@ from collections.abc import Iterator
 import tensorflow as tf
 from tf_keras.src.utils import tf_utils
 
-from openipu._src.engine import replication
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
@@ -325,15 +324,6 @@ class KerasExtensions:
         read when fit/evaluate/predict run, not when the strategy was created.
         """
         needed = self._ipu_ipus_per_replica()
-        slots = replication.local_replica_count(self.distribute_strategy)
-        if slots > 1:
-            # A strategy spanning processes: this process's replica slots, one per IPU.
-            if slots % needed:
-                raise ValueError(
-                    f"Model {self.name!r} needs {needed} IPUs per replica, so its device "
-                    f"requires a multiple of {needed} IPUs; it has {slots}"
-                )
-            return slots // needed
         device = configure.current_system(f"Model {self.name!r}").device(self._ipu.device_ordinal)
         shard_count = 2 ** math.ceil(math.log2(needed))
         if needed > device.num_ipus:
