@@ -146,12 +146,7 @@ def test_gradient_accumulation_on_replicas_applies_each_replicas_accumulators(
 
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         run = ipu.ipu_compiler.compile(lambda: ipu.loops.repeat(2, body, [], infeed), [])
-    dequeued = outfeed.dequeue()
-    with tf.compat.v1.Session() as session:
-        session.run(infeed.initializer)
-        session.run(tf.compat.v1.global_variables_initializer())
-        session.run(run)
-        weights = session.run(dequeued)
+    weights = _run_and_dequeue(run, infeed, outfeed)
     # After the first mini-batch nothing is applied; after the second, each replica's update.
     np.testing.assert_allclose(weights, [[1.0, 1.0], expected], rtol=1e-6)
 
@@ -179,10 +174,15 @@ def test_each_replica_runs_its_own_loop_body(two_ipus):
 
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         run = ipu.ipu_compiler.compile(program, [])
+    weights = _run_and_dequeue(run, infeed, outfeed)
+    np.testing.assert_allclose(weights, [[1.0, 1.0], [0.6, 0.4]], rtol=1e-6)
+
+
+def _run_and_dequeue(run, infeed, outfeed):
+    """Runs a compiled program once in a session; returns what it enqueued."""
     dequeued = outfeed.dequeue()
     with tf.compat.v1.Session() as session:
         session.run(infeed.initializer)
         session.run(tf.compat.v1.global_variables_initializer())
         session.run(run)
-        weights = session.run(dequeued)
-    np.testing.assert_allclose(weights, [[1.0, 1.0], [0.6, 0.4]], rtol=1e-6)
+        return session.run(dequeued)

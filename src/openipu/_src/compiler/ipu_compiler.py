@@ -8,8 +8,14 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 
 from openipu._src.compiler import scopes
-from openipu._src.engine import deferred_builds, device_scope, region, replication
-from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine import (
+    deferred_builds,
+    device_scope,
+    region,
+    replicated_program,
+    replication,
+)
+from openipu._src.engine.replicas import lockstep
 from openipu._src.system import configure
 
 
@@ -39,19 +45,12 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
 
 
 def _compile_configured(computation: Callable, inputs, ordinal: int):
-    device = configure.current_system("ipu_compiler.compile").device(ordinal)
     if not _replicates_here():
+        device = configure.current_system("ipu_compiler.compile").device(ordinal)
         return region.compile_region(computation, inputs, device.host_device(), ipu_ordinal=ordinal)
-
-    def attempt(replicas: int):
-        return region.compile_region(
-            _replicated(computation, replicas, device.num_ipus, ordinal),
-            inputs,
-            device.host_device(),
-            ipu_ordinal=ordinal,
-        )
-
-    return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ordinal}")
+    return replicated_program.compile_replicated(
+        computation, inputs, ordinal, "ipu_compiler.compile"
+    )
 
 
 def _built_before_configuration(computation: Callable, inputs, ordinal: int):
@@ -88,14 +87,3 @@ def _replicates_here() -> bool:
         return False
     # Programs of a tf.distribute strategy's replicas are replicated by the strategy.
     return replication.local_replica_count() == 1
-
-
-def _replicated(computation: Callable, replicas: int, ipus: int, ordinal: int) -> Callable:
-    """`computation` built once per replica; it returns replica 0's outputs after all ran."""
-    if replicas == 1:
-        return computation
-
-    def run(*args):
-        return replicated.first_replica_outputs(lambda: computation(*args), replicas, ipus, ordinal)
-
-    return run

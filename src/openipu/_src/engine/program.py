@@ -173,7 +173,7 @@ class LoopProgram:
             executor=self._last_mode,
             host_device=self._host_device_used,
             ipu_ordinal=self._device_ordinal,
-            replicas=self._replicas_used,
+            replicas=self._replicas,
             ipus_per_replica=self._ipus_per_replica,
             steps_per_call=self.iterations,
             step_schedule=schedule,
@@ -194,7 +194,6 @@ class LoopProgram:
     _last_mode: compile_policy.CompileMode | None = None
     _runs_together_now = False
     _host_device_used: str | None = None
-    _replicas_used = 1
 
     def _program(self, stacked_inputs):
         host_device = self._host_device or (
@@ -202,7 +201,6 @@ class LoopProgram:
         )
         self._host_device_used = host_device
         replicas = self._replicas
-        self._replicas_used = replicas
         stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
         self._runs_together_now = self._together and replicas == 1
         if self._runs_together_now:

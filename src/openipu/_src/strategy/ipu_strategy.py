@@ -27,8 +27,8 @@ from tensorflow.python.distribute import distribute_lib, one_device_strategy
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
-from openipu._src.engine import device_scope, region
-from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
+from openipu._src.engine import device_scope, region, replicated_program
+from openipu._src.engine.replicas import exchange_ops, lockstep
 from openipu._src.system import configure, host_devices
 
 
@@ -139,24 +139,13 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         if region.current_region() is not None or lockstep.current() is not None:
             # Inside a program being built (a Keras step): it is replicated already.
             return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
-        ordinal = self.extended.ipu_ordinal
-        device = configure.current_system("IPUStrategy.run").device(ordinal)
-
-        def replica():
-            return distribute_lib.StrategyV1.run(self, converted, args, kwargs, options)
-
-        def attempt(replicas: int):
-            return region.compile_region(
-                lambda: replicated.first_replica_outputs(
-                    replica, replicas, device.num_ipus, ordinal
-                ),
-                [],
-                device.host_device(),
-                ipu_ordinal=ordinal,
-                flat_return_rules=False,
-            )
-
-        return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ordinal}")
+        return replicated_program.compile_replicated(
+            lambda: distribute_lib.StrategyV1.run(self, converted, args, kwargs, options),
+            [],
+            self.extended.ipu_ordinal,
+            "IPUStrategy.run",
+            flat_return_rules=False,
+        )
 
     def _region_function(self, fn):
         """A tf.function (cached per `fn` and configuration) that runs `fn` as one program.

@@ -1,0 +1,42 @@
+"""A program compiled with as many replicas as its configured IPU device holds.
+
+What `ipu_compiler.compile` and `IPUStrategy.run` compile: one region whose replicas
+are built in lock-step (`engine.replicas`), R being the device's IPUs over the IPUs one
+replica needs (found while building: `replicated.with_replica_count`). Only replica 0's
+outputs reach the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from openipu._src.engine import region
+from openipu._src.engine.replicas import replicated
+from openipu._src.system import configure
+
+
+def compile_replicated(
+    computation: Callable,
+    inputs,
+    ipu_ordinal: int,
+    purpose: str,
+    flat_return_rules: bool = True,
+):
+    """`computation(*inputs)` as one region of R replicas on `/device:IPU:<ipu_ordinal>`."""
+    device = configure.current_system(purpose).device(ipu_ordinal)
+
+    def attempt(replicas: int):
+        def build(*args):
+            return replicated.first_replica_outputs(
+                lambda: computation(*args), replicas, device.num_ipus, ipu_ordinal
+            )
+
+        return region.compile_region(
+            computation if replicas == 1 else build,
+            inputs,
+            device.host_device(),
+            ipu_ordinal=ipu_ordinal,
+            flat_return_rules=flat_return_rules,
+        )
+
+    return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ipu_ordinal}")
