@@ -74,8 +74,8 @@ def test_accumulator_dtype_option(strategy):
         model = _compiled(_functional, steps_per_execution=8)
         model.set_gradient_accumulation_options(4, "mean", dtype=tf.float64)
         model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    state = model._ipu.accumulator_state  # noqa: SLF001
-    assert {a.dtype for a in state._accumulators.values()} == {tf.float64}  # noqa: SLF001
+    store = model._ipu.accumulator_store  # noqa: SLF001
+    assert {a.dtype for a in store.accumulators()} == {tf.float64}
     _assert_weights(model.get_weights(), _stock_large_batch(x, y, 32, 0.1, epochs=1))
 
 

@@ -5,6 +5,6 @@
 
 from enum import Enum
 
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
+from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 
 __all__ = ["Enum", "GradientAccumulationReductionMethod"]

@@ -197,6 +197,35 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
     return _loop_results(results[1:], results[0])
 
 
+def repeat_in_groups(
+    groups: int,
+    group_size: int,
+    step: Callable,
+    after_group: Callable[[], object],
+    infeed=None,
+):
+    """`groups` times: `group_size` iterations of `step`, then `after_group()`.
+
+    The shape of every program that accumulates gradients: the micro-batches of a
+    group, then the one weight update from their accumulated gradients (Keras and
+    PopART programs through `LoopProgram`, pipelines' repeats of mini-batches). `step`
+    returns operations (or nothing); `infeed` gives each group its elements: a
+    `StackedInput` of [groups, group_size, ...] buffers, or an infeed read once per
+    step (each group's loop reads it).
+    """
+    stacked = getattr(infeed, "is_device_buffer", False)
+
+    def run_group(*element):
+        steps = repeat(group_size, step, [], StackedInput(element[0]) if stacked else infeed)
+        with tf.control_dependencies([steps]):
+            after = after_group()
+        dependencies = [after] if isinstance(after, (tf.Tensor, ops.Operation)) else []
+        with tf.control_dependencies(dependencies):
+            return [tf.no_op(name="ipu_group_done")]
+
+    return repeat(groups, run_group, [], infeed if stacked else None)
+
+
 def while_loop(
     condition: Callable,
     body: Callable,

@@ -219,22 +219,20 @@ class LoopProgram:
         def run_step(element):
             return [tf.group(replication.run_in_replica_context(self._enqueued_step, element))]
 
-        def run_group(group):
-            steps = device_loop.repeat(
-                self._group_size, run_step, [], device_loop.StackedInput(group)
-            )
-            with tf.control_dependencies([steps]):
-                after = replication.run_in_replica_context(lambda: _as_token(self._after_group()))
-                return [tf.group(after)]
+        def after_group():
+            return replication.run_in_replica_context(lambda: _as_token(self._after_group()))
 
         def replica_program():
             own = stacked
             if replicas > 1:
                 index = lockstep.replica_index()
                 own = nest.map_structure(lambda t: tf.gather(t, index, axis=replica_axis), own)
+            own_input = device_loop.StackedInput(own)
             if grouped:
-                return device_loop.repeat(groups, run_group, [], device_loop.StackedInput(own))
-            return device_loop.repeat(self.iterations, run_step, [], device_loop.StackedInput(own))
+                return device_loop.repeat_in_groups(
+                    groups, self._group_size, run_step, after_group, own_input
+                )
+            return device_loop.repeat(self.iterations, run_step, [], own_input)
 
         def build():
             return replicated.first_replica_outputs(

@@ -2,10 +2,12 @@
 
 Each `apply_gradients` call adds the mini-batch's gradients into accumulators;
 every N-th call the wrapped optimizer applies the accumulated gradients and
-the accumulators restart. Accumulators and the call counter are non-trainable
-variables with one copy per replica, made once however often the program is
-traced, so accumulation carries on across calls of a compiled function and
-through the iterations of device loops.
+the accumulators restart. The accumulation is the engine's
+(`engine.gradient_accumulation`): accumulators and the call counter are engine
+state (each replica's own, made once however often the program is traced, never
+initialized or saved by the user's program, and not among the optimizer's
+`variables()`, as in the original's ipu_optimizer.py), so accumulation carries on
+across calls of a compiled function and through the iterations of device loops.
 
 The cross-replica variants wrap the optimizer in a `CrossReplicaOptimizer`, as
 the original did: replicas exchange gradients only when they apply them.
@@ -14,16 +16,17 @@ the original did: replicas exchange gradients only when they apply them.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 
 import tensorflow as tf
 
+from openipu._src.engine.gradient_accumulation import (
+    AccumulatorDType,
+    AccumulatorStore,
+    GradientAccumulation,
+    GradientAccumulationReductionMethod,
+)
 from openipu._src.optimizers import ipu_optimizer, replicas
 from openipu._src.optimizers.cross_replica_optimizer import CrossReplicaOptimizer
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
-
-#: An accumulator type: None (the variable's), a DType, or a callable from the variable.
-AccumulatorDType = tf.DType | Callable[[tf.Variable], tf.DType] | None
 
 
 class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
@@ -57,8 +60,13 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         )
         self._accumulator_dtype = _check_accumulator_dtype_rule(dtype, what)
         self._reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
-        self._counter: tf.Variable | None = None
-        self._accumulators: dict = {}
+        self._accumulation = GradientAccumulation(
+            self._num_mini_batches,
+            self._reduction_method,
+            AccumulatorStore(f"{name}/mini_batch_counter"),
+            dtype=self._accumulator_dtype,
+            owner=what,
+        )
 
     @property
     def num_mini_batches(self) -> int:
@@ -72,73 +80,21 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         what = f"{type(self).__name__}.apply_gradients"
         pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars, what)
         pairs = [(g, v) for g, v in pairs if g is not None]
-        variables = [v for _, v in pairs]
-        self._create_state(variables)
-        accumulators = [self._accumulators[v.ref()] for v in variables]
-
-        count = self._counter.read_value()
-        updates = [
-            self._accumulate(accumulator, g, count)
-            for accumulator, (g, _) in zip(accumulators, pairs, strict=True)
-        ]
-        with tf.control_dependencies(updates):
-            next_count = tf.math.floormod(count + 1, self._num_mini_batches)
-            with tf.control_dependencies([self._counter.assign(next_count)]):
-                complete = tf.equal(next_count, 0)
+        for _, variable in pairs:
+            self._accumulation.accumulator_dtype(variable)  # checks the dtype rule first
+        # The wrapper cannot see the loop around it: the update is due inside the step,
+        # after every `num_mini_batches`-th call (the engine's counter says when).
+        added = self._accumulation.add(pairs)
+        complete = self._accumulation.complete_after(added)
 
         def apply_accumulated():
-            accumulated = [
-                (a.read_value(), v) for a, v in zip(accumulators, variables, strict=True)
-            ]
-            applied = ipu_optimizer.apply_on_each_replica(self._opt, accumulated, global_step, name)
-            with tf.control_dependencies([applied] if applied is not None else []):
-                return tf.group([a.assign(tf.zeros_like(a)) for a in accumulators])
+            return self._accumulation.apply_and_restart(
+                lambda accumulated: ipu_optimizer.apply_on_each_replica(
+                    self._opt, accumulated, global_step, name
+                )
+            )
 
         return tf.group(replicas.cond_in_replicas(complete, apply_accumulated))
-
-    def variables(self) -> list[tf.Variable]:
-        own = [] if self._counter is None else [self._counter, *self._accumulators.values()]
-        return super().variables() + own
-
-    def _accumulate(self, accumulator: tf.Variable, gradient, count: tf.Tensor):
-        return self._reduction_method.accumulate(
-            accumulator, gradient, self._num_mini_batches, count
-        )
-
-    def _create_state(self, variables: list[tf.Variable]) -> None:
-        missing = [v for v in variables if v.ref() not in self._accumulators]
-        if self._counter is not None and not missing:
-            return
-
-        def create() -> None:
-            if self._counter is None:
-                self._counter = replicas.per_replica_variable(
-                    0, name=f"{self._name}/mini_batch_counter"
-                )
-            for variable in missing:
-                dtype = self._dtype_for(variable)
-                self._accumulators[variable.ref()] = replicas.per_replica_variable(
-                    tf.zeros(variable.shape, dtype),
-                    name=variable.name.split(":")[0] + "/gradient_accumulator",
-                )
-
-        replicas.create_state(create)
-
-    def _dtype_for(self, variable: tf.Variable) -> tf.DType:
-        rule = self._accumulator_dtype
-        if rule is None:
-            return variable.dtype.base_dtype
-        if isinstance(rule, tf.DType):
-            return rule
-        dtype = rule(variable)
-        try:
-            dtype = tf.as_dtype(dtype)
-        except TypeError:
-            raise TypeError(
-                f"{type(self).__name__}: the dtype callable must return a DType, got {dtype!r} "
-                f"for {variable.name}"
-            ) from None
-        return _check_floating(dtype, type(self).__name__)
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):

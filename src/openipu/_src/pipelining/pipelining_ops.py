@@ -30,12 +30,15 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop, replication
 from openipu._src.engine import region as region_lib
-from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.gradient_accumulation import (
+    AccumulatorStore,
+    GradientAccumulation,
+    GradientAccumulationReductionMethod,
+)
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.pipelining import pipeline_options
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
@@ -295,18 +298,16 @@ class _PipelinePlan:
                 tf.group(replication.run_in_replica_context(self._mini_batch_in_replica, *args))
             ]
 
-        def repeat_body(*element):
-            inner_input = (
-                device_loop.StackedInput(element[0])
-                if outer_input is not None
-                else _PerIterationInfeed(infeed)
-            )
-            inner = device_loop.repeat(self.count, mini_batch, [], inner_input)
-            with tf.control_dependencies([inner]):
-                after = replication.run_in_replica_context(self._after_mini_batches_in_replica)
-                return [tf.group(after)]
+        def after_mini_batches():
+            return replication.run_in_replica_context(self._after_mini_batches_in_replica)
 
-        done = device_loop.repeat(self.repeats, repeat_body, [], outer_input)
+        done = device_loop.repeat_in_groups(
+            self.repeats,
+            self.count,
+            mini_batch,
+            after_mini_batches,
+            outer_input if outer_input is not None else _PerIterationInfeed(infeed),
+        )
         return done if isinstance(done, ops.Operation) else tf.group(done)
 
     def _replica_share_of_infeed(self, infeed):
@@ -395,11 +396,11 @@ class _PipelinePlan:
         if not self._state().outfeed_accumulators:
             dtype = self.accumulate_outfeed_dtype
             self._state().outfeed_accumulators = [
-                _persistent_zeros(
+                _ACCUMULATORS.buffer(
                     ("outfeed", id(self.outfeed), index, t.dtype, tuple(t.shape)),
                     t.shape,
                     _outfeed_dtype(dtype, t.dtype),
-                    "pipeline_outfeed",
+                    "pipeline_outfeed_accumulator",
                 )
                 for index, t in enumerate(flat)
             ]
@@ -490,38 +491,25 @@ class _PipelinePlan:
         gradients = tape.gradient(result.loss, variables)
         return [(g, v) for g, v in zip(gradients, variables, strict=True) if g is not None]
 
-    def _accumulator(self, variable: tf.Variable) -> tf.Variable:
-        dtype = self.accumulation_dtype
-        if callable(dtype) and not isinstance(dtype, tf.DType):
-            dtype = dtype(variable)
-        dtype = tf.as_dtype(dtype) if dtype is not None else variable.dtype
-        return _persistent_zeros(
-            ("gradient", variable.ref(), dtype), variable.shape, dtype, variable.name
-        )
-
     def _accumulate(self, grads_and_vars) -> list:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
-        self._state().accumulated_pairs = []
-        updates = []
-        iteration = device_loop.loop_stack()[-1].index
-        for gradient, variable in grads_and_vars:
-            accumulator = self._accumulator(variable)
-            update = self.reduction.accumulate(accumulator, gradient, self.count, iteration)
-            updates.append(update.op if hasattr(update, "op") else update)
-            self._state().accumulated_pairs.append((accumulator, variable))
-        return updates
+        accumulation = GradientAccumulation(
+            self.count,
+            self.reduction,
+            _ACCUMULATORS,
+            dtype=self.accumulation_dtype,
+            owner="gradient_accumulation_dtype",
+        )
+        self._state().accumulation = accumulation
+        return [accumulation.add(grads_and_vars)]
 
     def _apply_accumulated(self):
         result = self._state().optimizer_output
-        pairs = [(a.read_value(), v) for a, v in self._state().accumulated_pairs]
-        applied = result.opt.apply_gradients(
-            pairs, *result.apply_gradients_args, **result.apply_gradients_kwargs
+        return self._state().accumulation.apply_and_restart(
+            lambda accumulated: result.opt.apply_gradients(
+                accumulated, *result.apply_gradients_args, **result.apply_gradients_kwargs
+            )
         )
-        with tf.control_dependencies(
-            [applied] if isinstance(applied, (tf.Operation, tf.Tensor)) else []
-        ):
-            resets = [a.assign(tf.zeros_like(a)) for a, _ in self._state().accumulated_pairs]
-        return tf.group(resets)
 
     # Outfeed data ----------------------------------------------------------------------------
 
@@ -567,32 +555,13 @@ class _ReplicaState:
         self.outfeed_accumulators: list = []
         self.outfeed_structure = None
         self.optimizer_output = None
-        self.accumulated_pairs: list = []
+        self.accumulation: GradientAccumulation | None = None
 
 
-_accumulators: dict = {}
-
-
-def _persistent_zeros(key, shape, dtype, name: str) -> tf.Variable:
-    """An accumulator kept across traces (a retraced pipeline reuses it; it resets after use).
-
-    Made as a plain resource variable outside any tf.function's variable
-    creator: accumulators belong to the pipeline, not to the traced function.
-    """
-    # Replicas accumulate their own mini-batches; the optimizer's update reduces them.
-    key = (key, lockstep.replica_index())
-    with tf.init_scope():
-        # TF1 graphs each need their own variables; eager ones are shared.
-        key = (key, None if tf.executing_eagerly() else id(ops.get_default_graph()))
-    accumulator = _accumulators.get(key)
-    if accumulator is None:
-        with tf.init_scope():
-            accumulator = engine_variable(
-                tf.zeros(shape, dtype),
-                name=name.split(":")[0].replace("/", "_") + "_accumulator",
-            )
-        _accumulators[key] = accumulator
-    return accumulator
+# Pipelines' accumulators (gradients, outfeed data) are kept across traces: a pipeline
+# traced again finds its own. They restart after every repeat, so pipelines training the
+# same variables one after another may share them.
+_ACCUMULATORS = AccumulatorStore("pipeline_mini_batch_counter")
 
 
 def _outfeed_dtype(dtype, default):

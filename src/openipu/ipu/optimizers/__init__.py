@@ -1,5 +1,6 @@
 """`tensorflow.python.ipu.optimizers`: IPU optimizer wrappers and gradient accumulation."""
 
+from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 from openipu._src.optimizers.cross_replica_optimizer import CrossReplicaOptimizer
 from openipu._src.optimizers.gradient_accumulation_optimizer import (
     CrossReplicaGradientAccumulationOptimizer,
@@ -9,7 +10,6 @@ from openipu._src.optimizers.gradient_accumulation_optimizer import (
 )
 from openipu._src.optimizers.ipu_optimizer import IpuOptimizer
 from openipu._src.optimizers.map_gradient_optimizer import MapGradientOptimizer
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.optimizers.sharded_optimizer import ShardedOptimizer
 
 __all__ = [

@@ -56,7 +56,7 @@ class _Copies:
 
     def _hidden(self, suffix: str, initial_value=None) -> tf.Variable:
         variable = self._variable
-        with _outside_programs(), ops.device(variable.device):
+        with outside_programs(), ops.device(variable.device):
             if initial_value is None:
                 initial_value = tf.zeros(variable.shape, variable.dtype)
             hidden = engine_variable(initial_value, name=f"{variable.name.split(':')[0]}/{suffix}")
@@ -65,7 +65,7 @@ class _Copies:
 
 
 @contextlib.contextmanager
-def _outside_programs() -> Iterator[None]:
+def outside_programs() -> Iterator[None]:
     """Where hidden variables are created: the outermost context, outside any region."""
     with ops.init_scope():
         graph = ops.get_default_graph()

@@ -22,8 +22,8 @@ import tensorflow as tf
 import tf_keras
 from tf_keras.src.engine import functional, sequential
 
+from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 from openipu._src.keras.extensions.model_extensions import KerasExtensions
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 
 _UNSUPPORTED_FIT_ARGUMENTS = (
     "validation_data",

@@ -14,10 +14,10 @@ from __future__ import annotations
 import tf_keras
 from tf_keras.src.engine import functional, sequential
 
+from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 from openipu._src.keras.api_v1.models import FirstAPIModel, _check_count
 from openipu._src.keras.extensions import pipeline_stages
 from openipu._src.keras.extensions.model_extensions import KerasExtensions
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 
 
 def _set_pipelining(model, gradient_accumulation_count, device_mapping, pipelining_kwargs) -> None:

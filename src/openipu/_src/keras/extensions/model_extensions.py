@@ -19,16 +19,16 @@ from collections.abc import Iterator
 import tensorflow as tf
 from tf_keras.src.utils import tf_utils
 
+from openipu._src.engine.gradient_accumulation import (
+    AccumulatorStore,
+    GradientAccumulationReductionMethod,
+)
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
 from openipu._src.keras.extensions.execution import ExecutionFunction
-from openipu._src.keras.extensions.gradient_accumulation import (
-    AccumulatingOptimizer,
-    AccumulatorState,
-)
+from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.system import configure
 
 #: Keys of `get_config()` under which IPU options are saved with a model.
@@ -52,7 +52,7 @@ class IPUModelState:
         self.gradient_accumulation_reduction = GradientAccumulationReductionMethod.SUM
         self.gradient_accumulation_dtype: tf.DType | None = None
         self.gradient_accumulation_kwargs: dict = {}
-        self.accumulator_state = AccumulatorState()
+        self.accumulator_store = AccumulatorStore("gradient_accumulation_counter")
         self.pipelining_steps: int | None = None
         self.pipelining_device_mapping: list[int] | None = None
         self.pipelining_accumulate_outfeed: bool | None = None
@@ -376,7 +376,7 @@ class KerasExtensions:
             self.optimizer,
             steps,
             reduction,
-            self._ipu.accumulator_state,
+            self._ipu.accumulator_store,
             None if pipelined else self._ipu.gradient_accumulation_dtype,
         )
 

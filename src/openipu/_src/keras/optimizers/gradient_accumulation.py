@@ -11,11 +11,11 @@ in the original, the sum is not divided by the number of mini-batches unless
 
 from __future__ import annotations
 
+from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 from openipu._src.keras.delegation import delegated
 from openipu._src.keras.optimizers.als_optimizer import ALSOptimizer
 from openipu._src.keras.optimizers.optimizer_wrapper import OptimizerWrapper
 from openipu._src.optimizers import gradient_accumulation_optimizer as ga
-from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 
 
 class GradientAccumulationOptimizer(OptimizerWrapper):

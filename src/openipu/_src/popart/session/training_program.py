@@ -8,9 +8,9 @@ groups of `accumulationFactor`), run by every replica. One step, on one replica:
 2. TensorFlow's autodiff gives the gradients of the loss, seeded with the loss scaling, for
    every trained weight (and for tensors whose gradients are anchored);
 3. without gradient accumulation, the weights are updated at once (below); with it, the
-   gradients are added to the `Accum___<w>` accumulators (a sum, or a running mean), and the
-   update runs after the group's last step (`after_group`), from the accumulators, which it
-   then clears;
+   engine's gradient accumulation (`engine.gradient_accumulation`) adds the gradients to the
+   `Accum___<w>` accumulators (a sum, or a running mean), and the update runs after the
+   group's last step (`after_group`), from the accumulators, which it then clears;
 4. the anchors of the step go to the outfeed: forward tensors, gradients, and the weights,
    optimizer state and loss scaling after the step.
 
@@ -30,6 +30,11 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
+from openipu._src.engine.gradient_accumulation import (
+    AccumulatorStore,
+    GradientAccumulation,
+    GradientAccumulationReductionMethod,
+)
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.lowering.tensor_utils import cast
@@ -111,6 +116,18 @@ class _TrainingSteps:
         self._variables = variables
         self._random = random_state
         self._optimizer = optimizer
+        # PopART keeps the accumulators as the session's `Accum___<w>` tensors; a running
+        # mean (reduction Mean, strategy Running) accumulates so, any other a sum (a Mean
+        # divides it in the update).
+        self._accumulation: GradientAccumulation[str] = GradientAccumulation(
+            spec.accumulation_factor,
+            GradientAccumulationReductionMethod.RUNNING_MEAN
+            if spec.running_mean
+            else GradientAccumulationReductionMethod.SUM,
+            AccumulatorStore("accumulated_micro_batches"),
+            accumulator_for=lambda name: weights.device[spec.accumulators[name]],
+            counter_device=spec.program.host_device,
+        )
         reserved = spec.reserved_anchors.values()
         self._gradient_targets = [
             r.base for r in reserved if r.kind is ReservedKind.GRADIENT
@@ -183,38 +200,23 @@ class _TrainingSteps:
         ]
 
     def _accumulate(self, gradients: dict[str, tf.Tensor]) -> list:
-        device, counter = self._weights.device, self._variables.accumulated
-        operations = []
-        if self._spec.running_mean:
-            # s_k = (k - 1) / k * s_(k-1) + g_k / k, for the k-th micro-batch of the group.
-            count = counter.read_value() + 1
-            for name, gradient in gradients.items():
-                accumulator = device[self._spec.accumulators[name]]
-                mean = accumulator.read_value() * ((count - 1) / count) + tf.cast(
-                    gradient, accumulator.dtype
-                ) / tf.cast(count, accumulator.dtype)
-                operations.append(accumulator.assign(mean))
-            with tf.control_dependencies(operations):
-                operations.append(counter.assign(count))
-            return operations
-        for name, gradient in gradients.items():
-            accumulator = device[self._spec.accumulators[name]]
-            operations.append(accumulator.assign_add(tf.cast(gradient, accumulator.dtype)))
-        return operations
+        # Every trained weight is updated after the group, from its accumulator (zero where
+        # no micro-batch had a gradient for it).
+        pairs = [
+            (gradients[name] if name in gradients else tf.zeros_like(self._weights.device[name]),
+             name)
+            for name in self._spec.trained
+        ]  # fmt: skip
+        return [self._accumulation.add(pairs)]
 
     # -- after a group of micro-batches (gradient accumulation) ----------------------------------
 
     def after_group(self):
-        device, spec = self._weights.device, self._spec
-        gradients = {name: device[spec.accumulators[name]].read_value() for name in spec.trained}
-        updates = self._update(gradients, accumulated=True)
-        with tf.control_dependencies(updates):
-            clear = [
-                device[spec.accumulators[name]].assign(tf.zeros_like(gradients[name]))
-                for name in spec.trained
-            ]
-            clear.append(self._variables.accumulated.assign(0.0))
-        return tf.group(clear)
+        return self._accumulation.apply_and_restart(
+            lambda accumulated: self._update(
+                {name: value for value, name in accumulated}, accumulated=True
+            )
+        )
 
     # -- the weight update ----------------------------------------------------------------------
 

@@ -4,8 +4,9 @@
   value that is not const, so a step reads them all at once and `updateOptimizerFromHost`
   writes them all at once. Const values are compiled into the program.
 - The loss scaling, when it is non-const or automatic: `lossScaling_<type>` (ALS changes it).
-- Counters: micro-batches accumulated so far in the group (a running mean needs it), and
-  weight updates done (automatic loss scaling's update period needs it).
+- A counter of weight updates done (automatic loss scaling's update period needs it). The
+  micro-batches accumulated so far in a group are counted by the engine's gradient
+  accumulation.
 
 Created in the replicas' scope, so each replica has its copy (they stay equal).
 """
@@ -32,7 +33,6 @@ class TrainingVariables:
         self._variable_loss_scaling = variable_loss_scaling or not optimizer.loss_scaling.isConst()
         self.hyper_parameters: tf.Variable | None = None
         self.loss_scaling: tf.Variable | None = None
-        self.accumulated: tf.Variable | None = None
         self.updates: tf.Variable | None = None
 
     def place_on(self, host_device: str) -> None:
@@ -47,7 +47,6 @@ class TrainingVariables:
                     self._optimizer.getLossScalingVal(), dtype=tf.float32, trainable=False,
                     name="lossScaling",
                 )  # fmt: skip
-            self.accumulated = tf.Variable(0.0, trainable=False, name="accumulated_micro_batches")
             self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="weight_updates")
 
     def _host_hyper_parameters(self, optimizer: Optimizer) -> np.ndarray:
@@ -85,7 +84,7 @@ class TrainingVariables:
 
     def all(self) -> list[tf.Variable]:
         """Every variable (once placed)."""
-        candidates = [self.hyper_parameters, self.loss_scaling, self.accumulated, self.updates]
+        candidates = [self.hyper_parameters, self.loss_scaling, self.updates]
         return [variable for variable in candidates if variable is not None]
 
     def host_loss_scaling(self) -> float:
