@@ -127,6 +127,23 @@ def test_collectives_between_two_instances(tmp_path):
 
 
 @pytest.mark.slow
+def test_replica_groups_spanning_some_instances(tmp_path):
+    # 4 instances of 1 replica, groups of 2: each group spans two of the four instances.
+    result = _poprun(
+        "--num-instances", 4, "--num-replicas", 4, "--timeout", 400,
+        sys.executable, PROGRAMS / "group_collectives.py", tmp_path,
+        timeout=500,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    groups = (np.arange(1, 5) * 10.0).reshape(2, 2)  # replica r holds (r + 1) * 10
+    for rank in range(4):
+        results = json.loads((tmp_path / f"group_collectives_{rank}.json").read_text())
+        # One step; one local replica, so the outfeed has no replica axis.
+        assert results["sum"] == [groups[rank // 2].sum()]
+        assert results["gather"] == [groups[rank // 2].tolist()]
+
+
+@pytest.mark.slow
 def test_a_killed_instance_ends_the_run_with_a_clear_error():
     start = time.monotonic()
     result = _poprun("--num-instances", 2, "--timeout", 240, sys.executable, PROGRAMS / "killed.py")

@@ -263,3 +263,18 @@ def test_the_same_function_run_again_after_a_reconfiguration_follows_it(strategy
     with strategy.scope():
         strategy.run(fn)
     np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1, 2, 3]])
+
+
+def test_a_users_function_around_strategy_run_follows_a_reconfiguration(strategy_on):
+    # The original compiles the program again for the device configured now: the same
+    # tf.function, traced on 2 IPUs, sums over 4 replicas once 4 IPUs are configured.
+    strategy = strategy_on(2)
+    with strategy.scope():
+        step = tf.function(lambda x: strategy.run(ipu.cross_replica_ops.cross_replica_sum, [x]))
+        assert float(step(tf.constant(1.0))) == 2.0
+        ipu.config.reset_ipu_configuration()
+        config = ipu.config.IPUConfig()
+        config.auto_select_ipus = 4
+        config.configure_ipu_system()
+        assert float(step(tf.constant(1.0))) == 4.0
+        assert float(step(tf.constant(2.0))) == 8.0

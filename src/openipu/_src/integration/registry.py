@@ -17,6 +17,7 @@ PATCH_FAMILIES = (
     "keras_model_new",
     "keras_node_init",
     "session_run",
+    "tracing_context",
     "variable_handles",
 )
 

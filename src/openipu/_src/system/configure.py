@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 
+from openipu._src.integration import tracing_context
 from openipu._src.system import host_devices, topology
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ class IPUSystem:
 
 _lock = threading.Lock()
 _system: IPUSystem | None = None
+_configurations = 0  # how many times the system was configured in this process
+
+
+def configuration_count() -> int:
+    """How many times the system was configured (a program traced before is out of date)."""
+    return _configurations
 
 
 def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool = True) -> None:
@@ -73,10 +80,17 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
     config.validate()
     devices = _allocate_devices(config)
     host_devices.ensure_logical_devices()
+    global _configurations
     with _lock:
         if _system is not None and not reset_configuration:
             logger.warning("Replacing the IPU configuration without a reset")
         _system = IPUSystem(config=copy.deepcopy(config), devices=devices)
+        _configurations += 1
+        configured_before = _configurations > 1
+    if configured_before:
+        # Functions traced for an earlier configuration are traced again (the original
+        # compiles its programs again for the device configured now).
+        tracing_context.retrace_when_changed(configuration_count)
     from openipu._src.system import seeds
 
     seeds.reset_all()

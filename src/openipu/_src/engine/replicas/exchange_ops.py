@@ -99,35 +99,46 @@ def _sum(values: list[tf.Tensor]) -> tf.Tensor:
     return tf.add_n(values) if len(values) > 1 else values[0]
 
 
-def _across_processes(
-    group_size: int, local_combine: Callable[[list[tf.Tensor]], tf.Tensor], kind: str
-) -> tuple[int, Callable[[list[tf.Tensor]], tf.Tensor]]:
-    """The local group size and combination for a group of `group_size` global replicas.
+def _exchanged_in_groups(
+    x: tf.Tensor,
+    group_size: int,
+    kind: str,
+    local_combine: Callable[[list[tf.Tensor]], tf.Tensor],
+) -> tf.Tensor:
+    """`local_combine` of the `x` of this replica's group of `group_size` global replicas.
 
     A group within this process's replicas combines locally; a group of every process's
-    replicas combines the local replicas, then the processes' results.
+    replicas combines the local replicas, then the processes' results; a group spanning
+    some processes combines from every replica's value, gathered across the processes.
     """
     local = lockstep.replica_count()
     spanned = processes.current()
     if spanned is None or (group_size <= local and local % group_size == 0):
-        return group_size, local_combine
-    if group_size != local * spanned.count:
-        raise NotImplementedError(
-            f"{kind} over groups of {group_size} replicas, which span some but not all of "
-            f"the {spanned.count} processes (each runs {local} replicas)"
-        )
-    across = spanned.sum if local_combine is _sum else spanned.gather
-    return local, lambda values: across(local_combine(values))
+        return _combined_within_groups(x, group_size, kind, local_combine)
+    if group_size == local * spanned.count:
+        across = spanned.sum if local_combine is _sum else spanned.gather
+        return _combined_within_groups(x, local, kind, lambda v: across(local_combine(v)))
+
+    def per_replica(values: list[tf.Tensor]) -> list[tf.Tensor]:
+        # Every replica's value in global order (process index * local + local index).
+        everyone = spanned.gather(tf.stack(values))
+        total = local * spanned.count
+        results = []
+        for replica in range(spanned.index * local, (spanned.index + 1) * local):
+            start = replica // group_size * group_size
+            members = range(start, min(start + group_size, total))
+            results.append(local_combine([everyone[member] for member in members]))
+        return results
+
+    return lockstep.exchange(x, per_replica, kind)
 
 
 def _sum_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    size, combine = _across_processes(group_size, _sum, kind)
-    return _combined_within_groups(x, size, kind, combine)
+    return _exchanged_in_groups(x, group_size, kind, _sum)
 
 
 def _stack_within_groups(x: tf.Tensor, group_size: int, kind: str) -> tf.Tensor:
-    size, combine = _across_processes(group_size, tf.stack, kind)
-    return _combined_within_groups(x, size, kind, combine)
+    return _exchanged_in_groups(x, group_size, kind, tf.stack)
 
 
 def global_replica_count() -> int:
