@@ -3,6 +3,8 @@ reports, devices and the documented preconditions."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -393,7 +395,9 @@ def test_reports_after_prepare_device(small_model, ipu_model_device):
     assert "Runs since the last reset: 1" in summary and "ai.onnx::MatMul: 1" in summary
     assert "Runs since the last reset: 0" in session.getSummaryReport()
     assert b'"type": "Relu"' in session.getSerializedGraph()
-    assert "XLA" in str(session.getReport())
+    # The report names the executor the session picked (the faster of its lowering and
+    # onnxruntime, for a model onnxruntime computes alike).
+    assert re.search(r"XLA|TensorFlow graph|onnxruntime", str(session.getReport()))
 
 
 def test_cycle_count_is_not_available(small_model, ipu_model_device):

@@ -6,7 +6,9 @@ convolutions run slower under XLA than under TensorFlow's own kernels, and a
 region holding an operation XLA cannot compile (a dataset iterator, a host
 print, a Python function) must run as a graph.
 
-`OPENIPU_COMPILE=xla|graph|auto` forces the choice (default `auto`).
+`OPENIPU_COMPILE=xla|graph|onnxruntime|auto` forces the choice (default `auto`;
+`onnxruntime` applies to the programs a front end holds as ONNX models, which
+otherwise run on whichever of onnxruntime and TensorFlow is faster).
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ _BETWEEN_PROCESSES = frozenset(
 class CompileMode(enum.Enum):
     XLA = "xla"
     GRAPH = "graph"
+    # Programs a front end holds as an ONNX model (PopART inference) may run on
+    # onnxruntime instead, when that is faster (`engine/onnx_runtime_program.py`).
+    ONNX_RUNTIME = "onnxruntime"
 
 
 @functools.cache
@@ -98,7 +103,7 @@ def forced_mode() -> CompileMode | None:
         return CompileMode(raw)
     except ValueError:
         raise ValueError(
-            f"{COMPILE_MODE_ENV}={raw!r} is not one of 'xla', 'graph', 'auto'"
+            f"{COMPILE_MODE_ENV}={raw!r} is not one of 'xla', 'graph', 'onnxruntime', 'auto'"
         ) from None
 
 
@@ -115,6 +120,8 @@ def choose_mode(
     """
     op_types = _op_types_with_called_functions(graph, operations)
     forced = forced_mode() or requested
+    if forced is CompileMode.ONNX_RUNTIME:
+        forced = None  # for programs held as ONNX models only; regions choose as usual
     unsupported = (op_types - xla_op_types() - _IGNORED) | (op_types & _BETWEEN_PROCESSES)
     if unsupported:
         return CompileMode.GRAPH

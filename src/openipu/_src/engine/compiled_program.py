@@ -1,7 +1,8 @@
 """`CompiledProgram`: what the engine decided when it compiled a program.
 
 Every decision the engine takes for a program it compiles is kept in one frozen
-record: which executor runs it (one XLA computation or a TensorFlow graph), on which
+record: which executor runs it (one XLA computation, a TensorFlow graph, or onnxruntime
+for programs held as ONNX models), on which
 host device, for which IPU device, with how many replicas of how many IPUs each, how
 many steps one host call runs and how they run (a device loop, vectorized, unrolled).
 Front ends report from it (PopART's compile facts), and what still stands on the
@@ -48,6 +49,7 @@ class CompiledProgram:
         executor = {
             CompileMode.XLA: "one XLA computation",
             CompileMode.GRAPH: "a TensorFlow graph",
+            CompileMode.ONNX_RUNTIME: "onnxruntime's CPU kernels",
         }[self.executor]
         return (
             f"{self.name}: {executor} on {self.host_device} for /device:IPU:{self.ipu_ordinal}, "

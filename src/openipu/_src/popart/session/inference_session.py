@@ -1,11 +1,32 @@
-"""`popart.InferenceSession`: runs an ONNX model forward on an emulated IPU."""
+"""`popart.InferenceSession`: runs an ONNX model forward on an emulated IPU.
+
+Its program runs on the faster of two executors (the guide's rule: measure, and let the
+engine pick the fastest executor per program): the TensorFlow lowering every session
+compiles (XLA or a graph), or, for models whose every op means the same to onnxruntime
+(`onnx_runtime_model.qualifies`), onnxruntime's CPU kernels. Both are checked to agree on
+the same inputs before onnxruntime may be timed; `OPENIPU_COMPILE=onnxruntime` skips the
+timing (and `xla` or `graph` keeps TensorFlow).
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from openipu._src.engine import compile_policy
+from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_program
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.options.enums import SyntheticDataMode
+from openipu._src.popart.session import onnx_runtime_model
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.session_core import SessionCore
+
+logger = logging.getLogger(__name__)
 
 
 class InferenceSession(SessionCore):
@@ -17,6 +38,8 @@ class InferenceSession(SessionCore):
 
     _training = False
     _default_name = "inference"
+    _onnx_runtime: OnnxRuntimeProgram | None = None
+    _onnx_runtime_stale = False
 
     @classmethod
     def fromIr(cls, ir: Ir, deviceInfo: DeviceInfo, name: str = "fromIr") -> InferenceSession:  # noqa: N802, N803
@@ -34,3 +57,101 @@ class InferenceSession(SessionCore):
             ir.options,
             name,
         )
+
+    # -- the executor ----------------------------------------------------------------------
+
+    def _compile(self) -> None:
+        super()._compile()
+        self._onnx_runtime = None
+        if self._onnx_runtime_may_run():
+            self._try_onnx_runtime()
+        self._facts.compile_mode = self._compiled_mode_name()
+
+    def _onnx_runtime_may_run(self) -> bool:
+        forced = compile_policy.forced_mode()
+        options = self._options
+        return (
+            forced in (None, CompileMode.ONNX_RUNTIME)
+            and self._placement is None
+            and options.syntheticDataMode is SyntheticDataMode.Off
+            and not options.enableFloatingPointChecks
+            and onnx_runtime_model.qualifies(self._model, self._inputs, self._spec.device_anchors)
+        )
+
+    def _new_onnx_runtime_program(self) -> OnnxRuntimeProgram:
+        spec = self._spec
+        anchors = spec.device_anchors
+        model = onnx_runtime_model.runnable_model(
+            self._model, self._weights.current(), self._inputs, anchors
+        )
+        return OnnxRuntimeProgram(
+            model,
+            [plan.tensor_id for plan in anchors],
+            spec.batches_per_step,
+            replicas=spec.replicas,
+            outputs="last" if spec.returns_last_batch_only else "all",
+            ipu_ordinal=spec.ipu_ordinal,
+            name=spec.name,
+        )
+
+    def _try_onnx_runtime(self) -> None:
+        """Runs the model on onnxruntime where it agrees with the lowering and is faster."""
+        seed = self._random.seed
+        try:
+            candidate = self._new_onnx_runtime_program()
+            inputs = self._trial_inputs()
+            lowered = self._program(inputs)
+            if not _agree(lowered, candidate(inputs)):
+                logger.info("%s: onnxruntime's results differ; TensorFlow runs it", self._name)
+                return
+            forced = compile_policy.forced_mode() is CompileMode.ONNX_RUNTIME
+            if forced or faster_program([self._program, candidate], inputs) == 1:
+                self._onnx_runtime = candidate
+        except Exception as error:  # noqa: BLE001 - any failure: the lowering runs the model
+            logger.debug("%s: onnxruntime cannot run it (%s)", self._name, error)
+        finally:
+            self._random.seed = seed
+
+    def _trial_inputs(self) -> dict[str, Any]:
+        """Inputs to compare and time the executors on: random floats, zero indices."""
+        rng = np.random.default_rng(0)
+        inputs = {}
+        for plan in self._inputs:
+            dtype = plan.signature.numpy_dtype
+            shape = plan.program_shape
+            if np.issubdtype(dtype, np.floating):
+                inputs[plan.tensor_id] = rng.normal(size=shape).astype(dtype)
+            else:
+                inputs[plan.tensor_id] = np.zeros(shape, dtype)
+        return inputs
+
+    def _device_weights_changed(self) -> None:
+        # onnxruntime holds the weights as constants: it takes the new ones before a run.
+        self._onnx_runtime_stale = self._onnx_runtime is not None
+
+    def _program_to_run(self) -> Callable[[dict], Any]:
+        if self._onnx_runtime is None:
+            return self._program
+        if self._onnx_runtime_stale:
+            self._onnx_runtime = self._new_onnx_runtime_program()
+            self._onnx_runtime_stale = False
+        return self._onnx_runtime
+
+    def _compiled_mode_name(self) -> str:
+        if self._onnx_runtime is not None:
+            return self._onnx_runtime.compiled.describe()
+        return super()._compiled_mode_name()
+
+
+def _agree(lowered: dict | None, candidate: dict | None) -> bool:
+    lowered, candidate = lowered or {}, candidate or {}
+    if set(lowered) != set(candidate):
+        return False
+    for name, value in lowered.items():
+        expected = np.asarray(value)
+        got = np.asarray(candidate[name])
+        if expected.shape != got.shape or expected.dtype != got.dtype:
+            return False
+        if not np.allclose(got, expected, rtol=1e-3, atol=1e-5, equal_nan=True):
+            return False
+    return True

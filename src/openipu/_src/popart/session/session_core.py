@@ -17,6 +17,7 @@ import difflib
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -365,12 +366,16 @@ class SessionCore:
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
-        outputs = self._program(stacked)
+        outputs = self._program_to_run()(stacked)
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
         self._engine_loaded = True
         if not synthetic:
             stepio.write_anchors(self._anchors, self._anchor_values(outputs))
+
+    def _program_to_run(self) -> Callable[[dict], Any]:
+        """The compiled program a run calls (inference may swap executors: see there)."""
+        return self._program
 
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)
@@ -420,9 +425,13 @@ class SessionCore:
 
     # -- weights -----------------------------------------------------------------------------
 
+    def _device_weights_changed(self) -> None:
+        """The host wrote the device's weights (a program holding them as constants rebuilds)."""
+
     def weightsFromHost(self) -> None:  # noqa: N802
         self._require_device_weights("weightsFromHost")
         self._weights.to_device()  # every replica's copy (see `replicas.py`)
+        self._device_weights_changed()
         self._weights_from_host_called = True
         self._host_weights_in_sync = False
 
