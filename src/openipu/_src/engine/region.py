@@ -325,7 +325,7 @@ def _unmark_op(op: ops.Operation) -> None:
 
 def _device_connection_type() -> DeviceConnectionType | None:
     system = configure.maybe_current_system()
-    return None if system is None else system.config.device_connection.type  # type: ignore[attr-defined]  # an IPUConfig
+    return None if system is None else system.config.device_connection.type
 
 
 def _precompiled_outputs(computation, inputs, flat_return_rules):

@@ -15,6 +15,7 @@ import inspect
 import math
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 from tf_keras.src.utils import tf_utils
@@ -30,6 +31,9 @@ from openipu._src.keras.extensions.gradient_accumulation import (
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.system import configure
+
+if TYPE_CHECKING:
+    import tf_keras
 
 #: Keys of `get_config()` under which IPU options are saved with a model.
 SAVED_OPTIONS_KEY = "ipu_options"
@@ -77,6 +81,12 @@ class IPUModelState:
 
 class KerasExtensions:
     """Mixed into Keras model classes created in an IPUStrategy scope."""
+
+    if TYPE_CHECKING:
+        # Attributes of the Keras model this is mixed into.
+        name: str
+        built: bool
+        optimizer: tf_keras.optimizers.Optimizer | None
 
     #: fit/evaluate/predict count steps by the original's rules (`step_rules`).
     _ipu_original_step_rules = True

@@ -56,7 +56,11 @@ class HostTableState:
         """Connects the table; a new connection holds no pending updates."""
         with on_host():
             operations = [self.registered.assign(True)]
-            if self.pending is not None and optimizer_name == SGD_WITH_ACCUMULATION:
+            if (
+                self.pending is not None
+                and self.pending_count is not None
+                and optimizer_name == SGD_WITH_ACCUMULATION
+            ):
                 operations += [
                     self.pending.assign(tf.zeros_like(self.pending)),
                     self.pending_count.assign(0),
@@ -92,7 +96,11 @@ class HostTableState:
             return tf.no_op()
         with on_host():
             updates = tf.cast(updates, self.table.dtype)
-            if optimizer_name != SGD_WITH_ACCUMULATION or self.pending is None:
+            if (
+                optimizer_name != SGD_WITH_ACCUMULATION
+                or self.pending is None
+                or self.pending_count is None
+            ):
                 return tf.compat.v1.scatter_add(self.table, indices, updates).op
             held = tf.compat.v1.scatter_add(self.pending, indices, updates)
             with tf.control_dependencies([held]):

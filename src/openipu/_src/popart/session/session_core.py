@@ -132,7 +132,7 @@ class SessionCore:
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
         self._spec = self._program_spec()
-        self._program = None
+        self._program: LoopProgram | None = None
         self._prepared = False
         self._engine_loaded = False
         self._weights_from_host_called = False
@@ -253,6 +253,11 @@ class SessionCore:
         self._weights.place_on(self._device.host_device())
         self._random.place_on(self._device.host_device())
 
+    def _built_program(self) -> LoopProgram:
+        if self._program is None:
+            raise popart_exception(f"{self._name}: the program is not built (prepareDevice)")
+        return self._program
+
     def _build_program(self) -> LoopProgram:
         return build_program(self._spec, self._weights.program_values, self._random)
 
@@ -295,7 +300,7 @@ class SessionCore:
         try:
             self._warm_up()
         except tf.errors.OpError as error:
-            if self._program.compiled_mode is not CompileMode.XLA:
+            if self._built_program().compiled_mode is not CompileMode.XLA:
                 # Zeros are not valid data for every model: the first real run will tell.
                 logger.debug("Compiling %s on zeros failed: %s", self._name, error.message)
             else:
@@ -310,7 +315,7 @@ class SessionCore:
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
-        self._program(self._zero_inputs())
+        self._built_program()(self._zero_inputs())
 
     def _zero_inputs(self) -> dict[str, tf.Tensor]:
         if self._options.syntheticDataMode is not SyntheticDataMode.Off:
@@ -365,7 +370,7 @@ class SessionCore:
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
-        outputs = self._program(stacked)
+        outputs = self._built_program()(stacked)
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
         self._engine_loaded = True
@@ -705,10 +710,11 @@ def _structure(model: onnx.ModelProto) -> bytes:
     graph = onnx.GraphProto()
     graph.CopyFrom(model.graph)
     del graph.initializer[:]
-    return graph.SerializeToString(deterministic=True)
+    serialized: bytes = graph.SerializeToString(deterministic=True)
+    return serialized
 
 
-def _run_arguments(args: tuple, kwargs: dict) -> tuple[str, Any, str]:
+def _run_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, str]:
     """(programHandle, stepio, debugName) from either `run` overload."""
     if args and isinstance(args[0], str):
         handle, rest = args[0], list(args[1:])
