@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import tensorflow as tf
 import tf_keras
@@ -58,12 +57,6 @@ class FirstAPIModel(KerasExtensions):
 
     # Its steps (weight updates, `steps_per_run`) follow rules of its own (data_handler).
     _ipu_original_step_rules = False
-
-    if TYPE_CHECKING:
-        # Of the Keras model this is mixed into.
-        _steps_per_execution: tf.Variable  # None until compile, which the methods check first
-
-        def _assert_compile_was_called(self) -> None: ...
 
     def _first_api_setup(self, gradient_accumulation_count: int = 1) -> None:
         self._ipu.first_api_accumulation = _check_count(
