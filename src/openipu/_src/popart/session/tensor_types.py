@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 import tensorflow as tf
 
-from openipu._src.popart.builder.shape_inference import infer_types, known_types
+from openipu._src.popart.builder.shape_inference import infer_types
+from openipu._src.popart.builder.shape_types import known_types
 from openipu._src.popart.builder.tensor_info import (
     TensorInfo,
     data_type_of_onnx_type,
