@@ -1,4 +1,7 @@
-"""The bottom layers type-check with mypy (configured in pyproject.toml, `[tool.mypy]`)."""
+"""All of `openipu._src` type-checks with mypy (configured in pyproject.toml, `[tool.mypy]`):
+the engine, the configuration and PopART's session under strict options (complete hints, no
+untyped calls, no implicit Any returned), the rest with the bodies of unannotated functions
+checked too."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_mypy_finds_no_errors_in_the_checked_layers(tmp_path):
+def test_mypy_finds_no_errors_in_the_implementation(tmp_path):
     pytest.importorskip("mypy")
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy_cache")],

@@ -144,6 +144,12 @@ def test_keras_fit_counts_only_captured_gradients_when_asked(strategy_on):
         model.fit(DATA, TARGETS, batch_size=2, shuffle=False, verbose=0)
     # The captured gradient of each step: a [2, 16] float16 tensor, all below the bin edge.
     np.testing.assert_array_equal(opt.histogram, [4 * 2 * 16, 0])
+    np.testing.assert_array_equal(opt.normalized_histogram, [1.0, 0.0])
+
+
+def test_normalized_histogram_of_an_empty_histogram_is_zero():
+    opt = ALSOptimizer(keras.optimizers.legacy.SGD(0.01))
+    np.testing.assert_array_equal(opt.normalized_histogram, [0.0, 0.0])
 
 
 @pytest.mark.parametrize(

@@ -286,7 +286,7 @@ class ConfigCategory:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._values == other._values and self._subcategories == other._subcategories
+        return bool(self._values == other._values and self._subcategories == other._subcategories)
 
     __hash__ = None  # type: ignore[assignment]  # Mutable.
 

@@ -12,8 +12,13 @@ from typing import Any
 TypeHint = Any  # A class, a `X | Y` union, `list[X]` or `tuple[X, ...]`.
 
 
+def _origin(hint: TypeHint) -> object:
+    # typing.get_origin's first overload (ParamSpecArgs -> ParamSpec) would type an Any hint.
+    return typing.get_origin(hint)
+
+
 def _union_members(hint: TypeHint) -> tuple[TypeHint, ...] | None:
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+    if isinstance(hint, types.UnionType) or _origin(hint) is typing.Union:
         return typing.get_args(hint)
     return None
 
@@ -30,13 +35,14 @@ def type_hint_to_string(hint: TypeHint) -> str:
     members = _union_members(hint)
     if members is not None:
         return f"Union[{', '.join(type_hint_to_string(member) for member in members)}]"
-    origin = typing.get_origin(hint)
+    origin = _origin(hint)
     if origin is list:
         (item_hint,) = typing.get_args(hint)
         return f"List[{type_hint_to_string(item_hint)}]"
     if origin is tuple:
         return f"Tuple[{type_hint_to_string(_homogeneous_tuple_item(hint))}, ...]"
-    return hint.__name__
+    name: str = hint.__name__
+    return name
 
 
 def value_matches_type_hint(value: Any, hint: TypeHint) -> bool:
@@ -48,7 +54,7 @@ def value_matches_type_hint(value: Any, hint: TypeHint) -> bool:
     members = _union_members(hint)
     if members is not None:
         return any(value_matches_type_hint(value, member) for member in members)
-    origin = typing.get_origin(hint)
+    origin = _origin(hint)
     if origin is list:
         (item_hint,) = typing.get_args(hint)
         return type(value) is list and all(value_matches_type_hint(v, item_hint) for v in value)
@@ -87,7 +93,7 @@ def from_json_value(data: Any, hint: TypeHint) -> Any:
         return data
     if isinstance(hint, type) and issubclass(hint, enum.Enum) and isinstance(data, str):
         return _enum_member_from_name(hint, data)
-    if typing.get_origin(hint) is list and isinstance(data, list):
+    if _origin(hint) is list and isinstance(data, list):
         (item_hint,) = typing.get_args(hint)
         return [from_json_value(item, item_hint) for item in data]
     return data

@@ -19,7 +19,7 @@ class GradientCaptureContext:
     `captured_gradients` maps each tag to its list of incoming gradients."""
 
     def __init__(self) -> None:
-        self.__captured_grads = None
+        self.__captured_grads: dict[str, list] | None = None
 
     def __enter__(self):
         STACK.push_frame(self)

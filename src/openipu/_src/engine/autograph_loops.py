@@ -43,8 +43,9 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 from tensorflow.python.data.ops import iterator_ops
@@ -54,7 +55,18 @@ from tensorflow.python.ops import array_ops, control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop, host_stream
+from openipu._src.engine.value_types import Nested
 from openipu._src.integration import autograph_range_loops
+
+if TYPE_CHECKING:
+    from openipu._src.engine.region import CompiledRegion
+
+#: A tensor's `ref()`: what identifies an iterator handle in the dictionaries below.
+HandleRef = Hashable
+#: Autograph's loop callbacks (`for_stmt`): the body, the loop state's getter and setter.
+LoopBody = Callable[[tf.Tensor], None]
+GetState = Callable[[], tuple[Any, ...]]
+SetState = Callable[[Any], None]
 
 FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
 logger = logging.getLogger(__name__)
@@ -68,7 +80,7 @@ def fusion_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def fusing_iterator_loops(region) -> Iterator[None]:
+def fusing_iterator_loops(region: CompiledRegion) -> Iterator[None]:
     """While `region` (a `CompiledRegion`) is traced, fuses the loops this module handles."""
     if not region.graph.building_function or not fusion_enabled():
         yield
@@ -89,7 +101,7 @@ def probing() -> bool:
     return isinstance(_active(), _Probe)
 
 
-def record_probed_enqueue(queue_name: str, structure) -> None:
+def record_probed_enqueue(queue_name: str, structure: Nested) -> None:
     probe = _active()
     if isinstance(probe, _Probe):
         probe.enqueues[queue_name] = structure
@@ -99,12 +111,12 @@ def record_probed_enqueue(queue_name: str, structure) -> None:
 
 
 def _current_rewrite() -> _RegionRewrite | None:
-    stack = getattr(_state, "rewrites", [])
+    stack: list[_RegionRewrite] = getattr(_state, "rewrites", [])
     return stack[-1] if stack else None
 
 
 def _active() -> _Probe | _FusedIteration | None:
-    stack = getattr(_state, "bodies", [])
+    stack: list[_Probe | _FusedIteration] = getattr(_state, "bodies", [])
     return stack[-1] if stack else None
 
 
@@ -118,7 +130,9 @@ def _body_active(body: _Probe | _FusedIteration) -> Iterator[None]:
         stack.pop()
 
 
-def _next_internal(stock: Callable, iterator):
+def _next_internal(
+    stock: Callable[[iterator_ops.OwnedIterator], Nested], iterator: iterator_ops.OwnedIterator
+) -> Nested:
     body = _active()
     if (
         body is not None
@@ -132,8 +146,15 @@ def _next_internal(stock: Callable, iterator):
 
 
 def _range_for_stmt(
-    stock: Callable, iter_, extra_test, body, get_state, set_state, symbol_names, opts
-):
+    stock: Callable[..., None],
+    iter_: tf.Tensor,
+    extra_test: Callable[[], tf.Tensor] | None,
+    body: LoopBody,
+    get_state: GetState,
+    set_state: SetState,
+    symbol_names: tuple[str, ...],
+    opts: dict[str, Any],
+) -> None:
     rewrite = _current_rewrite()
     if rewrite is None or _active() is not None:
         plan = None
@@ -147,7 +168,7 @@ def _range_for_stmt(
 # What a loop body reads.
 
 
-def _streamable(element_spec) -> bool:
+def _streamable(element_spec: Nested) -> bool:
     """Whether elements of this spec can be stacked into one buffer (dense, static shapes)."""
     return all(
         type(spec) is tf.TensorSpec and spec.shape.is_fully_defined()
@@ -171,13 +192,14 @@ class _Probe:
     """A loop body traced in a throwaway graph: what it reads and enqueues."""
 
     graph: ops.Graph | None = None
-    iterators: dict = field(default_factory=dict)  # handle ref -> iterator
-    reads: dict = field(default_factory=dict)  # handle ref -> next() calls per iteration
-    order: list = field(default_factory=list)  # handle refs, as next() is called
-    enqueues: dict = field(default_factory=dict)  # outfeed name -> element structure
-    unstreamable: dict = field(default_factory=dict)  # handle ref -> iterator
+    iterators: dict[HandleRef, iterator_ops.OwnedIterator] = field(default_factory=dict)
+    # next() calls per iteration
+    reads: dict[HandleRef, int] = field(default_factory=dict)
+    order: list[HandleRef] = field(default_factory=list)  # as next() is called
+    enqueues: dict[str, Nested] = field(default_factory=dict)  # outfeed name -> structure
+    unstreamable: dict[HandleRef, iterator_ops.OwnedIterator] = field(default_factory=dict)
 
-    def next_element(self, iterator):
+    def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
         spec = iterator.element_spec
         key = _handle(iterator).ref()
         if not _streamable(spec):
@@ -195,7 +217,7 @@ class _Stream:
 
     iterator: iterator_ops.OwnedIterator
     per_iteration: int
-    flat_buffers: list
+    flat_buffers: list[tf.Tensor]
 
 
 @dataclass
@@ -204,10 +226,10 @@ class _FusedIteration:
 
     graph: ops.Graph
     index: tf.Tensor
-    streams: dict  # handle ref -> _Stream
-    calls: dict = field(default_factory=dict)
+    streams: dict[HandleRef, _Stream]
+    calls: dict[HandleRef, int] = field(default_factory=dict)
 
-    def next_element(self, iterator):
+    def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
         key = _handle(iterator).ref()
         stream = self.streams.get(key)
         if stream is None:
@@ -244,14 +266,14 @@ class _FusedLoopRecord:
 
     range_: tf.Tensor
     host_bounds: list[tf.Tensor] | None  # the range's bounds on the host, if not static
-    lowering_ops: set  # what autograph built for it in the region graph
+    lowering_ops: set[ops.Operation]  # what autograph built for it in the region graph
     body_graph: ops.Graph
 
 
 class _RegionRewrite:
     """The fused loops of one region being traced."""
 
-    def __init__(self, region) -> None:
+    def __init__(self, region: CompiledRegion) -> None:
         self.region = region
         # The host reads of the region's last fused loop: the next loop's reads follow them
         # (its iterators may be the same, even through other handles).
@@ -267,7 +289,7 @@ class _RegionRewrite:
         """
         if not self.fused_loops:
             return
-        on_host = set()
+        on_host: set[ops.Operation] = set()
         for loop in self.fused_loops:
             if loop.host_bounds is not None and not loop.range_.consumers():
                 # The loop used only the range's bounds: the range itself goes to the host.
@@ -277,7 +299,7 @@ class _RegionRewrite:
         if reason is not None:
             self.region.require_graph_mode(reason)
 
-    def _run_time_value_as_shape(self, on_host: set) -> str | None:
+    def _run_time_value_as_shape(self, on_host: set[ops.Operation]) -> str | None:
         """Why an integer given at run time may be a shape in the region, or None."""
         sources = [
             tensor
@@ -293,7 +315,8 @@ class _RegionRewrite:
                 if any(external is t for t in sources) and internal.consumers():
                     return f"the body of the loop over {loop.range_.name} uses {external.name}"
         lowering = {op for loop in self.fused_loops for op in loop.lowering_ops} | on_host
-        pending, seen = list(sources), set()
+        pending = list(sources)
+        seen: set[HandleRef] = set()
         while pending:
             tensor = pending.pop()
             if tensor.ref() in seen:
@@ -307,7 +330,14 @@ class _RegionRewrite:
                 pending.extend(op.outputs)
         return None
 
-    def plan(self, iter_, extra_test, body, get_state, set_state) -> _FusedLoop | None:
+    def plan(
+        self,
+        iter_: tf.Tensor,
+        extra_test: Callable[[], tf.Tensor] | None,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+    ) -> _FusedLoop | None:
         """A fused loop for this range loop, or None (with the reason logged) to keep autograph's."""
         reason = self._unfusable_position(iter_, extra_test)
         trip_count = host_bounds = None
@@ -333,7 +363,9 @@ class _RegionRewrite:
         )
         return _FusedLoop(self, trip_count, host_bounds, probe)
 
-    def _unfusable_position(self, iter_, extra_test) -> str | None:
+    def _unfusable_position(
+        self, iter_: tf.Tensor, extra_test: Callable[[], tf.Tensor] | None
+    ) -> str | None:
         region = self.region
         graph = ops.get_default_graph()
         if graph is not region.graph or graph._get_control_flow_context() is not region.context:  # noqa: SLF001
@@ -346,7 +378,9 @@ class _RegionRewrite:
             return f"its range is of {iter_.dtype.name}"
         return None
 
-    def _host_trip_count(self, iter_) -> tuple[int | tf.Tensor, list[tf.Tensor] | None] | None:
+    def _host_trip_count(
+        self, iter_: tf.Tensor
+    ) -> tuple[int | tf.Tensor, list[tf.Tensor] | None] | None:
         """The trip count, and the range's bounds built on the host if it is not static."""
         bounds = [self._host_value(t) for t in iter_.op.inputs]  # start, limit, delta
         if any(bound is None for bound in bounds):
@@ -424,12 +458,14 @@ class _RegionRewrite:
         return any(any(t is handle for t in op.inputs) for op in self.region.context.marked_ops)
 
 
-def _probe(body, get_state, set_state, iterate_dtype: tf.DType) -> _Probe | None:
+def _probe(
+    body: LoopBody, get_state: GetState, set_state: SetState, iterate_dtype: tf.DType
+) -> _Probe | None:
     """Traces one iteration of `body` in a throwaway function; restores the loop state after."""
     probe = _Probe()
     initial = get_state()
 
-    def trace_one_iteration():
+    def trace_one_iteration() -> None:
         probe.graph = ops.get_default_graph()
         with _body_active(probe):
             body(array_ops.placeholder(iterate_dtype, [], name="iterate"))
@@ -460,7 +496,14 @@ class _FusedLoop:
         self.probe = probe
 
     def build(
-        self, stock_range_for_stmt, iter_, body, get_state, set_state, symbol_names, opts
+        self,
+        stock_range_for_stmt: Callable[..., None],
+        iter_: tf.Tensor,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+        symbol_names: tuple[str, ...],
+        opts: dict[str, Any],
     ) -> None:
         region = self.rewrite.region
         iterators = self.probe.iterators
@@ -486,15 +529,15 @@ class _FusedLoop:
         loop = device_loop.LoopContext(trip_count=self.trip_count)
         iteration = tf.constant(0, tf.int32, name="fused_iteration")
 
-        def fused_get_state():
+        def fused_get_state() -> tuple[Any, ...]:
             return (iteration, *get_state())
 
-        def fused_set_state(values):
+        def fused_set_state(values: Sequence[Any]) -> None:
             nonlocal iteration
             iteration, *rest = values
             set_state(rest)
 
-        def fused_body(iterate):
+        def fused_body(iterate: tf.Tensor) -> None:
             nonlocal iteration
             graph = ops.get_default_graph()
             if not _is_loop_body_of(graph, region.graph):
@@ -554,7 +597,7 @@ def _is_loop_body_of(graph: ops.Graph, region_graph: ops.Graph) -> bool:
     )
 
 
-def _check_all_read(fused: _FusedIteration, streams: dict) -> None:
+def _check_all_read(fused: _FusedIteration, streams: dict[HandleRef, _Stream]) -> None:
     for key, stream in streams.items():
         read = fused.calls.get(key, 0)
         if read != stream.per_iteration:

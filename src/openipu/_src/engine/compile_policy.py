@@ -16,9 +16,9 @@ from __future__ import annotations
 import enum
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from tensorflow.core.framework import function_pb2
+from tensorflow.core.framework import attr_value_pb2, function_pb2
 from tensorflow.python.framework import ops
 from tensorflow.python.util import pywrap_xla_ops
 
@@ -164,7 +164,7 @@ def _op_types_with_called_functions(
     return frozenset(types)
 
 
-def _called_function_names(attrs) -> list[str]:
+def _called_function_names(attrs: Mapping[str, attr_value_pb2.AttrValue]) -> list[str]:
     names = []
     for value in attrs.values():
         if value.HasField("func"):

@@ -33,15 +33,15 @@ from openipu._src.system import configure, host_devices
 BEFORE_RUN_ORDER = 0
 
 _lock = threading.Lock()
-_pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> [_Deferred]
-_graphs_run: weakref.WeakSet = weakref.WeakSet()
+_pending: weakref.WeakKeyDictionary[tf.Graph, list[_Deferred]] = weakref.WeakKeyDictionary()
+_graphs_run: weakref.WeakSet[tf.Graph] = weakref.WeakSet()
 
 
 @dataclasses.dataclass
 class _Deferred:
     build: Callable[[], Any]  # builds the outputs for the configuration in force
     needs_rebuild: Callable[[], bool]  # whether the configuration changes them
-    anchors: list  # identities (tensors) and no-ops (operations) the user holds
+    anchors: list[tf.Tensor | tf.Operation]  # identities and no-ops the user holds
 
 
 def unconfigured_host_device(ordinal: int) -> str:
@@ -84,7 +84,7 @@ def build_deferred(
     return anchored
 
 
-def _anchor(value, shapes_may_change: bool):
+def _anchor(value: object, shapes_may_change: bool) -> object:
     if isinstance(value, tf.Operation):
         return tf.group(value, name="deferred_program")
     if not isinstance(value, tf.Tensor):
@@ -96,7 +96,7 @@ def _anchor(value, shapes_may_change: bool):
     return tf.identity(value, name="deferred_output")
 
 
-def _finish_pending(session, run) -> None:
+def _finish_pending(session: tf.compat.v1.Session, run: Callable[..., object]) -> None:
     del run
     graph = session.graph
     configured = configure.maybe_current_system() is not None
@@ -109,7 +109,7 @@ def _finish_pending(session, run) -> None:
         _finish(graph, build, first_run)
 
 
-def _finish(graph, deferred: _Deferred, first_run: bool) -> None:
+def _finish(graph: tf.Graph, deferred: _Deferred, first_run: bool) -> None:
     if not deferred.needs_rebuild():
         return
     if not first_run:

@@ -26,6 +26,7 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -34,6 +35,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.replicas import shared_loop
+from openipu._src.engine.value_types import Infeed, Nested
 from openipu._src.system import configure
 
 _state = threading.local()
@@ -55,7 +57,8 @@ class LoopContext:
 
 
 def loop_stack() -> list[LoopContext]:
-    return _state.__dict__.setdefault("loops", [])
+    stack: list[LoopContext] = _state.__dict__.setdefault("loops", [])
+    return stack
 
 
 @contextlib.contextmanager
@@ -116,7 +119,7 @@ _CONTROL_FLOW_GRAPHS = (
 )
 
 
-def _as_list(values) -> list:
+def _as_list(values: Nested) -> list[Nested]:
     if values is None:
         return []
     if isinstance(values, (list, tuple)):
@@ -124,14 +127,14 @@ def _as_list(values) -> list:
     return [values]
 
 
-def _split_body_outputs(outputs) -> tuple[list[tf.Tensor], list[ops.Operation]]:
+def _split_body_outputs(outputs: Nested) -> tuple[list[tf.Tensor], list[ops.Operation]]:
     items = _as_list(outputs)
     tensors = [o for o in items if not isinstance(o, ops.Operation)]
     operations = [o for o in items if isinstance(o, ops.Operation)]
     return [tf.convert_to_tensor(t) for t in tensors], operations
 
 
-def _element_args(element) -> tuple[list, dict]:
+def _element_args(element: Nested) -> tuple[list[Nested], dict[str, Nested]]:
     if element is None:
         return [], {}
     if isinstance(element, dict):
@@ -141,7 +144,9 @@ def _element_args(element) -> tuple[list, dict]:
     return [element], {}
 
 
-def check_signature(function: Callable, role: str, args: list, kwargs: dict) -> None:
+def check_signature(
+    function: Callable[..., Any], role: str, args: list[Nested], kwargs: dict[str, Nested]
+) -> None:
     """Raises TypeError when `function` cannot take the loop's arguments."""
     try:
         signature = inspect.signature(function)
@@ -159,7 +164,9 @@ def check_signature(function: Callable, role: str, args: list, kwargs: dict) -> 
         ) from None
 
 
-def repeat(n: int, body: Callable, inputs=None, infeed=None):
+def repeat(
+    n: int, body: Callable[..., Nested], inputs: Nested = None, infeed: Infeed | None = None
+) -> Nested:
     """Runs `body` `n` times in the current compiled region (opening one if needed)."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"repeat: n must be a Python int, got {n!r}")
@@ -175,7 +182,7 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
     stacked = _prefetch(infeed, n)
     context = LoopContext(trip_count=n)
 
-    def loop_body(i, *values):
+    def loop_body(i: tf.Tensor, *values: tf.Tensor) -> list[tf.Tensor]:
         context.index = i
         context.body_graph = ops.get_default_graph()
         element = (
@@ -200,10 +207,10 @@ def repeat(n: int, body: Callable, inputs=None, infeed=None):
 def repeat_in_groups(
     groups: int,
     group_size: int,
-    step: Callable,
+    step: Callable[..., object],
     after_group: Callable[[], object],
-    infeed=None,
-):
+    infeed: Infeed | None = None,
+) -> Nested:
     """`groups` times: `group_size` iterations of `step`, then `after_group()`.
 
     The shape of every program that accumulates gradients: the micro-batches of a
@@ -215,7 +222,7 @@ def repeat_in_groups(
     """
     stacked = getattr(infeed, "is_device_buffer", False)
 
-    def run_group(*element):
+    def run_group(*element: Nested) -> list[tf.Operation]:
         steps = repeat(group_size, step, [], StackedInput(element[0]) if stacked else infeed)
         with tf.control_dependencies([steps]):
             after = after_group()
@@ -227,12 +234,12 @@ def repeat_in_groups(
 
 
 def while_loop(
-    condition: Callable,
-    body: Callable,
-    inputs=None,
-    infeed=None,
+    condition: Callable[..., Nested],
+    body: Callable[..., Nested],
+    inputs: Nested = None,
+    infeed: Infeed | None = None,
     maximum_iterations: int | None = None,
-):
+) -> Nested:
     """Runs `body` while `condition` holds, in the current compiled region."""
     if region_lib.current_region() is None:
         return _in_own_region(
@@ -248,7 +255,7 @@ def while_loop(
         check_signature(body, "body", carried, {})
     context = LoopContext(trip_count=None)
 
-    def loop_body(*values):
+    def loop_body(*values: tf.Tensor) -> list[tf.Tensor]:
         context.body_graph = ops.get_default_graph()
         element = _fetch_each_iteration(infeed)
         if not carried:
@@ -258,7 +265,7 @@ def while_loop(
         new_values, _ = _call_body(body, list(values), element)
         return new_values
 
-    def loop_condition(*values):
+    def loop_condition(*values: tf.Tensor) -> tf.Tensor:
         result = condition(*values) if carried else condition()
         return tf.convert_to_tensor(result, dtype=tf.bool)
 
@@ -276,7 +283,9 @@ def while_loop(
     return _loop_results(_as_list(results), _as_list(results)[0])
 
 
-def _call_body(body: Callable, values: list, element) -> tuple[list[tf.Tensor], list]:
+def _call_body(
+    body: Callable[..., Nested], values: list[tf.Tensor], element: Nested
+) -> tuple[list[tf.Tensor], list[ops.Operation]]:
     """The body's new loop values, and the operations it returned (which must run)."""
     args, kwargs = _element_args(element)
     check_signature(body, "body", values + args, kwargs)
@@ -292,14 +301,14 @@ def _call_body(body: Callable, values: list, element) -> tuple[list[tf.Tensor], 
     return tensors, operations
 
 
-def _after(operations: list, value: tf.Tensor) -> tf.Tensor:
+def _after(operations: list[ops.Operation], value: tf.Tensor) -> tf.Tensor:
     if not operations:
         return value
     with tf.control_dependencies(operations):
         return tf.identity(value)
 
 
-def _loop_results(values: list, done: tf.Tensor):
+def _loop_results(values: list[tf.Tensor], done: tf.Tensor) -> Nested:
     if not values:
         with tf.control_dependencies([done]):
             return tf.no_op(name="ipu_loop_done")
@@ -318,10 +327,10 @@ class StackedInput:
 
     is_device_buffer = True
 
-    def __init__(self, stacked) -> None:
+    def __init__(self, stacked: Nested) -> None:
         self._stacked = stacked
 
-    def _fetch_stacked(self, count: int):
+    def _fetch_stacked(self, count: int) -> tuple[Nested, ...]:
         for tensor in nest.flatten(self._stacked):
             leading = tensor.shape[0] if tensor.shape.rank else None
             if leading is not None and leading != count:
@@ -332,11 +341,11 @@ class StackedInput:
         # One positional argument per iteration: the element, whatever its structure.
         return (self._stacked,)
 
-    def _fetch_one(self):
+    def _fetch_one(self) -> Nested:
         raise ValueError("Stacked inputs can only feed a loop of known length")
 
 
-def _prefetch(infeed, n: int):
+def _prefetch(infeed: Infeed | None, n: int) -> tuple[Nested, ...] | None:
     """The next `n` infeed elements as one stacked buffer, fetched by the host before the region."""
     if infeed is None:
         return None
@@ -350,11 +359,11 @@ def _prefetch(infeed, n: int):
         return infeed._fetch_stacked(n)  # noqa: SLF001 - the engine is the infeed's consumer
 
 
-def _fetch_each_iteration(infeed):
+def _fetch_each_iteration(infeed: Infeed | None) -> Nested:
     return None if infeed is None else infeed._fetch_one()  # noqa: SLF001
 
 
-def _in_own_region(build: Callable):
+def _in_own_region(build: Callable[[], Nested]) -> Nested:
     from openipu._src.engine import device_scope
 
     ordinal = device_scope.current_ipu_ordinal() or 0

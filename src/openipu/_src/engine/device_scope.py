@@ -12,7 +12,8 @@ _state = threading.local()
 
 
 def _stack() -> list[int]:
-    return _state.__dict__.setdefault("devices", [])
+    stack: list[int] = _state.__dict__.setdefault("devices", [])
+    return stack
 
 
 @contextlib.contextmanager
@@ -35,7 +36,7 @@ def current_ipu_ordinal() -> int | None:
     return getattr(tf.distribute.get_strategy().extended, "ipu_ordinal", None)
 
 
-def validate_device_ordinal(device_ordinal) -> int:
+def validate_device_ordinal(device_ordinal: object) -> int:
     """The queue's IPU device. None (the original's default) is the ordinal of the IPUStrategy
     in scope, or 0 (ipu_infeed_queue.py and ipu_outfeed_queue.py)."""
     if device_ordinal is None:

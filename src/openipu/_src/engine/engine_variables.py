@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -24,10 +25,12 @@ ENGINE_VARIABLES = "openipu_engine_variables"
 
 _lock = threading.Lock()
 # Per session: how many of its graph's engine variables it has initialized.
-_initialized: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_initialized: weakref.WeakKeyDictionary[tf.compat.v1.Session, int] = weakref.WeakKeyDictionary()
 
 
-def engine_variable(initial_value, name: str, **kwargs) -> resource_variable_ops.ResourceVariable:
+def engine_variable(
+    initial_value: object, name: str, **kwargs: object
+) -> resource_variable_ops.ResourceVariable:
     """A non-trainable resource variable of engine state, made in the current context."""
     if ops.executing_eagerly_outside_functions():
         return resource_variable_ops.ResourceVariable(
@@ -43,7 +46,7 @@ def engine_variable(initial_value, name: str, **kwargs) -> resource_variable_ops
 BEFORE_RUN_ORDER = 10
 
 
-def _initialize_new(session, run) -> None:
+def _initialize_new(session: tf.compat.v1.Session, run: Callable[..., object]) -> None:
     """Initializes the engine variables of the session's graph it has not initialized yet."""
     graph = session.graph
     pending = graph.get_collection(ENGINE_VARIABLES)

@@ -183,7 +183,7 @@ class GradientAccumulation(Generic[Key]):
         """Where the program trains (its variables' device): the counter goes there too."""
         for key in keys:
             if isinstance(key, tf.Variable):
-                return key.device
+                return str(key.device)
         return None
 
     def accumulator(self, key: Key) -> tf.Variable:

@@ -68,5 +68,5 @@ class HostQueue:
     def size(self, replica: int = 0) -> tf.Tensor:
         return self._queues[replica].size()
 
-    def close(self) -> list:
+    def close(self) -> list[tf.Operation]:
         return [q.close(cancel_pending_enqueues=True) for q in self._queues]

@@ -16,10 +16,14 @@ shared with the rest of the program, so it is never read ahead.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import gen_dataset_ops
 from tensorflow.python.util import nest
+
+from openipu._src.engine.value_types import Nested
 
 _UNBOUNDED = -1
 # Up to this many elements are read by a straight chain of ops; more by a host loop, whose
@@ -27,17 +31,17 @@ _UNBOUNDED = -1
 _UNROLLED_FETCH_LIMIT = 32
 
 
-def fetch_from_iterator(handle: tf.Tensor, element_spec, count: int | tf.Tensor):
+def fetch_from_iterator(handle: tf.Tensor, element_spec: Nested, count: int | tf.Tensor) -> Nested:
     """The next `count` elements of the iterator behind `handle`, stacked along a new first axis."""
     return fetch_from_iterators([(handle, element_spec)], [0], count)[0]
 
 
 def fetch_from_iterators(
-    sources: list[tuple[tf.Tensor, object]],
+    sources: list[tuple[tf.Tensor, Nested]],
     order: list[int],
     iterations: int | tf.Tensor,
-    after=(),
-) -> list:
+    after: Iterable[tf.Operation | tf.Tensor] = (),
+) -> list[Nested]:
     """Reads the sequence `order` `iterations` times; each source's elements, stacked.
 
     `sources` holds (iterator handle, element spec) pairs and `order` indexes them
@@ -52,13 +56,16 @@ def fetch_from_iterators(
 
     def read(source: int) -> list[tf.Tensor]:
         specs = flat_specs[source]
-        return gen_dataset_ops.iterator_get_next_sync(
+        parts: list[tf.Tensor] = gen_dataset_ops.iterator_get_next_sync(
             sources[source][0],
             output_types=[s.dtype for s in specs],
             output_shapes=[s.shape for s in specs],
         )
+        return parts
 
-    def read_iteration(previous: list) -> tuple[list[list[list[tf.Tensor]]], list]:
+    def read_iteration(
+        previous: list[tf.Tensor],
+    ) -> tuple[list[list[list[tf.Tensor]]], list[tf.Tensor]]:
         """One iteration's reads, chained after `previous`: per source, per read, its parts."""
         elements: list[list[list[tf.Tensor]]] = [[] for _ in sources]
         for source in order:
@@ -74,8 +81,8 @@ def fetch_from_iterators(
             static_iterations is not None
             and static_iterations * len(order) <= _UNROLLED_FETCH_LIMIT
         ):
-            columns: list[list[list]] = [[[] for _ in specs] for specs in flat_specs]
-            previous: list = []
+            columns: list[list[list[tf.Tensor]]] = [[[] for _ in specs] for specs in flat_specs]
+            previous: list[tf.Tensor] = []
             for _ in range(int(static_iterations)):
                 elements, previous = read_iteration(previous)
                 for source, reads in enumerate(elements):
@@ -102,7 +109,7 @@ def fetch_from_iterators(
                 for source, specs in enumerate(flat_specs)
             ]
 
-            def fetch(i, *flat_arrays):
+            def fetch(i: tf.Tensor, *flat_arrays: tf.TensorArray) -> list[object]:
                 arrays = nest.pack_sequence_as(flat_specs, list(flat_arrays))
                 elements, _ = read_iteration([])
                 for source, reads in enumerate(elements):
@@ -144,11 +151,11 @@ class ElementStream:
     def initializer(self) -> tf.Operation:
         return self._iterator.initializer
 
-    def fetch_one(self):
+    def fetch_one(self) -> Nested:
         with ops.device("/device:CPU:0"):
             return self._iterator.get_next()
 
-    def fetch_stacked(self, count: int):
+    def fetch_stacked(self, count: int) -> Nested:
         return fetch_from_iterator(
             self._iterator._iterator_resource,  # noqa: SLF001 - TF1 iterators expose no handle
             self.element_spec,
@@ -164,7 +171,7 @@ class ChunkedStream:
         self._dataset = dataset
         self._prefetch_depth = prefetch_depth
         self._chunk_size: int | None = None
-        self._chunks = None
+        self._chunks: tf.data.Iterator | None = None
         flat_specs = nest.flatten(self.element_spec)
         with tf.init_scope(), ops.device("/device:CPU:0"):
             self._leftovers = tf.queue.FIFOQueue(
@@ -175,7 +182,7 @@ class ChunkedStream:
         self._chunks = None
         self._chunk_size = None
 
-    def _chunk_iterator(self, count: int):
+    def _chunk_iterator(self, count: int) -> tf.data.Iterator:
         if self._chunks is None:
             self._chunk_size = max(count, 1)
             with tf.init_scope(), ops.device("/device:CPU:0"):
@@ -184,7 +191,7 @@ class ChunkedStream:
                 self._chunks = iter(chunked.prefetch(max(1, self._prefetch_depth // 2)))
         return self._chunks
 
-    def fetch_stacked(self, count: int):
+    def fetch_stacked(self, count: int) -> Nested:
         chunks = self._chunk_iterator(count)
         with ops.device("/device:CPU:0"):
             if count == self._chunk_size:
@@ -197,13 +204,13 @@ class ChunkedStream:
                 flat = self._through_leftovers(chunks, count)
         return nest.pack_sequence_as(self.element_spec, nest.flatten(flat))
 
-    def fetch_one(self):
+    def fetch_one(self) -> Nested:
         return nest.map_structure(lambda t: t[0], self.fetch_stacked(1))
 
-    def _through_leftovers(self, chunks, count: int) -> list[tf.Tensor]:
+    def _through_leftovers(self, chunks: tf.data.Iterator, count: int) -> list[tf.Tensor]:
         """`count` elements, topping up the leftover queue with whole chunks first."""
 
-        def top_up(chunks_read):
+        def top_up(chunks_read: tf.Tensor) -> tf.Tensor:
             enqueue = self._leftovers.enqueue_many(nest.flatten(chunks.get_next()))
             with tf.control_dependencies([enqueue]):
                 return chunks_read + 1

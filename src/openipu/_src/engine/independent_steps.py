@@ -24,8 +24,10 @@ import tensorflow as tf
 from tensorflow.python.ops.parallel_for import control_flow_ops as parallel_for
 from tensorflow.python.util import nest
 
+from openipu._src.engine.value_types import Nested
 
-def run_together(step: Callable, stacked, count: int):
+
+def run_together(step: Callable[[Nested], Nested], stacked: Nested, count: int) -> Nested:
     """`step(element_i)` for i in [0, count), stacked along a new leading axis.
 
     `stacked` is a structure of tensors of leading dimension `count`. The step returns a
@@ -37,7 +39,7 @@ def run_together(step: Callable, stacked, count: int):
         return nest.map_structure(lambda tensor: tf.expand_dims(tensor, 0), outputs)
     returned_nothing = False
 
-    def iteration(index: tf.Tensor):
+    def iteration(index: tf.Tensor) -> Nested:
         nonlocal returned_nothing
         outputs = step(nest.map_structure(lambda tensor: tf.gather(tensor, index), stacked))
         if outputs is None:
@@ -49,7 +51,7 @@ def run_together(step: Callable, stacked, count: int):
     return None if returned_nothing else outputs
 
 
-def run_unrolled(step: Callable, stacked, count: int):
+def run_unrolled(step: Callable[[Nested], Nested], stacked: Nested, count: int) -> Nested:
     """Like `run_together`, with one copy of the step per element instead of vectorized ops."""
     outputs = [
         step(nest.map_structure(lambda tensor, i=i: tensor[i], stacked)) for i in range(count)

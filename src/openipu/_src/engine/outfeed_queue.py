@@ -19,6 +19,7 @@ import enum
 import itertools
 import threading
 import weakref
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -32,8 +33,13 @@ from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.host_queue import HostQueue
 from openipu._src.engine.replicas import variable_copies
+from openipu._src.engine.value_types import Nested
 
 _names = itertools.count()
+_NOT_ENQUEUED = (
+    "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
+    "a program that calls `enqueue` on it first"
+)
 
 
 class IPUOutfeedMode(enum.Enum):
@@ -43,7 +49,7 @@ class IPUOutfeedMode(enum.Enum):
     LAST = 2
 
 
-def _validate_structure(tensors):
+def _validate_structure(tensors: Nested) -> Nested:
     """Converts an enqueued value to tensors, checking it is a tensor, list/tuple or str-keyed dict."""
     if isinstance(tensors, dict):
         for key in tensors:
@@ -85,13 +91,16 @@ class IPUOutfeedQueue:
         self._buffer_depth = buffer_depth
         self._optimise_latency = bool(optimise_latency)
         self._name = f"outfeed{next(_names)}"
-        self._structure = None
+        self._structure: Nested = None  # of tf.TensorSpec, once enqueued
         self._store: HostQueue | None = None
         # Graphs already holding an enqueue, with the replicas that made them.
-        self._enqueue_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._enqueue_graphs: weakref.WeakKeyDictionary[ops.Graph, set[int]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._enqueuing_thread: int | None = None
-        self._enqueuing_graph = None
-        self._loop_buffers: list = []  # keeps device buffers alive as long as the queue
+        self._enqueuing_graph: ops.Graph | None = None
+        # Keeps device buffers alive as long as the queue.
+        self._loop_buffers: list[list[tf.Variable]] = []
 
     @property
     def outfeed_mode(self) -> IPUOutfeedMode:
@@ -133,20 +142,20 @@ class IPUOutfeedQueue:
 
     # Device side.
 
-    def enqueue(self, tensors):
+    def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
-            replicas = self._enqueue_graphs.setdefault(graph, set())
+            enqueued_by = self._enqueue_graphs.setdefault(graph, set())
             replica = replication.current_replica_index()
-            if replica in replicas:
+            if replica in enqueued_by:
                 raise ValueError(
                     "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
                     "can be enqueued only once per program (enqueue a tuple or a dictionary to "
                     "send several tensors)"
                 )
-            replicas.add(replica)
+            enqueued_by.add(replica)
             self._enqueuing_thread = threading.get_ident()
             self._enqueuing_graph = graph
         flat = nest.flatten(tensors)
@@ -172,10 +181,10 @@ class IPUOutfeedQueue:
         return store.enqueue(flat, replica)
 
     @staticmethod
-    def _structure_of(tensors):
+    def _structure_of(tensors: Nested) -> Nested:
         return nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), tensors)
 
-    def _set_structure(self, tensors, specs) -> None:
+    def _set_structure(self, tensors: Nested, specs: list[tf.TensorSpec]) -> None:
         structure = self._structure_of(tensors)
         if self._structure is not None:
             try:
@@ -193,12 +202,20 @@ class IPUOutfeedQueue:
                 )
         self._structure = structure
 
-    def _ensure_store(self, specs, replicas: int) -> HostQueue:
+    def _ensure_store(self, specs: list[tf.TensorSpec], replicas: int) -> HostQueue:
         if self._store is None or not self._store.matches(specs, replicas):
             self._store = HostQueue(specs, replicas, self._name)
         return self._store
 
-    def _write_loop_buffers(self, flat, specs, iteration, region, store, replica):
+    def _write_loop_buffers(
+        self,
+        flat: list[tf.Tensor],
+        specs: list[tf.TensorSpec],
+        iteration: tuple[tf.Tensor, int | tf.Tensor],
+        region: region_lib.CompiledRegion,
+        store: HostQueue,
+        replica: int,
+    ) -> tf.Operation:
         index, total = iteration
         last_only = self._mode is IPUOutfeedMode.LAST
         # One slot at least: XLA compiles the loop body even if it never runs, and a write to
@@ -232,7 +249,7 @@ class IPUOutfeedQueue:
             for buffer, value in zip(buffers, flat, strict=True)
         ]
 
-        def move_to_host(region_outputs):
+        def move_to_host(region_outputs: list[tf.Tensor | ops.Operation]) -> list[ops.Operation]:
             with tf.control_dependencies(region_outputs), ops.device("/device:CPU:0"):
                 if last_only:
                     # The last slot, if the loop ran at all.
@@ -245,22 +262,19 @@ class IPUOutfeedQueue:
 
     # Host side.
 
-    def dequeue(self, wait_for_completion: bool = False):
+    def dequeue(self, wait_for_completion: bool = False) -> Nested:
         """The enqueued values since the last dequeue (all of them, or the last: see the mode)."""
         if self._structure is None or self._store is None:
             # Eagerly, a dequeue before the first enqueue (often from a thread polling the
             # queue while training starts) gives [], as in ipu_outfeed_queue.py.
             if tf.executing_eagerly():
                 return []
-            raise ValueError(
-                "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
-                "a program that calls `enqueue` on it first"
-            )
+            raise ValueError(_NOT_ENQUEUED)
         if deferred_builds.is_deferred_here():
             # The program enqueuing may be built again for other replicas at the first run.
-            built_from = []
+            built_from: list[HostQueue | None] = []
 
-            def build():
+            def build() -> Nested:
                 built_from[:] = [self._store]
                 return self._dequeue_from_store()
 
@@ -269,8 +283,10 @@ class IPUOutfeedQueue:
             )
         return self._dequeue_from_store()
 
-    def _dequeue_from_store(self):
+    def _dequeue_from_store(self) -> Nested:
         store = self._store
+        if store is None:  # released (`deleter`) before a deferred dequeue was built again
+            raise ValueError(_NOT_ENQUEUED)
         replicas = store.replicas
         specs = store.specs
         if poplar_flags.is_synthetic("outfeed"):
@@ -309,7 +325,7 @@ class IPUOutfeedQueue:
             return values[-1]
 
     @property
-    def deleter(self):
+    def deleter(self) -> tf.Operation | None:
         """An operation releasing the host storage, after which the queue can be reused."""
         store, self._store = self._store, None
         self._structure = None
@@ -320,7 +336,7 @@ class IPUOutfeedQueue:
         ops_ = store.close()
         return None if tf.executing_eagerly() else tf.group(ops_)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Nested]:
         """Dequeues, then yields one element at a time (each enqueue, with replicas inside)."""
         if not tf.executing_eagerly():
             raise RuntimeError("Iterating over an IPUOutfeedQueue needs eager execution (TF2)")

@@ -61,7 +61,14 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
         return
     generator = seeds.generator(device_ordinal, replica)
 
-    def replace(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+    def replace(
+        op_type: str,
+        inputs: tuple[tf.Tensor, ...],
+        attrs: tuple[object, ...],
+        outputs: list[tf.Tensor],
+        op_name: str | None = None,
+        graph: tf.Graph | None = None,
+    ) -> list[tf.Tensor] | None:
         if op_type not in _REPLACED or graph is None or getattr(_state, "busy", False):
             return None
         if not outputs or outputs[0].op.type != op_type:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import tensorflow as tf
 from tensorflow.compiler.jit.ops import xla_ops
@@ -30,6 +30,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
 from openipu._src.engine import autograph_loops, compile_policy, random_ops
+from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
 from openipu._src.system import configure
 
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 _state = threading.local()
 
 
-class _RegionContext(xla.XLACompileContext):
+class _RegionContext(xla.XLACompileContext):  # type: ignore[misc]  # TensorFlow is untyped
     """The XLA compile context, remembering the operations it marked."""
 
     def __init__(self, name: str, pivot: ops.Operation) -> None:
@@ -68,7 +69,7 @@ class _PlainContext:
     def Exit(self) -> None:  # noqa: N802
         pass
 
-    def ExitResult(self, result) -> None:  # noqa: N802
+    def ExitResult(self, result: list[tf.Tensor]) -> None:  # noqa: N802
         pass
 
 
@@ -83,7 +84,9 @@ class CompiledRegion:
         self.device = device
         self.mode: compile_policy.CompileMode | None = None
         self.graph_mode_reasons: list[str] = []
-        self._finalizers: list[Callable[[list], list[ops.Operation]]] = []
+        self._finalizers: list[
+            Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
+        ] = []
 
     @contextlib.contextmanager
     def on_host(self) -> Iterator[None]:
@@ -125,7 +128,7 @@ class CompiledRegion:
 
 def current_region() -> CompiledRegion | None:
     """The region being built in the current graph (or a graph nested in it)."""
-    stack = getattr(_state, "regions", [])
+    stack: list[CompiledRegion] = getattr(_state, "regions", [])
     if not stack:
         return None
     graph = ops.get_default_graph()
@@ -144,15 +147,15 @@ def in_region_top_level() -> bool:
 
 
 def compile_region(
-    computation: Callable,
-    inputs=None,
+    computation: Callable[..., Nested],
+    inputs: list[Nested] | tuple[Nested, ...] | None = None,
     device: str | None = None,
     *,
     ipu_ordinal: int = 0,
     flat_return_rules: bool = True,
     mode: compile_policy.CompileMode | None = None,
     on_mode: Callable[[compile_policy.CompileMode], None] | None = None,
-):
+) -> Nested:
     """Builds `computation(*inputs)` as one compiled region and returns its outputs.
 
     With `flat_return_rules` the return value follows `ipu_compiler.compile`:
@@ -251,20 +254,24 @@ def compile_region(
         return _pack_outputs(tensors, operations + host_after, structure, name)
 
 
-def _call_inside_region(computation, inputs, flat_return_rules):
+def _call_inside_region(
+    computation: Callable[..., Nested], inputs: Sequence[Nested], flat_return_rules: bool
+) -> Nested:
     outputs = computation(*inputs)
     tensors, operations, structure = _split_outputs(outputs, flat_return_rules)
     return _pack_outputs(tensors, operations, structure, "ipu_nested")
 
 
-def _flat(inputs) -> list[tf.Tensor]:
+def _flat(inputs: Nested) -> list[tf.Tensor]:
     return [ops.convert_to_tensor(x) for x in nest.flatten(inputs)]
 
 
 _FLAT = object()  # marks outputs returned as a flat list (the compile return rules)
 
 
-def _split_outputs(outputs, flat_return_rules: bool):
+def _split_outputs(
+    outputs: Nested, flat_return_rules: bool
+) -> tuple[list[tf.Tensor], list[ops.Operation], Nested]:
     """Tensors, operations, and how to pack the tensors back (`_FLAT`: as a list)."""
     if flat_return_rules and xla.is_flat(outputs):
         if outputs is None:
@@ -294,7 +301,9 @@ def _split_outputs(outputs, flat_return_rules: bool):
     return [ops.convert_to_tensor(o) for o in flat if o is not None], [], outputs
 
 
-def _pack_outputs(tensors, operations, structure, name):
+def _pack_outputs(
+    tensors: list[tf.Tensor], operations: list[ops.Operation], structure: Nested, name: str
+) -> Nested:
     if not tensors and (structure is _FLAT or not tf.inside_function()):
         return control_flow_ops.group(operations, name=name + "/output")
     with ops.control_dependencies(operations):
@@ -325,10 +334,12 @@ def _unmark_op(op: ops.Operation) -> None:
 
 def _device_connection_type() -> DeviceConnectionType | None:
     system = configure.maybe_current_system()
-    return None if system is None else system.config.device_connection.type  # type: ignore[attr-defined]  # an IPUConfig
+    return None if system is None else system.config.device_connection.type
 
 
-def _precompiled_outputs(computation, inputs, flat_return_rules):
+def _precompiled_outputs(
+    computation: Callable[..., Nested], inputs: Sequence[Nested], flat_return_rules: bool
+) -> Nested:
     """PRE_COMPILE: the program is built (and checked) but never runs; outputs are zeros.
 
     In a TF2 function the program is traced as a function that nothing calls; in a

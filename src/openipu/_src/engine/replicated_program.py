@@ -12,21 +12,22 @@ from collections.abc import Callable
 
 from openipu._src.engine import region
 from openipu._src.engine.replicas import replicated
+from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
 
 
 def compile_replicated(
-    computation: Callable,
-    inputs,
+    computation: Callable[..., Nested],
+    inputs: Nested,
     ipu_ordinal: int,
     purpose: str,
     flat_return_rules: bool = True,
-):
+) -> Nested:
     """`computation(*inputs)` as one region of R replicas on `/device:IPU:<ipu_ordinal>`."""
     device = configure.current_system(purpose).device(ipu_ordinal)
 
-    def attempt(replicas: int):
-        def build(*args):
+    def attempt(replicas: int) -> Nested:
+        def build(*args: Nested) -> Nested:
             return replicated.first_replica_outputs(
                 lambda: computation(*args), replicas, device.num_ipus, ipu_ordinal
             )

@@ -8,9 +8,12 @@ globally where programs see them (`exchange_ops.global_replica_index`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tensorflow as tf
 
 from openipu._src.engine.replicas import lockstep
+from openipu._src.engine.value_types import Nested
 
 
 def current_replica_count() -> int:
@@ -21,7 +24,7 @@ def current_replica_index() -> int:
     return lockstep.replica_index()
 
 
-def local_replica_count(strategy=None) -> int:
+def local_replica_count(strategy: tf.distribute.Strategy | None = None) -> int:
     """tf.distribute replicas of `strategy` (the current one by default) in this process.
 
     One for the IPU strategies (their programs replicate, `engine.replicas`), also for
@@ -32,10 +35,11 @@ def local_replica_count(strategy=None) -> int:
     try:
         return len(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy has no devices: one replica
-        return strategy.num_replicas_in_sync
+        count: int = strategy.num_replicas_in_sync
+        return count
 
 
-def run_in_replica_context(fn, *args):
+def run_in_replica_context(fn: Callable[..., Nested], *args: Nested) -> Nested:
     """Calls `fn(*args)` in the replica context of the current distribution strategy.
 
     Steps (Keras train steps, optimizer updates) expect a replica context, as

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 _HOLDERS: list[tuple[object, str]] = []
 
@@ -28,15 +29,15 @@ def _holders() -> list[tuple[object, str]]:
     return _HOLDERS
 
 
-def snapshot() -> list[list]:
+def snapshot() -> list[list[Any]]:
     """Copies of the current thread's engine stacks."""
     return [list(getattr(holder, name, [])) for holder, name in _holders()]
 
 
 @contextlib.contextmanager
-def restored(saved: list[list]) -> Iterator[None]:
+def restored(saved: list[list[Any]]) -> Iterator[None]:
     """Within this context, this thread sees the stacks of `saved`."""
-    previous: list[list | None] = [getattr(holder, name, None) for holder, name in _holders()]
+    previous: list[list[Any] | None] = [getattr(holder, name, None) for holder, name in _holders()]
     for (holder, name), stack in zip(_holders(), saved, strict=True):
         setattr(holder, name, list(stack))
     try:

@@ -120,14 +120,14 @@ class IPUInfeedQueue:
                 "run the operation it returned once, instead of asking for it again"
             )
         self._initializer_accessed = True
-        if self._graph_mode:
+        if isinstance(self._stream, ElementStream):  # graph mode
             return self._stream.initializer
         return None if tf.executing_eagerly() else tf.no_op(name="infeed_initializer")
 
     @property
     def deleter(self):
         """An operation that releases the queue's iterator so a new queue can take its place."""
-        if not self._graph_mode:
+        if isinstance(self._stream, ChunkedStream):  # eager
             self._stream.release()
         if tf.executing_eagerly():
             return None

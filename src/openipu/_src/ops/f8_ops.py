@@ -65,7 +65,7 @@ class QuarterTensor:
     def __eq__(self, other) -> bool:
         return self.numpy() == other.numpy()
 
-    __hash__ = None  # equality compares values, as in the original
+    __hash__ = None  # type: ignore[assignment]  # equality compares values, as in the original
 
     @property
     def shape(self):

@@ -32,7 +32,7 @@ def outlined_function(
         )
 
     def decorate(inner: Callable) -> Callable:
-        scope = name or getattr(inner, "__name__", "outlined_function")
+        scope = str(name or getattr(inner, "__name__", "outlined_function"))
 
         @functools.wraps(inner)
         def outlined(*args):

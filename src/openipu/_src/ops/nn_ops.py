@@ -71,7 +71,8 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
         def multi_conv_wrapper(*args):
             return inner(*args)
 
-        multi_conv_wrapper.multi_conv_options = dict(options or {})
+        # A function attribute, as the original's.
+        multi_conv_wrapper.multi_conv_options = dict(options or {})  # type: ignore[attr-defined]
         return multi_conv_wrapper
 
     return decorate if func is None else decorate(func)

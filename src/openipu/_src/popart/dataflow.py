@@ -7,6 +7,7 @@ comes back for every batch (`All`), for the last one (`Final`), for every N-th o
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Mapping
 from typing import Any
@@ -110,7 +111,7 @@ class AnchorReturnType:
     def _key(self) -> tuple:
         return (self._id, self._return_period, self._tile_set, self._exchange)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:  # `str` here is the method below
         period = f", {self._return_period}" if self._return_period is not None else ""
         return f"AnchorReturnType({self.str()!r}{period})"
 

@@ -11,9 +11,13 @@ import dataclasses
 import logging
 import re
 import threading
+from typing import TYPE_CHECKING
 
 from openipu._src.integration import tracing_context
 from openipu._src.system import host_devices, topology
+
+if TYPE_CHECKING:
+    from openipu._src.config.ipu_config import IPUConfig
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ class IPUDevice:
 class IPUSystem:
     """The configured emulated system: the configuration and its devices."""
 
-    config: object  # an IPUConfig; kept untyped to avoid an import cycle
+    config: IPUConfig
     devices: list[IPUDevice]
 
     def device(self, ordinal: int) -> IPUDevice:

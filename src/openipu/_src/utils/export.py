@@ -156,7 +156,7 @@ def _input_values(inputs: list, feed_dict: dict) -> list[np.ndarray]:
             evaluated = session.run(list(to_evaluate.values()), feed_dict=feed_dict)
         for index, value in zip(to_evaluate, evaluated, strict=True):
             values[index] = np.asarray(value)
-    return values
+    return [value for value in values if value is not None]  # every None was evaluated
 
 
 def _fed_value(x, feed_dict: dict):

@@ -34,7 +34,7 @@ def check_when_built(options: dict) -> None:
     if proportion is not None and (
         isinstance(proportion, bool)
         or not isinstance(proportion, numbers.Real)
-        or not 0.0 <= proportion <= 1.0
+        or not 0.0 <= float(proportion) <= 1.0
     ):
         _invalid(f"availableMemoryProportion must be in [0, 1], got {proportion!r}")
     partials = options.get("partialsType")

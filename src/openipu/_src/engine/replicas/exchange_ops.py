@@ -33,9 +33,11 @@ _TF1_GRADIENTS: weakref.WeakKeyDictionary[ops.Graph, dict[str, Gradient]] = (
 _tf1_names = itertools.count()
 
 
-@ops.RegisterGradient("OpenIPUReplicaExchange")
 def _tf1_gradient(op: tf.Operation, upstream: tf.Tensor) -> tf.Tensor:
     return _TF1_GRADIENTS[op.graph][op.name](upstream)
+
+
+ops.RegisterGradient("OpenIPUReplicaExchange")(_tf1_gradient)
 
 
 def _differentiated_by_tapes() -> bool:
@@ -43,14 +45,16 @@ def _differentiated_by_tapes() -> bool:
     return isinstance(ops.get_default_graph(), func_graph.FuncGraph) or tf.executing_eagerly()
 
 
-def _ignoring_variables(gradient: Gradient) -> Callable:
+def _ignoring_variables(gradient: Gradient) -> Callable[..., object]:
     """`gradient` for `tf.custom_gradient`, whose forward may read variables.
 
     A cross-process stage reads its collectives' ordering token (a resource variable),
     which has no gradient.
     """
 
-    def with_variables(upstream: tf.Tensor, variables=None):
+    def with_variables(
+        upstream: tf.Tensor, variables: list[tf.Variable] | None = None
+    ) -> tf.Tensor | tuple[tf.Tensor, list[None]]:
         if variables:
             return gradient(upstream), [None] * len(variables)
         return gradient(upstream)
@@ -62,11 +66,10 @@ def _with_gradient(forward: Gradient, gradient: Gradient, x: tf.Tensor) -> tf.Te
     """`forward(x)` (of x's shape), whose gradient for an upstream gradient g is `gradient(g)`."""
     if _differentiated_by_tapes():
 
-        @tf.custom_gradient
-        def exchanged(value):
+        def exchanged(value: tf.Tensor) -> tuple[tf.Tensor, Callable[..., object]]:
             return forward(value), _ignoring_variables(gradient)
 
-        return exchanged(x)
+        return tf.custom_gradient(exchanged)(x)
     result = forward(tf.stop_gradient(x))
     # An identity of x whose gradient is `gradient`, carrying the exchanged value.
     graph = ops.get_default_graph()
@@ -183,11 +186,10 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
 
     if _differentiated_by_tapes():
 
-        @tf.custom_gradient
-        def gathered(value):
+        def gathered(value: tf.Tensor) -> tuple[tf.Tensor, Callable[..., object]]:
             return _stack_within_groups(value, size, "an all-gather"), _ignoring_variables(gradient)
 
-        return gathered(x)
+        return tf.custom_gradient(gathered)(x)
 
     # TF1 graphs: the exchange is carried by x tiled to the gather's shape, whose gradient
     # (all of it in the first slice) `tf.stack` sums back into x.

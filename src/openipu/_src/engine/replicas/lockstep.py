@@ -166,7 +166,9 @@ class _ReplicaGroup:
                 )
             self._meeting = None  # every replica has taken its share
 
-    def meet(self, index: int, value: Any, combine: Callable, kind: str) -> Any:
+    def meet(
+        self, index: int, value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: str
+    ) -> Any:
         graph = ops.get_default_graph()
         if index == 0:
             self._meeting = _Meeting(kind, graph)
@@ -266,9 +268,9 @@ class _CallerState:
     name_scope: str
     variable_scope: Any
     reuse_variables: bool
-    creator_stack: list
-    strategy_stack: list
-    engine_stacks: list
+    creator_stack: list[tuple[Any, ...]]  # TensorFlow's (priority, creator) entries
+    strategy_stack: list[Any]  # TensorFlow's distribution strategy stack entries
+    engine_stacks: list[list[Any]]
 
     @classmethod
     def capture(cls, index: int, scope: Any) -> _CallerState:

@@ -83,7 +83,7 @@ def build(
 _INHERITED = ("variables", "ipus", "ordinal")
 
 
-def _seeded(ipu_ordinal: int | None, replica: int):
+def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContextManager[None]:
     """Each replica draws from its own seed stream of the device, as on the IPU."""
     if ipu_ordinal is None:
         return contextlib.nullcontext()
@@ -122,7 +122,7 @@ def _after(outputs: Any, done: tf.Operation) -> Any:
     if isinstance(outputs, tf.Operation):
         return tf.group(outputs, done)
 
-    def wait(value):
+    def wait(value: object) -> object:
         if isinstance(value, tf.Operation):
             return tf.group(value, done)
         if not isinstance(value, tf.Tensor):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.replicas.variable_copies import variables_untouched
+from openipu._src.engine.value_types import Nested
 
 
 def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
@@ -29,7 +30,7 @@ def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
     if lockstep.replica_count() == 1:
         return tf.cond(pred, lambda: done_after(true_fn()), lambda: tf.constant(False))
 
-    def combine(values: list) -> list:
+    def combine(values: list[tuple[tf.Tensor, Callable[[], tf.Tensor]]]) -> list[tf.Tensor]:
         replicas = len(values)
         branches = [branch for _, branch in values]
 
@@ -45,7 +46,7 @@ def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
     return lockstep.exchange((pred, true_fn), combine, "a conditional")
 
 
-def done_after(effects) -> tf.Tensor:
+def done_after(effects: Nested) -> tf.Tensor:
     """True, once `effects` (tensors, operations or None) are done."""
     effects = [e for e in tf.nest.flatten(effects) if e is not None]
     with tf.control_dependencies(effects):

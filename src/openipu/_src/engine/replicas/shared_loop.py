@@ -20,6 +20,10 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.replicas.variable_copies import variables_untouched
+from openipu._src.engine.value_types import Infeed, Nested
+
+#: How device_loop builds an ordinary loop (`device_loop.repeat` or `device_loop.while_loop`).
+LoopBuilder = Callable[..., Nested]
 
 
 def in_replicas() -> bool:
@@ -27,16 +31,25 @@ def in_replicas() -> bool:
     return lockstep.replica_count() > 1
 
 
-def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
+def repeat(
+    n: int,
+    body: Callable[..., Nested],
+    inputs: Nested,
+    infeed: Infeed | None,
+    build_loop: LoopBuilder,
+) -> Nested:
     """`device_loop.repeat` for one replica of several: builds one loop for all replicas.
 
     `build_loop(n, body, inputs, infeed)` builds an ordinary device loop. Returns this
     replica's final loop values (or an operation when there are none).
     """
     carried = _as_list(inputs)
-    buffer = infeed._stacked if getattr(infeed, "is_device_buffer", False) else None  # noqa: SLF001
+    # A device buffer (device_loop.StackedInput) holds its stacked elements in `_stacked`.
+    buffer = (
+        getattr(infeed, "_stacked", None) if getattr(infeed, "is_device_buffer", False) else None
+    )
 
-    def combine(values: list[tuple[list, Any, Callable]]) -> list[Any]:
+    def combine(values: list[tuple[list[Nested], Nested, Callable[..., Nested]]]) -> list[Any]:
         replicas = len(values)
         count = len(carried)
         # Each replica runs its own body (it may close over that replica's own objects).
@@ -50,10 +63,10 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
         else:
             source = None
 
-        def shared_body(*args):
+        def shared_body(*args: Nested) -> list[tf.Tensor | tf.Operation]:
             element = args[count * replicas :]
 
-            def replica_body(index: int):
+            def replica_body(index: int) -> tuple[list[tf.Tensor], tf.Tensor]:
                 # device_loop calls this module: importing it at the top would be a cycle.
                 from openipu._src.engine import device_loop
 
@@ -77,7 +90,14 @@ def repeat(n: int, body: Callable, inputs, infeed, build_loop: Callable):
     return lockstep.exchange((carried, buffer, body), combine, "a device loop")
 
 
-def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: Callable):
+def while_loop(
+    condition: Callable[..., Nested],
+    body: Callable[..., Nested],
+    inputs: Nested,
+    infeed: Infeed | None,
+    maximum_iterations: int | None,
+    build_loop: LoopBuilder,
+) -> Nested:
     """`device_loop.while_loop` for one replica of several: one shared loop.
 
     Replicas of one program must agree on when a loop ends (on an IPU a replica that
@@ -86,7 +106,9 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
     """
     carried = _as_list(inputs)
 
-    def combine(values: list[tuple[list, Callable, Callable]]) -> list[Any]:
+    def combine(
+        values: list[tuple[list[Nested], Callable[..., Nested], Callable[..., Nested]]],
+    ) -> list[Any]:
         replicas = len(values)
         count = len(carried)
         # Each replica runs its own body; replica 0's condition decides.
@@ -95,14 +117,14 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
         flat_inputs = [tf.convert_to_tensor(c) for own, _, _ in values for c in own]
         source = InterleavedInfeed(infeed, replicas) if infeed is not None else None
 
-        def replica_zero_condition(flat):
+        def replica_zero_condition(flat: list[tf.Tensor]) -> tf.Tensor:
             return tf.convert_to_tensor(replica_zero_test(*flat[:count]), tf.bool)
 
-        def shared_body(*args):
+        def shared_body(*args: tf.Tensor) -> list[tf.Tensor]:
             flat = list(args[:-1])
             element = source.fetch_iteration() if source is not None else None
 
-            def replica_body(index: int):
+            def replica_body(index: int) -> tuple[list[tf.Tensor], tf.Tensor]:
                 # device_loop calls this module: importing it at the top would be a cycle.
                 from openipu._src.engine import device_loop
 
@@ -133,7 +155,7 @@ def while_loop(condition, body, inputs, infeed, maximum_iterations, build_loop: 
     return lockstep.exchange((carried, condition, body), combine, "a device loop")
 
 
-def _per_replica(results, count: int, replicas: int) -> list[Any]:
+def _per_replica(results: Nested, count: int, replicas: int) -> list[Any]:
     if count == 0:
         return [results] * replicas
     tensors = [r for r in _as_list(results) if not isinstance(r, tf.Operation)]
@@ -141,7 +163,7 @@ def _per_replica(results, count: int, replicas: int) -> list[Any]:
     return [group[0] if count == 1 else group for group in grouped]
 
 
-def _as_list(values) -> list:
+def _as_list(values: Nested) -> list[Nested]:
     if values is None:
         return []
     return list(values) if isinstance(values, (list, tuple)) else [values]
@@ -150,11 +172,11 @@ def _as_list(values) -> list:
 class InterleavedInfeed:
     """A host infeed read R elements per iteration: element i * R + r is replica r's."""
 
-    def __init__(self, infeed, replicas: int) -> None:
+    def __init__(self, infeed: Infeed, replicas: int) -> None:
         self._infeed = infeed
         self._replicas = replicas
 
-    def _fetch_stacked(self, count: int):
+    def _fetch_stacked(self, count: int) -> tuple[Nested, ...]:
         stacked = self._infeed._fetch_stacked(count * self._replicas)  # noqa: SLF001
         # One argument per iteration: the dataset element with a replica axis.
         return (
@@ -163,10 +185,10 @@ class InterleavedInfeed:
             ),
         )
 
-    def _fetch_one(self):
+    def _fetch_one(self) -> Nested:
         raise ValueError("A replicated loop reads its infeed through fetch_iteration")
 
-    def fetch_iteration(self):
+    def fetch_iteration(self) -> tuple[Nested, ...]:
         """The next R elements (one per replica), stacked along a replica axis."""
         return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
 
@@ -176,13 +198,13 @@ class _ReplicaAxisBuffer:
 
     is_device_buffer = True
 
-    def __init__(self, per_replica_buffers: list) -> None:
+    def __init__(self, per_replica_buffers: list[Nested]) -> None:
         self._stacked = nest.map_structure(
             lambda *buffers: tf.stack(buffers, axis=1), *per_replica_buffers
         )
 
-    def _fetch_stacked(self, count: int):
+    def _fetch_stacked(self, count: int) -> tuple[Nested, ...]:
         return (self._stacked,)
 
-    def _fetch_one(self):
+    def _fetch_one(self) -> Nested:
         raise ValueError("Stacked inputs can only feed a loop of known length")

@@ -22,7 +22,7 @@ call to the next, as on the device.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -54,7 +54,7 @@ class _Copies:
         while len(self.copies) < replicas - 1:
             self.copies.append(self._hidden(f"replica_{len(self.copies) + 1}"))
 
-    def _hidden(self, suffix: str, initial_value=None) -> tf.Variable:
+    def _hidden(self, suffix: str, initial_value: object = None) -> tf.Variable:
         variable = self._variable
         with outside_programs(), ops.device(variable.device):
             if initial_value is None:
@@ -77,21 +77,21 @@ def outside_programs() -> Iterator[None]:
             graph._set_control_flow_context(saved)  # noqa: SLF001
 
 
-def own_variable(variable):
+def own_variable(variable: tf.Variable) -> tf.Variable:
     """Marks `variable` as one replica's own (engine state kept per replica): no copies."""
     setattr(variable, _INTERNAL, True)
     return variable
 
 
 def _copies_of(variable: resource_variable_ops.BaseResourceVariable) -> _Copies:
-    copies = variable.__dict__.get(_ATTRIBUTE)
+    copies: _Copies | None = variable.__dict__.get(_ATTRIBUTE)
     if copies is None:
         copies = _Copies(variable)
         setattr(variable, _ATTRIBUTE, copies)
     return copies
 
 
-def _is_user_variable(variable) -> bool:
+def _is_user_variable(variable: tf.Variable) -> bool:
     return not getattr(variable, _INTERNAL, False) and not isinstance(
         variable,
         resource_variable_ops._UnreadVariable,  # noqa: SLF001 - handle already mapped
@@ -124,7 +124,9 @@ class ReplicatedVariables:
         is that replica's own and has no copies.
         """
 
-        def created_by_replica(next_creator, **kwargs):
+        def created_by_replica(
+            next_creator: Callable[..., tf.Variable], **kwargs: object
+        ) -> tf.Variable:
             return own_variable(next_creator(**kwargs))
 
         created_by_replica.replica_only = True  # type: ignore[attr-defined] # see lockstep
@@ -136,7 +138,7 @@ class ReplicatedVariables:
         ):
             yield
 
-    def _handle(self, variable, index: int):
+    def _handle(self, variable: tf.Variable, index: int) -> tf.Tensor:
         if not _is_user_variable(variable):
             return variable_handles.stock_handle(variable)
         copies = self._prepare(variable)
@@ -144,7 +146,7 @@ class ReplicatedVariables:
             return variable_handles.stock_handle(variable)
         return variable_handles.stock_handle(copies.copies[index - 1])
 
-    def _prepare(self, variable) -> _Copies:
+    def _prepare(self, variable: resource_variable_ops.BaseResourceVariable) -> _Copies:
         """The variable's copies, refreshed at the program's start if the host changed it."""
         key = id(variable)
         with variables_untouched():
@@ -158,7 +160,9 @@ class ReplicatedVariables:
             self._touched[key] = (variable, refresh)
         return copies
 
-    def _build_refresh(self, variable, copies: _Copies) -> tf.Operation:
+    def _build_refresh(
+        self, variable: resource_variable_ops.BaseResourceVariable, copies: _Copies
+    ) -> tf.Operation:
         """At the program's top level, before anything reads the variable: refresh copies."""
         with (
             self._graph.as_default(),
@@ -172,7 +176,7 @@ class ReplicatedVariables:
                 lambda: tf.constant(True),
             )
 
-            def refresh():
+            def refresh() -> tf.Tensor:
                 writes = [copy.assign(value) for copy in copies.copies]
                 writes.append(copies.filled.assign(True))
                 with tf.control_dependencies(writes):

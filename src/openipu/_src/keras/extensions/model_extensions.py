@@ -15,6 +15,7 @@ import inspect
 import math
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 from tf_keras.src.utils import tf_utils
@@ -30,6 +31,11 @@ from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 from openipu._src.system import configure
+
+if TYPE_CHECKING:
+    from tf_keras import Model as _KerasModel
+else:
+    _KerasModel = object  # the Keras model classes this is mixed into
 
 #: Keys of `get_config()` under which IPU options are saved with a model.
 SAVED_OPTIONS_KEY = "ipu_options"
@@ -72,11 +78,18 @@ class IPUModelState:
         self.step_batches = 1  # batches per Keras step (the first API's steps are updates)
         self.lock = threading.Lock()
         self.replacing = 0
+        self.layer_replacement = False  # the pipelined first API's option, kept
         self.real_optimizer = None
 
 
-class KerasExtensions:
+class KerasExtensions(_KerasModel):
     """Mixed into Keras model classes created in an IPUStrategy scope."""
+
+    if TYPE_CHECKING:
+        # Keras's, which this class makes ExecutionFunctions (make_*_function below).
+        train_function: ExecutionFunction | None
+        test_function: ExecutionFunction | None
+        predict_function: ExecutionFunction | None
 
     #: fit/evaluate/predict count steps by the original's rules (`step_rules`).
     _ipu_original_step_rules = True

@@ -192,7 +192,7 @@ def _stage_of_layer(layer) -> int | None:
 
 
 def _functional_assignment(model) -> list[_PipelineStageAssignment]:
-    records = []
+    records: list[_PipelineStageAssignment] = []
     nodes_by_depth = keras_internals.nodes_by_depth(model)
     for depth in sorted(nodes_by_depth, reverse=True):  # topological order
         for node in nodes_by_depth[depth]:
@@ -220,7 +220,7 @@ def _subclassed_assignment(model) -> list[_PipelineStageAssignment]:
         )
     invocations = trace_layer_invocations(model)
     counts: dict[int, int] = {}
-    records = []
+    records: list[_PipelineStageAssignment] = []
     for layer, stage in invocations:
         index = counts.get(id(layer), 0)
         counts[id(layer)] = index + 1
@@ -280,7 +280,7 @@ def validate(
             f"{', '.join(repr(n) for n in unassigned)} of model {model.name!r} has none. "
             "Use tf.keras.ipu.PipelineStage or set_pipeline_stage_assignment."
         )
-    stages = sorted({r.pipeline_stage for r in records})
+    stages = sorted({r.pipeline_stage for r in records if r.pipeline_stage is not None})
     if stages != list(range(len(stages))):
         raise ValueError(
             f"The pipeline stages of model {model.name!r} are {stages}: they must be "

@@ -47,6 +47,7 @@ class LayerNormalization(tf_keras.layers.Layer):
                     f"argument (got {value!r})"
                 )
         super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
+        self.axis: int | tuple[int, ...]
         if isinstance(axis, (list, tuple)):
             self.axis = tuple(axis)
         elif isinstance(axis, int) and not isinstance(axis, bool):

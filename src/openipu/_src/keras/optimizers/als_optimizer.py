@@ -234,7 +234,8 @@ class ALSOptimizer(OptimizerWrapper):
 
     histogram = _read_only("histogram", lambda self: tf.convert_to_tensor(self._hist))
     normalized_histogram = _read_only(
-        "normalized_histogram", lambda self: statistics_ops.histogram_normalize(self.histogram)
+        "normalized_histogram",
+        lambda self: tf.math.divide_no_nan(self.histogram, tf.reduce_sum(self.histogram)),
     )
     loss_scaling_factor = _read_only(
         "loss_scaling_factor", lambda self: tf.convert_to_tensor(self._lsf)

@@ -10,12 +10,10 @@ hyperparameter (the learning rate decay, 0 unless given), not `rho`.
 from __future__ import annotations
 
 import tensorflow as tf
-import tf_keras
+from tf_keras.optimizers import legacy
 
 from openipu._src.keras.optimizers.als_optimizer import ALSDefaults, ALSOptimizer
 from openipu._src.keras.optimizers.parameter_unscaling import ParameterUnscalingOptimizer
-
-legacy = tf_keras.optimizers.legacy
 
 
 def _assign(variable, value):

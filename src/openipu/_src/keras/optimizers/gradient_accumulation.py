@@ -120,7 +120,7 @@ class ALSGradientAccumulationOptimizer(GradientAccumulationOptimizer):
     def _transform_loss(self, loss):
         return self.als_optimizer.get_scaled_loss(super()._transform_loss(loss))
 
-    def apply_gradients(
+    def apply_gradients(  # type: ignore[override]  # Keras's signature, not the TF1 optimizer's
         self, grads_and_vars, captured_grads=None, name=None, experimental_aggregate_gradients=True
     ):
         als = self.als_optimizer

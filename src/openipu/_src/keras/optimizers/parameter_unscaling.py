@@ -8,14 +8,21 @@ previous one (`_prev_lsf`), which its update reads from its apply state.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from tf_keras.optimizers.legacy import Optimizer as _LegacyOptimizer
+else:
+    _LegacyOptimizer = object  # mixed into tf_keras's legacy optimizers (als_specializations)
 
 
 def _is_power_of_two(x) -> bool:
     return (x & (x - 1) == 0) and x != 0
 
 
-class ParameterUnscalingOptimizer:
+class ParameterUnscalingOptimizer(_LegacyOptimizer):
     """Mixed into a Keras (legacy) optimizer whose update unscales the gradients; its
     `_fixed_arguments` are passed to that optimizer's constructor with the given ones."""
 

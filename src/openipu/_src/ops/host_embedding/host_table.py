@@ -56,7 +56,11 @@ class HostTableState:
         """Connects the table; a new connection holds no pending updates."""
         with on_host():
             operations = [self.registered.assign(True)]
-            if self.pending is not None and optimizer_name == SGD_WITH_ACCUMULATION:
+            if (
+                self.pending is not None
+                and self.pending_count is not None
+                and optimizer_name == SGD_WITH_ACCUMULATION
+            ):
                 operations += [
                     self.pending.assign(tf.zeros_like(self.pending)),
                     self.pending_count.assign(0),
@@ -92,21 +96,27 @@ class HostTableState:
             return tf.no_op()
         with on_host():
             updates = tf.cast(updates, self.table.dtype)
-            if optimizer_name != SGD_WITH_ACCUMULATION or self.pending is None:
+            if (
+                optimizer_name != SGD_WITH_ACCUMULATION
+                or self.pending is None
+                or self.pending_count is None
+            ):
                 return tf.compat.v1.scatter_add(self.table, indices, updates).op
-            held = tf.compat.v1.scatter_add(self.pending, indices, updates)
+            pending, pending_count = self.pending, self.pending_count
+            held = tf.compat.v1.scatter_add(pending, indices, updates)
             with tf.control_dependencies([held]):
-                count = self.pending_count.assign_add(1)
+                count = pending_count.assign_add(1)
             return tf.cond(
-                count >= self.accumulation_factor, self._apply_pending, tf.no_op, name="notify"
+                count >= self.accumulation_factor,
+                lambda: self._apply_pending(pending, pending_count),
+                tf.no_op,
+                name="notify",
             )
 
-    def _apply_pending(self):
-        applied = self.table.assign_add(self.pending.read_value())
+    def _apply_pending(self, pending: tf.Variable, pending_count: tf.Variable) -> tf.Operation:
+        applied = self.table.assign_add(pending.read_value())
         with tf.control_dependencies([applied]):
-            return tf.group(
-                self.pending.assign(tf.zeros_like(self.pending)), self.pending_count.assign(0)
-            )
+            return tf.group(pending.assign(tf.zeros_like(pending)), pending_count.assign(0))
 
 
 def state_for(name: str, table, accumulation_factor: int) -> HostTableState:

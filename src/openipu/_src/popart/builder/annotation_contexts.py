@@ -23,16 +23,13 @@ from openipu._src.popart.builder.settings_encoding import (
 )
 from openipu._src.popart.errors import popart_exception
 
-if TYPE_CHECKING:
-    from openipu._src.popart.builder.core import _BuilderCore
-
 _NO_VALUE = object()
 
 
 class AttributeContextManager:
     """Applies one attribute to every node created while it is entered; nests and restores."""
 
-    def __init__(self, core: _BuilderCore, attribute: AttributeProto) -> None:
+    def __init__(self, core: AnnotationMethods, attribute: AttributeProto) -> None:
         self._core = core
         self._attribute = attribute
 
@@ -47,7 +44,7 @@ class AttributeContextManager:
 class NameContextManager:
     """Prefixes the ids created while it is entered with `name/`."""
 
-    def __init__(self, core: _BuilderCore, name: str) -> None:
+    def __init__(self, core: AnnotationMethods, name: str) -> None:
         self._core = core
         self._name = name
 
@@ -71,8 +68,17 @@ def _integer(what: str) -> Callable[[Any], int]:
 class AnnotationMethods:
     """virtualGraph, pipelineStage, executionPhase, recomputeOutput, ... and nameScope."""
 
+    if TYPE_CHECKING:
+        # Provided by _BuilderCore, the class these methods are mixed into.
+        _name_scope: list[str]
+        _context_attributes: dict[str, list[AttributeProto]]
+
+        def _set_node_attribute(self, node_output_names: Any, name: str, value: Any) -> None: ...
+
+        def getInt64NodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> int: ...  # noqa: N802
+
     def _annotate(
-        self: _BuilderCore,
+        self,
         method: str,
         attribute_name: str,
         convert: Callable[[Any], Any],
@@ -101,7 +107,7 @@ class AnnotationMethods:
             return None
         return AttributeContextManager(self, make_attribute(attribute_name, converted, method))
 
-    def _current(self: _BuilderCore, attribute_name: str) -> Any:
+    def _current(self, attribute_name: str) -> Any:
         stack = self._context_attributes.get(attribute_name)
         return attribute_value(stack[-1]) if stack else None
 
@@ -159,7 +165,7 @@ class AnnotationMethods:
             self, make_attribute(names.COLLECTIVE_COMM_GROUP, encoded, "commGroup")
         )
 
-    def outlineAttributes(self: _BuilderCore, arg0: dict) -> AttributeContextManager:  # noqa: N802
+    def outlineAttributes(self, arg0: dict) -> AttributeContextManager:  # noqa: N802
         """Key/value strings for outlining; nested contexts add to (and override) outer ones."""
         if not isinstance(arg0, dict):
             raise popart_exception(f"outlineAttributes: expected a dict, got {arg0!r}")
@@ -176,10 +182,10 @@ class AnnotationMethods:
             raise popart_exception(f"nameScope: name must be a str, got {name!r}")
         return NameContextManager(self, name)
 
-    def getNameScope(self: _BuilderCore, name: str = "") -> str:  # noqa: N802
+    def getNameScope(self, name: str = "") -> str:  # noqa: N802
         return "".join(scope + "/" for scope in self._name_scope) + name
 
-    def getVirtualGraph(self: _BuilderCore, nodeOutputNames: Any = _NO_VALUE) -> int:  # noqa: N802
+    def getVirtualGraph(self, nodeOutputNames: Any = _NO_VALUE) -> int:  # noqa: N802
         if nodeOutputNames is _NO_VALUE:
             return self._required_current(names.VIRTUAL_GRAPH, "getVirtualGraph")
         return self.getInt64NodeAttribute(names.VIRTUAL_GRAPH, nodeOutputNames)

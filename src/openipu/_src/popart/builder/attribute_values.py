@@ -51,9 +51,7 @@ def _as_tensor(value: Any, name: str) -> TensorProto:
     return numpy_helper.from_array(array, name)
 
 
-def make_typed_attribute(
-    name: str, value: Any, attribute_type: AttributeType, owner: str
-) -> AttributeProto:
+def make_typed_attribute(name: str, value: Any, attribute_type: int, owner: str) -> AttributeProto:
     """An attribute of the type the operator schema declares; anything else is an error."""
     if attribute_type == AttributeProto.INT:
         if not _is_int(value):

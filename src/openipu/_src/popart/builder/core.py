@@ -111,6 +111,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._metadata: dict[str, str] = {}
         self._revision = 0
         self._finalized_cache: tuple[int, ModelProto] | None = None
+        self._context: ModelContext
         if _parent is not None:
             self._context = _parent._context
             self._graph.name = self._context.next_subgraph_name(ROOT_GRAPH_NAME)

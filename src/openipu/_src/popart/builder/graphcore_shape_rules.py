@@ -44,13 +44,16 @@ def infer_graphcore_node(
 
 
 def _broadcast(*shapes: tuple[int | None, ...] | None) -> tuple[int | None, ...] | None:
-    if any(shape is None for shape in shapes):
+    known_shapes = [shape for shape in shapes if shape is not None]
+    if len(known_shapes) < len(shapes):
         return None
-    rank = max(len(shape) for shape in shapes)
+    rank = max(len(shape) for shape in known_shapes)
     result: list[int | None] = []
     for axis in range(rank):
         dims = [
-            shape[axis - rank + len(shape)] for shape in shapes if axis - rank + len(shape) >= 0
+            shape[axis - rank + len(shape)]
+            for shape in known_shapes
+            if axis - rank + len(shape) >= 0
         ]
         known = {dim for dim in dims if dim is not None and dim != 1}
         if len(known) > 1:

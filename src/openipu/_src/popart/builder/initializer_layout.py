@@ -14,7 +14,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 # ONNX element type -> the typed field PopART's builder fills.
-_TYPED_FIELDS = {
+_TYPED_FIELDS: dict[int, str] = {
     TensorProto.FLOAT: "float_data",
     TensorProto.UINT8: "int32_data",
     TensorProto.INT8: "int32_data",

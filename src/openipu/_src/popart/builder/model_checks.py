@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-from onnx import GraphProto, ModelProto, TensorProto
+from onnx import GraphProto, ModelProto, TensorProto, TypeProto
 
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.errors import popart_exception
@@ -35,7 +35,7 @@ _ELEMENT_TYPES = {
 }
 # The typed field that holds each element type's values when raw_data is not used
 # (onnx.proto, TensorProto; complex types store two numbers per element).
-_TYPED_FIELDS = {
+_TYPED_FIELDS: dict[int, tuple[str, int]] = {
     TensorProto.FLOAT: ("float_data", 1),
     TensorProto.COMPLEX64: ("float_data", 2),
     TensorProto.DOUBLE: ("double_data", 1),
@@ -195,7 +195,8 @@ def _fails_inside_a_schema_function(message: str) -> bool:
         schema = onnx.defs.get_schema(found.group(1))
     except onnx.defs.SchemaError:
         return False
-    return schema.has_function or schema.has_context_dependent_function
+    # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
+    return schema.has_function or schema.has_context_dependent_function  # type: ignore[attr-defined]
 
 
 def _without_initializer_data(model: ModelProto) -> ModelProto:
@@ -224,7 +225,7 @@ def _declared_outputs(model: ModelProto, error: Exception) -> str:
     found = _NODE_NAME.search(str(error))
     if found is None or "existing" not in str(error):
         return ""
-    declared = {}
+    declared: dict[str, TypeProto] = {}
     for graph in iter_graphs(model.graph):
         declared.update((value.name, value.type) for value in (*graph.output, *graph.value_info))
     for graph in iter_graphs(model.graph):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from onnx import AttributeProto, NodeProto, helper
@@ -11,9 +11,6 @@ from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.attribute_values import attribute_value, make_attribute
 from openipu._src.popart.builder.enums import RecomputeType, coerce_enum
 from openipu._src.popart.errors import popart_exception
-
-if TYPE_CHECKING:
-    from openipu._src.popart.builder.core import _BuilderCore
 
 
 def output_name_set(node_output_names: Any) -> set[str]:
@@ -37,10 +34,28 @@ def looks_like_output_names(value: Any) -> bool:
 class NodeAttributeMethods:
     """Generic node attributes and the per-node IPU annotations."""
 
+    if TYPE_CHECKING:
+        # Provided by _BuilderCore, the class these methods are mixed into.
+        def _find_node(self, node_output_names: Any) -> NodeProto: ...
+
+        def _touch(self) -> None: ...
+
+        def add_node(
+            self,
+            op_type: str,
+            inputs: Sequence[str],
+            *,
+            domain: str = ...,
+            domain_version: int | None = None,
+            attributes: Iterable[AttributeProto] = (),
+            num_outputs: int = 1,
+            debug_context: Any = "",
+        ) -> list[str]: ...
+
     # -- generic attributes ------------------------------------------------------------------
 
     def addNodeAttribute(  # noqa: N802 - the original's name
-        self: _BuilderCore, attributeName: str, attributeValue: Any, nodeOutputNames: Any
+        self, attributeName: str, attributeValue: Any, nodeOutputNames: Any
     ) -> None:
         node = self._find_node(nodeOutputNames)
         if any(attribute.name == attributeName for attribute in node.attribute):
@@ -51,13 +66,13 @@ class NodeAttributeMethods:
         node.attribute.append(make_attribute(attributeName, attributeValue, f"node {node.op_type}"))
         self._touch()
 
-    def nodeHasAttribute(self: _BuilderCore, attributeName: str, nodeOutputNames: Any) -> bool:  # noqa: N802
+    def nodeHasAttribute(self, attributeName: str, nodeOutputNames: Any) -> bool:  # noqa: N802
         return _find_attribute(self._find_node(nodeOutputNames), attributeName) is not None
 
-    def getAllNodeAttributeNames(self: _BuilderCore, nodeOutputNames: Any) -> list[str]:  # noqa: N802
+    def getAllNodeAttributeNames(self, nodeOutputNames: Any) -> list[str]:  # noqa: N802
         return [attribute.name for attribute in self._find_node(nodeOutputNames).attribute]
 
-    def removeNodeAttribute(self: _BuilderCore, attributeName: str, nodeOutputNames: Any) -> None:  # noqa: N802
+    def removeNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> None:  # noqa: N802
         node = self._find_node(nodeOutputNames)
         attribute = _find_attribute(node, attributeName)
         if attribute is None:
@@ -86,9 +101,7 @@ class NodeAttributeMethods:
     def getStringVectorNodeAttribute(self, attributeName: str, nodeOutputNames: Any) -> list[str]:  # noqa: N802
         return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.STRINGS)
 
-    def _typed_attribute(
-        self: _BuilderCore, name: str, node_output_names: Any, attribute_type: int
-    ) -> Any:
+    def _typed_attribute(self, name: str, node_output_names: Any, attribute_type: int) -> Any:
         node = self._find_node(node_output_names)
         attribute = _find_attribute(node, name)
         if attribute is None:
@@ -103,9 +116,7 @@ class NodeAttributeMethods:
             )
         return attribute_value(attribute)
 
-    def _set_node_attribute(
-        self: _BuilderCore, node_output_names: Any, name: str, value: Any
-    ) -> None:
+    def _set_node_attribute(self, node_output_names: Any, name: str, value: Any) -> None:
         """Set (or replace) an annotation attribute on the node with these outputs."""
         node = self._find_node(node_output_names)
         existing = _find_attribute(node, name)
@@ -145,7 +156,7 @@ class NodeAttributeMethods:
             )
         self._set_node_attribute(nodeOutputName, names.PARTIALS_TYPE, canonical)
 
-    def getPartialsType(self: _BuilderCore, nodeOutputName: Any) -> str:  # noqa: N802
+    def getPartialsType(self, nodeOutputName: Any) -> str:  # noqa: N802
         attribute = _find_attribute(self._find_node(nodeOutputName), names.PARTIALS_TYPE)
         return "FLOAT" if attribute is None else attribute_value(attribute)
 
@@ -182,11 +193,11 @@ class NodeAttributeMethods:
         recompute = coerce_enum(value, RecomputeType, "recomputeOutputInBackwardPass value")
         self._set_node_attribute(nodeOutputNames, names.RECOMPUTE_OUTPUT, int(recompute))
 
-    def getRecomputeOutputInBackwardPass(self: _BuilderCore, nodeOutputNames: Any) -> bool:  # noqa: N802
+    def getRecomputeOutputInBackwardPass(self, nodeOutputNames: Any) -> bool:  # noqa: N802
         attribute = _find_attribute(self._find_node(nodeOutputNames), names.RECOMPUTE_OUTPUT)
         return attribute is not None and attribute.i == RecomputeType.Recompute
 
-    def checkpointOutput(self: _BuilderCore, nodeOutputNames: list[str]) -> list[str]:  # noqa: N802
+    def checkpointOutput(self, nodeOutputNames: list[str]) -> list[str]:  # noqa: N802
         """Identity copies of the tensors, marked to be kept (not recomputed) for the backward pass."""
         checkpoint = helper.make_attribute(names.RECOMPUTE_OUTPUT, int(RecomputeType.Checkpoint))
         return [

@@ -8,7 +8,7 @@ two run in turn until no new tensor gets a type.
 from __future__ import annotations
 
 import onnx
-from onnx import GraphProto, ModelProto, helper
+from onnx import GraphProto, ModelProto, NodeProto, helper
 
 from openipu._src.popart.builder.graphcore_shape_rules import TensorType, infer_graphcore_node
 from openipu._src.popart.builder.loop_types import type_loop_body_inputs, type_loop_outputs
@@ -46,7 +46,7 @@ def _run_onnx_inference(model: ModelProto) -> ModelProto:
     return inferred
 
 
-def _callee_output_types(node) -> list[TensorType | None]:
+def _callee_output_types(node: NodeProto) -> list[TensorType | None]:
     callee = next((a.g for a in node.attribute if a.name == "callee"), None)
     if callee is None:
         return []
@@ -93,6 +93,7 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
     for node in graph.node:
         if node.domain != AI_GRAPHCORE or all(output in types for output in node.output if output):
             continue
+        output_types: list[TensorType | None] | None
         if node.op_type == "Call":
             output_types = _callee_output_types(node)
         else:

@@ -83,7 +83,7 @@ _BY_NAME.update({"HALF": DataType.FLOAT16, "half": DataType.FLOAT16, "float": Da
 
 
 def _numpy_types() -> dict[np.dtype, DataType]:
-    mapping = {
+    mapping: dict[np.dtype, DataType] = {
         np.dtype(np.uint8): DataType.UINT8,
         np.dtype(np.int8): DataType.INT8,
         np.dtype(np.uint16): DataType.UINT16,

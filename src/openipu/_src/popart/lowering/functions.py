@@ -62,10 +62,11 @@ def parse_function(serialized: bytes | onnx.FunctionProto) -> onnx.FunctionProto
 
 def schema_function(schema: onnx.defs.OpSchema, version: int) -> onnx.FunctionProto:
     """The schema's function body for the newest function opset not above ``version``."""
-    candidates = [v for v in schema.function_opset_versions if v <= version]
+    # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
+    candidates = [v for v in schema.function_opset_versions if v <= version]  # type: ignore[attr-defined]
     if not candidates:
         return schema.function_body
-    return parse_function(schema.get_function_with_opset_version(max(candidates)))
+    return parse_function(schema.get_function_with_opset_version(max(candidates)))  # type: ignore[attr-defined]
 
 
 def describe_type(value: Any) -> onnx.TypeProto:
@@ -103,14 +104,16 @@ class FunctionOp(Op):
         self.schema = schema
         self.extra_bodies: list[Body] = []
         self._bodies_by_input_types: dict[tuple, Body] = {}
+        self._body: Body | None
         if function is not None:
             self.attrs = Attributes()
             self._body = self._lower_function(function)
         else:
+            assert schema is not None, "a FunctionOp lowers a local function or a schema's"
             self.attrs = self._resolve_attributes(node, version)
             self._body = (
                 self._lower_function(schema_function(schema, version))
-                if schema.has_function
+                if schema.has_function  # type: ignore[attr-defined]  # missing from onnx's stubs
                 else None
             )
         if self._body is not None:
@@ -145,7 +148,8 @@ class FunctionOp(Op):
         body = self._bodies_by_input_types.get(signature)
         if body is None:
             input_types = [describe_type(value) for value in inputs]
-            serialized = self.schema.get_context_dependent_function_with_opset_version(
+            assert self.schema is not None  # only schema functions lack a fixed body
+            serialized = self.schema.get_context_dependent_function_with_opset_version(  # type: ignore[attr-defined]  # missing from onnx's stubs
                 self.opset_version,
                 self.node.SerializeToString(),
                 [type_proto.SerializeToString() for type_proto in input_types],

@@ -134,7 +134,7 @@ def _constant_folded(op: Op, context: RunContext, arguments: list[Any]) -> tuple
     """
     if tf.executing_eagerly() or op.stateful or op.subgraphs or not arguments:
         return None
-    values = []
+    values: list[np.ndarray | None] = []
     for argument in arguments:
         if argument is None:
             values.append(None)
@@ -209,7 +209,8 @@ class Lowerer:
         if found is not None:
             return found[1](node, version, self)
         schema = onnx_schema(node.op_type, version, domain)
-        if schema is not None and (schema.has_function or schema.has_context_dependent_function):
+        # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
+        if schema is not None and (schema.has_function or schema.has_context_dependent_function):  # type: ignore[attr-defined]
             from openipu._src.popart.lowering.functions import FunctionOp
 
             return FunctionOp(node, self, None, schema=schema, version=version)

@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import onnx
@@ -115,11 +115,13 @@ class Op:
     Ops that need the run's context (training flag, seeds, subgraphs) override ``run`` instead.
     """
 
-    domain: ClassVar[str] = ""
-    op_type: ClassVar[str] = ""
+    # Set on the class by register_op; a FunctionOp sets them per node.
+    domain: str = ""
+    op_type: str = ""
     since_versions: ClassVar[tuple[int, ...]] = ()
-    # False when XLA cannot compile the op (strings, data-dependent output shapes, numpy).
-    compilable: ClassVar[bool] = True
+    # False when XLA cannot compile the op (strings, data-dependent output shapes, numpy);
+    # some ops decide per node, in setup.
+    compilable: bool = True
     # True when the op draws random numbers or has side effects: never constant-folded.
     stateful: ClassVar[bool] = False
     # Attribute defaults for domains whose ops have no ONNX schema (ai.graphcore).
@@ -175,7 +177,7 @@ class Op:
                     self.bad_attribute(name, "is required but missing")
         return Attributes(values)
 
-    def bad_attribute(self, attribute: str, problem: str) -> None:
+    def bad_attribute(self, attribute: str, problem: str) -> NoReturn:
         raise InvalidAttributeError(
             f"Node '{self.name}' ({self.op_type or self.node.op_type}): attribute "
             f"'{attribute}' {problem}"
@@ -223,5 +225,5 @@ def static_value(value: Any) -> np.ndarray | None:
     return tf.get_static_value(value)
 
 
-def static_shape(value: tf.Tensor) -> list[int | None]:
+def static_shape(value: tf.Tensor) -> list[int | None] | None:
     return value.shape.as_list() if value.shape.rank is not None else None

@@ -47,7 +47,8 @@ def register_op(
         for version in versions:
             if any(existing == version for existing, _ in entries):
                 raise ValueError(f"{domain or 'ai.onnx'}::{op_type} v{version} registered twice")
-            bisect.insort(entries, (version, op_class), key=lambda entry: entry[0])
+            entry: tuple[int, type[Op]] = (version, op_class)
+            bisect.insort(entries, entry, key=lambda entry: entry[0])
         op_class.domain = domain
         op_class.op_type = op_type
         op_class.since_versions = tuple(

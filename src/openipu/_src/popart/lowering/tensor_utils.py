@@ -61,13 +61,14 @@ def widened(fn: Callable[..., tf.Tensor], *tensors: tf.Tensor) -> tf.Tensor:
 
 
 def to_numpy_function(
-    fn: Callable[..., np.ndarray], inputs: Sequence[tf.Tensor], output_dtypes: Sequence[tf.DType]
+    fn: Callable[..., np.ndarray | Sequence[np.ndarray]],
+    inputs: Sequence[tf.Tensor],
+    output_dtypes: Sequence[tf.DType],
 ) -> list[tf.Tensor]:
     """Run a numpy function on tensors (eagerly when possible, else through tf.numpy_function)."""
     if tf.executing_eagerly():
-        results = fn(*(tensor.numpy() for tensor in inputs))
-        if not isinstance(results, tuple | list):
-            results = [results]
+        returned = fn(*(tensor.numpy() for tensor in inputs))
+        results = returned if isinstance(returned, tuple | list) else [returned]
         return [
             tf.constant(np.asarray(result), dtype=dtype)
             for result, dtype in zip(results, output_dtypes, strict=True)

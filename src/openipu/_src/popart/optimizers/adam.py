@@ -153,18 +153,18 @@ class Adam(Optimizer):
         if self._mode not in _NO_BIAS:
             m_tmp /= 1 - tf.pow(b1, t)
         if self._mode is AdamMode.AdaMax:
-            update = m_tmp / (v / state_scale + eps)
+            direction = m_tmp / (v / state_scale + eps)
         else:
             v_tmp = v / (state_scale * state_scale)
             if self._mode not in _NO_BIAS:
                 v_tmp /= 1 - tf.pow(b2, t)
-            update = m_tmp / (tf.sqrt(v_tmp) + eps)
+            direction = m_tmp / (tf.sqrt(v_tmp) + eps)
         if self._decay_mode is WeightDecayMode.Decay:
-            update += wd * weight
-        step = lr * update
+            direction += wd * weight
+        step = lr * direction
         if self._mode in _LAMB:
             weight_norm = tf.minimum(tf.norm(weight), hyper("maxWeightNorm"))
-            update_norm = tf.norm(update)
+            update_norm = tf.norm(direction)
             usable = tf.logical_and(weight_norm > 0, update_norm > 0)
             ratio = tf.where(usable, weight_norm / tf.where(usable, update_norm, 1.0), 1.0)
             step *= ratio

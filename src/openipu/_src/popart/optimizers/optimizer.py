@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import tensorflow as tf
@@ -29,7 +29,7 @@ from openipu._src.popart.optimizers.values import (
 LOSS_SCALING = "lossScaling"
 
 # A hyper-parameter's value inside the program: a Python float (const) or a scalar tensor.
-Value = float | tf.Tensor
+Value: TypeAlias = float | tf.Tensor
 
 
 @dataclass(frozen=True)
@@ -217,14 +217,16 @@ class Optimizer:
                 "updateOptimizerFromHost: the clip norm settings differ from the session's "
                 f"({new.clip_norm_settings} vs {self.clip_norm_settings}); they cannot change"
             )
-        pairs = [(LOSS_SCALING, None, self.loss_scaling, new.loss_scaling)]
+        pairs: list[tuple[str, str | None, OptimizerValue, OptimizerValue]] = [
+            (LOSS_SCALING, None, self.loss_scaling, new.loss_scaling)
+        ]
         for key in self.hyper_parameter_keys:
             for weight_id in weight_ids:
                 pairs.append(
                     (key, weight_id, self.value(key, weight_id), new.value(key, weight_id))
                 )
-        for key, weight_id, old, replacement in pairs:
-            where = key if weight_id is None else f"{key} of weight '{weight_id}'"
+        for key, pair_weight_id, old, replacement in pairs:
+            where = key if pair_weight_id is None else f"{key} of weight '{pair_weight_id}'"
             if old.isConst() != replacement.isConst():
                 kind = "const" if old.isConst() else "non-const"
                 raise popart_exception(

@@ -6,7 +6,7 @@ so a program written for the hardware runs unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from openipu._src.popart.options import enums
 from openipu._src.popart.options.replica_groups import CommGroup
@@ -154,4 +154,4 @@ class AutodiffSettings(TypedOptions):
 class ExperimentalSettings(TypedOptions):
     """Experimental settings: the documentation lists no members."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}

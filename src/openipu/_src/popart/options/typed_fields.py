@@ -14,7 +14,7 @@ import difflib
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -93,7 +93,10 @@ def check_enum(value: Any, enum_type: type[enum.Enum], where: str) -> Any:
     return EnumOf(enum_type).check(value, where)
 
 
-def check_instance(value: Any, cls: type, where: str) -> Any:
+_T = TypeVar("_T")
+
+
+def check_instance(value: object, cls: type[_T], where: str) -> _T:
     """`value` itself (not a copy) if it is a `cls`, else pybind11's TypeError (an
     IncompatibleArgumentsError) naming `where`."""
     if isinstance(value, cls):
@@ -296,7 +299,7 @@ class TypedOptions:
             return NotImplemented
         return self.option_values() == other.option_values()
 
-    __hash__ = None  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable
 
     def __repr__(self) -> str:
         changed = {

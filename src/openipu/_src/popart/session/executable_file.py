@@ -24,6 +24,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -78,7 +79,7 @@ def resolve_path(path: str, default_name: str) -> str:
     return os.path.join(path, default_name) if os.path.isdir(path) else path
 
 
-def model_fingerprint(model: onnx.ModelProto, settings: dict) -> str:
+def model_fingerprint(model: onnx.ModelProto, settings: dict[str, Any]) -> str:
     """What identifies a compiled program: the model without weight values, and the settings.
 
     Weights do not take part, as in the original: an executable runs with new weights.
@@ -119,7 +120,8 @@ def write_artifact(path: str, artifact: SessionArtifact) -> None:
             archive.writestr("model.onnx", artifact.model)
         if artifact.variables:
             arrays = io.BytesIO()
-            np.savez(arrays, **artifact.variables)
+            # numpy's stub lets the ** names reach savez's allow_pickle parameter.
+            np.savez(arrays, **artifact.variables)  # type: ignore[arg-type]
             archive.writestr("variables.npz", arrays.getvalue())
     try:
         write_bytes_atomically(path, buffer.getvalue())

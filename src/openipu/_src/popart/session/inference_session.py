@@ -100,12 +100,12 @@ class InferenceSession(SessionCore):
         try:
             candidate = self._new_onnx_runtime_program()
             inputs = self._trial_inputs()
-            lowered = self._program(inputs)
+            lowered = self._built_program()(inputs)
             if not _agree(lowered, candidate(inputs)):
                 logger.info("%s: onnxruntime's results differ; TensorFlow runs it", self._name)
                 return
             forced = compile_policy.forced_mode() is CompileMode.ONNX_RUNTIME
-            if forced or faster_program([self._program, candidate], inputs) == 1:
+            if forced or faster_program([self._built_program(), candidate], inputs) == 1:
                 self._onnx_runtime = candidate
         except Exception as error:  # noqa: BLE001 - any failure: the lowering runs the model
             logger.debug("%s: onnxruntime cannot run it (%s)", self._name, error)
@@ -129,9 +129,9 @@ class InferenceSession(SessionCore):
         # onnxruntime holds the weights as constants: it takes the new ones before a run.
         self._onnx_runtime_stale = self._onnx_runtime is not None
 
-    def _program_to_run(self) -> Callable[[dict], Any]:
+    def _program_to_run(self) -> Callable[[dict[str, Any]], Any]:
         if self._onnx_runtime is None:
-            return self._program
+            return self._built_program()
         if self._onnx_runtime_stale:
             self._onnx_runtime = self._new_onnx_runtime_program()
             self._onnx_runtime_stale = False
@@ -143,7 +143,7 @@ class InferenceSession(SessionCore):
         return super()._compiled_mode_name()
 
 
-def _agree(lowered: dict | None, candidate: dict | None) -> bool:
+def _agree(lowered: dict[str, Any] | None, candidate: dict[str, Any] | None) -> bool:
     lowered, candidate = lowered or {}, candidate or {}
     if set(lowered) != set(candidate):
         return False

@@ -28,7 +28,8 @@ class Ir:
     tensor_ids: tuple[str, ...] = ()
 
     def getModelProto(self) -> bytes:  # noqa: N802 - the original's names
-        return self.model.SerializeToString()
+        serialized: bytes = self.model.SerializeToString()
+        return serialized
 
     def getDataFlow(self) -> DataFlow:  # noqa: N802
         return copy.deepcopy(self.data_flow)

@@ -37,7 +37,7 @@ def check_fits(inputs: list[InputPlan], anchors: list[AnchorPlan], available: in
     total = sum(sizes.values())
     if total <= available:
         return
-    largest = max(sizes, key=sizes.get)
+    largest = max(sizes, key=sizes.__getitem__)
     raise OutOfMemoryException(
         f"Out of memory: the session's streamed tensors need {total} bytes, more than the "
         f"{available} bytes of the emulated device (the machine's memory); the largest is "

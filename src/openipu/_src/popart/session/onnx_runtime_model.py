@@ -20,6 +20,7 @@ from onnx import helper, numpy_helper
 
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.stepio import InputPlan
+from openipu._src.popart.session.tensor_types import TensorSignature
 
 #: Standard ONNX ops whose results onnxruntime computes as PopART does (no PopART-specific
 #: rule for out-of-range indices, NaN or rounding applies to them).
@@ -55,14 +56,14 @@ def qualifies(model: onnx.ModelProto, inputs: list[InputPlan], anchors: list[Anc
     ):
         return False  # subgraphs
     computed = {name for node in graph.node for name in node.output}
-    plans = [*inputs, *anchors]
-    if any(not _runs_on_onnx_runtime(plan.signature) for plan in plans):
+    signatures = [plan.signature for plan in inputs] + [plan.signature for plan in anchors]
+    if any(not _runs_on_onnx_runtime(signature) for signature in signatures):
         return False
     # Anchors are computed tensors (an input or a weight anchored is not the model's output).
     return bool(anchors) and all(plan.tensor_id in computed for plan in anchors)
 
 
-def _runs_on_onnx_runtime(signature) -> bool:
+def _runs_on_onnx_runtime(signature: TensorSignature) -> bool:
     if signature.is_string or signature.transfer_dtype != signature.dtype:
         return False
     return np.dtype(signature.numpy_dtype) in _ONNX_RUNTIME_TYPES
@@ -107,4 +108,5 @@ def runnable_model(
     standard = [entry for entry in runnable.opset_import if entry.domain in _STANDARD_DOMAINS]
     del runnable.opset_import[:]
     runnable.opset_import.extend(standard)
-    return runnable.SerializeToString()
+    serialized: bytes = runnable.SerializeToString()
+    return serialized

@@ -82,7 +82,7 @@ def _only_changes_types(op_type: str, implemented: int, opset: int) -> bool:
     return old_types.keys() == new_types.keys() and old_types != new_types
 
 
-def _signature(schema: onnx.defs.OpSchema) -> tuple:
+def _signature(schema: onnx.defs.OpSchema) -> tuple[object, ...]:
     attributes = sorted(
         (name, attribute.type, attribute.required, attribute.default_value.SerializeToString())
         for name, attribute in schema.attributes.items()

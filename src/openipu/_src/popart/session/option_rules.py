@@ -166,7 +166,9 @@ def _annotation(node: onnx.NodeProto, name: str) -> int | None:
     return None
 
 
-def _check_virtual_graphs(options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto):
+def _check_virtual_graphs(
+    options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto
+) -> None:
     ipus_per_replica = device.numIpus // options.getReplicationFactor()
     ratios = options.virtualGraphSplitRatios
     if options.virtualGraphMode is VirtualGraphMode.Auto and ratios:
@@ -196,12 +198,16 @@ def _check_virtual_graphs(options: SessionOptions, device: DeviceInfo, model: on
 
 def pipeline_stages(model: onnx.ModelProto) -> list[int]:
     """The pipeline stages of a model's ops (their virtual graphs where none has a stage)."""
-    stages = {_annotation(node, annotation_names.PIPELINE_STAGE) for node in model.graph.node}
-    stages.discard(None)
+    stages = _annotated(model, annotation_names.PIPELINE_STAGE)
     if not stages:
-        stages = {_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node}
-        stages.discard(None)
+        stages = _annotated(model, annotation_names.VIRTUAL_GRAPH)
     return sorted(stages)
+
+
+def _annotated(model: onnx.ModelProto, name: str) -> set[int]:
+    """The values of an int annotation over the model's ops (that have it)."""
+    values = (_annotation(node, name) for node in model.graph.node)
+    return {value for value in values if value is not None}
 
 
 def _check_pipelining(

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import onnx
@@ -76,7 +76,7 @@ class Placement:
         self.used.setdefault(replica, {})[key] = device
         return device
 
-    def op_scope(self, op: Op) -> contextlib.AbstractContextManager | None:
+    def op_scope(self, op: Op) -> contextlib.AbstractContextManager[object] | None:
         """The lowering's hook: builds a placed op on its device, in a name scope that says
         its virtual graph (`shard<k>`), which its gradient ops' names inherit."""
         device = self.device_for(op)
@@ -111,7 +111,8 @@ class Placement:
                     return device
         for tensor in op.inputs:
             if tensor.device:
-                return tensor.device
+                input_device: str = tensor.device
+                return input_device
         return ""
 
     def _device(self, replica: int, graph: int) -> str:
@@ -139,6 +140,7 @@ def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) ->
         return None
     ipus_per_replica = max(1, device.numIpus // options.getReplicationFactor())
     nodes = [node for node in model.graph.node if _key(node)]
+    graphs: Mapping[str, int | None]
     if mode is VirtualGraphMode.Manual:
         # option_rules checked that every op has a virtual graph below ipus_per_replica.
         graphs = {_key(node): _annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes}

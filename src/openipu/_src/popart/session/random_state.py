@@ -13,6 +13,7 @@ readable and writable) but changes no numbers.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sized
 
 import numpy as np
 import tensorflow as tf
@@ -73,6 +74,8 @@ class RandomState:
 
     def advance(self, batches: int) -> tf.Operation:
         """After a step read its seeds with `batch_seed_at`: moves the seed on past them."""
+        if self._variable is None:
+            raise popart_exception("The random seed is not on the device yet (prepareDevice)")
         return self._variable.assign_add(batches, read_value=False)
 
     @property
@@ -94,7 +97,11 @@ class RandomState:
 
     @rng_state.setter
     def rng_state(self, state: object) -> None:
-        if isinstance(state, (str, bytes)) or not hasattr(state, "__len__"):
+        if (
+            isinstance(state, (str, bytes))
+            or not isinstance(state, Sized)
+            or not isinstance(state, Iterable)
+        ):
             raise OptionTypeError(
                 f"The RNG state must be a list of ints, got {type(state).__name__}"
             )

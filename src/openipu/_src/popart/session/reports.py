@@ -9,6 +9,7 @@ and how many runs it made.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import onnx
@@ -93,7 +94,7 @@ class Report:
         return self.summary
 
 
-def _elements(dims) -> int:
+def _elements(dims: Iterable[int]) -> int:
     count = 1
     for dim in dims:
         count *= dim

@@ -75,4 +75,5 @@ def parse(tensor_id: str) -> ReservedTensor | None:
 
 def loss_scaling_id(loss_type_name: str) -> str:
     """`lossScaling_FLOAT`, `lossScaling_FLOAT16`: the loss scaling tensor's id."""
-    return reserved_names.reservedLossScalingPrefix() + loss_type_name
+    prefix: str = reserved_names.reservedLossScalingPrefix()
+    return prefix + loss_type_name

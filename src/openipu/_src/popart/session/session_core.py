@@ -133,7 +133,7 @@ class SessionCore:
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
         self._spec = self._program_spec()
-        self._program = None
+        self._program: LoopProgram | None = None
         self._prepared = False
         self._engine_loaded = False
         self._weights_from_host_called = False
@@ -254,6 +254,11 @@ class SessionCore:
         self._weights.place_on(self._device.host_device())
         self._random.place_on(self._device.host_device())
 
+    def _built_program(self) -> LoopProgram:
+        if self._program is None:
+            raise popart_exception(f"{self._name}: the program is not built (prepareDevice)")
+        return self._program
+
     def _build_program(self) -> LoopProgram:
         return build_program(self._spec, self._weights.program_values, self._random)
 
@@ -296,7 +301,7 @@ class SessionCore:
         try:
             self._warm_up()
         except tf.errors.OpError as error:
-            if self._program.compiled_mode is not CompileMode.XLA:
+            if self._built_program().compiled_mode is not CompileMode.XLA:
                 # Zeros are not valid data for every model: the first real run will tell.
                 logger.debug("Compiling %s on zeros failed: %s", self._name, error.message)
             else:
@@ -311,7 +316,7 @@ class SessionCore:
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
-        self._program(self._zero_inputs())
+        self._built_program()(self._zero_inputs())
 
     def _zero_inputs(self) -> dict[str, tf.Tensor]:
         if self._options.syntheticDataMode is not SyntheticDataMode.Off:
@@ -373,9 +378,9 @@ class SessionCore:
         if not synthetic:
             stepio.write_anchors(self._anchors, self._anchor_values(outputs))
 
-    def _program_to_run(self) -> Callable[[dict], Any]:
+    def _program_to_run(self) -> Callable[[dict[str, Any]], Any]:
         """The compiled program a run calls (inference may swap executors: see there)."""
-        return self._program
+        return self._built_program()
 
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)
@@ -714,10 +719,11 @@ def _structure(model: onnx.ModelProto) -> bytes:
     graph = onnx.GraphProto()
     graph.CopyFrom(model.graph)
     del graph.initializer[:]
-    return graph.SerializeToString(deterministic=True)
+    serialized: bytes = graph.SerializeToString(deterministic=True)
+    return serialized
 
 
-def _run_arguments(args: tuple, kwargs: dict) -> tuple[str, Any, str]:
+def _run_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, str]:
     """(programHandle, stepio, debugName) from either `run` overload."""
     if args and isinstance(args[0], str):
         handle, rest = args[0], list(args[1:])

@@ -57,7 +57,7 @@ class ProgramSpec:
     placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
 
     @property
-    def op_scope(self) -> Callable[[Op], AbstractContextManager | None] | None:
+    def op_scope(self) -> Callable[[Op], AbstractContextManager[object] | None] | None:
         return self.placement.op_scope if self.placement is not None else None
 
     @property
@@ -96,7 +96,9 @@ def build_program(
     # their own copies): steps that run unrolled share one read of each weight, and so one
     # copy of what is computed from it alone (a convolution kernel's transpose), which
     # TensorFlow's common subexpression elimination then merges.
-    reads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    reads: weakref.WeakKeyDictionary[tf.Graph, dict[int, dict[str, tf.Tensor]]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def read_weights() -> dict[str, tf.Tensor]:
         in_graph = reads.setdefault(tf.compat.v1.get_default_graph(), {})
@@ -107,7 +109,9 @@ def build_program(
             }
         return in_graph[slot]
 
-    def step(element, index=None):
+    def step(
+        element: dict[str, tf.Tensor], index: tf.Tensor | None = None
+    ) -> dict[str, tf.Tensor] | None:
         seed = random_state.batch_seed_at(index) if together else random_state.batch_seed()
         if spec.synthetic_data is SyntheticDataMode.Off:
             inputs = element

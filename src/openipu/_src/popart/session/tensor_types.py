@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 import onnx
 import tensorflow as tf
 
-from openipu._src.popart.builder.shape_inference import infer_types, known_types
+from openipu._src.popart.builder.shape_inference import infer_types
+from openipu._src.popart.builder.shape_types import known_types
 from openipu._src.popart.builder.tensor_info import (
     TensorInfo,
     data_type_of_onnx_type,
@@ -26,6 +28,11 @@ from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import LoweredGraph
 from openipu._src.popart.lowering.dtypes import ONNX_TO_TF, TF_TO_ONNX, is_narrow
 from openipu._src.popart.session.popart_retyped import retyped_tensors
+
+
+def _is_full(shape: tuple[int | None, ...]) -> TypeGuard[tuple[int, ...]]:
+    """Whether every dimension of the shape is known."""
+    return None not in shape
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class TensorSignature:
 
     @property
     def is_string(self) -> bool:
-        return self.dtype == tf.string
+        return bool(self.dtype == tf.string)
 
     @property
     def transfer_dtype(self) -> tf.DType:
@@ -97,7 +104,7 @@ def input_signatures(
             raise popart_exception(
                 f"Input '{spec.name}' is a {spec.kind}: sessions stream tensors only"
             )
-        if spec.dtype is None or spec.shape is None or None in spec.shape:
+        if spec.dtype is None or spec.shape is None or not _is_full(spec.shape):
             shape = "unknown" if spec.shape is None else [d or "?" for d in spec.shape]
             raise popart_exception(
                 f"Input '{spec.name}' has no full shape and type in the model (shape {shape}): "
@@ -152,7 +159,7 @@ class TensorTypes:
             declared[name] = TensorSignature(_tf_dtype_of_array(array), array.shape)
         for spec in self._lowered.outputs:
             if spec.kind == "tensor" and spec.dtype is not None and spec.shape is not None:
-                if None not in spec.shape:
+                if _is_full(spec.shape):
                     declared.setdefault(spec.name, TensorSignature(spec.dtype, spec.shape))
         return declared
 
@@ -181,7 +188,7 @@ class TensorTypes:
             for name, tensor_type in types.items()
             if name not in self._retyped
             and tensor_type.shape is not None
-            and None not in tensor_type.shape
+            and _is_full(tensor_type.shape)
             and tensor_type.elem_type in ONNX_TO_TF
         }
 
@@ -193,7 +200,7 @@ class TensorTypes:
         outputs = set(self._lowered.output_names)
         fetch = [name for name in tensor_ids if name not in outputs]
 
-        def evaluate(inputs):
+        def evaluate(inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
             results = self._lowered.run(inputs, fetch=fetch)
             return {name: results[name] for name in tensor_ids}
 

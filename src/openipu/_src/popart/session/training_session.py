@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine.program import LoopProgram
+from openipu._src.popart import reserved_names
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
@@ -30,10 +31,11 @@ from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
 from openipu._src.popart.session import loss_graph, reserved_tensors
+from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
 from openipu._src.popart.session.session_core import SessionCore
-from openipu._src.popart.session.stepio import StepIO
+from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
 from openipu._src.popart.session.training_variables import TrainingVariables
@@ -74,7 +76,7 @@ class TrainingSession(SessionCore):
             )
         self._loss_id = loss
         self._optimizer = check_instance(optimizer, Optimizer, "TrainingSession optimizer").copy()
-        self._streams: dict[str, list[tuple[int, Callable]]] = {}
+        self._streams: dict[str, list[tuple[int, Callable[[np.ndarray], object]]]] = {}
         super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name)
 
     # -- construction ------------------------------------------------------------------------
@@ -103,7 +105,7 @@ class TrainingSession(SessionCore):
             self._state_slots[name] = tuple(ids)
         self._accumulators: dict[str, str] = {}
         if accumulating:
-            prefix = reserved_tensors.reserved_names.reservedAccumPrefix()
+            prefix = reserved_names.reservedAccumPrefix()
             for name in self._trained:
                 dtype = self._optimizer.accumulator_dtype(tf.as_dtype(weights.host[name].dtype))
                 self._accumulators[name] = prefix + name
@@ -208,7 +210,7 @@ class TrainingSession(SessionCore):
 
             def carries_gradient(tensor_id: str) -> bool:
                 try:
-                    return self._types.get(tensor_id).dtype.is_floating
+                    return bool(self._types.get(tensor_id).dtype.is_floating)
                 except popart_exception:
                     return True  # no static type (a sequence...): let autodiff decide
 
@@ -267,8 +269,8 @@ class TrainingSession(SessionCore):
         gradients of the floating-point tensors the loss depends on, the updated weights,
         the optimizer state and accumulators, and the loss scaling."""
         names = super()._tensor_names()
-        gradient = reserved_tensors.reserved_names.reservedGradientPrefix()
-        updated = reserved_tensors.reserved_names.reservedUpdatedVarPrefix()
+        gradient = reserved_names.reservedGradientPrefix()
+        updated = reserved_names.reservedUpdatedVarPrefix()
         differentiable = [
             name
             for name in names
@@ -375,7 +377,9 @@ class TrainingSession(SessionCore):
                 f"connectStreamToCallback index {index}: the session has "
                 f"{self.replicationFactor} replica(s)"
             )
-        known = [plan.tensor_id for plan in [*self._inputs, *self._anchors]]
+        known = [plan.tensor_id for plan in self._inputs] + [
+            plan.tensor_id for plan in self._anchors
+        ]
         if streamHandle not in known:
             raise popart_exception(
                 f"connectStreamToCallback: no stream '{streamHandle}' (the streams are the "
@@ -455,12 +459,17 @@ def _replica_values(values: list[np.ndarray], index: int, replicas: int) -> list
 class _CallbackInputs(StepIO):
     """A step IO whose inputs connected to callbacks are (re)filled by them."""
 
-    def __init__(self, stepio: StepIO, streams: dict, replicas: int) -> None:
+    def __init__(
+        self,
+        stepio: StepIO,
+        streams: dict[str, list[tuple[int, Callable[[np.ndarray], object]]]],
+        replicas: int,
+    ) -> None:
         self._stepio = stepio
         self._streams = streams
         self._replicas = replicas
 
-    def read_inputs(self, plans):
+    def read_inputs(self, plans: list[InputPlan]) -> dict[str, np.ndarray]:
         from_callbacks = {plan.tensor_id for plan in plans if plan.tensor_id in self._streams}
         given = [
             plan
@@ -483,7 +492,7 @@ class _CallbackInputs(StepIO):
             arrays[plan.tensor_id] = values
         return arrays
 
-    def write_anchors(self, plans, values) -> None:
+    def write_anchors(self, plans: list[AnchorPlan], values: dict[str, np.ndarray]) -> None:
         self._stepio.write_anchors(plans, values)
 
 

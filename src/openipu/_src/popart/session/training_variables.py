@@ -70,7 +70,7 @@ class TrainingVariables:
 
         def read(key: str, weight_id: str) -> Value:
             index = self._slots.get((key, weight_id))
-            if index is None:
+            if index is None or vector is None:  # no slots, no vector
                 return optimizer.value(key, weight_id).val()
             return vector[index]
 

@@ -301,6 +301,10 @@ def _bool(name: str, value) -> bool:
 def _probability(name: str, value) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 <= float(value) < 1.0
+    ):
         raise ValueError(f"{_OWNER}: {name} must be None or a float in [0, 1), got {value!r}")
     return float(value)

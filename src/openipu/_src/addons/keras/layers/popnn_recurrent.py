@@ -307,7 +307,7 @@ def _reject_unsupported(owner: str, arguments: dict) -> None:
 
 
 def _checked_rate(owner: str, rate) -> float:
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= rate < 1.0:
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
         raise ValueError(f"{owner}: dropout must be a float in [0, 1), got {rate!r}")
     return float(rate)
 

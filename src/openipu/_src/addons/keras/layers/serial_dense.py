@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 
 import tensorflow as tf
 import tf_keras
+from tf_keras.constraints import Constraint
+from tf_keras.initializers import Initializer
+from tf_keras.layers import InputSpec
+from tf_keras.regularizers import Regularizer
 
 from openipu._src.addons.keras.layers import serialized_matmul as serial
 from openipu._src.int_like import plain_int
@@ -52,23 +57,23 @@ class SerialDense(tf_keras.layers.Layer):
                 "SerialDense: serialization_factor has to be an integer of at least 1, "
                 f"got {serialization_factor!r}"
             )
-        self.serialization_factor = int(serialization_factor)
+        self.serialization_factor: int = int(serialization_factor)
         if serialization_dimension not in serial.SERIALIZATION_DIMENSIONS:
             raise ValueError(
                 f"SerialDense: Invalid serialization_dimension={serialization_dimension!r}, "
                 f"expected one of: {', '.join(serial.SERIALIZATION_DIMENSIONS)}"
             )
-        self.serialization_dimension = serialization_dimension
-        self.activation = tf_keras.activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
-        self.bias_initializer = tf_keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = tf_keras.regularizers.get(kernel_regularizer)
-        self.bias_regularizer = tf_keras.regularizers.get(bias_regularizer)
-        self.kernel_constraint = tf_keras.constraints.get(kernel_constraint)
-        self.bias_constraint = tf_keras.constraints.get(bias_constraint)
+        self.serialization_dimension: str = serialization_dimension
+        self.activation: Callable[[tf.Tensor], tf.Tensor] = tf_keras.activations.get(activation)
+        self.use_bias: bool = bool(use_bias)
+        self.kernel_initializer: Initializer = tf_keras.initializers.get(kernel_initializer)
+        self.bias_initializer: Initializer = tf_keras.initializers.get(bias_initializer)
+        self.kernel_regularizer: Regularizer | None = tf_keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer: Regularizer | None = tf_keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint: Constraint | None = tf_keras.constraints.get(kernel_constraint)
+        self.bias_constraint: Constraint | None = tf_keras.constraints.get(bias_constraint)
         self.supports_masking = True
-        self.input_spec = tf_keras.layers.InputSpec(min_ndim=2)
+        self.input_spec: InputSpec | list[InputSpec] = tf_keras.layers.InputSpec(min_ndim=2)
 
     def build(self, input_shape) -> None:
         dtype = tf.as_dtype(self.dtype or tf_keras.backend.floatx())

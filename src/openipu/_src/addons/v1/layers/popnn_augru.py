@@ -21,7 +21,7 @@ class PopnnAUGRU(PopnnGRU):
     variable of `build` is created but not used.
     """
 
-    def call(
+    def call(  # type: ignore[override]  # takes seq_len and attention scores, as the original
         self,
         inputs,
         seq_len,

@@ -14,7 +14,7 @@ class PopnnDynamicGRU(PopnnGRU):
     time-major, as in the original.
     """
 
-    def call(self, inputs, seq_len, initial_state=None, training=True, time_major=True):
+    def call(self, inputs, seq_len, initial_state=None, training=True, time_major=True):  # type: ignore[override]  # takes seq_len, as the original
         """`(output [T, B, num_units], state [B, num_units])`, or `output` without return_state."""
         del training
         inputs = self._as_inputs(inputs, time_major)

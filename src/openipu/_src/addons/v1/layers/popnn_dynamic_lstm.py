@@ -12,7 +12,7 @@ class PopnnDynamicLSTM(PopnnLSTM):
     last valid step (`tf.compat.v1.nn.dynamic_rnn(sequence_length=...)`'s convention).
     """
 
-    def call(self, inputs, seq_len, initial_state=None, training=True):
+    def call(self, inputs, seq_len, initial_state=None, training=True):  # type: ignore[override]  # takes seq_len, as the original
         """`(output [T, B, num_units], LSTMStateTuple(c, h))`, or `output` without return_state."""
         del training
         inputs = self._as_inputs(inputs)

@@ -53,15 +53,14 @@ def _operator_without_attributes(
     def add(self: AiGraphcore, args: Sequence[str], debug_context: Any) -> str:
         return self._op(op_type, args, debug_context)[0]
 
-    if args_have_default:  # the original gives some of them `args=[]`
+    def with_default(self: AiGraphcore, args: list[str] = [], debugContext: Any = "") -> str:  # noqa: B006, N803
+        return add(self, args, debugContext)
 
-        def operator(self: AiGraphcore, args: list[str] = [], debugContext: Any = "") -> str:  # noqa: B006, N803
-            return add(self, args, debugContext)
-    else:
+    def without_default(self: AiGraphcore, args: list[str], debugContext: Any = "") -> str:  # noqa: N803
+        return add(self, args, debugContext)
 
-        def operator(self: AiGraphcore, args: list[str], debugContext: Any = "") -> str:  # noqa: N803
-            return add(self, args, debugContext)
-
+    # the original gives some of them `args=[]`
+    operator: Callable[..., str] = with_default if args_have_default else without_default
     operator.__name__ = operator.__qualname__ = op_type.lower()
     operator.__doc__ = doc
     return operator
@@ -507,7 +506,7 @@ class AiGraphcore(Opset):
                 f"{what}: args must be a list of [data, weight, bias?], got {args!r}"
             )
         count = len(args)
-        per_conv = {
+        per_conv: dict[str, Sequence[Any]] = {
             "dilations": dilations,
             "inDilations": inDilations,
             "pads": pads,

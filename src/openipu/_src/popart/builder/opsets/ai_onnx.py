@@ -8,7 +8,8 @@ schemas (see schema_methods).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from onnx import AttributeProto, numpy_helper
@@ -39,6 +40,11 @@ class AiOnnx(Opset):
     domain = AI_ONNX
     opset_version: ClassVar[int | None] = None
 
+    if TYPE_CHECKING:
+        # The operator methods are installed from the ONNX schemas when this module is
+        # imported (install_operator_methods, below).
+        def __getattr__(self, name: str) -> Callable[..., Any]: ...
+
     def __new__(cls, builder: Any = None, version: int | None = None) -> AiOnnx:
         if cls is AiOnnx:
             if version not in OPSET_CLASSES:
@@ -55,7 +61,7 @@ class AiOnnx(Opset):
 
     def __init__(self, builder: Any, version: int | None = None) -> None:
         version = self.opset_version if version is None else version
-        if version != self.opset_version:
+        if version is None or version != self.opset_version:
             raise UnsupportedOpsetError(
                 f"{type(self).__name__} is ai.onnx version {self.opset_version}, not {version}"
             )
@@ -148,7 +154,7 @@ class AiOnnxOpset9(AiOnnxOpset8):
 
     opset_version = 9
 
-    def scan(  # type: ignore[override] - Scan changed its attributes in opset 9
+    def scan(  # type: ignore[override]  # Scan changed its attributes in opset 9
         self,
         args: list[str],
         num_outputs: int,
@@ -182,7 +188,7 @@ class AiOnnxOpset11(AiOnnxOpset10):
 
     opset_version = 11
 
-    def constant(  # type: ignore[override] - Constant-11 may be sparse
+    def constant(  # type: ignore[override]  # Constant-11 may be sparse
         self,
         value: Any,
         is_value_sparse: bool = False,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,8 +103,11 @@ def operator_signature(schema: onnx.defs.OpSchema) -> OperatorSignature:
             default = []
         else:
             default = None
+        # OpSchema.AttrType is an int enum with AttributeProto's numbers; onnx's stub
+        # does not say it is an int.
+        attribute_type: int = attribute.type  # type: ignore[assignment]
         parameters.append(
-            AttributeParameter(name, attribute.type, attribute.required, default, has_default)
+            AttributeParameter(name, attribute_type, attribute.required, default, has_default)
         )
     parameters.sort(key=lambda parameter: (not parameter.required, parameter.name))
     return OperatorSignature(
@@ -204,7 +207,7 @@ def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outp
 
 
 def make_operator_method(
-    signature: OperatorSignature, coercions: dict[str, Coercion] | None = None
+    signature: OperatorSignature, coercions: Mapping[str, Coercion] | None = None
 ) -> Callable[..., Any]:
     """A method `op(self, args, ...)` that adds a node of `signature`'s operator."""
     python_signature = _python_signature(signature)
@@ -265,7 +268,7 @@ def install_operator_methods(
     version: int,
     previous_version: int | None,
     handwritten: frozenset[str] = frozenset(),
-    coercions: dict[str, Coercion] | None = None,
+    coercions: Mapping[str, Coercion] | None = None,
 ) -> None:
     """Give `opset_class` the methods new or changed at `version` of `domain`.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import ChainMap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -242,7 +242,8 @@ class Reshape(Op):
             shape = resolved_reshape(x.shape.as_list(), list(self.attrs.shape))
         except ValueError as error:
             raise self.error(str(error)) from None
-        if None in shape or math.prod(shape) != x.shape.num_elements():
+        known = [dim for dim in shape if dim is not None]
+        if len(known) < len(shape) or math.prod(known) != x.shape.num_elements():
             raise self.error(
                 f"cannot reshape {x.shape.as_list()} to {shape}: element counts differ"
             )
@@ -477,7 +478,7 @@ class GroupNormalization(Op):
 class BatchNormalization(Op):
     """Like ONNX's, but the running variance is updated with the unbiased (N-1) batch variance."""
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor, ...]:
         x, scale, bias, mean, variance = inputs
         rank = x.shape.rank
         broadcast = [1, -1] + [1] * (rank - 2)
@@ -504,7 +505,7 @@ class ShapedDropout(Op):
 
     stateful = True
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x = inputs[0]
         ratio = self.attrs.ratio
         if not context.training or ratio == 0:
@@ -686,7 +687,7 @@ class Abort(Op):
 class Call(Op):
     """Runs the ``callee`` subgraph on the inputs; it sees only its own inputs."""
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         # Each call draws its own random numbers: RandomSetup gives every CallOp its own seed
         # for the callee (willow/src/transforms/randomsetup.cpp, connectSubgraphOp).
         return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))

@@ -6,6 +6,7 @@ always does); otherwise If becomes ``tf.cond`` and Loop ``tf.while_loop``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from openipu._src.popart.lowering.registry import register_op
 
 @register_op("If", since=(1, 11, 13, 16, 19, 21, 23, 24, 25))
 class If(Op):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         scope = context.scope
         then_branch, else_branch = self.subgraphs["then_branch"], self.subgraphs["else_branch"]
         condition = static_value(inputs[0])
@@ -48,7 +49,7 @@ def _iteration_context(context: RunContext, iteration: Any) -> RunContext:
 
 @register_op("Loop", since=(1, 11, 13, 16, 19, 21, 23, 24, 25))
 class Loop(Op):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self.subgraphs["body"]
         scope = context.scope
         max_trips, condition, *carried = inputs
@@ -133,7 +134,7 @@ class Loop(Op):
 
 @register_op("Scan", since=(9, 11, 16, 19, 21, 23, 24, 25))
 class Scan(Op):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self.subgraphs["body"]
         scan_count = self.attrs.num_scan_inputs
         states, scanned = list(inputs[: len(inputs) - scan_count]), list(inputs[-scan_count:])
@@ -144,7 +145,7 @@ class Scan(Op):
 class ScanWithBatch(Op):
     """Opset 8 Scan: a leading batch axis and an optional sequence_lens input."""
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self.subgraphs["body"]
         scan_count = self.attrs.num_scan_inputs
         sequence_lens, *rest = inputs

@@ -48,7 +48,7 @@ class BatchNormalization(Op):
         # Per-channel values broadcast against the last axis as they are.
         return self.with_running_statistics(inputs, lambda value: value)
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor, ...]:
         x, scale, bias, mean, variance = inputs[:5]
         rank = x.shape.rank
         epsilon = self.attrs.epsilon

@@ -6,6 +6,7 @@ run's seed, so a seeded run gives the same numbers eagerly and compiled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -32,7 +33,7 @@ class RandomOp(Op):
 
 @register_op("Dropout", since=(1, 6, 7, 10, 12, 13, 22))
 class Dropout(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor, ...]:
         x = inputs[0]
         ratio_input = inputs[1] if len(inputs) > 1 else None
         training_input = inputs[2] if len(inputs) > 2 else None
@@ -81,7 +82,7 @@ def random_values(
 
 @register_op("RandomNormal", since=(1, 22))
 class RandomNormal(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         attrs = self.attrs
         values = random_values(
             "normal",
@@ -96,7 +97,7 @@ class RandomNormal(RandomOp):
 
 @register_op("RandomUniform", since=(1, 22))
 class RandomUniform(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         attrs = self.attrs
         values = random_values(
             "uniform",
@@ -111,7 +112,7 @@ class RandomUniform(RandomOp):
 
 @register_op("RandomNormalLike", since=(1, 22))
 class RandomNormalLike(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x, attrs = inputs[0], self.attrs
         values = random_values(
             "normal", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.mean, attrs.scale
@@ -121,7 +122,7 @@ class RandomNormalLike(RandomOp):
 
 @register_op("RandomUniformLike", since=(1, 22))
 class RandomUniformLike(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x, attrs = inputs[0], self.attrs
         values = random_values(
             "uniform", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.low, attrs.high
@@ -131,7 +132,7 @@ class RandomUniformLike(RandomOp):
 
 @register_op("Bernoulli", since=(15, 22))
 class Bernoulli(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         probabilities = inputs[0]
         uniform = tf.random.stateless_uniform(
             tf.shape(probabilities), self.seed(context), dtype=tf.float64, alg=RNG_ALGORITHM
@@ -142,7 +143,7 @@ class Bernoulli(RandomOp):
 
 @register_op("Multinomial", since=(7, 22))
 class Multinomial(RandomOp):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[tf.Tensor]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         logits = inputs[0]
         samples = tf.random.stateless_categorical(
             logits, self.attrs.sample_size, self.seed(context), dtype=tf.int64

@@ -5,7 +5,7 @@ The time loop is ``tf.scan``, which runs eagerly, traces into a while loop and c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -58,7 +58,7 @@ class RecurrentOp(Op):
                 lambda x, function=function, alpha=alpha, beta=beta: function(x, alpha, beta)
             )
 
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         inputs = list(inputs) + [None] * (8 - len(inputs))
         x, weight, recurrence, bias, sequence_lens, initial_h = inputs[:6]
         extra = inputs[6:]

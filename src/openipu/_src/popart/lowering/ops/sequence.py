@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -88,7 +89,7 @@ class ConcatFromSequence(Op):
 
 @register_op("SequenceMap", since=17)
 class SequenceMap(Op):
-    def run(self, context: RunContext, inputs: list[Any]) -> tuple[Any, ...]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body, scope = self.subgraphs["body"], context.scope
         length = len(inputs[0])
         results: list[list[tf.Tensor]] = [[] for _ in body.output_names]

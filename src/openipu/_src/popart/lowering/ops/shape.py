@@ -148,7 +148,7 @@ def clamp_slice(start: int, end: int, step: int, length: int) -> slice:
     """ONNX slice bounds resolved to non-negative python slice bounds, as numpy would."""
     start, stop, step = slice(start, end, step).indices(length)
     if step < 0 and stop < 0:
-        stop = None  # run to the first element
+        return slice(start, None, step)  # run to the first element
     return slice(start, stop, step)
 
 
@@ -247,6 +247,8 @@ class Squeeze(AxesOp):
 class Unsqueeze(AxesOp):
     def compute(self, x: tf.Tensor, axes: tf.Tensor | None = None) -> tf.Tensor:
         axes_list = self.axes(axes)
+        if axes_list is None:
+            raise self.error("Unsqueeze needs axes (an attribute before opset 13, else an input)")
         output_rank = x.shape.rank + len(axes_list)
         for axis in sorted(normalize_axes(axes_list, output_rank)):
             x = tf.expand_dims(x, axis)
@@ -313,6 +315,8 @@ def pad_tensor(
 class PadWithAttributes(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         pads = self.attrs.get("pads") or self.attrs.get("paddings")
+        if pads is None:
+            self.bad_attribute("pads", "is required")
         value = tf.cast(self.attrs.value, x.dtype)
         return pad_tensor(x, list(pads), self.attrs.mode, value, list(range(x.shape.rank)))
 
