@@ -260,7 +260,8 @@ def _split(text: str) -> list[str]:
     whitespace = " \t\r\n"
     i = len(text) - len(text.lstrip(whitespace))
     while i < len(text) and text[i] == "-":
-        end = _NAME_CHARS.match(text, i).end()
+        name = _NAME_CHARS.match(text, i)  # always matches (possibly empty)
+        end = name.end() if name else i
         if end + 1 < len(text) and text[end] == "=" and text[end + 1] in "'\"":
             quote = text[end + 1]
             j = end + 2

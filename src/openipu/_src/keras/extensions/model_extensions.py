@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 
 import tensorflow as tf
+from tf_keras.src.engine import functional, sequential
 from tf_keras.src.utils import tf_utils
 
 from openipu._src.int_like import plain_int
@@ -31,8 +32,8 @@ from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricRed
 from openipu._src.optimizers.reduction_method import GradientAccumulationReductionMethod
 from openipu._src.system import configure
 
-#: Keys of `get_config()` under which IPU options are saved with a model.
-SAVED_OPTIONS_KEY = "ipu_options"
+#: The key under which earlier openipu versions saved a model's IPU options.
+LEGACY_SAVED_OPTIONS_KEY = "ipu_options"
 
 
 def _positive_int_or_none(value, name: str) -> int | None:
@@ -408,21 +409,127 @@ class KerasExtensions:
     # Saving ------------------------------------------------------------------------------------
 
     def _ipu_saved_options(self) -> dict:
-        return {
-            "gradient_accumulation_steps_per_replica": self._ipu.gradient_accumulation_steps,
-            "pipelining_gradient_accumulation_steps_per_replica": self._ipu.pipelining_steps,
-            "pipelining_device_mapping": self._ipu.pipelining_device_mapping,
+        """The IPU options as the original saves them in `get_config()`: its keys and values
+        (keras/ipu/extensions/extensions_base.py `_get_base_config`, and the stage assignment
+        of functional_extensions.py / sequential_extensions.py `_get_config_delegate`)."""
+        state = self._ipu
+        pipelined = state.pipelining_steps is not None
+        # The original keeps one reduction method, set by either options call.
+        reduction = (
+            state.pipelining_reduction if pipelined else state.gradient_accumulation_reduction
+        )
+        config = {
+            "gradient_accumulation_steps_per_replica": state.gradient_accumulation_steps,
+            "gradient_accumulation_reduction_method": reduction.value,
+            "replicated_metric_reduction_method": _METRIC_REDUCTION_VALUES[
+                state.replicated_metric_reduction
+            ],
+            "asynchronous_callbacks": state.asynchronous_callbacks,
+            "pipelining_gradient_accumulation_steps_per_replica": state.pipelining_steps,
+            "pipelining_device_mapping": state.pipelining_device_mapping,
+            "pipelining_accumulate_outfeed": state.pipelining_accumulate_outfeed,
+            "infeed_kwargs": dict(state.infeed_options),
+            "outfeed_kwargs": dict(state.outfeed_options),
         }
+        records = self._saved_stage_records()
+        if isinstance(self, sequential.Sequential):
+            config["pipeline_stage_assignment_valid"] = bool(records)
+            config["pipeline_stage_assignment"] = [r.pipeline_stage for r in records]
+        elif isinstance(self, functional.Functional):
+            index = {id(layer): i for i, layer in enumerate(self.layers)}
+            config["pipeline_stage_assignment"] = [
+                (index[id(r.layer)], r.node_index, r.pipeline_stage) for r in records
+            ]
+        return config
+
+    def _saved_stage_records(self) -> list:
+        if not isinstance(self, (sequential.Sequential, functional.Functional)):
+            return []  # a subclassed model's invocations are traced, not saved
+        try:
+            records = self._pipeline_records()
+        except ValueError:
+            return []
+        return records or []
 
     def _ipu_restore_options(self, options: dict) -> None:
-        if options.get("gradient_accumulation_steps_per_replica") is not None:
-            self.set_gradient_accumulation_options(
-                options["gradient_accumulation_steps_per_replica"]
+        """Sets the options `_ipu_saved_options` saved (extensions_base.py `_from_base_config`)."""
+        state = self._ipu
+        reduction = _parse_saved_reduction(options.get("gradient_accumulation_reduction_method"))
+        steps = options.get("gradient_accumulation_steps_per_replica")
+        if steps is not None:
+            self.set_gradient_accumulation_options(steps, reduction)
+        state.gradient_accumulation_reduction = reduction
+        metric = options.get("replicated_metric_reduction_method")
+        if metric is not None:
+            self.set_replication_options(_METRIC_REDUCTION_BY_VALUE.get(metric, metric))
+        state.asynchronous_callbacks = bool(options.get("asynchronous_callbacks", False))
+        pipelining = (
+            options.get("pipelining_gradient_accumulation_steps_per_replica"),
+            options.get("pipelining_device_mapping"),
+            options.get("pipelining_accumulate_outfeed"),
+        )
+        if any(value is not None for value in pipelining):
+            self.set_pipelining_options(
+                *pipelining, gradient_accumulation_reduction_method=reduction
             )
-        steps = options.get("pipelining_gradient_accumulation_steps_per_replica")
-        mapping = options.get("pipelining_device_mapping")
-        if steps is not None or mapping is not None:
-            self.set_pipelining_options(steps, mapping)
+        state.pipelining_reduction = reduction
+        if options.get("infeed_kwargs"):
+            self.set_infeed_queue_options(**options["infeed_kwargs"])
+        if options.get("outfeed_kwargs"):
+            self.set_outfeed_queue_options(**options["outfeed_kwargs"])
+        self._restore_stage_assignment(options)
+
+    def _restore_stage_assignment(self, options: dict) -> None:
+        saved = options.get("pipeline_stage_assignment")
+        if not saved or options.get("pipeline_stage_assignment_valid", True) is False:
+            return
+        if isinstance(self, sequential.Sequential):
+            self.set_pipeline_stage_assignment([int(stage) for stage in saved])
+            return
+        stage_of = {(int(i), int(node)): int(stage) for i, node, stage in saved}
+        records = pipeline_stages.default_assignment(self)
+        index = {id(layer): i for i, layer in enumerate(self.layers)}
+        stages = [stage_of.get((index[id(r.layer)], r.node_index)) for r in records]
+        if None not in stages:
+            self.set_pipeline_stage_assignment(stages)
+
+
+#: The original's values of ReplicatedMetricReductionMethod (extensions_base.py).
+_METRIC_REDUCTION_VALUES = {
+    ReplicatedMetricReductionMethod.NONE: 1,
+    ReplicatedMetricReductionMethod.LIST: 2,
+    ReplicatedMetricReductionMethod.SUM: 3,
+    ReplicatedMetricReductionMethod.MEAN: 4,
+}
+_METRIC_REDUCTION_BY_VALUE = {value: method for method, value in _METRIC_REDUCTION_VALUES.items()}
+
+#: The keys `_ipu_saved_options` adds to a model's config.
+SAVED_OPTION_KEYS = (
+    "gradient_accumulation_steps_per_replica",
+    "gradient_accumulation_reduction_method",
+    "experimental_gradient_accumulation_normalize_gradients",
+    "pipelining_gradient_accumulation_steps_per_replica",
+    "pipelining_accumulate_outfeed",
+    "pipelining_device_mapping",
+    "experimental_pipelining_normalize_gradients",
+    "asynchronous_callbacks",
+    "replicated_metric_reduction_method",
+    "infeed_kwargs",
+    "outfeed_kwargs",
+    "pipeline_stage_assignment",
+    "pipeline_stage_assignment_valid",
+    "get_config_has_been_called",
+)
+
+
+def _parse_saved_reduction(value) -> GradientAccumulationReductionMethod:
+    if value is None:
+        return GradientAccumulationReductionMethod.SUM
+    if isinstance(value, int) and not isinstance(value, bool):
+        return GradientAccumulationReductionMethod(value)
+    return GradientAccumulationReductionMethod.parse(
+        value, "gradient_accumulation_reduction_method"
+    )
 
 
 def _check_kwargs(function, kwargs: dict, caller: str, excluded: set[str]) -> None:
