@@ -177,5 +177,11 @@ for _name, _reason in (
     ("_steps_per_execution", "read: the executions' size"),
     ("_inferred_steps", "set: the steps of an epoch, in batches"),
     ("_dataset", "set: the dataset the handler iterates"),
+    ("_model", "read: the model, whose infeed options set the host prefetch"),
+    ("steps", "overridden: with asynchronous callbacks, Keras' loop gets every step"),
+    ("_current_step", "set: the step of the epoch `steps` is at"),
+    ("_initial_step", "set: where `steps` starts (an initial epoch)"),
+    ("_step_increment", "set: the steps one yield stands for, less one"),
+    ("_insufficient_data", "read: the data ran out"),
 ):
     _internal("tf_keras.src.engine.data_adapter.DataHandler", _name, _reason)

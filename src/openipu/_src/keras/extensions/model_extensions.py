@@ -11,7 +11,6 @@ depths, schedules, recomputation, ...) are validated and kept.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import threading
 from collections.abc import Iterator
@@ -63,6 +62,9 @@ class IPUModelState:
         self.infeed_options: dict = {}
         self.outfeed_options: dict = {}
         self.asynchronous_callbacks = False
+        #: While fit/evaluate/predict run with asynchronous callbacks: the callback calls per
+        #: step (one per replica, as the original's polling thread); else 0.
+        self.step_callbacks = 0
         self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
         self.executing = False
         self.traced_assignment: list | None = None
@@ -209,28 +211,44 @@ class KerasExtensions:
     # Queues, callbacks, replication ----------------------------------------------------------
 
     def set_infeed_queue_options(self, **kwargs) -> None:
-        """Options for the infeeds that fit/evaluate/predict create (e.g. prefetch_depth)."""
+        """Options of the infeeds fit/evaluate/predict create (`prefetch_depth`: the batches
+        the host prepares ahead of the device)."""
         from openipu._src.feeds import infeed
 
-        _check_kwargs(
-            infeed.IPUInfeedQueue.__init__, kwargs, "set_infeed_queue_options", {"dataset"}
-        )
+        # keras/ipu/extensions/extensions_base.py `_set_infeed_queue_options_impl`.
+        for name in ("dataset", "infeed_spec", "element_spec"):
+            if name in kwargs:
+                raise ValueError(
+                    f"Found `{name}` key in `kwargs`. This argument is automatically set by Keras."
+                )
+        if "_internal_id" in kwargs:
+            raise ValueError(
+                "Found `_internal_id` key in `kwargs`. This argument is not compatible with Keras."
+            )
+        # The infeed takes any other keyword (IPUInfeedQueue(**kwargs)); its values are
+        # checked as the infeed checks them.
         if "prefetch_depth" in kwargs:
             infeed._validate_prefetch_depth(kwargs["prefetch_depth"])  # noqa: SLF001
         self._ipu.infeed_options = dict(kwargs)
+        self._reset_execution_functions()
 
     def set_outfeed_queue_options(self, **kwargs) -> None:
-        """Options for the outfeeds that fit/evaluate/predict create (e.g. buffer_depth)."""
+        """Options of the outfeeds fit/evaluate/predict create (e.g. `buffer_depth`)."""
         from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 
-        _check_kwargs(
-            IPUOutfeedQueue.__init__, kwargs, "set_outfeed_queue_options", {"outfeed_mode"}
-        )
-        IPUOutfeedQueue(**kwargs)  # validates the values
+        # keras/ipu/extensions/extensions_base.py `_set_outfeed_queue_options_impl`.
+        for name in ("outfeed_mode", "device_ordinal"):
+            if name in kwargs:
+                raise ValueError(
+                    f"Found `{name}` key in `kwargs`. This argument is not compatible with Keras."
+                )
+        IPUOutfeedQueue(**kwargs)  # a TypeError for an unknown keyword, as the original's
         self._ipu.outfeed_options = dict(kwargs)
+        self._reset_execution_functions()
 
     def set_asynchronous_callbacks(self, asynchronous=False) -> None:
-        """Run callbacks on a host thread while the device loop continues (kept; see README)."""
+        """Callbacks run after every step, each with its step's results, while the device runs
+        the next execution (the original's polling thread); see `_asynchronous_callbacks_apply`."""
         self._ipu.asynchronous_callbacks = bool(asynchronous)
 
     def set_replication_options(self, replicated_metric_reduction_method="NONE") -> None:
@@ -266,20 +284,44 @@ class KerasExtensions:
     @contextlib.contextmanager
     def _ipu_execution(self, mode: str) -> Iterator[None]:
         outer = self._ipu.executing
+        outer_step_calls = self._ipu.step_callbacks
         self._ipu.executing = True
         try:
+            replicas = self._ipu_replica_count()
+            self._ipu.step_callbacks = replicas if self._asynchronous_callbacks_apply(mode) else 0
             # A Keras step is one step of every replica: it takes one batch (or, in the
             # first API, one weight update's batches) per replica.
             data_mode = data_handler.DataMode(
                 mode,
-                replicas=self._ipu_replica_count(),
+                replicas=replicas,
                 batches_per_step=self._ipu.step_batches,
                 original_rules=self._ipu_original_step_rules,
+                step_callbacks=self._ipu.step_callbacks,
             )
             with data_handler.ipu_data_mode(self, data_mode):
                 yield
         finally:
+            functions = (self.train_function, self.test_function, self.predict_function)
+            for function in functions:
+                if isinstance(function, ExecutionFunction):
+                    function.finish()
             self._ipu.executing = outer
+            self._ipu.step_callbacks = outer_step_calls
+
+    def _asynchronous_callbacks_apply(self, mode: str) -> bool:
+        """Whether callbacks run per step, asynchronously (`set_asynchronous_callbacks`).
+
+        As the original's extensions_base.py: not for fit and evaluate of a pipelined model
+        that accumulates its outfeed (there are no per-step results then).
+        """
+        if not self._ipu.asynchronous_callbacks:
+            return False
+        if mode == "predict":
+            return True
+        accumulated = (
+            self._ipu.pipelining_accumulate_outfeed and self._pipeline_records() is not None
+        )
+        return not accumulated
 
     def _validate_and_get_metrics_result(self, logs):
         # Keras re-reads its metrics summed over all replicas; replicated IPU models
@@ -530,12 +572,3 @@ def _parse_saved_reduction(value) -> GradientAccumulationReductionMethod:
     return GradientAccumulationReductionMethod.parse(
         value, "gradient_accumulation_reduction_method"
     )
-
-
-def _check_kwargs(function, kwargs: dict, caller: str, excluded: set[str]) -> None:
-    parameters = set(inspect.signature(function).parameters) - {"self", "kwargs"} - excluded
-    unknown = set(kwargs) - parameters
-    if unknown:
-        raise ValueError(
-            f"{caller}: unknown argument(s) {sorted(unknown)}; accepted are {sorted(parameters)}"
-        )
