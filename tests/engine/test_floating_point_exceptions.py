@@ -143,3 +143,18 @@ def test_a_keras_model_trains_with_the_traps_on_and_stops_on_a_nan_loss():
         log_model.compile(steps_per_execution=4)
         with pytest.raises(tf.errors.OpError, match=TRAP):
             log_model.predict(np.abs(bad) * np.sign(bad), batch_size=8, verbose=0)
+
+
+def test_nanoo_makes_a_half_precision_overflow_a_nan_and_raises_nothing():
+    # floating_point_control_bits_test.py `test_nan_overflow_enabled`: 10000 * 10000 in half
+    # precision is a NaN with nanoo. (Without it the chip saturates at 65504; the host's
+    # IEEE arithmetic gives an infinity.)
+    model = lambda x, y: x * y  # noqa: E731
+    feeds = [[10000.0, 2.0], [10000.0, 3.0]]
+    _configure(nanoo=True)
+    result = _tf1_run(model, feeds, np.float16)
+    assert np.isnan(result[0]) and result[1] == 6.0
+    _configure()
+    assert _tf1_run(model, feeds, np.float16).tolist() == [np.inf, 6.0]
+    _configure(nanoo=True)  # single precision does not overflow here
+    assert _tf1_run(model, feeds).tolist() == [1e8, 6.0]

@@ -17,8 +17,10 @@ finite inputs otherwise is an overflow. A failed check stops the run with the
 chip's message. Regions with checks run as TensorFlow graphs; without the bits
 nothing is added, so programs keep their speed.
 
-`nanoo` (NaN rather than saturation when a half-precision value overflows) and
-`esr` (stochastic rounding) change chip numerics and raise nothing: they are kept.
+`nanoo` raises nothing: it makes a half-precision result that overflows a NaN
+(floating_point_control_bits_test.py `test_nan_overflow_enabled`), which the same
+callback does; without it the chip saturates such results, which the host does not
+model (they stay infinities). `esr` (stochastic rounding) is kept.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ BITS = {
     "div0": "division by zero",
     "oflo": "overflow",
 }
+
+#: With `nanoo`, a half-precision result that overflows is a NaN (the chip's default
+#: saturates it at the largest half value, which the host does not model).
+ALL_BITS = frozenset([*BITS, "nanoo"])
 
 _FLOAT_TYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _DIVISIONS = {"RealDiv": 1, "Div": 1, "FloorDiv": 1, "TruncateDiv": 1, "DivNoNan": None}
@@ -116,8 +122,8 @@ def configured_bits(ipu_ordinal: int = 0) -> frozenset[str]:
         return frozenset()
     behaviour = system.config.floating_point_behaviour  # type: ignore[attr-defined]
     if behaviour.set_all:
-        return frozenset(BITS)
-    return frozenset(bit for bit in BITS if getattr(behaviour, bit))
+        return ALL_BITS
+    return frozenset(bit for bit in ALL_BITS if getattr(behaviour, bit))
 
 
 def requested_bits() -> frozenset[str]:
@@ -177,8 +183,11 @@ class _Callback:
         self.building = True
         try:
             checks = _checks(op_type, list(inputs), list(outputs), self.bits)
-            if not checks:
+            nan_on_overflow = "nanoo" in self.bits and _half_results(inputs, outputs)
+            if not checks and not nan_on_overflow:
                 return None
+            if nan_on_overflow:
+                outputs = _nan_on_overflow(list(inputs), list(outputs))
             name = _text(op_name)
             asserts = []
             with ops.name_scope(None), ops.name_scope(f"{name}_fp_check"):
@@ -191,6 +200,24 @@ class _Callback:
                     return [tf.identity(o) if isinstance(o, tf.Tensor) else o for o in outputs]
         finally:
             self.building = False
+
+
+def _half_results(inputs, outputs) -> bool:
+    return any(_is_float(t) for t in inputs) and any(
+        isinstance(t, tf.Tensor) and t.dtype == tf.float16 for t in outputs
+    )
+
+
+def _nan_on_overflow(inputs: list, outputs: list) -> list:
+    """`nanoo`: infinities a half-precision op makes from finite inputs become NaNs."""
+    finite_in = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in inputs if _is_float(t)])
+    replaced = []
+    for t in outputs:
+        if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
+            overflowed = tf.logical_and(tf.math.is_inf(t), finite_in)
+            t = tf.where(overflowed, tf.constant(float("nan"), tf.float16), t)
+        replaced.append(t)
+    return replaced
 
 
 def _text(name) -> str:

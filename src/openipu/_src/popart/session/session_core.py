@@ -328,7 +328,8 @@ class SessionCore:
                 logger.warning("Floating point checks cannot be enabled for non IPU devices")
                 self._warned_floating_point_checks = True
             return contextlib.nullcontext()
-        return floating_point_checks.requesting(floating_point_checks.BITS)
+        # Poplar's FloatingPointBehaviour(inv, div0, oflo, esr=false, nanoo).
+        return floating_point_checks.requesting(floating_point_checks.ALL_BITS)
 
     def _zero_inputs(self) -> dict[str, tf.Tensor]:
         if self._options.syntheticDataMode is not SyntheticDataMode.Off:
