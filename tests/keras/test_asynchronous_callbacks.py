@@ -291,8 +291,11 @@ def test_prefetch_depth_sets_how_far_the_host_reads_ahead():
         seen: list = []
 
         def on_predict_batch_end(self, batch, logs=None):
-            if batch == 3:
-                time.sleep(0.5)
+            if batch == 3:  # the first execution's end: wait until the host stops reading
+                before, deadline = -1, time.monotonic() + 5.0
+                while len(reads) != before and time.monotonic() < deadline:
+                    before = len(reads)
+                    time.sleep(0.3)
                 self.seen.append(len(reads))
 
     strategy = _configure(1)
