@@ -14,7 +14,7 @@ from inputs without one (or casts a NaN or infinity to an integer) is an invalid
 operation; a division (or reciprocal, reciprocal square root, logarithm) of a
 non-zero value by zero is a division by zero; an op that makes an infinity from
 finite inputs otherwise is an overflow. A failed check stops the run with the
-chip's message. Regions with checks run as TensorFlow graphs; without the bits
+chip's message, as an `InternalError` (`integration/run_errors.py`). Regions with checks run as TensorFlow graphs; without the bits
 nothing is added, so programs keep their speed.
 
 `nanoo` raises nothing: it makes a half-precision result that overflows a NaN
@@ -33,6 +33,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 from tensorflow.python.framework import op_callbacks, ops
 
+from openipu._src.integration import run_errors
 from openipu._src.system import configure
 
 #: The exception bits of `floating_point_behaviour` and what each traps.
@@ -108,6 +109,13 @@ TRAPPED = "Tiles in excepted state"
 _state = threading.local()
 
 
+def _as_device_error(error):
+    """A trap's failed run is an `InternalError`, as the original's (poplar_util.cc)."""
+    if isinstance(error, tf.errors.InvalidArgumentError) and TRAPPED in (error.message or ""):
+        return tf.errors.InternalError(error.node_def, error.op, error.message)
+    return error
+
+
 def trap_message(error_message: str) -> str:
     """Poplar's own words from the message of a run a check stopped (PopART shows those)."""
     text = error_message.replace("\\'", "'")  # TensorFlow escapes quotes in assert messages
@@ -150,6 +158,7 @@ def checking(bits: frozenset[str], ipu_ordinal: int = 0) -> Iterator[None]:
         # One callback per thread (a replica thread of a region re-enters it).
         yield
         return
+    run_errors.install(_as_device_error)
     callback = _Callback(frozenset(bits), ipu_ordinal)
     op_callbacks.add_op_callback(callback)
     _state.checking = True
