@@ -42,7 +42,7 @@ def test_every_documented_flag_is_accepted(monkeypatch):
     assert poplar_flags.value("executable_cache_path") == "/tmp/cache"
     assert poplar_flags.value("show_progress_bar") == "false"
     assert poplar_flags.value("ipu_model_tiles") == 8
-    assert poplar_flags.use_ipu_model() and not poplar_flags.use_synthetic_data()
+    assert poplar_flags.value("use_ipu_model") and not poplar_flags.use_synthetic_data()
 
 
 @pytest.mark.parametrize(

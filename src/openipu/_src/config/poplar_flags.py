@@ -229,8 +229,12 @@ def synthetic_data_initializer() -> str | int | None:
 
 
 def use_ipu_model() -> bool:
-    """`--use_ipu_model`: the program targets the IPU model (a simulator) rather than hardware."""
-    return bool(value("use_ipu_model"))
+    """`--use_ipu_model`: the program targets the IPU model (a simulator) rather than hardware.
+
+    Read as the original's Python reads it (tensorflow/python/ipu/config.py and utils.py
+    `running_on_ipu_model`): whether the variable's text holds "--use_ipu_model".
+    """
+    return "--use_ipu_model" in os.environ.get(_ENV, "")
 
 
 # -- parsing -------------------------------------------------------------------------------
