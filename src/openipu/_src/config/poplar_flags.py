@@ -14,7 +14,8 @@ tensorflow/core/util/command_line_flags.cc; documented in docs/device_selection.
   without synthetic data stop the original's process (`LOG(FATAL)`); here they raise a
   ValueError with the original's message when the flags are read
   (`configure_ipu_system`, feeds);
-- `--help` logs the usage of every flag (once), as the original does when it compiles.
+- `--help` logs the usage of every flag (once), as the original does when it compiles;
+  `--null_data_feed` makes infeeds give the device no real data, as synthetic infeeds.
 
 The original reads the variable once per process; openipu reads it whenever it changes,
 so a program (or a test) may set it before each use.
@@ -205,6 +206,13 @@ def synthetic_categories() -> set[str]:
 def is_synthetic(category: str) -> bool:
     """Whether synthetic data replaces the transfers of `category` (e.g. "infeed")."""
     return use_synthetic_data() or category in synthetic_categories()
+
+
+def infeeds_without_data() -> bool:
+    """Whether infeeds give the device no data of the dataset's: synthetic infeeds, or
+    `--null_data_feed` (its infeed callbacks hand over uninitialised buffers,
+    poplar_executor.cc `NullPrefetchCallback`)."""
+    return is_synthetic("infeed") or bool(value("null_data_feed"))
 
 
 def synthetic_data_initializer() -> str | int | None:
