@@ -5,7 +5,14 @@ Imports are grouped by area, one comment header each; add new areas the same way
 # ruff: noqa: F401 - every import here is a re-export
 
 # -- Errors -------------------------------------------------------------------------------
-from openipu._src.popart.errors import OutOfMemoryException, popart_exception, popart_runtime_error
+from openipu._src.popart.errors import (
+    OutOfMemoryException,
+    popart_exception,
+    popart_runtime_error,
+    poplar_application_runtime_error,
+    poplar_exception,
+    poplar_runtime_error,
+)
 
 # isort: split
 # -- Tensors ------------------------------------------------------------------------------

@@ -78,3 +78,14 @@ def test_an_unknown_initializer_is_refused(monkeypatch, strategy_on):
     monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data --synthetic_data_initializer=x")
     with pytest.raises(ValueError, match="synthetic_data_initializer='x'"):
         _run_summing_program(strategy_on(1), [])
+
+
+def test_null_data_feed_gives_infeeds_no_data_of_the_dataset(monkeypatch, strategy_on):
+    # docs/device_selection.rst: "--null_data_feed: cause any infeed queues to copy garbage
+    # data to the IPU rather than real data"; outfeeds still bring their data back.
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--null_data_feed")
+    reads: list = []
+    total, outfeed = _run_summing_program(strategy_on(1), reads)
+    assert reads == []
+    values = outfeed.dequeue().numpy()
+    assert values.shape == (4,) and values[-1] == float(total)

@@ -7,6 +7,7 @@ A failure here means a Keras upgrade renamed or removed one: fix its accessor in
 from __future__ import annotations
 
 import importlib
+import tempfile
 
 import numpy as np
 import pytest
@@ -49,9 +50,13 @@ def keras_objects():
     sequential.build((None, 3))
     handler = _data_handler(np.zeros((8, 3), np.float32), batch_size=4)
     generator_handler = _data_handler(_generator(), steps_per_epoch=1)
+    with tempfile.TemporaryDirectory() as directory:
+        model.save(directory, save_format="tf")
+        revived = tf_keras.models.load_model(directory)
     return {
         "tf_keras.src.engine.training.Model": model,
-        "tf_keras.src.engine.functional.Functional": model,
+        # Revived from a SavedModel: its loader sets `_serialized_attributes`.
+        "tf_keras.src.engine.functional.Functional": revived,
         "tf_keras.src.engine.base_layer.Layer": model.layers[1],
         "tf_keras.src.optimizers.legacy.optimizer_v2.OptimizerV2": model.optimizer,
         "tf_keras.src.engine.data_adapter.DataHandler": handler,
@@ -86,6 +91,9 @@ def test_the_accessors_read_what_keras_keeps(keras_objects):
     assert keras_internals.inbound_nodes(dense)[0].layer is dense
     depths = keras_internals.nodes_by_depth(model)
     assert sorted(depths) == [0, 1, 2]  # the input layer, then the two Dense layers
+    revived = keras_objects["tf_keras.src.engine.functional.Functional"]
+    assert keras_internals.saved_model_config(revived)["name"] == model.name
+    assert keras_internals.saved_model_config(model) == {}
     sequential = keras_objects["sequential"]
     assert tuple(keras_internals.build_input_shape(sequential)) == (None, 3)
 

@@ -273,7 +273,7 @@ def test_queue_callback_and_replication_options(strategy):
     model.set_infeed_queue_options(prefetch_depth=0)  # the default depth, as in the original
     with pytest.raises(ValueError, match="prefetch_depth must be greater than 0"):
         model.set_infeed_queue_options(prefetch_depth=-1)
-    with pytest.raises(ValueError, match=r"unknown argument\(s\) \['depth'\]"):
+    with pytest.raises(TypeError, match="depth"):  # IPUOutfeedQueue has no such argument
         model.set_outfeed_queue_options(depth=2)
     with pytest.raises(ValueError, match="replicated_metric_reduction_method must be one of"):
         model.set_replication_options("MEDIAN")

@@ -191,3 +191,17 @@ def test_evaluate_and_predict(strategy):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_fit_prefetch_depth_is_the_infeeds_and_is_checked(strategy):
+    # The first API's fit(prefetch_depth=...) sizes the infeed of that fit (checked as an
+    # IPUInfeedQueue's); the numbers do not change.
+    x, y = _data()
+    with strategy.scope():
+        model = ipu.keras.Sequential(_layers())
+        model.compile(keras.optimizers.SGD(0.1), "mse")
+        with pytest.raises(ValueError, match="prefetch_depth"):
+            model.fit(x, y, batch_size=8, prefetch_depth=256, verbose=0)
+        model.fit(x, y, batch_size=8, shuffle=False, steps_per_run=4, prefetch_depth=8, verbose=0)
+        assert model._ipu.infeed_options == {}  # noqa: SLF001 - only for that fit
+    _assert_weights(model.get_weights(), _stock_weights(x, y, 8, 0.1))

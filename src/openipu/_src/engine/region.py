@@ -29,7 +29,7 @@ from tensorflow.python.ops import control_flow_ops, control_flow_util
 from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
-from openipu._src.engine import autograph_loops, compile_policy, random_ops
+from openipu._src.engine import autograph_loops, compile_policy, floating_point_checks, random_ops
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
 from openipu._src.system import configure
@@ -84,6 +84,9 @@ class CompiledRegion:
         self.device = device
         self.mode: compile_policy.CompileMode | None = None
         self.graph_mode_reasons: list[str] = []
+        #: Floating-point exceptions its ops check for (`floating_point_checks`).
+        self.fp_bits: frozenset[str] = frozenset()
+        self.ipu_ordinal = 0
         self._finalizers: list[
             Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
         ] = []
@@ -203,9 +206,17 @@ def compile_region(
             # Inside a function TensorFlow compiles whole (`tf.function(jit_compile=True)`
             # around `strategy.run`): XLA takes the region with its function, unmarked.
             mode = compile_policy.CompileMode.GRAPH
+            fp_bits: frozenset[str] = frozenset()  # its checks could not compile
+        else:
+            fp_bits = (
+                floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
+            )
+            if fp_bits:
+                mode = compile_policy.CompileMode.GRAPH  # the checks run on the host
         graph_only = compile_policy.CompileMode.GRAPH in (mode, compile_policy.forced_mode())
         context = _PlainContext(graph) if graph_only else _RegionContext(name, pivot)
         region = CompiledRegion(graph, context, device)
+        region.fp_bits, region.ipu_ordinal = fp_bits, ipu_ordinal
         stack = _state.__dict__.setdefault("regions", [])
         stack.append(region)
         context.Enter()
@@ -216,6 +227,7 @@ def compile_region(
                 xla._disable_summary_context(),  # noqa: SLF001 - summaries cannot compile
                 random_ops.seeded_from_device(ipu_ordinal),
                 autograph_loops.fusing_iterator_loops(region),
+                floating_point_checks.checking(fp_bits, ipu_ordinal),
             ):
                 outputs = computation(*region_inputs)
             tensors, operations, structure = _split_outputs(outputs, flat_return_rules)

@@ -29,6 +29,14 @@ def _holders() -> list[tuple[object, str]]:
     return _HOLDERS
 
 
+def _fp_checks(region: Any) -> contextlib.AbstractContextManager[None]:
+    from openipu._src.engine import floating_point_checks
+
+    if region is None or not region.fp_bits:
+        return contextlib.nullcontext()
+    return floating_point_checks.checking(region.fp_bits, region.ipu_ordinal)
+
+
 def snapshot() -> list[list[Any]]:
     """Copies of the current thread's engine stacks."""
     return [list(getattr(holder, name, [])) for holder, name in _holders()]
@@ -40,8 +48,11 @@ def restored(saved: list[list[Any]]) -> Iterator[None]:
     previous: list[list[Any] | None] = [getattr(holder, name, None) for holder, name in _holders()]
     for (holder, name), stack in zip(_holders(), saved, strict=True):
         setattr(holder, name, list(stack))
+    regions = saved[0]
     try:
-        yield
+        # A region checking floating-point exceptions checks the ops of every replica.
+        with _fp_checks(regions[-1] if regions else None):
+            yield
     finally:
         for (holder, name), earlier in zip(_holders(), previous, strict=True):
             if earlier is None:

@@ -145,13 +145,13 @@ class IPUInfeedQueue:
     def _fetch_one(self):
         """Builds a host fetch of the next element."""
         self._dequeued = True
-        if poplar_flags.is_synthetic("infeed"):
+        if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, None)
         return self._stream.fetch_one()
 
     def _fetch_stacked(self, count: int):
         """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
         self._dequeued = True
-        if poplar_flags.is_synthetic("infeed"):
+        if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, count)
         return self._stream.fetch_stacked(count)

@@ -1,11 +1,14 @@
-"""`tf_keras` `Model.from_config` and `Sequential.from_config`, wrapped.
+"""`tf_keras` `Model.from_config`, `Sequential.from_config` and the SavedModel loader, wrapped.
 
 Why: the IPU options of a model (gradient accumulation, pipelining, ...) are
-saved in its config under a key of openipu's (`keras/extensions/activation.py`),
-which stock Keras would pass to the constructor. The wrapper hands the stock
-classmethod to openipu's handler, which removes the key and restores the
-options on the loaded model. Checked with tf_keras 2.21 (both classes define
-`from_config` in their own `__dict__`; Sequential does not call Model's).
+saved in its config under the original's keys (`keras/extensions/activation.py`),
+which stock Keras would pass to a subclassed model's constructor. The wrapper
+hands the stock classmethod to openipu's handler, which removes the keys and
+restores the options on the loaded model. A model revived from a SavedModel is
+not built by `from_config`: the loader's wrapper restores its options from the
+config in its metadata. Checked with tf_keras 2.21 (both classes define
+`from_config` in their own `__dict__`; Sequential does not call Model's; `load_model`
+calls the loader through its module, `saved_model_load.load`).
 """
 
 from __future__ import annotations
@@ -48,3 +51,30 @@ def install(from_config: Callable) -> None:
         _handler.append(from_config)
     apply(MODEL_FROM_CONFIG)
     apply(SEQUENTIAL_FROM_CONFIG)
+
+
+_saved_model_handler: list[Callable] = []
+
+SAVED_MODEL_LOAD = register(
+    Patch(
+        module="tf_keras.src.saving.legacy.saved_model.load",
+        attribute="load",
+        kind=Kind.FUNCTION,
+        replacement=lambda stock: delegating(
+            stock, lambda: _saved_model_handler[0] if _saved_model_handler else None
+        ),
+        reason=(
+            "a model revived from a SavedModel is not built by from_config: its IPU options "
+            "are restored from the config in its metadata afterwards, as the original's "
+            "keras/saving/saved_model/load.py does"
+        ),
+        tf_keras=("2.21",),
+    )
+)
+
+
+def install_saved_model_load(load: Callable) -> None:
+    """Routes the SavedModel loader to `load(stock, path, compile=True, options=None)`."""
+    if not _saved_model_handler:
+        _saved_model_handler.append(load)
+    apply(SAVED_MODEL_LOAD)

@@ -152,6 +152,22 @@ def first_batch_size(adapter) -> int | None:
     return getattr(adapter, "_first_batch_size", None)
 
 
+_internal(
+    "tf_keras.src.engine.functional.Functional",
+    "_serialized_attributes",
+    "a model revived from a SavedModel (set by its loader) gets the IPU options in its "
+    "metadata's config back",
+)
+
+
+def saved_model_config(model) -> dict:
+    """The config a model revived from a SavedModel was saved with ({} for other models)."""
+    attributes = getattr(model, "_serialized_attributes", None) or {}
+    metadata = attributes.get("metadata") or {}
+    config = (metadata.get("model_config") or {}).get("config")
+    return config if isinstance(config, dict) else {}
+
+
 # `IPUDataHandler` (keras/extensions/data_handler.py) subclasses Keras' DataHandler,
 # overriding these private hooks and reading the state its constructor sets.
 for _name, _reason in (
@@ -161,5 +177,11 @@ for _name, _reason in (
     ("_steps_per_execution", "read: the executions' size"),
     ("_inferred_steps", "set: the steps of an epoch, in batches"),
     ("_dataset", "set: the dataset the handler iterates"),
+    ("_model", "read: the model, whose infeed options set the host prefetch"),
+    ("steps", "overridden: with asynchronous callbacks, Keras' loop gets every step"),
+    ("_current_step", "set: the step of the epoch `steps` is at"),
+    ("_initial_step", "set: where `steps` starts (an initial epoch)"),
+    ("_step_increment", "set: the steps one yield stands for, less one"),
+    ("_insufficient_data", "read: the data ran out"),
 ):
     _internal("tf_keras.src.engine.data_adapter.DataHandler", _name, _reason)

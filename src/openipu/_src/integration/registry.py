@@ -16,6 +16,7 @@ PATCH_FAMILIES = (
     "keras_layer_call",
     "keras_model_new",
     "keras_node_init",
+    "run_errors",
     "session_run",
     "tracing_context",
     "variable_handles",

@@ -9,6 +9,18 @@ class popart_runtime_error(popart_exception):  # noqa: N801 - the original's nam
     """A failure while a session runs."""
 
 
+class poplar_exception(RuntimeError):  # noqa: N801 - the original's name
+    """An error from Poplar (popart.cpp registers Poplar's exceptions under these names)."""
+
+
+class poplar_runtime_error(poplar_exception):  # noqa: N801 - the original's name
+    """An error while Poplar runs a program."""
+
+
+class poplar_application_runtime_error(poplar_runtime_error):  # noqa: N801 - the original's name
+    """The program failed on the device (a floating-point exception with the checks on)."""
+
+
 class OutOfMemoryException(popart_exception):
     """The (modelled) IPU memory is too small for the graph: `OutOfMemoryException(e)`.
 

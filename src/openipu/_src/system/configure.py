@@ -13,6 +13,7 @@ import re
 import threading
 from typing import TYPE_CHECKING
 
+from openipu._src.config import poplar_flags
 from openipu._src.integration import tracing_context
 from openipu._src.system import host_devices, topology
 
@@ -81,6 +82,9 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
             f"configure_ipu_system needs an IPUConfig, got {type(config).__name__}: "
             "create one with `ipu.config.IPUConfig()`"
         )
+    # The original's backend reads TF_POPLAR_FLAGS when it starts (tools/flags.cc).
+    poplar_flags.parsed()
+    poplar_flags.log_help_once()
     config.validate()
     devices = _allocate_devices(config)
     host_devices.ensure_logical_devices()

@@ -115,6 +115,22 @@ class FirstAPIModel(KerasExtensions):
 
     # fit / evaluate / predict ------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _fit_prefetch_depth(self, prefetch_depth) -> Iterator[None]:
+        """`fit(prefetch_depth=...)`: the depth of the infeed this fit creates."""
+        from openipu._src.feeds import infeed
+
+        depth = infeed._validate_prefetch_depth(prefetch_depth)  # noqa: SLF001
+        if depth is None:
+            yield
+            return
+        saved = self._ipu.infeed_options
+        self._ipu.infeed_options = {**saved, "prefetch_depth": depth}
+        try:
+            yield
+        finally:
+            self._ipu.infeed_options = saved
+
     def fit(
         self,
         x=None,
@@ -139,7 +155,7 @@ class FirstAPIModel(KerasExtensions):
         self._check_data_arguments(x, y, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
         self._check_dataset_length(x, steps_per_epoch)
-        with self._first_api_execution(runs, "fit"):
+        with self._first_api_execution(runs, "fit"), self._fit_prefetch_depth(prefetch_depth):
             return KerasExtensions.fit(
                 self,
                 x,

@@ -19,8 +19,12 @@ import threading
 import tensorflow as tf
 from tf_keras.src.utils import generic_utils
 
-from openipu._src.integration import keras_from_config, keras_model_new
-from openipu._src.keras.extensions.model_extensions import SAVED_OPTIONS_KEY, KerasExtensions
+from openipu._src.integration import keras_from_config, keras_internals, keras_model_new
+from openipu._src.keras.extensions.model_extensions import (
+    LEGACY_SAVED_OPTIONS_KEY,
+    SAVED_OPTION_KEYS,
+    KerasExtensions,
+)
 
 _lock = threading.Lock()
 _extended_classes: dict[type, type] = {}
@@ -50,8 +54,9 @@ def extended_class(cls: type) -> type:
 def _get_config_with_options(self):
     config = super(type(self), self).get_config()
     if isinstance(config, dict):
-        config = dict(config)
-        config[SAVED_OPTIONS_KEY] = self._ipu_saved_options()
+        # The original merges its options into the model's config (functional_extensions.py
+        # `_get_config_delegate`), so a model saved by either loads in the other.
+        config = {**config, **self._ipu_saved_options()}
     return config
 
 
@@ -68,6 +73,7 @@ def install() -> None:
     """Wraps `Model.__new__` and `from_config` (once per process)."""
     keras_model_new.install(_extend_in_ipu_scope)
     keras_from_config.install(_from_config_with_options)
+    keras_from_config.install_saved_model_load(_saved_model_load_with_options)
 
 
 def _extend_in_ipu_scope(instance) -> None:
@@ -78,11 +84,38 @@ def _extend_in_ipu_scope(instance) -> None:
         instance.__dict__["_ipu_device_ordinal"] = ordinal
 
 
+def _split_options(config):
+    """(the model's own config, its saved IPU options or None)."""
+    if not isinstance(config, dict):
+        return config, None
+    options = {k: config[k] for k in SAVED_OPTION_KEYS if k in config}
+    legacy = config.get(LEGACY_SAVED_OPTIONS_KEY)
+    if isinstance(legacy, dict):  # saved by an earlier openipu
+        options = {**legacy, **options}
+    if not options and legacy is None:
+        return config, None
+    own = {
+        k: v
+        for k, v in config.items()
+        if k not in SAVED_OPTION_KEYS and k != LEGACY_SAVED_OPTIONS_KEY
+    }
+    return own, options
+
+
 def _from_config_with_options(stock, cls, config, custom_objects=None):
-    options = config.get(SAVED_OPTIONS_KEY) if isinstance(config, dict) else None
-    if options is not None:
-        config = {k: v for k, v in config.items() if k != SAVED_OPTIONS_KEY}
+    config, options = _split_options(config)
     model = stock(cls, config, custom_objects)
     if options and isinstance(model, KerasExtensions):
         model._ipu_restore_options(options)  # noqa: SLF001
+    return model
+
+
+def _saved_model_load_with_options(stock, *args, **kwargs):
+    """A model revived from a SavedModel gets the options in its metadata's config back
+    (the original's keras/saving/saved_model/load.py `load`, its "IPU specific changes")."""
+    model = stock(*args, **kwargs)
+    if isinstance(model, KerasExtensions):
+        _, options = _split_options(keras_internals.saved_model_config(model))
+        if options:
+            model._ipu_restore_options(options)  # noqa: SLF001
     return model

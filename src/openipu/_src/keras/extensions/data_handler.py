@@ -48,6 +48,9 @@ class DataMode:
     #: its constructor's default of one replica, which runs the rules for one replica
     #: before `evaluate` runs them for the model's replicas (extensions_base.py `fit`).
     fit_validation: bool = False
+    #: Asynchronous callbacks: Keras' loop gets every step (each this many times, once per
+    #: replica) rather than one per execution; 0 when off.
+    step_callbacks: int = 0
 
 
 @dataclasses.dataclass
@@ -67,6 +70,11 @@ def ipu_data_mode(model, mode: DataMode) -> Iterator[None]:
         yield
     finally:
         stack.pop()
+
+
+def current_async_handler() -> IPUDataHandler | None:
+    """The handler whose steps Keras' loop is going through with asynchronous callbacks."""
+    return getattr(_state, "async_handler", None)
 
 
 def _current_mode(model) -> _ModeEntry | None:
@@ -122,8 +130,17 @@ class IPUDataHandler(data_adapter.DataHandler):
         self._execution_size = execution
         # Whole executions are prepared on tf.data's threads while the device computes.
         self._dataset = dataset.batch(execution * self._step_batches, drop_remainder=True).prefetch(
-            2
+            self._prefetched_executions(execution)
         )
+
+    def _prefetched_executions(self, execution: int) -> int:
+        """Executions the host prepares ahead: two, or what `set_infeed_queue_options`'
+        `prefetch_depth` (batches, as an IPUInfeedQueue's) asks for, rounded up."""
+        options = getattr(getattr(self._model, "_ipu", None), "infeed_options", None) or {}
+        depth = options.get("prefetch_depth")
+        if not depth:  # None or 0: the infeed's default, `prefetch_depth or 3`
+            return 2
+        return max(1, -(-depth // (execution * self._step_batches)))
 
     def _original_steps(self, dataset, steps_per_epoch, steps_per_execution):
         """(dataset, per-replica steps, execution steps) by the original's rules (`step_rules`)."""
@@ -229,6 +246,34 @@ class IPUDataHandler(data_adapter.DataHandler):
     @property
     def execution_size(self) -> int:
         return self._execution_size
+
+    def steps(self):
+        """Keras' steps: one per execution, or with asynchronous callbacks every step of
+        every replica (the original's polling thread calls the callbacks so,
+        keras/ipu/extensions/polling_thread.py), the executions running underneath."""
+        calls = self._ipu_mode.step_callbacks
+        if not calls:
+            yield from super().steps()
+            return
+        # Keras' DataHandler sets `_initial_step` (untyped there).
+        self._current_step = self._initial_step  # type: ignore[has-type]
+        self._initial_step = 0
+        while self._inferred_steps is None or self._current_step < self._inferred_steps:
+            if self._insufficient_data:
+                break
+            self._step_increment = 0
+            for _ in range(calls):
+                _state.async_handler = self
+                yield self._current_step
+                if self._insufficient_data:
+                    return
+            self._current_step += 1
+
+    def executions_follow(self, steps: int) -> bool:
+        """Whether another whole execution follows the `steps` from the current step."""
+        if self._inferred_steps is None:
+            return False
+        return self._current_step + steps + self._execution_size <= self._inferred_steps
 
     def _without_partial_batches(self, dataset: tf.data.Dataset):
         """Drops a trailing partial batch (IPU programs have static shapes)."""

@@ -9,12 +9,15 @@ take a single batch and run a one-step program.
 
 from __future__ import annotations
 
+import collections
+import threading
+
 import tensorflow as tf
 from tensorflow.python.util import nest
 
 from openipu._src.engine.program import LoopProgram
 from openipu._src.integration import keras_internals
-from openipu._src.keras.extensions import captured_gradients, replicated_metrics
+from openipu._src.keras.extensions import captured_gradients, data_handler, replicated_metrics
 
 
 class ExecutionFunction:
@@ -25,15 +28,27 @@ class ExecutionFunction:
         self._kind = kind
         self._programs: dict[tuple, LoopProgram] = {}
         self._local_metric_names: frozenset = frozenset()
+        # Asynchronous callbacks: the results of the current execution's steps not handed
+        # to Keras yet, and the next execution, running while the callbacks run.
+        self._pending: collections.deque = collections.deque()
+        self._ahead: _Ahead | None = None
 
     def __call__(self, iterator):
+        if self._model._ipu.executing and self._model._ipu.step_callbacks:  # noqa: SLF001
+            return self._next_step_results(iterator)
+        return self._execute(iterator)
+
+    def _execute(self, iterator, every_step: bool = False):
         element = next(iterator)
         replicas = self._model._ipu_replica_count()  # noqa: SLF001
         if not self._model._ipu.executing:  # noqa: SLF001 - a single batch from *_on_batch
             element = nest.map_structure(lambda t: tf.expand_dims(t, 0), element)
             element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
         batches = int(nest.flatten(element)[0].shape[0])
-        outputs = self._program(batches // replicas, replicas, _inner_shapes(element))(element)
+        steps = batches // replicas
+        outputs = self._program(steps, replicas, _inner_shapes(element), every_step)(element)
+        if every_step:
+            return steps, replicas, outputs
         if self._kind == "predict":
             # Keras expects the predictions of an execution concatenated along the batch,
             # in data order: step i of replica r had batch i * R + r.
@@ -49,11 +64,62 @@ class ExecutionFunction:
             )
         return outputs
 
-    def _program(self, steps: int, replicas: int, inner_shapes: tuple) -> LoopProgram:
+    # -- asynchronous callbacks ------------------------------------------------------------
+
+    def _next_step_results(self, iterator):
+        """What one step of one replica gave (Keras' loop calls once per step and replica).
+
+        As the original's polling thread (keras/ipu/extensions/polling_thread.py), the
+        callbacks see each step's own results, and the device does not wait for them: once
+        an execution's results are in, the next execution of the epoch starts in a host
+        thread while Keras runs the callbacks of this one.
+        """
+        if not self._pending:
+            handler = data_handler.current_async_handler()
+            if self._ahead is not None:
+                steps, replicas, outputs = self._ahead.result()
+                self._ahead = None
+            else:
+                steps, replicas, outputs = self._execute(iterator, every_step=True)
+            self._pending.extend(self._per_step_results(outputs, steps, replicas))
+            if handler is not None and handler.executions_follow(steps):
+                strategy = tf.distribute.get_strategy()  # the thread runs in the same scope
+
+                def run_next():
+                    with strategy.scope():
+                        return self._execute(iterator, every_step=True)
+
+                self._ahead = _Ahead(run_next)
+        return self._pending.popleft()
+
+    def _per_step_results(self, outputs, steps: int, replicas: int) -> list:
+        """Step-major, replica-minor results: `outputs` hold `[steps, (replicas,) ...]`."""
+        results = []
+        for step in range(steps):
+            for replica in range(replicas):
+
+                def pick(t, step=step, replica=replica):
+                    return t[step, replica] if replicas > 1 else t[step]
+
+                results.append(nest.map_structure(pick, outputs))
+        return results
+
+    def finish(self) -> None:
+        """Ends the asynchronous work of a fit/evaluate/predict (its loop ended or broke off)."""
+        ahead, self._ahead = self._ahead, None
+        self._pending.clear()
+        if ahead is not None:
+            ahead.wait()
+
+    # -- programs ---------------------------------------------------------------------------
+
+    def _program(
+        self, steps: int, replicas: int, inner_shapes: tuple, every_step: bool = False
+    ) -> LoopProgram:
         # One program per shape of the data's batches: data whose inner dimensions vary
         # between executions (a generator's `[batch, None, 1]`) gives each execution
         # static shapes, as IPU programs need (the original compiles one per shape too).
-        key = (steps, replicas, inner_shapes)
+        key = (steps, replicas, inner_shapes, every_step)
         program = self._programs.get(key)
         if program is None:
             stand_in = None
@@ -74,7 +140,7 @@ class ExecutionFunction:
                 step,
                 steps,
                 device_ordinal=self._model._ipu.device_ordinal,  # noqa: SLF001
-                outputs="all" if self._kind == "predict" else "last",
+                outputs="all" if self._kind == "predict" or every_step else "last",
                 group_size=group_size,
                 after_group=stand_in.apply_accumulated if stand_in is not None else None,
                 replicas=replicas,
@@ -113,6 +179,31 @@ class ExecutionFunction:
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(self._model, "predict").assign_add(1)
         return outputs
+
+
+class _Ahead:
+    """An execution running in a host thread; `result()` waits for it (and re-raises)."""
+
+    def __init__(self, run) -> None:
+        self._result = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(run,), daemon=True)
+        self._thread.start()
+
+    def _run(self, run) -> None:
+        try:
+            self._result = run()
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            self._error = error
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def _inner_shapes(element) -> tuple:

@@ -11,13 +11,13 @@ depths, schedules, recomputation, ...) are validated and kept.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
+from tf_keras.src.engine import functional, sequential
 from tf_keras.src.utils import tf_utils
 
 from openipu._src.engine.gradient_accumulation import (
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 else:
     _KerasModel = object  # the Keras model classes this is mixed into
 
-#: Keys of `get_config()` under which IPU options are saved with a model.
-SAVED_OPTIONS_KEY = "ipu_options"
+#: The key under which earlier openipu versions saved a model's IPU options.
+LEGACY_SAVED_OPTIONS_KEY = "ipu_options"
 
 
 def _positive_int_or_none(value, name: str) -> int | None:
@@ -68,6 +68,9 @@ class IPUModelState:
         self.infeed_options: dict = {}
         self.outfeed_options: dict = {}
         self.asynchronous_callbacks = False
+        #: While fit/evaluate/predict run with asynchronous callbacks: the callback calls per
+        #: step (one per replica, as the original's polling thread); else 0.
+        self.step_callbacks = 0
         self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
         self.executing = False
         self.traced_assignment: list | None = None
@@ -221,28 +224,44 @@ class KerasExtensions(_KerasModel):
     # Queues, callbacks, replication ----------------------------------------------------------
 
     def set_infeed_queue_options(self, **kwargs) -> None:
-        """Options for the infeeds that fit/evaluate/predict create (e.g. prefetch_depth)."""
+        """Options of the infeeds fit/evaluate/predict create (`prefetch_depth`: the batches
+        the host prepares ahead of the device)."""
         from openipu._src.feeds import infeed
 
-        _check_kwargs(
-            infeed.IPUInfeedQueue.__init__, kwargs, "set_infeed_queue_options", {"dataset"}
-        )
+        # keras/ipu/extensions/extensions_base.py `_set_infeed_queue_options_impl`.
+        for name in ("dataset", "infeed_spec", "element_spec"):
+            if name in kwargs:
+                raise ValueError(
+                    f"Found `{name}` key in `kwargs`. This argument is automatically set by Keras."
+                )
+        if "_internal_id" in kwargs:
+            raise ValueError(
+                "Found `_internal_id` key in `kwargs`. This argument is not compatible with Keras."
+            )
+        # The infeed takes any other keyword (IPUInfeedQueue(**kwargs)); its values are
+        # checked as the infeed checks them.
         if "prefetch_depth" in kwargs:
             infeed._validate_prefetch_depth(kwargs["prefetch_depth"])  # noqa: SLF001
         self._ipu.infeed_options = dict(kwargs)
+        self._reset_execution_functions()
 
     def set_outfeed_queue_options(self, **kwargs) -> None:
-        """Options for the outfeeds that fit/evaluate/predict create (e.g. buffer_depth)."""
+        """Options of the outfeeds fit/evaluate/predict create (e.g. `buffer_depth`)."""
         from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 
-        _check_kwargs(
-            IPUOutfeedQueue.__init__, kwargs, "set_outfeed_queue_options", {"outfeed_mode"}
-        )
-        IPUOutfeedQueue(**kwargs)  # validates the values
+        # keras/ipu/extensions/extensions_base.py `_set_outfeed_queue_options_impl`.
+        for name in ("outfeed_mode", "device_ordinal"):
+            if name in kwargs:
+                raise ValueError(
+                    f"Found `{name}` key in `kwargs`. This argument is not compatible with Keras."
+                )
+        IPUOutfeedQueue(**kwargs)  # a TypeError for an unknown keyword, as the original's
         self._ipu.outfeed_options = dict(kwargs)
+        self._reset_execution_functions()
 
     def set_asynchronous_callbacks(self, asynchronous=False) -> None:
-        """Run callbacks on a host thread while the device loop continues (kept; see README)."""
+        """Callbacks run after every step, each with its step's results, while the device runs
+        the next execution (the original's polling thread); see `_asynchronous_callbacks_apply`."""
         self._ipu.asynchronous_callbacks = bool(asynchronous)
 
     def set_replication_options(self, replicated_metric_reduction_method="NONE") -> None:
@@ -278,20 +297,44 @@ class KerasExtensions(_KerasModel):
     @contextlib.contextmanager
     def _ipu_execution(self, mode: str) -> Iterator[None]:
         outer = self._ipu.executing
+        outer_step_calls = self._ipu.step_callbacks
         self._ipu.executing = True
         try:
+            replicas = self._ipu_replica_count()
+            self._ipu.step_callbacks = replicas if self._asynchronous_callbacks_apply(mode) else 0
             # A Keras step is one step of every replica: it takes one batch (or, in the
             # first API, one weight update's batches) per replica.
             data_mode = data_handler.DataMode(
                 mode,
-                replicas=self._ipu_replica_count(),
+                replicas=replicas,
                 batches_per_step=self._ipu.step_batches,
                 original_rules=self._ipu_original_step_rules,
+                step_callbacks=self._ipu.step_callbacks,
             )
             with data_handler.ipu_data_mode(self, data_mode):
                 yield
         finally:
+            functions = (self.train_function, self.test_function, self.predict_function)
+            for function in functions:
+                if isinstance(function, ExecutionFunction):
+                    function.finish()
             self._ipu.executing = outer
+            self._ipu.step_callbacks = outer_step_calls
+
+    def _asynchronous_callbacks_apply(self, mode: str) -> bool:
+        """Whether callbacks run per step, asynchronously (`set_asynchronous_callbacks`).
+
+        As the original's extensions_base.py: not for fit and evaluate of a pipelined model
+        that accumulates its outfeed (there are no per-step results then).
+        """
+        if not self._ipu.asynchronous_callbacks:
+            return False
+        if mode == "predict":
+            return True
+        accumulated = (
+            self._ipu.pipelining_accumulate_outfeed and self._pipeline_records() is not None
+        )
+        return not accumulated
 
     def _validate_and_get_metrics_result(self, logs):
         # Keras re-reads its metrics summed over all replicas; replicated IPU models
@@ -421,27 +464,130 @@ class KerasExtensions(_KerasModel):
     # Saving ------------------------------------------------------------------------------------
 
     def _ipu_saved_options(self) -> dict:
-        return {
-            "gradient_accumulation_steps_per_replica": self._ipu.gradient_accumulation_steps,
-            "pipelining_gradient_accumulation_steps_per_replica": self._ipu.pipelining_steps,
-            "pipelining_device_mapping": self._ipu.pipelining_device_mapping,
+        """The IPU options as the original saves them in `get_config()`: its keys and values
+        (keras/ipu/extensions/extensions_base.py `_get_base_config`, and the stage assignment
+        of functional_extensions.py / sequential_extensions.py `_get_config_delegate`)."""
+        state = self._ipu
+        pipelined = state.pipelining_steps is not None
+        # The original keeps one reduction method, set by either options call.
+        reduction = (
+            state.pipelining_reduction if pipelined else state.gradient_accumulation_reduction
+        )
+        config: dict[str, Any] = {
+            "gradient_accumulation_steps_per_replica": state.gradient_accumulation_steps,
+            "gradient_accumulation_reduction_method": reduction.value,
+            "replicated_metric_reduction_method": _METRIC_REDUCTION_VALUES[
+                state.replicated_metric_reduction
+            ],
+            "asynchronous_callbacks": state.asynchronous_callbacks,
+            "pipelining_gradient_accumulation_steps_per_replica": state.pipelining_steps,
+            "pipelining_device_mapping": state.pipelining_device_mapping,
+            "pipelining_accumulate_outfeed": state.pipelining_accumulate_outfeed,
+            "infeed_kwargs": dict(state.infeed_options),
+            "outfeed_kwargs": dict(state.outfeed_options),
         }
+        records = self._saved_stage_records()
+        if isinstance(self, sequential.Sequential):
+            config["pipeline_stage_assignment_valid"] = bool(records)
+            config["pipeline_stage_assignment"] = [r.pipeline_stage for r in records]
+        elif isinstance(self, functional.Functional):
+            index = {id(layer): i for i, layer in enumerate(self.layers)}
+            config["pipeline_stage_assignment"] = [
+                (index[id(r.layer)], _node_index(r), r.pipeline_stage) for r in records
+            ]
+        return config
+
+    def _saved_stage_records(self) -> list:
+        if not isinstance(self, (sequential.Sequential, functional.Functional)):
+            return []  # a subclassed model's invocations are traced, not saved
+        try:
+            records = self._pipeline_records()
+        except ValueError:
+            return []
+        return records or []
 
     def _ipu_restore_options(self, options: dict) -> None:
-        if options.get("gradient_accumulation_steps_per_replica") is not None:
-            self.set_gradient_accumulation_options(
-                options["gradient_accumulation_steps_per_replica"]
-            )
-        steps = options.get("pipelining_gradient_accumulation_steps_per_replica")
-        mapping = options.get("pipelining_device_mapping")
-        if steps is not None or mapping is not None:
-            self.set_pipelining_options(steps, mapping)
-
-
-def _check_kwargs(function, kwargs: dict, caller: str, excluded: set[str]) -> None:
-    parameters = set(inspect.signature(function).parameters) - {"self", "kwargs"} - excluded
-    unknown = set(kwargs) - parameters
-    if unknown:
-        raise ValueError(
-            f"{caller}: unknown argument(s) {sorted(unknown)}; accepted are {sorted(parameters)}"
+        """Sets the options `_ipu_saved_options` saved (extensions_base.py `_from_base_config`)."""
+        state = self._ipu
+        reduction = _parse_saved_reduction(options.get("gradient_accumulation_reduction_method"))
+        steps = options.get("gradient_accumulation_steps_per_replica")
+        if steps is not None:
+            self.set_gradient_accumulation_options(steps, reduction)
+        state.gradient_accumulation_reduction = reduction
+        metric = options.get("replicated_metric_reduction_method")
+        if metric is not None:
+            self.set_replication_options(_METRIC_REDUCTION_BY_VALUE.get(metric, metric))
+        state.asynchronous_callbacks = bool(options.get("asynchronous_callbacks", False))
+        pipelining = (
+            options.get("pipelining_gradient_accumulation_steps_per_replica"),
+            options.get("pipelining_device_mapping"),
+            options.get("pipelining_accumulate_outfeed"),
         )
+        if any(value is not None for value in pipelining):
+            self.set_pipelining_options(
+                *pipelining, gradient_accumulation_reduction_method=reduction
+            )
+        state.pipelining_reduction = reduction
+        if options.get("infeed_kwargs"):
+            self.set_infeed_queue_options(**options["infeed_kwargs"])
+        if options.get("outfeed_kwargs"):
+            self.set_outfeed_queue_options(**options["outfeed_kwargs"])
+        self._restore_stage_assignment(options)
+
+    def _restore_stage_assignment(self, options: dict) -> None:
+        saved = options.get("pipeline_stage_assignment")
+        if not saved or options.get("pipeline_stage_assignment_valid", True) is False:
+            return
+        if isinstance(self, sequential.Sequential):
+            self.set_pipeline_stage_assignment([int(stage) for stage in saved])
+            return
+        stage_of = {(int(i), int(node)): int(stage) for i, node, stage in saved}
+        records = pipeline_stages.default_assignment(self)
+        index = {id(layer): i for i, layer in enumerate(self.layers)}
+        stages = [stage_of.get((index[id(r.layer)], _node_index(r))) for r in records]
+        if None not in stages:
+            self.set_pipeline_stage_assignment(stages)
+
+
+#: The original's values of ReplicatedMetricReductionMethod (extensions_base.py).
+_METRIC_REDUCTION_VALUES = {
+    ReplicatedMetricReductionMethod.NONE: 1,
+    ReplicatedMetricReductionMethod.LIST: 2,
+    ReplicatedMetricReductionMethod.SUM: 3,
+    ReplicatedMetricReductionMethod.MEAN: 4,
+}
+_METRIC_REDUCTION_BY_VALUE = {value: method for method, value in _METRIC_REDUCTION_VALUES.items()}
+
+#: The keys `_ipu_saved_options` adds to a model's config.
+SAVED_OPTION_KEYS = (
+    "gradient_accumulation_steps_per_replica",
+    "gradient_accumulation_reduction_method",
+    "experimental_gradient_accumulation_normalize_gradients",
+    "pipelining_gradient_accumulation_steps_per_replica",
+    "pipelining_accumulate_outfeed",
+    "pipelining_device_mapping",
+    "experimental_pipelining_normalize_gradients",
+    "asynchronous_callbacks",
+    "replicated_metric_reduction_method",
+    "infeed_kwargs",
+    "outfeed_kwargs",
+    "pipeline_stage_assignment",
+    "pipeline_stage_assignment_valid",
+    "get_config_has_been_called",
+)
+
+
+def _parse_saved_reduction(value) -> GradientAccumulationReductionMethod:
+    if value is None:
+        return GradientAccumulationReductionMethod.SUM
+    if isinstance(value, int) and not isinstance(value, bool):
+        return GradientAccumulationReductionMethod(value)
+    return GradientAccumulationReductionMethod.parse(
+        value, "gradient_accumulation_reduction_method"
+    )
+
+
+def _node_index(record: object) -> int:
+    """The node of a functional model's layer invocation (its records are per node)."""
+    assert isinstance(record, pipeline_stages.FunctionalLayerPipelineStageAssignment)
+    return record.node_index

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 import tensorflow as tf
 
-from openipu._src.engine import host_arrays
+from openipu._src.engine import floating_point_checks, host_arrays
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
@@ -33,7 +33,11 @@ from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.devices.enums import DeviceConnectionType, DeviceType
-from openipu._src.popart.errors import incompatible_arguments, popart_exception
+from openipu._src.popart.errors import (
+    incompatible_arguments,
+    popart_exception,
+    poplar_application_runtime_error,
+)
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import lower_model
 from openipu._src.popart.options.enums import SyntheticDataMode
@@ -75,6 +79,7 @@ class SessionCore:
 
     _training = False
     _default_name = "session"
+    _warned_floating_point_checks = False
 
     def __init__(
         self,
@@ -299,7 +304,8 @@ class SessionCore:
         """
         seed = self._random.seed
         try:
-            self._warm_up()
+            with self._floating_point_checks():
+                self._warm_up()
         except tf.errors.OpError as error:
             if self._built_program().compiled_mode is not CompileMode.XLA:
                 # Zeros are not valid data for every model: the first real run will tell.
@@ -309,7 +315,7 @@ class SessionCore:
                             self._name, error.message.splitlines()[0])  # fmt: skip
                 self._spec = dataclasses.replace(self._spec, compile_mode=CompileMode.GRAPH)
                 self._program = self._build_program()
-                with contextlib.suppress(tf.errors.OpError):
+                with contextlib.suppress(tf.errors.OpError), self._floating_point_checks():
                     self._warm_up()
         finally:
             self._random.seed = seed
@@ -317,6 +323,19 @@ class SessionCore:
 
     def _warm_up(self) -> None:
         self._built_program()(self._zero_inputs())
+
+    def _floating_point_checks(self) -> contextlib.AbstractContextManager[None]:
+        """`enableFloatingPointChecks`: traps on invalid operations, divisions by zero and
+        overflows, on IPU devices only (popx/irlowering.cpp `setFloatingPointBehaviour`)."""
+        if not self._options.enableFloatingPointChecks:
+            return contextlib.nullcontext()
+        if self._device.type is not DeviceType.Ipu:
+            if not self._warned_floating_point_checks:
+                logger.warning("Floating point checks cannot be enabled for non IPU devices")
+                self._warned_floating_point_checks = True
+            return contextlib.nullcontext()
+        # Poplar's FloatingPointBehaviour(inv, div0, oflo, esr=false, nanoo).
+        return floating_point_checks.requesting(floating_point_checks.ALL_BITS)
 
     def _zero_inputs(self) -> dict[str, tf.Tensor]:
         if self._options.syntheticDataMode is not SyntheticDataMode.Off:
@@ -371,7 +390,16 @@ class SessionCore:
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
-        outputs = self._program_to_run()(stacked)
+        try:
+            with self._floating_point_checks():
+                outputs = self._program_to_run()(stacked)
+        except tf.errors.OpError as error:
+            if floating_point_checks.TRAPPED not in error.message:
+                raise
+            # Poplar's error, as popart.cpp registers it for Python.
+            raise poplar_application_runtime_error(
+                floating_point_checks.trap_message(error.message)
+            ) from None
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
         self._engine_loaded = True

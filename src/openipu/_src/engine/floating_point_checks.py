@@ -1,0 +1,295 @@
+"""Floating-point exceptions: the IPU's `inv`, `div0` and `oflo` traps, checked on the host.
+
+On the IPU, `IPUConfig.floating_point_behaviour.inv/div0/oflo` (or PopART's
+`enableFloatingPointChecks`) make a tile that performs an invalid operation,
+a division by zero or an overflow stop the program; the run then fails with
+Poplar's "Tiles in excepted state" (the original's tests,
+tensorflow/python/ipu/tests/floating_point_control_bits_test.py and
+application_runtime_test.py; the error text is built in
+tensorflow/compiler/plugin/poplar/driver/tools/poplar_util.cc).
+
+Here, while a region is traced with any of these bits on, every floating-point
+operation gets a check of what it produced (`checking`): an op that makes a NaN
+from inputs without one (or casts a NaN or infinity to an integer) is an invalid
+operation; a division (or reciprocal, reciprocal square root, logarithm) of a
+non-zero value by zero is a division by zero; an op that makes an infinity from
+finite inputs otherwise is an overflow. A failed check stops the run with the
+chip's message, as an `InternalError` (`integration/run_errors.py`). Regions with checks run as TensorFlow graphs; without the bits
+nothing is added, so programs keep their speed.
+
+`nanoo` raises nothing: it makes a half-precision result that overflows a NaN
+(floating_point_control_bits_test.py `test_nan_overflow_enabled`), which the same
+callback does; without it the chip saturates such results, which the host does not
+model (they stay infinities). `esr` (stochastic rounding) is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.framework import op_callbacks, ops
+
+from openipu._src.integration import run_errors
+from openipu._src.system import configure
+
+#: The exception bits of `floating_point_behaviour` and what each traps.
+BITS = {
+    "inv": "invalid operation",
+    "div0": "division by zero",
+    "oflo": "overflow",
+}
+
+#: With `nanoo`, a half-precision result that overflows is a NaN (the chip's default
+#: saturates it at the largest half value, which the host does not model).
+ALL_BITS = frozenset([*BITS, "nanoo"])
+
+_FLOAT_TYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_DIVISIONS = {"RealDiv": 1, "Div": 1, "FloorDiv": 1, "TruncateDiv": 1, "DivNoNan": None}
+_POLES = {"Reciprocal", "Inv", "Rsqrt", "Log"}  # one input, infinite at zero
+# Ops that only move, pick or combine values: a NaN or infinity in their output was
+# produced upstream (or came from the host), never by them.
+_PASS_THROUGH = {
+    "Identity",
+    "IdentityN",
+    "StopGradient",
+    "Reshape",
+    "Squeeze",
+    "ExpandDims",
+    "Transpose",
+    "ConcatV2",
+    "Pack",
+    "Unpack",
+    "Split",
+    "SplitV",
+    "Slice",
+    "StridedSlice",
+    "Gather",
+    "GatherV2",
+    "GatherNd",
+    "Select",
+    "SelectV2",
+    "Tile",
+    "BroadcastTo",
+    "Fill",
+    "ZerosLike",
+    "OnesLike",
+    "Enter",
+    "Exit",
+    "Merge",
+    "Switch",
+    "NextIteration",
+    "TensorListGetItem",
+    "TensorListSetItem",
+    "TensorListStack",
+    "TensorListFromTensor",
+    "TensorListReserve",
+    "Max",
+    "Min",
+    "Maximum",
+    "Minimum",
+    "Assert",
+    "CheckNumerics",
+    "CheckNumericsV2",
+}
+#: The message the chip's run fails with (poplar_util.cc `PoplarExceptionToTensorflowStatus`).
+MESSAGE = (
+    "[Poplar][Execute engine] application_runtime_error: [Recovery action: IPU_RESET] "
+    "Tiles in excepted state [IPU {ordinal}]: floating-point exception: {what} "
+    "(floating_point_behaviour.{bit}) in operation '{op}'. IPU will be reset the next "
+    "time a program is executed."
+)
+
+#: The part of `MESSAGE` a front end recognises a trap by.
+TRAPPED = "Tiles in excepted state"
+
+_state = threading.local()
+
+
+def _as_device_error(error: Exception) -> Exception:
+    """A trap's failed run is an `InternalError`, as the original's (poplar_util.cc)."""
+    if isinstance(error, tf.errors.InvalidArgumentError) and TRAPPED in (error.message or ""):
+        internal: Exception = tf.errors.InternalError(error.node_def, error.op, error.message)
+        return internal
+    return error
+
+
+def trap_message(error_message: str) -> str:
+    """Poplar's own words from the message of a run a check stopped (PopART shows those)."""
+    text = error_message.replace("\\'", "'")  # TensorFlow escapes quotes in assert messages
+    match = re.search(r"Tiles in excepted state.*?in operation '[^']*'\.", text, re.S)
+    return match.group(0) if match else text
+
+
+def configured_bits(ipu_ordinal: int = 0) -> frozenset[str]:
+    """The exception bits on for the configured IPU system (`set_all` turns on all)."""
+    system = configure.maybe_current_system()
+    if system is None:
+        return frozenset()
+    behaviour = system.config.floating_point_behaviour
+    if behaviour.set_all:
+        return ALL_BITS
+    return frozenset(bit for bit in ALL_BITS if getattr(behaviour, bit))
+
+
+def requested_bits() -> frozenset[str]:
+    """The bits a front end asked for in this thread with `requesting` (PopART sessions)."""
+    stack = getattr(_state, "requested", [])
+    return stack[-1] if stack else frozenset()
+
+
+@contextlib.contextmanager
+def requesting(bits: Iterable[str]) -> Iterator[None]:
+    """Regions built in this thread within the context check for the exceptions of `bits`."""
+    stack = _state.__dict__.setdefault("requested", [])
+    stack.append(frozenset(bits))
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+@contextlib.contextmanager
+def checking(bits: frozenset[str], ipu_ordinal: int = 0) -> Iterator[None]:
+    """Ops built in this thread within the context check for the exceptions of `bits`."""
+    if not bits or getattr(_state, "checking", False):
+        # One callback per thread (a replica thread of a region re-enters it).
+        yield
+        return
+    run_errors.install(_as_device_error)
+    callback = _Callback(frozenset(bits), ipu_ordinal)
+    op_callbacks.add_op_callback(callback)
+    _state.checking = True
+    try:
+        yield
+    finally:
+        _state.checking = False
+        op_callbacks.remove_op_callback(callback)
+
+
+class _Callback:
+    def __init__(self, bits: frozenset[str], ipu_ordinal: int) -> None:
+        self.bits = bits
+        self.ipu_ordinal = ipu_ordinal
+        self.building = False
+
+    def __call__(
+        self,
+        op_type: str,
+        inputs: Sequence[Any],
+        attrs: Any,
+        outputs: Sequence[Any] | None,
+        op_name: str | bytes | None = None,
+        graph: Any = None,
+    ) -> list[Any] | None:
+        if self.building or graph is None:
+            return None
+        if outputs is None:
+            # An earlier callback (the engine's random ops) kept the outputs: TensorFlow then
+            # passes None on.
+            try:
+                outputs = graph.get_operation_by_name(_text(op_name)).outputs
+            except (KeyError, ValueError):
+                return None
+        if not outputs:
+            return None
+        if op_type in _PASS_THROUGH:
+            return None
+        self.building = True
+        try:
+            checks = _checks(op_type, list(inputs), list(outputs), self.bits)
+            nan_on_overflow = "nanoo" in self.bits and _half_results(inputs, outputs)
+            if not checks and not nan_on_overflow:
+                return None
+            if nan_on_overflow:
+                outputs = _nan_on_overflow(list(inputs), list(outputs))
+            name = _text(op_name)
+            asserts = []
+            with ops.name_scope(None), ops.name_scope(f"{name}_fp_check"):
+                for bit, failed in checks:
+                    message = MESSAGE.format(
+                        ordinal=self.ipu_ordinal, what=BITS[bit], bit=bit, op=name
+                    )
+                    asserts.append(tf.debugging.Assert(tf.logical_not(failed), [message]))
+                with ops.control_dependencies(asserts):
+                    return [tf.identity(o) if isinstance(o, tf.Tensor) else o for o in outputs]
+        finally:
+            self.building = False
+
+
+def _half_results(inputs: Sequence[Any], outputs: Sequence[Any]) -> bool:
+    return any(_is_float(t) for t in inputs) and any(
+        isinstance(t, tf.Tensor) and t.dtype == tf.float16 for t in outputs
+    )
+
+
+def _nan_on_overflow(inputs: list[Any], outputs: list[Any]) -> list[Any]:
+    """`nanoo`: infinities a half-precision op makes from finite inputs become NaNs."""
+    finite_in = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in inputs if _is_float(t)])
+    replaced = []
+    for t in outputs:
+        if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
+            overflowed = tf.logical_and(tf.math.is_inf(t), finite_in)
+            t = tf.where(overflowed, tf.constant(float("nan"), tf.float16), t)
+        replaced.append(t)
+    return replaced
+
+
+def _text(name: str | bytes | None) -> str:
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _is_float(t: Any) -> bool:
+    return isinstance(t, tf.Tensor) and t.dtype in _FLOAT_TYPES
+
+
+def _any(t: tf.Tensor) -> tf.Tensor:
+    return tf.reduce_any(t)
+
+
+def _checks(
+    op_type: str, inputs: list[Any], outputs: list[Any], bits: frozenset[str]
+) -> list[tuple[str, tf.Tensor]]:
+    """(bit, scalar bool tensor that is True when the op trapped) for this op."""
+    float_inputs = [t for t in inputs if _is_float(t)]
+    float_outputs = [t for t in outputs if _is_float(t)]
+    checks = []
+    if op_type == "Cast" and float_inputs and not float_outputs:
+        # A NaN or infinity converted to an integer.
+        if "inv" in bits and outputs[0].dtype.is_integer:
+            checks.append(("inv", _any(~tf.math.is_finite(float_inputs[0]))))
+        return checks
+    if not float_inputs or not float_outputs:
+        return checks  # constants, variable reads, host data: nothing computed here
+    zero_divisor = None
+    if op_type in _DIVISIONS and len(inputs) == 2 and _is_float(inputs[1]):
+        if op_type == "DivNoNan":
+            return checks  # defined as 0 where the divisor is 0
+        numerator, divisor = inputs
+        zero_divisor = tf.equal(divisor, 0)
+        if "div0" in bits:
+            nonzero = tf.logical_and(tf.not_equal(numerator, 0), tf.math.is_finite(numerator))
+            checks.append(("div0", _any(tf.logical_and(zero_divisor, nonzero))))
+    elif op_type in _POLES and len(inputs) == 1:
+        zero_divisor = tf.equal(inputs[0], 0)
+        if "div0" in bits:
+            checks.append(("div0", _any(zero_divisor)))
+    if "inv" in bits:
+        nan_in = tf.reduce_any([_any(tf.math.is_nan(t)) for t in float_inputs])
+        nan_out = tf.reduce_any([_any(tf.math.is_nan(t)) for t in float_outputs])
+        checks.append(("inv", tf.logical_and(nan_out, tf.logical_not(nan_in))))
+    if "oflo" in bits:
+        inf_in = tf.reduce_any([_any(tf.math.is_inf(t)) for t in float_inputs])
+        produced = []
+        for t in float_outputs:
+            inf = tf.math.is_inf(t)
+            if zero_divisor is not None:
+                # Infinities from a division by zero are div0's, not overflows.
+                inf = tf.logical_and(inf, tf.logical_not(zero_divisor))
+            produced.append(_any(inf))
+        checks.append(("oflo", tf.logical_and(tf.reduce_any(produced), tf.logical_not(inf_in))))
+    return checks

@@ -1,0 +1,77 @@
+"""Patch: the errors of failed runs, made the type the original's device raised.
+
+Targets (TensorFlow 2.21): `tensorflow.python.eager.context.Context.call_function` (a
+method; every `tf.function` call runs its graph through it, `atomic_function.py`) and
+`tensorflow.python.client.session.BaseSession._do_call` (a method; every TF1
+`Session.run` goes through it).
+
+Why: openipu checks the IPU's floating-point traps with `Assert` ops
+(`engine/floating_point_checks.py`), whose failure is an `InvalidArgumentError`; on the
+original a trap is Poplar's application runtime error, which the backend reports as an
+`InternalError` (tensorflow/compiler/plugin/poplar/driver/tools/poplar_util.cc
+`PoplarExceptionToTensorflowStatus`). The engine installs a converter that recognises its
+traps' messages; other errors pass unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from openipu._src.integration.patching import Kind, Patch, apply, register
+
+#: `convert(error) -> error`: the error to raise instead (or the same one).
+_converter: list[Callable] = []
+
+
+def _convert(error):
+    return _converter[0](error) if _converter else error
+
+
+def _converting(stock: Callable) -> Callable:
+    """`stock`, raising the converted error of a failed run."""
+
+    @functools.wraps(stock)
+    def replacement(*args, **kwargs):
+        try:
+            return stock(*args, **kwargs)
+        except Exception as error:
+            converted = _convert(error)
+            if converted is error:
+                raise
+            raise converted from None
+
+    return replacement
+
+
+CALL_FUNCTION = register(
+    Patch(
+        module="tensorflow.python.eager.context",
+        attribute="Context.call_function",
+        kind=Kind.METHOD,
+        replacement=_converting,
+        reason="a floating-point trap of a tf.function run is an InternalError, as the "
+        "original's device error",
+        tensorflow=("2.21",),
+    )
+)
+
+SESSION_DO_CALL = register(
+    Patch(
+        module="tensorflow.python.client.session",
+        attribute="BaseSession._do_call",
+        kind=Kind.METHOD,
+        replacement=_converting,
+        reason="a floating-point trap of a TF1 session run is an InternalError, as the "
+        "original's device error",
+        tensorflow=("2.21",),
+    )
+)
+
+
+def install(convert: Callable) -> None:
+    """Failed runs' errors pass through `convert(error) -> error` (idempotent; first stays)."""
+    if not _converter:
+        _converter.append(convert)
+    apply(CALL_FUNCTION)
+    apply(SESSION_DO_CALL)
