@@ -1,4 +1,4 @@
-"""`LoopProgram`: the engine entry for Python-driven programs (Keras, PopART)."""
+"""`compile_program(ProgramSpec)`: the engine entry for Python-driven programs (Keras, PopART)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from openipu._src.engine import compile_policy
+from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compiled_program import StepSchedule
-from openipu._src.engine.program import LoopProgram
+from openipu._src.engine.program import LoopProgram, compile_program
+from openipu._src.engine.program_spec import ProgramSpec
+
+
+def _compiled(step, steps_per_call: int, **options) -> LoopProgram:
+    return compile_program(ProgramSpec(step, steps_per_call, **options))
 
 
 def test_runs_n_steps_and_returns_stacked_outputs(ipu_system):
@@ -20,7 +25,7 @@ def test_runs_n_steps_and_returns_stacked_outputs(ipu_system):
         total.assign_add(tf.reduce_sum(element["x"]))
         return {"running": total.read_value(), "double": element["x"] * 2}
 
-    program = LoopProgram(step, iterations=4)
+    program = _compiled(step, steps_per_call=4)
     x = np.arange(8, dtype=np.float32).reshape(4, 2)
     outputs = program({"x": tf.constant(x)})
     np.testing.assert_allclose(outputs["running"].numpy(), np.cumsum(x.sum(axis=1)))
@@ -31,7 +36,7 @@ def test_runs_n_steps_and_returns_stacked_outputs(ipu_system):
 
 
 def test_last_mode_returns_only_the_final_step(ipu_system):
-    program = LoopProgram(lambda e: e * 10, iterations=3, outputs="last")
+    program = _compiled(lambda e: e * 10, steps_per_call=3, outputs="last")
     np.testing.assert_array_equal(program(tf.constant([[1.0], [2.0], [3.0]])).numpy(), [30.0])
 
 
@@ -41,7 +46,7 @@ def test_step_without_outputs(ipu_system):
     def step(element):
         counter.assign_add(element)
 
-    assert LoopProgram(step, iterations=5)(tf.ones([5], tf.int32)) is None
+    assert _compiled(step, steps_per_call=5)(tf.ones([5], tf.int32)) is None
     assert int(counter.numpy()) == 5
 
 
@@ -50,12 +55,12 @@ def test_input_length_must_match_the_step_count(ipu_system):
         ValueError,
         match="runs 4 steps per call on 1 replica.*need 4 elements .* got shape \\(3, 2\\)",
     ):
-        LoopProgram(lambda e: e, iterations=4)(tf.ones([3, 2]))
+        _compiled(lambda e: e, steps_per_call=4)(tf.ones([3, 2]))
 
 
 def test_compile_mode_can_be_requested(ipu_system):
-    program = LoopProgram(
-        lambda e: e + 1, iterations=2, compile_mode=compile_policy.CompileMode.GRAPH
+    program = _compiled(
+        lambda e: e + 1, steps_per_call=2, executor=compile_policy.CompileMode.GRAPH
     )
     np.testing.assert_array_equal(program(tf.constant([1.0, 2.0])).numpy(), [2.0, 3.0])
     assert program.compiled_mode is compile_policy.CompileMode.GRAPH
@@ -63,7 +68,7 @@ def test_compile_mode_can_be_requested(ipu_system):
 
 def test_outputs_argument_is_checked():
     with pytest.raises(ValueError, match="outputs must be 'all' or 'last'"):
-        LoopProgram(lambda e: e, iterations=1, outputs="some")
+        _compiled(lambda e: e, steps_per_call=1, outputs="some")
 
 
 def _mixed_step(weights: tf.Variable):
@@ -106,13 +111,13 @@ def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs, 
     x = rng.normal(size=(5, 3, 4)).astype(np.float32)
     results = {}
     for together in (True, False):
-        program = LoopProgram(
+        program = _compiled(
             _mixed_step(weights),
-            iterations=5,
+            steps_per_call=5,
             outputs=outputs,
             indexed=True,
             independent_steps=together,
-            compile_mode=compile_mode,
+            executor=compile_mode,
         )
         results[together] = program({"x": tf.constant(x)})
         assert program.runs_steps_together is together
@@ -131,7 +136,9 @@ def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs, 
 def test_one_independent_step_runs_without_a_loop(ipu_system):
     weights = tf.Variable(np.eye(4, 2, dtype=np.float32))
     x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)
-    program = LoopProgram(_mixed_step(weights), iterations=1, indexed=True, independent_steps=True)
+    program = _compiled(
+        _mixed_step(weights), steps_per_call=1, indexed=True, independent_steps=True
+    )
     outputs = program({"x": tf.constant(x)})
     for name, value in _mixed_step_reference(x, weights.numpy()).items():
         np.testing.assert_allclose(outputs[name].numpy(), value, rtol=1e-6)
@@ -146,9 +153,9 @@ def test_after_group_of_independent_steps_runs_once_after_them(ipu_system):
     """The steps read the state as it was before the call; `after_group` moves it on once."""
     for together in (True, False):
         counter = tf.Variable(100)
-        program = LoopProgram(
+        program = _compiled(
             functools.partial(_counter_plus_index, counter),
-            iterations=4,
+            steps_per_call=4,
             indexed=True,
             independent_steps=together,
             group_size=4,
@@ -162,9 +169,9 @@ def test_after_group_of_independent_steps_runs_once_after_them(ipu_system):
 
 def test_independent_steps_keep_the_loop_when_after_group_follows_each_step(ipu_system):
     counter = tf.Variable(0)
-    program = LoopProgram(
+    program = _compiled(
         lambda element: counter.read_value(),
-        iterations=3,
+        steps_per_call=3,
         independent_steps=True,
         after_group=lambda: counter.assign_add(1),
     )
@@ -179,7 +186,7 @@ def test_steps_that_cannot_run_together_run_in_the_loop(ipu_system, monkeypatch)
         raise ValueError("not vectorizable")
 
     monkeypatch.setattr(independent_steps, "run_together", cannot_vectorize)
-    program = LoopProgram(lambda element: element * 2, iterations=3, independent_steps=True)
+    program = _compiled(lambda element: element * 2, steps_per_call=3, independent_steps=True)
     np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
     assert not program.runs_steps_together
 
@@ -188,11 +195,11 @@ def test_long_independent_graph_programs_keep_the_loop(ipu_system, monkeypatch):
     from openipu._src.engine import program as program_module
 
     monkeypatch.setattr(program_module, "MAX_UNROLLED_STEPS", 2)
-    program = LoopProgram(
+    program = _compiled(
         lambda element: element * 2,
-        iterations=3,
+        steps_per_call=3,
         independent_steps=True,
-        compile_mode=compile_policy.CompileMode.GRAPH,
+        executor=compile_policy.CompileMode.GRAPH,
     )
     np.testing.assert_array_equal(program(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
     assert program.compiled_mode is compile_policy.CompileMode.GRAPH
@@ -201,7 +208,7 @@ def test_long_independent_graph_programs_keep_the_loop(ipu_system, monkeypatch):
 
 def test_the_compiled_program_records_every_decision(ipu_system):
     # Two replicas of a one-IPU step, each reading its own elements (i * R + r).
-    program = LoopProgram(lambda e: e * 2.0, iterations=3, replicas=2, name="doubling")
+    program = _compiled(lambda e: e * 2.0, steps_per_call=3, replicas=2, name="doubling")
     assert program.compiled is None  # nothing decided before the first call
     x = np.arange(6, dtype=np.float32).reshape(6, 1)
     outputs = program(tf.constant(x)).numpy()
@@ -210,12 +217,13 @@ def test_the_compiled_program_records_every_decision(ipu_system):
     assert (compiled.name, compiled.replicas, compiled.ipus_per_replica) == ("doubling", 2, 1)
     assert compiled.steps_per_call == 3 and compiled.ipus == 2
     assert compiled.executor is compile_policy.CompileMode.XLA
+    assert compiled_program.recent("doubling")[-1] == compiled  # recorded when compiled
     assert compiled.step_schedule is StepSchedule.LOOP
     assert "2 replica(s) of 1 IPU(s), 3 step(s) per call" in compiled.describe()
 
 
 def test_independent_steps_are_recorded_as_run_together(ipu_system):
-    program = LoopProgram(lambda e: e + 1.0, iterations=4, independent_steps=True)
+    program = _compiled(lambda e: e + 1.0, steps_per_call=4, independent_steps=True)
     program(tf.zeros([4, 2]))
     assert program.compiled.step_schedule is StepSchedule.VECTORIZED
     assert program.compiled.replicas == 1

@@ -41,7 +41,7 @@ def run_session(proto, x, anchors, data, seed, together: bool, monkeypatch):
     with monkeypatch.context() as patch:
         if not together:
             patch.setattr(
-                step_program.ProgramSpec,
+                step_program.SessionProgramSpec,
                 "steps_are_independent",
                 property(lambda spec: False),
             )

@@ -15,6 +15,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
 
+from openipu._src.engine import compiled_program
+
 
 @pytest.mark.parametrize("replicas", [2, 4])
 def test_strategy_is_one_replica_and_its_programs_hold_the_device_replicas(replicas, strategy_on):
@@ -278,3 +280,6 @@ def test_a_users_function_around_strategy_run_follows_a_reconfiguration(strategy
         config.configure_ipu_system()
         assert float(step(tf.constant(1.0))) == 4.0
         assert float(step(tf.constant(2.0))) == 8.0
+    # What the engine compiled last for strategy.run: 4 replicas of one IPU.
+    compiled = compiled_program.recent("IPUStrategy.run")[-1]
+    assert (compiled.replicas, compiled.ipus_per_replica, compiled.ipus) == (4, 1, 4)

@@ -12,8 +12,10 @@ asking each front end.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
+import threading
 
 from openipu._src.engine.compile_policy import CompileMode
 
@@ -38,6 +40,7 @@ class CompiledProgram:
     ipus_per_replica: int
     steps_per_call: int
     step_schedule: StepSchedule
+    steps_per_group: int = 1  # steps before each `after_group` (gradient accumulation)
 
     @property
     def ipus(self) -> int:
@@ -51,8 +54,31 @@ class CompiledProgram:
             CompileMode.GRAPH: "a TensorFlow graph",
             CompileMode.ONNX_RUNTIME: "onnxruntime's CPU kernels",
         }[self.executor]
+        groups = (
+            f", in groups of {self.steps_per_group} step(s)" if self.steps_per_group > 1 else ""
+        )
         return (
             f"{self.name}: {executor} on {self.host_device} for /device:IPU:{self.ipu_ordinal}, "
             f"{self.replicas} replica(s) of {self.ipus_per_replica} IPU(s), "
-            f"{self.steps_per_call} step(s) per call run as {self.step_schedule.value}"
+            f"{self.steps_per_call} step(s) per call run as {self.step_schedule.value}{groups}"
         )
+
+
+#: The programs compiled most recently in this process, newest last (what reports and the
+#: cost model read; bounded, as programs may be compiled again and again).
+_RECENT: collections.deque[CompiledProgram] = collections.deque(maxlen=256)
+_lock = threading.Lock()
+
+
+def record(program: CompiledProgram) -> CompiledProgram:
+    """Adds `program` to the recently compiled programs; returns it."""
+    with _lock:
+        _RECENT.append(program)
+    return program
+
+
+def recent(name: str | None = None) -> list[CompiledProgram]:
+    """The programs compiled recently (those named `name`), oldest first."""
+    with _lock:
+        programs = list(_RECENT)
+    return [p for p in programs if name is None or p.name == name]

@@ -2,10 +2,12 @@
 
 Keras `fit`/`evaluate`/`predict` and PopART `session.run` hold their data on
 the host and call the device once per N steps (steps per execution, batches
-per step). `LoopProgram` is their common entry to the engine: one call runs
-one compiled region holding a device loop of N iterations, whose infeed is
-the stacked inputs of the call and whose outputs come back stacked through an
-outfeed. It is the same device loop as `loops.repeat`, not a second engine.
+per step). They describe their program as a `ProgramSpec` and the engine compiles
+it (`compile_program`) into a `LoopProgram`: one call runs one compiled region
+holding a device loop of N iterations, whose infeed is the stacked inputs of the
+call and whose outputs come back stacked through an outfeed. It is the same device
+loop as `loops.repeat`, not a second engine. The decisions taken when it compiled
+are its `compiled` record (`CompiledProgram`).
 
 A program whose steps share no state (`independent_steps`) may instead run its N
 steps together: vectorized over the stacked inputs under XLA
@@ -24,12 +26,14 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import (
     compile_policy,
+    compiled_program,
     device_loop,
     independent_steps,
     region,
     replication,
 )
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
+from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.system import configure
 
@@ -40,80 +44,51 @@ logger = logging.getLogger(__name__)
 MAX_UNROLLED_STEPS = 16
 
 
+def compile_program(spec: ProgramSpec) -> LoopProgram:
+    """The engine's program for `spec`; it traces and compiles on its first call (when the
+    inputs' shapes are known), and records its decisions in `compiled`."""
+    return LoopProgram(spec)
+
+
 class LoopProgram:
-    """`step(element)` run `iterations` times per call on an emulated IPU device.
+    """A `ProgramSpec` compiled by the engine: each call runs its steps on the device.
 
-    `outputs` is "all" (every step's outputs, stacked) or "last" (only the final
-    step's). The step may return None (no outputs).
+    Made by `compile_program(spec)`. The spec's steps run in a device loop (in groups,
+    with `after_group` after each, when the spec groups them), every replica on its own
+    elements; the outputs gain a replica axis after the step axis. Under a strategy
+    spanning processes these are this process's replicas (exchanges reach the others').
 
-    The device is `/device:IPU:<device_ordinal>` of the configured IPU system, unless
-    `host_device` is given: front ends with their own device model (PopART's DeviceManager)
-    pass the host device of their emulated IPU, and `device_ordinal` then only names the
-    IPU whose seed stream the program's random ops use.
-
-    With `indexed` the step is called `step(element, index)`, `index` being the step's
-    position in the call (0 to `iterations` - 1).
-
-    `after_group()` runs after each group of `group_size` steps.
-
-    The program holds `replicas` replicas (`engine.replicas`), each running every
-    step on its own elements: step i of replica r reads element i * R + r, and the
-    outputs gain a replica axis after the step axis. Under a strategy spanning
-    processes these are this process's replicas (exchanges reach the others').
-
-    `independent_steps` declares that no step depends on another: a step reads only its
-    element, its index and values no step changes, and changes nothing another step reads
-    (`after_group` may change state once its group is done). The program then runs all
-    steps of a call together when it can: on one replica, in one group (or with no
-    `after_group`), vectorized if compiled by XLA, unrolled if run as a graph of at most
-    `MAX_UNROLLED_STEPS` steps (see `_vectorizes`); otherwise, or if the step cannot be
-    vectorized, in the loop.
+    Steps declared independent run together when they can: on one replica, in one group
+    (or with no `after_group`), vectorized if compiled by XLA, unrolled if run as a graph
+    of at most `MAX_UNROLLED_STEPS` steps (see `_vectorizes`); otherwise, or if the step
+    cannot be vectorized, in the loop. `compiled` holds the decisions once a call traced it.
     """
 
-    def __init__(
-        self,
-        step: Callable,
-        iterations: int,
-        *,
-        device_ordinal: int = 0,
-        host_device: str | None = None,
-        outputs: str = "all",
-        compile_mode: compile_policy.CompileMode | None = None,
-        group_size: int = 1,
-        after_group: Callable[[], object] | None = None,
-        replicas: int = 1,
-        ipus_per_replica: int = 1,
-        indexed: bool = False,
-        independent_steps: bool = False,
-        name: str = "ipu_program",
-    ) -> None:
+    def __init__(self, spec: ProgramSpec) -> None:
         from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 
-        if outputs not in ("all", "last"):
-            raise ValueError(f"outputs must be 'all' or 'last', got {outputs!r}")
-        if iterations % group_size:
-            raise ValueError(
-                f"A program of {iterations} steps cannot run in groups of {group_size} steps"
-            )
-        self._step = step
-        self.iterations = iterations
-        self._group_size = group_size
-        self._after_group = after_group
-        self._replicas = replicas
-        self._ipus_per_replica = ipus_per_replica
-        self._device_ordinal = device_ordinal
-        self._host_device = host_device
-        self._compile_mode = compile_mode
-        self._indexed = indexed
-        self._outputs = outputs
+        self.spec = spec
+        self.iterations = spec.steps_per_call
+        self._step = spec.step
+        self._group_size = spec.group_size
+        self._after_group = spec.after_group
+        self._replicas = spec.replicas
+        self._ipus_per_replica = spec.ipus_per_replica
+        self._device_ordinal = spec.device_ordinal
+        self._host_device = spec.host_device
+        self._compile_mode = spec.executor
+        self._indexed = spec.indexed
+        self._outputs = spec.outputs
         # Cleared when vectorizing fails: the steps then run in the loop.
-        self._together = independent_steps and (after_group is None or group_size == iterations)
+        self._together = spec.independent_steps and (
+            spec.after_group is None or spec.group_size == spec.steps_per_call
+        )
         self._unrolled = False  # set when the steps run together as a graph (unrolled)
-        mode = IPUOutfeedMode.ALL if outputs == "all" else IPUOutfeedMode.LAST
+        mode = IPUOutfeedMode.ALL if spec.outputs == "all" else IPUOutfeedMode.LAST
         self._outfeed = IPUOutfeedQueue(mode)
         self._has_outputs = False
         self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
-        self.__name__ = name
+        self.__name__ = spec.name
 
     def __call__(self, stacked_inputs):
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
@@ -177,6 +152,7 @@ class LoopProgram:
             ipus_per_replica=self._ipus_per_replica,
             steps_per_call=self.iterations,
             step_schedule=schedule,
+            steps_per_group=self._group_size,
         )
 
     @property
@@ -206,7 +182,7 @@ class LoopProgram:
         if self._runs_together_now:
             return self._steps_together(stacked_inputs, host_device)
         groups = self.iterations // self._group_size
-        grouped = self._group_size > 1 or self._after_group is not None
+        grouped = self.spec.grouped
         # Step i of replica r reads element i * R + r; steps run in groups.
         shape = [groups, self._group_size] if grouped else [self.iterations]
         replica_axis = len(shape)
@@ -307,6 +283,9 @@ class LoopProgram:
 
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode
+        compiled = self.compiled
+        if compiled is not None:
+            compiled_program.record(compiled)
 
 
 def _as_token(result) -> tf.Tensor:

@@ -2,7 +2,8 @@
 
 Each function takes the iterator of an `IPUDataHandler` (one stack of
 `steps_per_execution` batches per `next`) and runs the whole stack as one
-`LoopProgram`: one compiled region, one host call per execution. Called
+engine program (a `ProgramSpec` of the execution's steps): one compiled region, one host
+call per execution. Called
 outside `fit`/`evaluate`/`predict` (for example by `train_on_batch`), they
 take a single batch and run a one-step program.
 """
@@ -15,7 +16,8 @@ import threading
 import tensorflow as tf
 from tensorflow.python.util import nest
 
-from openipu._src.engine.program import LoopProgram
+from openipu._src.engine.program import LoopProgram, compile_program
+from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import captured_gradients, data_handler, replicated_metrics
 
@@ -136,16 +138,18 @@ class ExecutionFunction:
                 "test": self._test_step,
                 "predict": self._predict_step,
             }[self._kind]
-            program = LoopProgram(
-                step,
-                steps,
-                device_ordinal=self._model._ipu.device_ordinal,  # noqa: SLF001
-                outputs="all" if self._kind == "predict" or every_step else "last",
-                group_size=group_size,
-                after_group=stand_in.apply_accumulated if stand_in is not None else None,
-                replicas=replicas,
-                ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
-                name=f"{self._model.name}_{self._kind}",
+            program = compile_program(
+                ProgramSpec(
+                    step,
+                    steps,
+                    device_ordinal=self._model._ipu.device_ordinal,  # noqa: SLF001
+                    outputs="all" if self._kind == "predict" or every_step else "last",
+                    group_size=group_size,
+                    after_group=stand_in.apply_accumulated if stand_in is not None else None,
+                    replicas=replicas,
+                    ipus_per_replica=self._model._ipu_ipus_per_replica(),  # noqa: SLF001
+                    name=f"{self._model.name}_{self._kind}",
+                )
             )
             self._programs[key] = program
         return program

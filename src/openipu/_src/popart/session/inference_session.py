@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from openipu._src.engine import compile_policy
+from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_program
 from openipu._src.popart.devices.device_info import DeviceInfo
@@ -107,6 +107,7 @@ class InferenceSession(SessionCore):
             forced = compile_policy.forced_mode() is CompileMode.ONNX_RUNTIME
             if forced or faster_program([self._built_program(), candidate], inputs) == 1:
                 self._onnx_runtime = candidate
+                compiled_program.record(candidate.compiled)
         except Exception as error:  # noqa: BLE001 - any failure: the lowering runs the model
             logger.debug("%s: onnxruntime cannot run it (%s)", self._name, error)
         finally:

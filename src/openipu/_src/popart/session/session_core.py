@@ -57,7 +57,7 @@ from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_source import read_model
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
 from openipu._src.popart.session.replicas import Replicas
-from openipu._src.popart.session.step_program import ProgramSpec, build_program
+from openipu._src.popart.session.step_program import SessionProgramSpec, build_program
 from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import (
     TensorSignature,
@@ -267,8 +267,8 @@ class SessionCore:
     def _build_program(self) -> LoopProgram:
         return build_program(self._spec, self._weights.program_values, self._random)
 
-    def _program_spec(self) -> ProgramSpec:
-        return ProgramSpec(
+    def _program_spec(self) -> SessionProgramSpec:
+        return SessionProgramSpec(
             lowered=self._lowered,
             inputs=self._inputs,
             anchors=self._anchors,

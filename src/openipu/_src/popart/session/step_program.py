@@ -28,7 +28,8 @@ import tensorflow as tf
 
 from openipu._src.engine import replication
 from openipu._src.engine.compile_policy import CompileMode
-from openipu._src.engine.program import LoopProgram
+from openipu._src.engine.program import LoopProgram, compile_program
+from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.popart.dataflow import AnchorReturnTypeId
 from openipu._src.popart.lowering import LoweredGraph
 from openipu._src.popart.lowering.op import Op
@@ -41,8 +42,8 @@ from openipu._src.popart.session.stepio import InputPlan
 
 
 @dataclass(frozen=True)
-class ProgramSpec:
-    """Everything that decides the traced program."""
+class SessionProgramSpec:
+    """Everything that decides a session's program (its engine `ProgramSpec` comes from it)."""
 
     lowered: LoweredGraph
     inputs: list[InputPlan]
@@ -81,7 +82,7 @@ class ProgramSpec:
 
 
 def build_program(
-    spec: ProgramSpec,
+    spec: SessionProgramSpec,
     initializer_values: Callable[[], Mapping[str, tf.Tensor | tf.Variable]],
     random_state: RandomState,
 ) -> LoopProgram:
@@ -131,19 +132,21 @@ def build_program(
         }
         return returned or None
 
-    return LoopProgram(
-        step,
-        spec.batches_per_step,
-        device_ordinal=spec.ipu_ordinal,
-        host_device=spec.host_device,
-        replicas=spec.replicas,
-        outputs="last" if spec.returns_last_batch_only else "all",
-        compile_mode=spec.compile_mode,
-        indexed=together,
-        independent_steps=together,
-        group_size=spec.batches_per_step if together else 1,
-        after_group=(lambda: random_state.advance(spec.batches_per_step)) if together else None,
-        name=spec.name,
+    return compile_program(
+        ProgramSpec(
+            step,
+            spec.batches_per_step,
+            device_ordinal=spec.ipu_ordinal,
+            host_device=spec.host_device,
+            replicas=spec.replicas,
+            outputs="last" if spec.returns_last_batch_only else "all",
+            executor=spec.compile_mode,
+            indexed=together,
+            independent_steps=together,
+            group_size=spec.batches_per_step if together else 1,
+            after_group=(lambda: random_state.advance(spec.batches_per_step)) if together else None,
+            name=spec.name,
+        )
     )
 
 

@@ -35,7 +35,8 @@ from openipu._src.engine.gradient_accumulation import (
     GradientAccumulation,
     GradientAccumulationReductionMethod,
 )
-from openipu._src.engine.program import LoopProgram
+from openipu._src.engine.program import LoopProgram, compile_program
+from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.optimizers.clip_norm import clip_factors
@@ -45,7 +46,7 @@ from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
-from openipu._src.popart.session.step_program import ProgramSpec, synthetic_inputs
+from openipu._src.popart.session.step_program import SessionProgramSpec, synthetic_inputs
 from openipu._src.popart.session.training_variables import TrainingVariables
 from openipu._src.popart.session.weights import WeightStore
 
@@ -54,7 +55,7 @@ from openipu._src.popart.session.weights import WeightStore
 class TrainingSpec:
     """What decides a training program besides the forward program's spec."""
 
-    program: ProgramSpec
+    program: SessionProgramSpec
     loss_id: str
     accumulation_factor: int
     replication_factor: int
@@ -88,17 +89,19 @@ def build_training_program(
 ) -> LoopProgram:
     steps = _TrainingSteps(spec, weights, variables, random_state, optimizer)
     program = spec.program
-    return LoopProgram(
-        steps.step,
-        program.batches_per_step * spec.accumulation_factor,
-        device_ordinal=program.ipu_ordinal,
-        host_device=program.host_device,
-        replicas=program.replicas,
-        outputs="last" if program.returns_last_batch_only else "all",
-        compile_mode=program.compile_mode,
-        group_size=spec.accumulation_factor,
-        after_group=steps.after_group if spec.accumulating else None,
-        name=program.name,
+    return compile_program(
+        ProgramSpec(
+            steps.step,
+            program.batches_per_step * spec.accumulation_factor,
+            device_ordinal=program.ipu_ordinal,
+            host_device=program.host_device,
+            replicas=program.replicas,
+            outputs="last" if program.returns_last_batch_only else "all",
+            executor=program.compile_mode,
+            group_size=spec.accumulation_factor,
+            after_group=steps.after_group if spec.accumulating else None,
+            name=program.name,
+        )
     )
 
 
