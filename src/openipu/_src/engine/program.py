@@ -35,6 +35,7 @@ from openipu._src.engine import (
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class LoopProgram:
         self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         self.__name__ = spec.name
 
-    def __call__(self, stacked_inputs):
+    def __call__(self, stacked_inputs: Nested) -> Nested:
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
         if self._together and self._last_mode is None:
             self._together = self._vectorizes(stacked_inputs)
@@ -107,7 +108,7 @@ class LoopProgram:
                 self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         return self._function(stacked_inputs)
 
-    def _vectorizes(self, stacked_inputs) -> bool:
+    def _vectorizes(self, stacked_inputs: Nested) -> bool:
         """Traces the steps together: whether they run so, or in the loop after all.
 
         Programs compiled by XLA run their steps vectorized. As a TensorFlow graph, the
@@ -171,7 +172,7 @@ class LoopProgram:
     _runs_together_now = False
     _host_device_used: str | None = None
 
-    def _program(self, stacked_inputs):
+    def _program(self, stacked_inputs: Nested) -> Nested:
         host_device = self._host_device or (
             configure.current_system("an IPU program").device(self._device_ordinal).host_device()
         )
@@ -192,13 +193,13 @@ class LoopProgram:
             lambda t: tf.reshape(t, [*shape, *t.shape[1:]]), stacked_inputs
         )
 
-        def run_step(element):
+        def run_step(element: Nested) -> list[tf.Operation]:
             return [tf.group(replication.run_in_replica_context(self._enqueued_step, element))]
 
-        def after_group():
-            return replication.run_in_replica_context(lambda: _as_token(self._after_group()))
+        def after_group() -> Nested:
+            return replication.run_in_replica_context(lambda: _as_token(self._after_group_call()))
 
-        def replica_program():
+        def replica_program() -> Nested:
             own = stacked
             if replicas > 1:
                 index = lockstep.replica_index()
@@ -210,7 +211,7 @@ class LoopProgram:
                 )
             return device_loop.repeat(self.iterations, run_step, [], own_input)
 
-        def build():
+        def build() -> Nested:
             return replicated.first_replica_outputs(
                 replica_program, replicas, replicas * self._ipus_per_replica, self._device_ordinal
             )
@@ -220,7 +221,7 @@ class LoopProgram:
             return None
         return self._outfeed.dequeue()
 
-    def _checked_and_indexed(self, stacked_inputs, replicas: int):
+    def _checked_and_indexed(self, stacked_inputs: Nested, replicas: int) -> Nested:
         """The inputs, checked to hold every step of every replica (with step indices)."""
         needed = self.iterations * replicas
         for tensor in nest.flatten(stacked_inputs):
@@ -236,7 +237,7 @@ class LoopProgram:
             stacked_inputs = (stacked_inputs, indices)
         return stacked_inputs
 
-    def _enqueued_step(self, element) -> tf.Tensor:
+    def _enqueued_step(self, element: Nested) -> tf.Tensor:
         """One step, its outputs sent to the outfeed; a token that runs after it."""
         outputs = self._call_step(element)
         if outputs is None:
@@ -245,23 +246,23 @@ class LoopProgram:
         with tf.control_dependencies([self._outfeed.enqueue(outputs)]):
             return tf.constant(0)
 
-    def _call_step(self, element):
+    def _call_step(self, element: Nested) -> Nested:
         if self._indexed:
             element, index = element
             return self._step(element, index)
         return self._step(element)
 
-    def _steps_together(self, stacked_inputs, host_device: str):
+    def _steps_together(self, stacked_inputs: Nested, host_device: str) -> Nested:
         """All steps of the call at once (one replica): their outputs come straight back."""
 
-        def build():
+        def build() -> Nested:
             run = (
                 independent_steps.run_unrolled if self._unrolled else independent_steps.run_together
             )
             outputs = run(self._call_step, stacked_inputs, self.iterations)
             if self._after_group is not None:
                 with tf.control_dependencies(nest.flatten(outputs)):
-                    done = _as_token(self._after_group())
+                    done = _as_token(self._after_group_call())
                 with tf.control_dependencies([done]):
                     outputs = nest.map_structure(tf.identity, outputs)
             if outputs is not None and self._outputs == "last":
@@ -270,7 +271,7 @@ class LoopProgram:
 
         return self._compile(build, host_device)
 
-    def _compile(self, build: Callable, host_device: str):
+    def _compile(self, build: Callable[[], Nested], host_device: str) -> Nested:
         return region.compile_region(
             build,
             [],
@@ -281,6 +282,10 @@ class LoopProgram:
             on_mode=self._record_mode,
         )
 
+    def _after_group_call(self) -> object:
+        """What runs after each group (nothing when the spec groups steps without it)."""
+        return None if self._after_group is None else self._after_group()
+
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode
         compiled = self.compiled
@@ -288,7 +293,7 @@ class LoopProgram:
             compiled_program.record(compiled)
 
 
-def _as_token(result) -> tf.Tensor:
+def _as_token(result: object) -> tf.Tensor:
     """A tensor that runs after `result` (an operation, a tensor or None)."""
     dependencies = [result] if isinstance(result, (tf.Tensor, tf.Operation)) else []
     with tf.control_dependencies(dependencies):

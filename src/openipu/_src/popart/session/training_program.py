@@ -26,6 +26,8 @@ step, as the original's do (each replica its own copy).
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -40,7 +42,7 @@ from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.optimizers.clip_norm import clip_factors
-from openipu._src.popart.optimizers.optimizer import Optimizer, WeightUpdate
+from openipu._src.popart.optimizers.optimizer import Optimizer, Value, WeightUpdate
 from openipu._src.popart.options.enums import MeanReductionStrategy, SyntheticDataMode
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.random_state import RandomState
@@ -138,7 +140,7 @@ class _TrainingSteps:
 
     # -- one micro-batch ---------------------------------------------------------------------
 
-    def step(self, element):
+    def step(self, element: dict[str, tf.Tensor]) -> dict[str, tf.Tensor] | None:
         spec, program = self._spec, self._spec.program
         seed = self._random.batch_seed()
         if program.synthetic_data is SyntheticDataMode.Off:
@@ -194,7 +196,7 @@ class _TrainingSteps:
             n for n in wanted if n not in outputs and n not in initializers and n not in inputs
         ))  # fmt: skip
 
-    def _update_statistics(self, known: dict) -> list:
+    def _update_statistics(self, known: dict[str, tf.Tensor]) -> list[object]:
         return [
             self._weights.device[statistic].assign(
                 tf.cast(known[output], self._weights.device[statistic].dtype)
@@ -202,7 +204,7 @@ class _TrainingSteps:
             for statistic, output in self._spec.statistics.items()
         ]
 
-    def _accumulate(self, gradients: dict[str, tf.Tensor]) -> list:
+    def _accumulate(self, gradients: dict[str, tf.Tensor]) -> list[object]:
         # Every trained weight is updated after the group, from its accumulator (zero where
         # no micro-batch had a gradient for it).
         pairs = [
@@ -214,16 +216,15 @@ class _TrainingSteps:
 
     # -- after a group of micro-batches (gradient accumulation) ----------------------------------
 
-    def after_group(self):
-        return self._accumulation.apply_and_restart(
-            lambda accumulated: self._update(
-                {name: value for value, name in accumulated}, accumulated=True
-            )
-        )
+    def after_group(self) -> tf.Operation:
+        def update(accumulated: list[tuple[tf.Tensor, str]]) -> list[object]:
+            return self._update({name: value for value, name in accumulated}, accumulated=True)
+
+        return self._accumulation.apply_and_restart(update)
 
     # -- the weight update ----------------------------------------------------------------------
 
-    def _update(self, gradients: dict[str, tf.Tensor], accumulated: bool = False) -> list:
+    def _update(self, gradients: dict[str, tf.Tensor], accumulated: bool = False) -> list[object]:
         spec = self._spec
         names = list(gradients)
         reduced = dict(
@@ -257,7 +258,7 @@ class _TrainingSteps:
                     tf.cast(variable.read_value(), tf.float32),
                     gradient,
                     state,
-                    lambda key, weight=name: read(key, weight),
+                    functools.partial(_hyper_parameter, read, weight_id=name),
                     loss_scaling,
                 )
             )
@@ -271,17 +272,24 @@ class _TrainingSteps:
 
     def _rescale_loss(self, gradients: dict[str, tf.Tensor]) -> tf.Operation:
         automatic = self._spec.automatic_loss_scaling
+        updates_done, loss_scaling = self._variables.updates, self._variables.loss_scaling
+        # Automatic loss scaling: the session made both variables (training_variables.py).
+        assert automatic is not None and updates_done is not None and loss_scaling is not None
         tracked = [gradients[name] for name in automatic.tracked if name in gradients]
         proportion = automatic.upper_bin_proportion(tracked)
-        updates = self._variables.updates.assign_add(1)
-        loss_scaling = self._variables.loss_scaling
+        updates = updates_done.assign_add(1)
         return loss_scaling.assign(
             automatic.next_loss_scaling(loss_scaling.read_value(), proportion, updates)
         )
 
     # -- anchors --------------------------------------------------------------------------------
 
-    def _anchors(self, known: dict, gradients: dict, loss_scaling) -> dict[str, tf.Tensor]:
+    def _anchors(
+        self,
+        known: dict[str, tf.Tensor],
+        gradients: dict[str, tf.Tensor | None],
+        loss_scaling: object,
+    ) -> dict[str, tf.Tensor]:
         anchors = {}
         for plan in self._spec.program.device_anchors:
             reserved = self._spec.reserved_anchors.get(plan.tensor_id)
@@ -302,3 +310,8 @@ class _TrainingSteps:
                 cast(value, plan.signature.transfer_dtype), plan.signature.shape
             )
         return anchors
+
+
+def _hyper_parameter(read: Callable[[str, str], Value], key: str, weight_id: str) -> Value:
+    """A weight's value of hyper-parameter `key` (what `WeightUpdate.hyper` gives)."""
+    return read(key, weight_id)
