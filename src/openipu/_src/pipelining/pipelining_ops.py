@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop, replication
+from openipu._src.engine import device_loop, device_scope, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
@@ -45,6 +45,7 @@ from openipu._src.pipelining.pipeline_options import (
     PipelineStageOptions,
     RecomputationMode,
 )
+from openipu._src.system import configure
 
 # `functools.reduce` is reachable as `pipelining_ops.reduce` in the original (a doc artifact).
 reduce = functools.reduce
@@ -334,9 +335,6 @@ class _PipelinePlan:
     def _stage_host_devices(self, region) -> list[str | None]:
         if region is None or region.device is None:
             return [None] * len(self.stages)
-        from openipu._src.engine import device_scope
-        from openipu._src.system import configure
-
         system = configure.maybe_current_system()
         ordinal = device_scope.current_ipu_ordinal() or 0
         if system is None or ordinal >= len(system.devices):
