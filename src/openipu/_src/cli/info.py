@@ -11,13 +11,12 @@ import os
 
 import _openipu_startup
 from openipu._src.config import poplar_flags
+from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.engine import compile_policy
-from openipu._src.system import topology
+from openipu._src.system import configure, host_devices, topology
 
 
 def _listing_lines(num_ipus: int) -> list[str]:
-    from openipu._src.system import host_devices
-
     lines = ["Emulated IPU device listing:", ""]
     for entry in topology.device_listing(num_ipus):
         kind = "IPU" if entry.num_ipus == 1 else f"Multi IPU ({entry.num_ipus} IPUs)"
@@ -54,9 +53,6 @@ def _settings_lines() -> list[str]:
 
 
 def _config_lines(path: str) -> list[str]:
-    from openipu._src.config.ipu_config import IPUConfig
-    from openipu._src.system import configure
-
     config = IPUConfig()
     with open(path) as handle:
         config.from_json(handle.read())
@@ -73,15 +69,11 @@ def _config_lines(path: str) -> list[str]:
 
 
 def _changed(config) -> set[str]:
-    from openipu._src.config.ipu_config import IPUConfig
-
     defaults = IPUConfig().to_dict()
     return {k for k, v in config.to_dict().items() if defaults.get(k) != v}
 
 
 def run(config_path: str | None = None) -> int:
-    from openipu._src.system import host_devices
-
     host_devices.ensure_logical_devices()
     lines = _listing_lines(topology.num_emulated_ipus()) + _settings_lines()
     if config_path:

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from openipu._src.cli import demo
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -30,11 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.command == "info":
+        # lazy: info imports TensorFlow, which must start after TF_CPP_MIN_LOG_LEVEL is set
         from openipu._src.cli import info
 
         return info.run(args.config)
-    from openipu._src.cli import demo
-
     return demo.run(
         epochs=args.epochs,
         batch_size=args.batch_size,

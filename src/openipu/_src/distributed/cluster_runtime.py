@@ -25,6 +25,7 @@ from tensorflow.python.distribute.cluster_resolver import tfconfig_cluster_resol
 
 from openipu._src.distributed import environment
 from openipu._src.integration import eager_collectives
+from openipu._src.system import host_devices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +75,6 @@ def start(cluster_resolver=None) -> ClusterRuntime | None:
     Idempotent; a second, different cluster in one process is an error.
     """
     global _runtime
-    from openipu._src.system import host_devices
-
     # The emulated IPUs' devices must exist before the runtime starts TensorFlow.
     host_devices.ensure_logical_devices()
     cluster_resolver = resolver(cluster_resolver)

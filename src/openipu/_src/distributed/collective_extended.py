@@ -42,6 +42,7 @@ from tensorflow.python.util import nest
 from openipu._src.distributed import cluster_runtime, cross_process_ops, environment
 from openipu._src.engine import region
 from openipu._src.engine.replicas import exchange_ops, lockstep
+from openipu._src.strategy import ipu_strategy
 from openipu._src.system import configure
 
 
@@ -80,8 +81,6 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
     _add_ipu_cross_replica_reductions = True
 
     def __init__(self, container_strategy, cluster_resolver, ipu_device: str) -> None:
-        from openipu._src.strategy import ipu_strategy
-
         self._ipu_ordinal = ipu_strategy._parse_ordinal(ipu_device)  # noqa: SLF001
         self._ipu_host_device = ipu_strategy._host_device_for(self._ipu_ordinal)  # noqa: SLF001
         self._local_replica_count = self._local_replicas()

@@ -8,6 +8,7 @@ Importing `popdist` does not import TensorFlow.
 from __future__ import annotations
 
 from openipu._src.distributed import environment
+from openipu._src.system import topology
 
 
 def init() -> None:
@@ -60,8 +61,6 @@ def getDeviceId(numIpus: int | None = None) -> int:  # noqa: N802, N803 - PopDis
     instance's emulated machine holds exactly its own IPUs, so this is its first
     device of that size.
     """
-    from openipu._src.system import topology
-
     placement = environment.current_placement()
     wanted = placement.num_local_ipus if numIpus is None else numIpus
     if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.distributed import environment, popdist_api
 
 
@@ -13,8 +14,6 @@ def set_ipu_config(config, ipus_per_replica: int | None = None, configure_device
     IPUs: its local replicas times `ipus_per_replica` (default: poprun's
     `--ipus-per-replica`).
     """
-    from openipu._src.config.ipu_config import IPUConfig
-
     if not isinstance(config, IPUConfig):
         raise TypeError(f"set_ipu_config needs an IPUConfig, got {type(config).__name__}")
     placement = environment.current_placement()

@@ -33,6 +33,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_v2_func_graphs
 from tensorflow.python.util import nest
 
+from openipu._src.engine import device_scope
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.replicas import shared_loop
 from openipu._src.engine.value_types import Infeed, Nested
@@ -364,8 +365,6 @@ def _fetch_each_iteration(infeed: Infeed | None) -> Nested:
 
 
 def _in_own_region(build: Callable[[], Nested]) -> Nested:
-    from openipu._src.engine import device_scope
-
     ordinal = device_scope.current_ipu_ordinal() or 0
     system = configure.current_system("an IPU loop")
     return region_lib.compile_region(

@@ -33,6 +33,7 @@ from openipu._src.engine import (
     replication,
 )
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
+from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.value_types import Nested
@@ -66,8 +67,6 @@ class LoopProgram:
     """
 
     def __init__(self, spec: ProgramSpec) -> None:
-        from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
-
         self.spec = spec
         self.iterations = spec.steps_per_call
         self._step = spec.step

@@ -12,12 +12,15 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from openipu._src.engine import device_scope, floating_point_checks
+
 _HOLDERS: list[tuple[object, str]] = []
 
 
 def _holders() -> list[tuple[object, str]]:
     if not _HOLDERS:
-        from openipu._src.engine import device_loop, device_scope, region
+        # import cycle: device_loop and region reach this module (through replicas.lockstep)
+        from openipu._src.engine import device_loop, region
 
         _HOLDERS.extend(
             [
@@ -30,8 +33,6 @@ def _holders() -> list[tuple[object, str]]:
 
 
 def _fp_checks(region: Any) -> contextlib.AbstractContextManager[None]:
-    from openipu._src.engine import floating_point_checks
-
     if region is None or not region.fp_bits:
         return contextlib.nullcontext()
     return floating_point_checks.checking(region.fp_bits, region.ipu_ordinal)

@@ -16,6 +16,7 @@ the original did: replicas exchange gradients only when they apply them.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 
 import tensorflow as tf
 
@@ -27,6 +28,7 @@ from openipu._src.engine.gradient_accumulation import (
 )
 from openipu._src.optimizers import ipu_optimizer, replicas
 from openipu._src.optimizers.cross_replica_optimizer import CrossReplicaOptimizer
+from openipu._src.optimizers.ipu_optimizer import Optimizer
 
 
 class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
@@ -41,12 +43,14 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
 
     def __init__(
         self,
-        opt,
+        opt: Optimizer,
         num_mini_batches: int,
         offload_weight_update_variables: bool | None = None,
         replicated_optimizer_state_sharding: bool | None = False,
         dtype: AccumulatorDType = None,
-        reduction_method=GradientAccumulationReductionMethod.SUM,
+        reduction_method: GradientAccumulationReductionMethod | str = (
+            GradientAccumulationReductionMethod.SUM
+        ),
         name: str = "GradientAccumulationOptimizerV2",
     ) -> None:
         super().__init__(opt, name=name)
@@ -60,7 +64,7 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         )
         self._accumulator_dtype = _check_accumulator_dtype_rule(dtype, what)
         self._reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
-        self._accumulation = GradientAccumulation(
+        self._accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
             self._num_mini_batches,
             self._reduction_method,
             AccumulatorStore(f"{name}/mini_batch_counter"),
@@ -76,7 +80,12 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
     def reduction_method(self) -> GradientAccumulationReductionMethod:
         return self._reduction_method
 
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+    def apply_gradients(
+        self,
+        grads_and_vars: Iterable[tuple[tf.Tensor | tf.IndexedSlices | None, tf.Variable]],
+        global_step: tf.Variable | None = None,
+        name: str | None = None,
+    ) -> tf.Operation:
         what = f"{type(self).__name__}.apply_gradients"
         pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars, what)
         pairs = [(g, v) for g, v in pairs if g is not None]
@@ -87,7 +96,7 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         added = self._accumulation.add(pairs)
         complete = self._accumulation.complete_after(added)
 
-        def apply_accumulated():
+        def apply_accumulated() -> tf.Operation:
             return self._accumulation.apply_and_restart(
                 lambda accumulated: ipu_optimizer.apply_on_each_replica(
                     self._opt, accumulated, global_step, name
@@ -102,12 +111,14 @@ class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV
 
     def __init__(
         self,
-        opt,
+        opt: Optimizer,
         num_mini_batches: int,
         offload_weight_update_variables: bool | None = None,
         replicated_optimizer_state_sharding: bool | None = False,
         dtype: AccumulatorDType = None,
-        reduction_method=GradientAccumulationReductionMethod.SUM,
+        reduction_method: GradientAccumulationReductionMethod | str = (
+            GradientAccumulationReductionMethod.SUM
+        ),
         name: str = "CrossReplicaGradientAccumulationOptimizerV2",
     ) -> None:
         ipu_optimizer.check_optimizer(opt, "opt", type(self).__name__)
@@ -134,7 +145,7 @@ class GradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
 
     def __init__(
         self,
-        opt,
+        opt: Optimizer,
         num_mini_batches: int,
         verify_usage: bool = True,
         name: str = "GradientAccumulationOptimizer",
@@ -148,7 +159,7 @@ class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2)
 
     def __init__(
         self,
-        opt,
+        opt: Optimizer,
         num_mini_batches: int,
         verify_usage: bool = True,
         name: str = "CrossReplicaGradientAccumulationOptimizer",
@@ -160,7 +171,7 @@ class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2)
 _V1_SUPPORTED = (tf.compat.v1.train.GradientDescentOptimizer, tf.compat.v1.train.MomentumOptimizer)
 
 
-def _verify_usage(opt, verify_usage: bool, what: str) -> None:
+def _verify_usage(opt: Optimizer, verify_usage: bool, what: str) -> None:
     """Rule E66: the V1 accumulation supports gradient descent and momentum only."""
     if not isinstance(verify_usage, bool):
         raise TypeError(f"{what}: verify_usage must be a bool, got {verify_usage!r}")
@@ -174,21 +185,22 @@ def _verify_usage(opt, verify_usage: bool, what: str) -> None:
         )
 
 
-def _check_count(value, what: str) -> int:
+def _check_count(value: object, what: str) -> int:
     # The original checks only `num_mini_batches < 1` and gives the value to an int attribute
     # (optimizers/gradient_accumulation_optimizer.py): NumPy ints and whole floats work.
-    if isinstance(value, numbers.Real) and float(value).is_integer() and value >= 1:
-        return int(value)
+    if isinstance(value, numbers.Real) and float(value).is_integer() and not value < 1:
+        # typeshed's Real declares no __int__ (NumPy's numbers and Fraction have one).
+        return int(value)  # type: ignore[call-overload]
     raise ValueError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
 
 
-def _check_optional_bool(value, parameter: str, what: str) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise TypeError(f"{what}: {parameter} must be a bool or None, got {value!r}")
-    return value
+def _check_optional_bool(value: object, parameter: str, what: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError(f"{what}: {parameter} must be a bool or None, got {value!r}")
 
 
-def _check_accumulator_dtype_rule(dtype, what: str) -> AccumulatorDType:
+def _check_accumulator_dtype_rule(dtype: object, what: str) -> AccumulatorDType:
     if dtype is None:
         return None
     try:

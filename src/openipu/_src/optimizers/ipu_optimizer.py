@@ -12,10 +12,16 @@ emulated with mirrored variables; they get the mean of their gradients.
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 import tensorflow as tf
 import tf_keras
 
 from openipu._src.optimizers import replicas
+
+#: What a wrapper wraps: a `tf.compat.v1.train.Optimizer` or a Keras optimizer (both
+#: untyped, so Any to the checker).
+Optimizer: TypeAlias = Any
 
 _KERAS_OPTIMIZERS = (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer)
 

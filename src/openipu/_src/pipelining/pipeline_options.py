@@ -104,6 +104,7 @@ _SET_BY_KERAS = {
 
 def check_keras_pipelining_kwargs(kwargs: dict) -> dict:
     """Validates `set_pipelining_options(**pipelining_kwargs)` against `pipeline`'s arguments."""
+    # import cycle: pipelining_ops imports this module
     from openipu._src.pipelining import pipelining_ops
 
     accepted = set(inspect.signature(pipelining_ops.pipeline).parameters) - _SET_BY_KERAS

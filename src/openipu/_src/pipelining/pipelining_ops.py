@@ -21,30 +21,41 @@ memory and speed on a real IPU, not the numbers: they are validated and kept.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeAlias
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import device_loop, replication
+from openipu._src.engine import device_loop, device_scope, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.gradient_accumulation import (
+    AccumulatorDType,
     AccumulatorStore,
     GradientAccumulation,
     GradientAccumulationReductionMethod,
 )
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.value_types import Nested
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
+from openipu._src.optimizers.ipu_optimizer import Optimizer
 from openipu._src.pipelining import pipeline_options
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
     PipelineStageOptions,
     RecomputationMode,
 )
+from openipu._src.system import configure
+
+#: The type `accumulate_outfeed` sums in: None (the data's), a DType, or a callable from
+#: the data's DType.
+OutfeedDType: TypeAlias = "tf.DType | Callable[[tf.DType], tf.DType] | None"
 
 # `functools.reduce` is reachable as `pipelining_ops.reduce` in the original (a doc artifact).
 reduce = functools.reduce
@@ -65,12 +76,12 @@ class OptimizerFunctionOutput:
 
     def __init__(
         self,
-        opt,
-        loss,
-        compute_gradients_args=None,
-        compute_gradients_kwargs=None,
-        apply_gradients_args=None,
-        apply_gradients_kwargs=None,
+        opt: Optimizer,
+        loss: tf.Tensor,
+        compute_gradients_args: Sequence[object] | None = None,
+        compute_gradients_kwargs: Mapping[str, object] | None = None,
+        apply_gradients_args: Sequence[object] | None = None,
+        apply_gradients_kwargs: Mapping[str, object] | None = None,
     ) -> None:
         if not _is_optimizer(opt):
             raise TypeError(
@@ -89,46 +100,48 @@ class OptimizerFunctionOutput:
         self.apply_gradients_kwargs = dict(apply_gradients_kwargs or {})
 
 
-def _is_optimizer(opt) -> bool:
+def _is_optimizer(opt: object) -> bool:
     return isinstance(opt, tf.compat.v1.train.Optimizer) or hasattr(opt, "apply_gradients")
 
 
-def recomputation_checkpoint(tensors, name=None):
+def recomputation_checkpoint(tensors: Nested, name: str | None = None) -> Nested:
     """Marks tensors to be stored rather than recomputed (numerically the identity)."""
     with ops.name_scope(name or "recomputation_checkpoint"):
         return nest.map_structure(tf.identity, tensors)
 
 
 def pipeline(
-    computational_stages,
-    gradient_accumulation_count=None,
-    gradient_accumulation_dtype=None,
-    repeat_count=1,
-    batch_serialization_iterations=1,
-    inputs=None,
-    infeed_queue=None,
-    outfeed_queue=None,
-    optimizer_function=None,
-    device_mapping=None,
-    pipeline_schedule=None,
-    recomputation_mode=None,
-    forward_propagation_stages_poplar_options=None,
-    backward_propagation_stages_poplar_options=None,
-    weight_update_poplar_options=None,
-    offload_weight_update_variables=None,
-    replicated_optimizer_state_sharding=False,
-    offload_activations=None,
-    offload_gradient_accumulation_buffers=None,
-    replicated_weight_sharding=None,
-    offload_weights=None,
-    continuous_weight_updates=False,
-    outfeed_loss=False,
-    accumulate_outfeed=False,
-    accumulate_outfeed_dtype=None,
-    outfeed_mask=None,
-    reduction_method=GradientAccumulationReductionMethod.SUM,
-    name=None,
-):
+    computational_stages: Sequence[Callable[..., Nested]],
+    gradient_accumulation_count: int | None = None,
+    gradient_accumulation_dtype: AccumulatorDType = None,
+    repeat_count: int = 1,
+    batch_serialization_iterations: int = 1,
+    inputs: Nested = None,
+    infeed_queue: IPUInfeedQueue | None = None,
+    outfeed_queue: IPUOutfeedQueue | None = None,
+    optimizer_function: Callable[..., OptimizerFunctionOutput] | None = None,
+    device_mapping: Sequence[int] | None = None,
+    pipeline_schedule: PipelineSchedule | None = None,
+    recomputation_mode: RecomputationMode | None = None,
+    forward_propagation_stages_poplar_options: Sequence[PipelineStageOptions] | None = None,
+    backward_propagation_stages_poplar_options: Sequence[PipelineStageOptions] | None = None,
+    weight_update_poplar_options: PipelineStageOptions | None = None,
+    offload_weight_update_variables: bool | None = None,
+    replicated_optimizer_state_sharding: bool = False,
+    offload_activations: bool | None = None,
+    offload_gradient_accumulation_buffers: bool | None = None,
+    replicated_weight_sharding: bool | None = None,
+    offload_weights: bool | None = None,
+    continuous_weight_updates: bool = False,
+    outfeed_loss: bool = False,
+    accumulate_outfeed: bool = False,
+    accumulate_outfeed_dtype: OutfeedDType = None,
+    outfeed_mask: Sequence[bool] | None = None,
+    reduction_method: GradientAccumulationReductionMethod | str = (
+        GradientAccumulationReductionMethod.SUM
+    ),
+    name: str | None = None,
+) -> tf.Operation:
     """Runs `computational_stages` as a pipeline; returns the operation that runs it."""
     stages = _check_stages(computational_stages)
     count = _check_positive_int(gradient_accumulation_count, "gradient_accumulation_count")
@@ -219,7 +232,7 @@ def pipeline(
     return plan.build(infeed_queue)
 
 
-def _check_stages(stages) -> list[Callable]:
+def _check_stages(stages: object) -> list[Callable[..., Nested]]:
     if not isinstance(stages, (list, tuple)):
         raise TypeError(
             f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
@@ -232,7 +245,7 @@ def _check_stages(stages) -> list[Callable]:
     return list(stages)
 
 
-def _check_positive_int(value, name: str) -> int:
+def _check_positive_int(value: object, name: str) -> int:
     value = plain_int(value)
     if value is None:
         raise ValueError(f"{name} must be given (a positive int)")
@@ -241,7 +254,7 @@ def _check_positive_int(value, name: str) -> int:
     return value
 
 
-def _check_device_mapping(device_mapping, stages: int, serialization: int) -> list[int]:
+def _check_device_mapping(device_mapping: object, stages: int, serialization: int) -> list[int]:
     if device_mapping is None:
         return [0] * stages if serialization > 1 else list(range(stages))
     if not isinstance(device_mapping, (list, tuple)):
@@ -257,12 +270,27 @@ def _check_device_mapping(device_mapping, stages: int, serialization: int) -> li
     return list(device_mapping)
 
 
+@dataclasses.dataclass(kw_only=True, eq=False)
 class _PipelinePlan:
     """Everything `pipeline` checked, and how to build it in the current region."""
 
-    def __init__(self, **fields) -> None:
-        self.__dict__.update(fields)
-        self._replica_states: dict[int, _ReplicaState] = {}
+    stages: list[Callable[..., Nested]]
+    count: int
+    repeats: int
+    inputs: list[Nested]
+    outfeed: IPUOutfeedQueue | None
+    optimizer_function: Callable[..., OptimizerFunctionOutput] | None
+    mapping: list[int]
+    outfeed_loss: bool
+    outfeed_mask: list[bool] | None
+    accumulate_outfeed: bool
+    accumulate_outfeed_dtype: OutfeedDType
+    accumulation_dtype: AccumulatorDType
+    reduction: GradientAccumulationReductionMethod
+    _replica_states: dict[int, _ReplicaState] = dataclasses.field(default_factory=dict, init=False)
+    # Set by `build`: each stage's host device (None: the region's), and the variables'.
+    _stage_devices: list[str | None] = dataclasses.field(default_factory=list, init=False)
+    _variable_device: str | None = dataclasses.field(default=None, init=False)
 
     def _state(self) -> _ReplicaState:
         """What this replica's trace built (replicas trace the same plan in their own threads)."""
@@ -271,12 +299,12 @@ class _PipelinePlan:
 
     # Building ------------------------------------------------------------------------------
 
-    def build(self, infeed):
+    def build(self, infeed: IPUInfeedQueue | None) -> tf.Operation:
         region = region_lib.current_region()
         self._stage_devices = self._stage_host_devices(region)
         return self._build_loops(infeed)
 
-    def _build_loops(self, infeed):
+    def _build_loops(self, infeed: IPUInfeedQueue | None) -> tf.Operation:
         """The repeats x mini-batches loops; steps run in replica context."""
         if lockstep.replica_count() > 1:
             stacked = self._replica_share_of_infeed(infeed)
@@ -292,13 +320,13 @@ class _PipelinePlan:
                 )
                 outer_input = device_loop.StackedInput(stacked)
 
-        def mini_batch(*element):
+        def mini_batch(*element: Nested) -> list[tf.Operation]:
             args = element[:1]
             return [
                 tf.group(replication.run_in_replica_context(self._mini_batch_in_replica, *args))
             ]
 
-        def after_mini_batches():
+        def after_mini_batches() -> tf.Tensor:
             return replication.run_in_replica_context(self._after_mini_batches_in_replica)
 
         done = device_loop.repeat_in_groups(
@@ -310,7 +338,7 @@ class _PipelinePlan:
         )
         return done if isinstance(done, ops.Operation) else tf.group(done)
 
-    def _replica_share_of_infeed(self, infeed):
+    def _replica_share_of_infeed(self, infeed: IPUInfeedQueue | None) -> Nested:
         """This replica's [repeats, mini-batches, ...] infeed elements, fetched once for all.
 
         Mini-batch g of repeat i on replica r is element (i * G + g) * R + r, as the
@@ -319,7 +347,7 @@ class _PipelinePlan:
         if infeed is None:
             return None
 
-        def fetch_for_all(values: list) -> list:
+        def fetch_for_all(values: list[None]) -> list[Nested]:
             count = len(values)
             with lockstep.outside_replicas():
                 stacked = device_loop._prefetch(infeed, self.count * self.repeats * count)  # noqa: SLF001
@@ -331,12 +359,9 @@ class _PipelinePlan:
 
         return lockstep.exchange(None, fetch_for_all, "a pipeline's infeed")
 
-    def _stage_host_devices(self, region) -> list[str | None]:
+    def _stage_host_devices(self, region: region_lib.CompiledRegion | None) -> list[str | None]:
         if region is None or region.device is None:
             return [None] * len(self.stages)
-        from openipu._src.engine import device_scope
-        from openipu._src.system import configure
-
         system = configure.maybe_current_system()
         ordinal = device_scope.current_ipu_ordinal() or 0
         if system is None or ordinal >= len(system.devices):
@@ -352,11 +377,11 @@ class _PipelinePlan:
         self._variable_device = device.host_device(0)
         return [device.host_device(ipu) for ipu in self.mapping]
 
-    def _mini_batch_in_replica(self, element=None):
+    def _mini_batch_in_replica(self, element: Nested = None) -> tf.Tensor:
         """One mini-batch on one replica: stages, gradients, outfeed; returns a token."""
-        args, kwargs = (element, {}) if element is not None else ((), {})
+        args = element if element is not None else ()
         outputs, loss, updates = self._forward_and_backward(
-            args if isinstance(args, tuple) else (args,), kwargs
+            args if isinstance(args, tuple) else (args,), {}
         )
         data = self._outfeed_data(outputs, loss)
         operations = list(updates)
@@ -374,11 +399,12 @@ class _PipelinePlan:
         with tf.control_dependencies(operations):
             return tf.constant(0)
 
-    def _after_mini_batches_in_replica(self):
+    def _after_mini_batches_in_replica(self) -> tf.Tensor:
         """The weight update (and accumulated outfeed) after a repeat's mini-batches."""
-        operations = []
+        operations: list[tf.Operation] = []
         state = self._state()
         if self.accumulate_outfeed and state.outfeed_accumulators:
+            assert self.outfeed is not None  # accumulate_outfeed needs one (checked by pipeline)
             values = [a.read_value() for a in state.outfeed_accumulators]
             enqueue = self.outfeed.enqueue(nest.pack_sequence_as(state.outfeed_structure, values))
             with tf.control_dependencies([enqueue]):
@@ -390,7 +416,7 @@ class _PipelinePlan:
         with tf.control_dependencies(operations):
             return tf.constant(0)
 
-    def _accumulate_outfeed(self, data):
+    def _accumulate_outfeed(self, data: Nested) -> tf.Operation:
         """`accumulate_outfeed`: sums the outfeed data of a repeat's mini-batches."""
         flat = nest.flatten(data)
         if not self._state().outfeed_accumulators:
@@ -414,7 +440,9 @@ class _PipelinePlan:
 
     # Forward, backward and weight update ------------------------------------------------------
 
-    def _forward_and_backward(self, element, element_kwargs):
+    def _forward_and_backward(
+        self, element: tuple[Nested, ...], element_kwargs: dict[str, Nested]
+    ) -> tuple[Nested, tf.Tensor | None, list[object]]:
         args, kwargs = self._stage0_arguments(element, element_kwargs)
         with tf.GradientTape(persistent=False) as tape:
             outputs = self._run_stages(args, kwargs)
@@ -430,7 +458,9 @@ class _PipelinePlan:
         grads_and_vars = self._gradients(result, tape)
         return outputs, result.loss, self._accumulate(grads_and_vars)
 
-    def _stage0_arguments(self, element, element_kwargs):
+    def _stage0_arguments(
+        self, element: tuple[Nested, ...], element_kwargs: dict[str, Nested]
+    ) -> tuple[list[Nested], dict[str, Nested]]:
         """The first stage's arguments: the pipeline inputs, then the infeed element."""
         if element_kwargs:
             return list(self.inputs), dict(element_kwargs)
@@ -440,20 +470,22 @@ class _PipelinePlan:
             return list(self.inputs) + list(element[0]), {}
         return list(self.inputs) + list(element), {}
 
-    def _run_stages(self, args, kwargs):
+    def _run_stages(self, args: list[Nested], kwargs: dict[str, Nested]) -> Nested:
         outputs = None
         for index, stage in enumerate(self.stages):
-            with ops.device(self._stage_placer(index)) if self._stage_devices[index] else _null():
+            device = self._stage_devices[index]
+            with ops.device(self._stage_placer(device)) if device else contextlib.nullcontext():
                 outputs = stage(*args, **kwargs) if index == 0 else self._call_with(stage, outputs)
         return outputs
 
-    def _stage_placer(self, index: int) -> Callable[[ops.Operation], str]:
+    def _stage_placer(self, stage_device: str) -> Callable[[ops.Operation], str]:
         """Places a stage's ops on its IPU's host device, and its variables with the region's.
 
         A compiled region runs on one device, so variables it uses must live there.
         """
-        stage_device = self._stage_devices[index]
-        variable_device = getattr(self, "_variable_device", stage_device)
+        variable_device = (
+            self._variable_device if self._variable_device is not None else stage_device
+        )
 
         def place(op: ops.Operation) -> str:
             return variable_device if op.type in _VARIABLE_OPS else stage_device
@@ -461,7 +493,7 @@ class _PipelinePlan:
         return place
 
     @staticmethod
-    def _call_with(function, outputs):
+    def _call_with(function: Callable[..., Nested], outputs: Nested) -> Nested:
         if outputs is None:
             return function()
         if isinstance(outputs, dict):
@@ -470,7 +502,9 @@ class _PipelinePlan:
             return function(*outputs)
         return function(outputs)
 
-    def _gradients(self, result: OptimizerFunctionOutput, tape: tf.GradientTape):
+    def _gradients(
+        self, result: OptimizerFunctionOutput, tape: tf.GradientTape
+    ) -> list[tuple[tf.Tensor, tf.Variable]]:
         opt = result.opt
         if isinstance(opt, tf.compat.v1.train.Optimizer):
             kwargs = dict(result.compute_gradients_kwargs)
@@ -491,9 +525,9 @@ class _PipelinePlan:
         gradients = tape.gradient(result.loss, variables)
         return [(g, v) for g, v in zip(gradients, variables, strict=True) if g is not None]
 
-    def _accumulate(self, grads_and_vars) -> list:
+    def _accumulate(self, grads_and_vars: list[tuple[tf.Tensor, tf.Variable]]) -> list[object]:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
-        accumulation = GradientAccumulation(
+        accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
             self.count,
             self.reduction,
             _ACCUMULATORS,
@@ -503,9 +537,12 @@ class _PipelinePlan:
         self._state().accumulation = accumulation
         return [accumulation.add(grads_and_vars)]
 
-    def _apply_accumulated(self):
-        result = self._state().optimizer_output
-        return self._state().accumulation.apply_and_restart(
+    def _apply_accumulated(self) -> tf.Operation:
+        state = self._state()
+        result, accumulation = state.optimizer_output, state.accumulation
+        # Both are set by this replica's mini-batch (`_forward_and_backward`), traced first.
+        assert result is not None and accumulation is not None
+        return accumulation.apply_and_restart(
             lambda accumulated: result.opt.apply_gradients(
                 accumulated, *result.apply_gradients_args, **result.apply_gradients_kwargs
             )
@@ -513,7 +550,7 @@ class _PipelinePlan:
 
     # Outfeed data ----------------------------------------------------------------------------
 
-    def _outfeed_data(self, outputs, loss):
+    def _outfeed_data(self, outputs: Nested, loss: tf.Tensor | None) -> Nested:
         if self.outfeed_loss:
             return loss
         if outputs is None or (isinstance(outputs, (list, tuple)) and not outputs):
@@ -536,26 +573,26 @@ _VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "VarIsInitializedOp"})
 class _PerIterationInfeed:
     """An infeed read once per mini-batch (when it cannot be read before the region)."""
 
-    def __init__(self, infeed) -> None:
+    def __init__(self, infeed: IPUInfeedQueue | None) -> None:
         self._infeed = infeed
 
-    def _fetch_one(self):
+    def _fetch_one(self) -> Nested:
         if self._infeed is None:
             return None
         return self._infeed._fetch_one()  # noqa: SLF001
 
-    def _fetch_stacked(self, count: int):
-        return None
+    def _fetch_stacked(self, count: int) -> Nested:
+        return None  # not read ahead: the element of each mini-batch is read on its own
 
 
 class _ReplicaState:
     """One replica's accumulators and optimizer output, built while its body is traced."""
 
     def __init__(self) -> None:
-        self.outfeed_accumulators: list = []
-        self.outfeed_structure = None
-        self.optimizer_output = None
-        self.accumulation: GradientAccumulation | None = None
+        self.outfeed_accumulators: list[tf.Variable] = []
+        self.outfeed_structure: Nested = None
+        self.optimizer_output: OptimizerFunctionOutput | None = None
+        self.accumulation: GradientAccumulation[tf.Variable] | None = None
 
 
 # Pipelines' accumulators (gradients, outfeed data) are kept across traces: a pipeline
@@ -564,17 +601,9 @@ class _ReplicaState:
 _ACCUMULATORS = AccumulatorStore("pipeline_mini_batch_counter")
 
 
-def _outfeed_dtype(dtype, default):
+def _outfeed_dtype(dtype: OutfeedDType, default: tf.DType) -> tf.DType:
     if dtype is None:
         return default
     if callable(dtype) and not isinstance(dtype, tf.DType):
         return tf.as_dtype(dtype(default))
     return tf.as_dtype(dtype)
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

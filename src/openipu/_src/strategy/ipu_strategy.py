@@ -102,6 +102,7 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         self._enable_dataset_iterators = bool(enable_dataset_iterators)
         self._enable_keras_extensions = bool(enable_keras_extensions)
         if self._enable_keras_extensions:
+            # import cycle: keras.extensions.activation imports this module (Keras is above)
             from openipu._src.keras.extensions import activation
 
             activation.install()

@@ -11,14 +11,11 @@ import dataclasses
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING
 
 from openipu._src.config import poplar_flags
+from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.integration import tracing_context
-from openipu._src.system import host_devices, topology
-
-if TYPE_CHECKING:
-    from openipu._src.config.ipu_config import IPUConfig
+from openipu._src.system import host_devices, seeds, topology
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +71,6 @@ def configuration_count() -> int:
 
 def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool = True) -> None:
     """Creates the IPU devices that `config` asks for (see `IPUConfig.auto_select_ipus`)."""
-    from openipu._src.config.ipu_config import IPUConfig
-
     global _system
     if not isinstance(config, IPUConfig):
         raise TypeError(
@@ -99,8 +94,6 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
         # Functions traced for an earlier configuration are traced again (the original
         # compiles its programs again for the device configured now).
         tracing_context.retrace_when_changed(configuration_count)
-    from openipu._src.system import seeds
-
     seeds.reset_all()
     logger.info("Configured emulated IPU devices: %s", [(d.name, d.ipus) for d in devices])
 

@@ -23,7 +23,9 @@ import tf_keras
 from tf_keras.src.engine import functional, sequential
 
 from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
+from openipu._src.feeds import infeed
 from openipu._src.keras.extensions.model_extensions import KerasExtensions
+from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
 _UNSUPPORTED_FIT_ARGUMENTS = (
     "validation_data",
@@ -118,8 +120,6 @@ class FirstAPIModel(KerasExtensions):
     @contextlib.contextmanager
     def _fit_prefetch_depth(self, prefetch_depth) -> Iterator[None]:
         """`fit(prefetch_depth=...)`: the depth of the infeed this fit creates."""
-        from openipu._src.feeds import infeed
-
         depth = infeed._validate_prefetch_depth(prefetch_depth)  # noqa: SLF001
         if depth is None:
             yield
@@ -211,8 +211,6 @@ class FirstAPIModel(KerasExtensions):
             )
 
     def _check_on_ipu(self, what: str) -> None:
-        from openipu._src.strategy.ipu_strategy import IPUStrategyV1
-
         strategy = tf.distribute.get_strategy()
         if not isinstance(strategy, IPUStrategyV1):
             raise ValueError(

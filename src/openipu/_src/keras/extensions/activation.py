@@ -25,6 +25,7 @@ from openipu._src.keras.extensions.model_extensions import (
     SAVED_OPTION_KEYS,
     KerasExtensions,
 )
+from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
 _lock = threading.Lock()
 _extended_classes: dict[type, type] = {}
@@ -61,8 +62,6 @@ def _get_config_with_options(self):
 
 
 def _ipu_strategy_ordinal() -> int | None:
-    from openipu._src.strategy.ipu_strategy import IPUStrategyV1
-
     strategy = tf.distribute.get_strategy()
     if isinstance(strategy, IPUStrategyV1) and strategy.enable_keras_extensions:
         return strategy.extended.ipu_ordinal

@@ -24,12 +24,15 @@ from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulationReductionMethod,
 )
+from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
+from openipu._src.feeds import infeed
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
+from openipu._src.pipelining import pipeline_options
 from openipu._src.system import configure
 
 if TYPE_CHECKING:
@@ -159,8 +162,6 @@ class KerasExtensions(_KerasModel):
         **pipelining_kwargs,
     ) -> None:
         """Options of a pipelined model: its pipeline depth, stage-to-IPU mapping and more."""
-        from openipu._src.pipelining import pipeline_options
-
         self._ipu.pipelining_steps = _positive_int_or_none(
             gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
         )
@@ -226,8 +227,6 @@ class KerasExtensions(_KerasModel):
     def set_infeed_queue_options(self, **kwargs) -> None:
         """Options of the infeeds fit/evaluate/predict create (`prefetch_depth`: the batches
         the host prepares ahead of the device)."""
-        from openipu._src.feeds import infeed
-
         # keras/ipu/extensions/extensions_base.py `_set_infeed_queue_options_impl`.
         for name in ("dataset", "infeed_spec", "element_spec"):
             if name in kwargs:
@@ -247,8 +246,6 @@ class KerasExtensions(_KerasModel):
 
     def set_outfeed_queue_options(self, **kwargs) -> None:
         """Options of the outfeeds fit/evaluate/predict create (e.g. `buffer_depth`)."""
-        from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
-
         # keras/ipu/extensions/extensions_base.py `_set_outfeed_queue_options_impl`.
         for name in ("outfeed_mode", "device_ordinal"):
             if name in kwargs:

@@ -201,6 +201,7 @@ class Lowerer:
         domain = canonical_domain(node.domain)
         local_function = self.functions.get((domain, node.op_type))
         if local_function is not None:
+            # import cycle: functions imports this module
             from openipu._src.popart.lowering.functions import FunctionOp
 
             return FunctionOp(node, self, local_function)
@@ -211,6 +212,7 @@ class Lowerer:
         schema = onnx_schema(node.op_type, version, domain)
         # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
         if schema is not None and (schema.has_function or schema.has_context_dependent_function):  # type: ignore[attr-defined]
+            # import cycle: functions imports this module
             from openipu._src.popart.lowering.functions import FunctionOp
 
             return FunctionOp(node, self, None, schema=schema, version=version)

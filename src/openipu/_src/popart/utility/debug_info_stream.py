@@ -35,7 +35,8 @@ def record(info: DebugInfo) -> None:
 
 
 def initializePoplarDebugInfo(filename: str, format: str = "json") -> None:  # noqa: N802, A002
-    from openipu._src.popart.utility.debug_context import restart_ids  # a cycle at import
+    # import cycle: debug_context imports this module
+    from openipu._src.popart.utility.debug_context import restart_ids
 
     global _open_stream
     if not isinstance(filename, str) or not isinstance(format, str):
