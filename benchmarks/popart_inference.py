@@ -133,7 +133,17 @@ def session_runner(model: Model, batches_per_step: int) -> tuple[Callable[[], No
     anchors = session.initAnchorArrays()
     inputs = np.stack([model.batch] * batches_per_step)
     stepio = popart.PyStepIO({model.input_id: inputs}, anchors)
-    return lambda: session.run(stepio), lambda: anchors[model.output_id][0]
+    run = lambda: session.run(stepio)  # noqa: E731
+    run.executor = lambda: _executor(session)  # type: ignore[attr-defined]
+    return run, lambda: anchors[model.output_id][0]
+
+
+def _executor(session) -> str:
+    """What the session's program runs on, from its report's "compiled as" line."""
+    for line in str(session.getReport()).splitlines():
+        if "compiled as" in line:
+            return line.split("compiled as", 1)[1].split(" on ")[0].split(":", 1)[-1].strip()
+    return "?"
 
 
 def onnxruntime_runner(model: Model, batches_per_step: int) -> tuple[Callable[[], None], Callable]:
@@ -169,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches-per-step", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--compile", choices=["auto", "xla", "graph"], default="auto",
+    parser.add_argument("--compile", choices=["auto", "xla", "graph", "onnxruntime"], default="auto",
                         help="force how sessions compile (OPENIPU_COMPILE); auto: the session's choice")  # fmt: skip
     args = parser.parse_args()
     os.environ["OPENIPU_COMPILE"] = args.compile
@@ -185,7 +195,7 @@ def main() -> None:
         )
         np.testing.assert_allclose(our_output(), their_output(), rtol=1e-3, atol=1e-4)
         print(f"{model.name} (batch {model.batch.shape[0]})")
-        print(f"  openipu InferenceSession: {rates['ours']:12.0f} samples/s")
+        print(f"  openipu InferenceSession: {rates['ours']:12.0f} samples/s ({ours.executor()})")
         print(f"  onnxruntime (CPU):        {rates['theirs']:12.0f} samples/s")
         print(f"  ratio (openipu / onnxruntime): {rates['ours'] / rates['theirs']:.2f}")
 
