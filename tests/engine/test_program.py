@@ -227,3 +227,31 @@ def test_independent_steps_are_recorded_as_run_together(ipu_system):
     program(tf.zeros([4, 2]))
     assert program.compiled.step_schedule is StepSchedule.VECTORIZED
     assert program.compiled.replicas == 1
+
+
+def test_compiled_programs_serialise_and_compare(ipu_system):
+    import json
+
+    program = _compiled(lambda e: e * 3.0, steps_per_call=2, name="tripling")
+    program(tf.constant([1.0, 2.0]))
+    compiled = program.compiled
+    restored = compiled_program.CompiledProgram.from_dict(
+        json.loads(json.dumps(compiled.to_dict()))
+    )
+    assert restored == compiled and hash(restored) == hash(compiled)
+    assert restored.describe() == compiled.describe()
+
+
+def test_a_loop_outside_any_program_is_recorded(ipu_system):
+    from tensorflow.python import ipu
+
+    previous = compiled_program.recent()[-1:]
+    total = ipu.loops.repeat(3, lambda x: x + 2.0, [tf.constant(1.0)])
+    assert float(total) == 7.0
+    last = compiled_program.recent()[-1]
+    assert not previous or last is not previous[0]  # a new record
+    assert last.name.startswith("ipu_cluster") and last.replicas == 1
+    assert last.executor in (
+        compile_policy.CompileMode.XLA,
+        compile_policy.CompileMode.GRAPH,
+    )

@@ -42,6 +42,21 @@ class CompiledProgram:
     step_schedule: StepSchedule
     steps_per_group: int = 1  # steps before each `after_group` (gradient accumulation)
 
+    def to_dict(self) -> dict[str, object]:
+        """The decisions as plain values (JSON-ready), e.g. to cache or export them."""
+        values = dataclasses.asdict(self)
+        values["executor"] = self.executor.value
+        values["step_schedule"] = self.step_schedule.name
+        return values
+
+    @classmethod
+    def from_dict(cls, values: dict[str, object]) -> CompiledProgram:
+        """The record `to_dict` gave."""
+        fields = dict(values)
+        fields["executor"] = CompileMode(fields["executor"])
+        fields["step_schedule"] = StepSchedule[str(fields["step_schedule"])]
+        return cls(**fields)  # type: ignore[arg-type] # values checked by the dataclass
+
     @property
     def ipus(self) -> int:
         """The IPUs the program occupies: every replica's."""

@@ -29,7 +29,13 @@ from tensorflow.python.ops import control_flow_ops, control_flow_util
 from tensorflow.python.util import nest
 
 from openipu._src.config.enums import DeviceConnectionType
-from openipu._src.engine import autograph_loops, compile_policy, floating_point_checks, random_ops
+from openipu._src.engine import (
+    autograph_loops,
+    compile_policy,
+    compiled_program,
+    floating_point_checks,
+    random_ops,
+)
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
 from openipu._src.system import configure
@@ -241,6 +247,21 @@ def compile_region(
             )
             if on_mode is not None:
                 on_mode(region.mode)
+            else:
+                # A region no program describes further (a loop outside any program, an
+                # unreplicated compile): its decisions are recorded all the same.
+                compiled_program.record(
+                    compiled_program.CompiledProgram(
+                        name=name,
+                        executor=region.mode,
+                        host_device=device or "",
+                        ipu_ordinal=ipu_ordinal,
+                        replicas=1,
+                        ipus_per_replica=1,
+                        steps_per_call=1,
+                        step_schedule=compiled_program.StepSchedule.LOOP,
+                    )
+                )
             logger.debug(
                 "Region %s runs as %s (%s)",
                 name,
