@@ -7,7 +7,10 @@ the new version to its record.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -78,6 +81,8 @@ def _current(patch):
 
 @pytest.mark.parametrize("patch", PATCHES, ids=str)
 def test_applying_and_undoing_restores_the_original(patch):
+    # The owner first: importing a Keras API module applies its `ipu` patch (start-up hook).
+    patching.owner_of(patch)
     was_applied = patching.is_applied(patch)
     stock = patching.original(patch)
     patching.undo(patch)
@@ -177,6 +182,56 @@ def test_keras_api_modules_have_their_ipu_attribute():
 
     assert patching.is_applied(keras_api_attribute.IPU_ATTRIBUTES["tf_keras"])
     assert tf_keras.ipu.PipelineStage is tf.keras.ipu.PipelineStage
+
+
+IMPORT_ORDER_PROGRAM = """
+import importlib, sys
+imports, first = sys.argv[1].split(","), sys.argv[2]
+for name in imports:
+    importlib.import_module(name)
+from openipu._src.integration import keras_api_attribute, patching
+patches = keras_api_attribute.IPU_ATTRIBUTES.values()
+for patch in patches:  # before anything touched tf.keras: some owners are not imported yet
+    if first == "apply":
+        patching.apply(patch)
+    stock = patching.original(patch)
+    assert stock is None, (patch, stock)
+    assert patching.is_applied(patch), patch
+for patch in patches:
+    owner = patching.owner_of(patch)
+    patching.undo(patch)
+    assert "ipu" not in vars(owner) and patching.original(patch) is None, patch
+    patching.apply(patch)
+    assert vars(owner)["ipu"].PipelineStage, patch
+import tensorflow as tf
+import tf_keras
+import tensorflow.keras.ipu
+from openipu.keras_ipu import PipelineStage
+assert tf.keras.ipu.PipelineStage is tf_keras.ipu.PipelineStage is PipelineStage
+print("ok")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "imports, first",
+    [
+        # The xdist worker that failed: the conftest's import, then `original` of a patch
+        # whose owner (`tensorflow.keras`) no test had imported yet.
+        ("tensorflow.python.ipu,tf_keras", "original"),
+        ("tensorflow.python.ipu,tf_keras", "apply"),
+        ("tensorflow.keras.ipu,tf_keras", "original"),
+        ("tf_keras,tensorflow.keras.ipu", "apply"),
+    ],
+)
+def test_the_ipu_attribute_record_holds_in_any_import_order(imports, first):
+    """Importing an owner applies its `ipu` patch: `original`/`apply` must not mistake that
+    replacement for the stock value (a fresh interpreter, so the import order is the one given)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    command = [sys.executable, "-c", IMPORT_ORDER_PROGRAM, imports, first]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
 
 
 def test_integration_is_a_leaf_that_imports_no_other_openipu_module():

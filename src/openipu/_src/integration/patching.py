@@ -14,6 +14,12 @@ Two ways to install:
   patch permanent meanwhile).
 Both are thread-safe. This module imports only the standard library: the
 start-up hook uses it before TensorFlow is imported.
+
+Importing a patch's module may itself apply the patch: the start-up hook gives
+the Keras API modules their `ipu` attribute as they load. So every entry point
+imports the owner first (outside the lock, as the import may re-enter) and only
+then reads the patch's state; read the other way round, the state is stale and
+the hook's replacement is taken for the stock value.
 """
 
 from __future__ import annotations
@@ -106,16 +112,19 @@ def _name(patch: Patch) -> str:
 
 
 def _raw(owner: Any, name: str) -> Any:
-    if isinstance(owner, type):
-        return owner.__dict__.get(name, _MISSING)
-    return getattr(owner, name, _MISSING)
+    # The owner's own __dict__ (a module's too): no inherited value, no module `__getattr__`.
+    return vars(owner).get(name, _MISSING)
 
 
 def original(patch: Patch) -> Any:
-    """The stock value of the target (as the owner stores it), patched or not; None if absent."""
+    """The stock value of the target (as the owner stores it), patched or not; None if absent.
+
+    Imports the owner if needed, which may apply the patch (see the module's docstring).
+    """
+    owner = owner_of(patch)
     with _lock:
         state = _states.get(patch)
-        value = state.original if state is not None else _raw(owner_of(patch), _name(patch))
+        value = state.original if state is not None else _raw(owner, _name(patch))
     return None if value is _MISSING else value
 
 
@@ -148,8 +157,7 @@ def check_target(patch: Patch) -> None:
         raise TypeError(f"{patch.target}: expected {patch.kind.value}, found {found}")
 
 
-def _install(patch: Patch) -> _State:
-    owner = owner_of(patch)
+def _install(patch: Patch, owner: Any) -> _State:
     name = _name(patch)
     stock = _raw(owner, name)
     setattr(owner, name, patch.replacement(None if stock is _MISSING else stock))
@@ -171,8 +179,9 @@ def _restore(patch: Patch, state: _State) -> None:
 
 def apply(patch: Patch) -> None:
     """Installs `patch` for the rest of the process (or until `undo`); no-op if it is installed."""
+    owner = owner_of(patch)  # first: importing it may apply the patch
     with _lock:
-        state = _states.get(patch) or _install(patch)
+        state = _states.get(patch) or _install(patch, owner)
         state.permanent = True
 
 
@@ -187,8 +196,9 @@ def undo(patch: Patch) -> None:
 @contextlib.contextmanager
 def applied(patch: Patch) -> Iterator[None]:
     """Within this context `patch` is installed; the last context to exit restores the original."""
+    owner = owner_of(patch)  # first: importing it may apply the patch
     with _lock:
-        state = _states.get(patch) or _install(patch)
+        state = _states.get(patch) or _install(patch, owner)
         state.users += 1
     try:
         yield
