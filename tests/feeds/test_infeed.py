@@ -51,7 +51,7 @@ def test_a_zero_prefetch_depth_is_the_default(ipu_system):
 def test_initializer_second_access_raises_in_a_graph(tf1_graph):
     queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
     queue.initializer  # noqa: B018 - the property access is the test
-    with pytest.raises(ValueError, match="already been accessed"):
+    with pytest.raises(ValueError, match="can only be accessed once"):
         queue.initializer  # noqa: B018
 
 

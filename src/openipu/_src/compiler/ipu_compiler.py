@@ -34,7 +34,10 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
     """
     ordinal = device_scope.current_ipu_ordinal()
     if ordinal is None:
-        ordinal = _ipu_of_device_scope()
+        plain = _ipu_of_device_scope()
+        if plain is not None:  # as if in `ipu_scope`: the ops go to the IPU's host device
+            with scopes.ipu_scope(f"/device:IPU:{plain}"):
+                return compile(computation, inputs)
     if ordinal is None:
         # The original's message (its tests match on its start); ValueError is an Exception,
         # which is what the original raises.

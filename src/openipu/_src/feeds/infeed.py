@@ -41,10 +41,11 @@ def check_fully_defined(element_spec, what: str = "dataset") -> None:
         shape = getattr(spec, "shape", None)
         if shape is None or not shape.is_fully_defined():
             where = f" (element component {path!r})" if path else ""
+            # Starts with the original's message (ipu_infeed_queue.py).
             raise ValueError(
-                f"The {what} has an element shape {shape} that is not fully defined{where}: "
-                "every element streamed to an IPU must have a static shape. Batch with "
-                "`dataset.batch(batch_size, drop_remainder=True)`."
+                f"Output shape {shape} is not fully defined{where}. If using "
+                f"tf.Dataset.batch, set `drop_remainder=True`: every element of the {what} "
+                "streamed to an IPU must have a static shape."
             )
 
 
@@ -116,7 +117,7 @@ class IPUInfeedQueue:
         # (ipu_infeed_queue.py).
         if self._initializer_accessed and not tf.executing_eagerly():
             raise ValueError(
-                "The initializer of this IPUInfeedQueue has already been accessed: "
+                "The IPUInfeedQueue `initializer` function can only be accessed once: "
                 "run the operation it returned once, instead of asking for it again"
             )
         self._initializer_accessed = True
