@@ -641,10 +641,6 @@ def test_feed_bools(graph):
 
 
 @pytest.mark.follows("testHashTableInDataPipeline")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: IPUInfeedQueue has no private `_dequeue()` method, which the original's test calls to read one element in a compiled program",
-)
 def test_hash_table_in_data_pipeline(graph):
     table = v1.lookup.StaticHashTable(
         v1.lookup.KeyValueTensorInitializer(
