@@ -81,6 +81,17 @@ class OptimizerFunctionOutput:
             raise TypeError(
                 f"OptimizerFunctionOutput: loss must be a tensor, got {type(loss).__name__}"
             )
+        if not isinstance(opt, tf.compat.v1.train.Optimizer):  # an OptimizerV2 (Keras)
+            # As the original: a Keras optimizer computes no gradients of its own.
+            for name, value in (
+                ("compute_gradients_args", compute_gradients_args),
+                ("compute_gradients_kwargs", compute_gradients_kwargs),
+            ):
+                if value:
+                    raise ValueError(
+                        f"OptimizerFunctionOutput.{name} may not be used with OptimizerV2 "
+                        "instances."
+                    )
         self.opt = opt
         self.loss = loss
         self.compute_gradients_args = tuple(compute_gradients_args or ())
@@ -151,6 +162,16 @@ def pipeline(
         ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
     ):
         pipeline_options.check_stage_options_list(value, option_name, len(stages))
+    if (
+        optimizer_function is not None
+        and replicated_optimizer_state_sharding
+        and offload_weight_update_variables is False
+    ):
+        # As the original's weight update (ops/op_util.py create_resource_update).
+        raise ValueError(
+            "To use replicated_optimizer_state_sharding, optimizer state must be offloaded by "
+            "using offload_weight_update_variables."
+        )
     if weight_update_poplar_options is not None and not isinstance(
         weight_update_poplar_options, PipelineStageOptions
     ):
@@ -245,11 +266,16 @@ def _check_device_mapping(device_mapping, stages: int, serialization: int) -> li
     if device_mapping is None:
         return [0] * stages if serialization > 1 else list(range(stages))
     if not isinstance(device_mapping, (list, tuple)):
-        raise TypeError(f"device_mapping must be a list or tuple of ints, got {device_mapping!r}")
+        # The original's messages first (pipelining_ops.py).
+        raise TypeError(
+            "device_mapping argument needs to be a list or a tuple: device_mapping must be a "
+            f"list or tuple of ints, got {device_mapping!r}"
+        )
     if len(device_mapping) != stages:
         raise ValueError(
-            f"device_mapping has {len(device_mapping)} entries but the pipeline has {stages} "
-            "computational stages: give one IPU per stage"
+            f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != {stages} "
+            f"stages (device_mapping has {len(device_mapping)} entries but the pipeline has "
+            f"{stages} computational stages: give one IPU per stage)"
         )
     for ipu in device_mapping:
         if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
@@ -362,9 +388,10 @@ class _PipelinePlan:
         operations = list(updates)
         if data is not None:
             if self.outfeed is None:
+                # Starts with the original's message (pipelining_ops.py).
                 raise ValueError(
-                    "The last computational stage has outputs, so the pipeline needs an "
-                    "outfeed_queue to enqueue them"
+                    "The last computational stage has tensor outputs, so the pipeline needs "
+                    "an outfeed_queue to enqueue them"
                 )
             operations.append(
                 self._accumulate_outfeed(data)
