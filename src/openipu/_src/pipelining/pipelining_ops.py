@@ -245,11 +245,11 @@ def _check_stages(stages) -> list[Callable]:
         raise TypeError(
             f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
         )
-    if not stages:
-        raise ValueError("A pipeline needs at least one computational stage")
     for stage in stages:
         if not callable(stage):
             raise TypeError(f"Every computational stage must be callable, got {stage!r}")
+    if len(stages) < 2:  # as the original (pipelining_ops.py), its message
+        raise ValueError("Pipeline requires at least two computational stages.")
     return list(stages)
 
 
