@@ -345,7 +345,7 @@ class IPUOutfeedQueue:
         return IPUOutfeedQueueIterator(self)
 
 
-class IPUOutfeedQueueIterator(collections.abc.Iterator):
+class IPUOutfeedQueueIterator(collections.abc.Iterator[Nested]):
     """Yields the elements of an IPUOutfeedQueue one enqueue at a time (ipu_outfeed_queue.py).
 
     When it has yielded every element it dequeued, the next `next()` dequeues again; it
@@ -354,7 +354,7 @@ class IPUOutfeedQueueIterator(collections.abc.Iterator):
 
     def __init__(self, outfeed_queue: IPUOutfeedQueue) -> None:
         self._outfeed_queue = outfeed_queue
-        self._pending: collections.deque = collections.deque()
+        self._pending: collections.deque[Nested] = collections.deque()
 
     def __iter__(self) -> IPUOutfeedQueueIterator:
         return self
