@@ -471,3 +471,100 @@ def test_duplicate_inputs_outputs(tf1_graph):
     for i in range(12):
         np.testing.assert_allclose(output[0][i], np.ones(x.shape))
         np.testing.assert_allclose(output[1][i], np.ones(y.shape))
+
+
+def _two_stage_training_net(reduction_method):
+    """A small training pipeline (the original's GA test network, shortened to two stages:
+    the scenario is the reduction method's parsing when the pipeline is built)."""
+    infeed = _dict_infeed()
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(**kwargs):
+        return _conv_stage(None, **kwargs)[0]
+
+    def optimizer_function(loss):
+        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
+
+    def my_net():
+        return pipelining_ops.pipeline(
+            [stage1, tf.reduce_sum],
+            4,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            reduction_method=reduction_method,
+        )
+
+    return my_net
+
+
+@pytest.mark.follows("testPipelineGAReduceMethodInvalid")
+@pytest.mark.parametrize("reduction_method", ["Exp", 10])
+def test_pipeline_ga_reduce_method_invalid(tf1_graph, reduction_method):
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(
+            ValueError,
+            match=f"Cannot parse {reduction_method} as one of GradientAccumulationReductionMethod.",
+        ):
+            ipu.ipu_compiler.compile(_two_stage_training_net(reduction_method), inputs=[])
+
+
+@pytest.mark.follows("testPipelineGAReduceMethodNone")
+def test_pipeline_ga_reduce_method_none(tf1_graph):
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(
+            ValueError, match="Cannot parse None as one of GradientAccumulationReductionMethod."
+        ):
+            ipu.ipu_compiler.compile(_two_stage_training_net(None), inputs=[])
+
+
+@pytest.mark.follows("testStageOptionsNotEnough")
+def test_stage_options_not_enough(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def model_pipeline(x):
+        return pipelining_ops.pipeline(
+            [lambda x: x * 2.0, lambda x: x],
+            10,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
+            forward_propagation_stages_poplar_options=[pipelining_ops.PipelineStageOptions()],
+            reduction_method=GA.MEAN,
+        )
+
+    x = _placeholder([1, 4, 4, 2])
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(
+            ValueError, match="forward_propagation_stages_poplar_options must be a list or a tuple"
+        ):
+            ipu.ipu_compiler.compile(model_pipeline, inputs=[x])
+
+
+@pytest.mark.follows("testStageOptionsWUWrongType")
+def test_stage_options_wu_wrong_type(tf1_graph):
+    infeed = _dict_infeed()
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def optimizer_function(loss):
+        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
+
+    def my_net(c):
+        return pipelining_ops.pipeline(
+            [_conv_stage, _sum_stage],
+            12,
+            inputs=[c],
+            optimizer_function=optimizer_function,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
+            weight_update_poplar_options={"dead": "beaf"},
+            reduction_method=GA.MEAN,
+        )
+
+    c = _placeholder([])
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(
+            TypeError, match="weight_update_poplar_options to be of type PipelineStageOptions"
+        ):
+            ipu.ipu_compiler.compile(my_net, inputs=[c])

@@ -175,7 +175,10 @@ def pipeline(
     if weight_update_poplar_options is not None and not isinstance(
         weight_update_poplar_options, PipelineStageOptions
     ):
-        raise TypeError("weight_update_poplar_options must be a PipelineStageOptions")
+        raise TypeError(
+            "weight_update_poplar_options to be of type PipelineStageOptions: "
+            "weight_update_poplar_options must be a PipelineStageOptions"
+        )
     if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
         raise TypeError(
             f"infeed_queue must be an IPUInfeedQueue, got {type(infeed_queue).__name__}"
