@@ -149,15 +149,12 @@ def test_pipeline_no_outfeed_with_outputs_training(tf1_graph):
         )(x)
         return tf.reduce_sum(y)
 
-    def optimizer_function(loss):
-        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
-
     def my_net(x):
         return pipelining_ops.pipeline(
             [_plus_one, stage2],
             10,
             inputs=[x],
-            optimizer_function=optimizer_function,
+            optimizer_function=_sgd_optimizer_function,
             pipeline_schedule=pipelining_ops.PipelineSchedule.Grouped,
             reduction_method=GA.MEAN,
         )
@@ -228,20 +225,22 @@ def test_pipeline_iterations_not_multiple(tf1_graph):
             ipu.config.reset_ipu_configuration()
 
 
+def _conv_only_stage(**kwargs):
+    return _conv_stage(None, **kwargs)[0]
+
+
+def _sgd_optimizer_function(loss):
+    return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
+
+
 @pytest.mark.follows("testRTSButNoOffloading")
 def test_rts_but_no_offloading(tf1_graph):
     infeed = _dict_infeed()
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
-    def stage1(**kwargs):
-        return _conv_stage(None, **kwargs)[0]
-
-    def optimizer_function(loss):
-        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
-
     def my_net():
         return pipelining_ops.pipeline(
-            [stage1, tf.reduce_sum, lambda x: x],
+            [_conv_only_stage, tf.reduce_sum, lambda x: x],
             3,
             infeed_queue=infeed,
             outfeed_queue=outfeed,
@@ -249,7 +248,7 @@ def test_rts_but_no_offloading(tf1_graph):
             pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
             replicated_optimizer_state_sharding=True,
             offload_weight_update_variables=False,
-            optimizer_function=optimizer_function,
+            optimizer_function=_sgd_optimizer_function,
             reduction_method=GA.MEAN,
         )
 
@@ -479,19 +478,13 @@ def _two_stage_training_net(reduction_method):
     infeed = _dict_infeed()
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
-    def stage1(**kwargs):
-        return _conv_stage(None, **kwargs)[0]
-
-    def optimizer_function(loss):
-        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
-
     def my_net():
         return pipelining_ops.pipeline(
-            [stage1, tf.reduce_sum],
+            [_conv_only_stage, tf.reduce_sum],
             4,
             infeed_queue=infeed,
             outfeed_queue=outfeed,
-            optimizer_function=optimizer_function,
+            optimizer_function=_sgd_optimizer_function,
             reduction_method=reduction_method,
         )
 
@@ -546,15 +539,12 @@ def test_stage_options_wu_wrong_type(tf1_graph):
     infeed = _dict_infeed()
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
-    def optimizer_function(loss):
-        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), loss)
-
     def my_net(c):
         return pipelining_ops.pipeline(
             [_conv_stage, _sum_stage],
             12,
             inputs=[c],
-            optimizer_function=optimizer_function,
+            optimizer_function=_sgd_optimizer_function,
             infeed_queue=infeed,
             outfeed_queue=outfeed,
             pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
