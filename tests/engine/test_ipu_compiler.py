@@ -20,6 +20,14 @@ def test_compile_outside_an_ipu_device_raises(ipu_system, tf1_graph):
         ipu.ipu_compiler.compile(lambda: tf.constant(1.0), [])
 
 
+def test_compile_in_a_plain_ipu_device_scope(ipu_system, tf1_graph):
+    # As the original: `tf.device('/device:IPU:0')` (also under a job's scope) is an IPU scope.
+    x = tf.compat.v1.placeholder(np.float32, [2])
+    with tf.device("/job:localhost/task:0"), tf.device("/device:IPU:0"):
+        result = ipu.ipu_compiler.compile(lambda a: a * 2.0, [x])
+    np.testing.assert_array_equal(_session_run(tf1_graph, result, {x: [1.0, 2.0]})[0], [2.0, 4.0])
+
+
 @pytest.mark.parametrize(
     "computation, check",
     [

@@ -160,3 +160,14 @@ def test_loop_runs_under_xla_when_it_can(strategy, caplog):
     caplog.set_level(logging.DEBUG, logger="openipu._src.engine.region")
     _run_tf2(strategy, lambda: ipu.loops.repeat(3, lambda a: a * 2.0, [1.0]))
     assert any("runs as xla" in r.message for r in caplog.records)
+
+
+def test_repeat_zero_times_with_an_infeed_reads_nothing(strategy):
+    values, dataset = _dataset()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+    def net(n):
+        return lambda: ipu.loops.repeat(n, lambda total, x: total + tf.reduce_sum(x), [0.0], infeed)
+
+    assert float(_run_tf2(strategy, net(0))) == 0.0
+    assert float(_run_tf2(strategy, net(1))) == float(values[0].sum())  # the first element

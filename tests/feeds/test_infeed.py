@@ -51,7 +51,7 @@ def test_a_zero_prefetch_depth_is_the_default(ipu_system):
 def test_initializer_second_access_raises_in_a_graph(tf1_graph):
     queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
     queue.initializer  # noqa: B018 - the property access is the test
-    with pytest.raises(ValueError, match="already been accessed"):
+    with pytest.raises(ValueError, match="can only be accessed once"):
         queue.initializer  # noqa: B018
 
 
@@ -157,3 +157,23 @@ def test_deleter_releases_the_iterator(ipu_system):
     assert int(strategy.run(net)) == 1
     assert queue.deleter is None  # eager: nothing to run
     assert queue._stream._chunks is None  # noqa: SLF001
+
+
+def test_private_dequeue_reads_one_element_per_replica(strategy_on):
+    # The original's tests read an infeed with `_dequeue()` in a program; each replica
+    # reads its own element, in replica order.
+    strategy = strategy_on(2)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
+            tf.data.Dataset.range(10).map(lambda i: tf.cast(i, tf.float32))
+        )
+
+        @tf.function(jit_compile=True)
+        def program():
+            x = infeed._dequeue()
+            return ipu.cross_replica_ops.cross_replica_sum(
+                x * tf.cast(1 + ipu.replication_ops.replication_index(), tf.float32)
+            )
+
+        assert float(strategy.run(program)) == 0.0 * 1 + 1.0 * 2
+        assert float(strategy.run(program)) == 2.0 * 1 + 3.0 * 2

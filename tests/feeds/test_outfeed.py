@@ -133,8 +133,8 @@ def test_constructor_validation(kwargs, message):
 
 def test_enqueue_structure_validation(strategy):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-    with pytest.raises(ValueError, match="dictionary keys must be strings"):
-        outfeed.enqueue({1: tf.constant(1.0)})
+    # Dictionaries with keys other than strings are accepted, as by the original
+    # (infeed_outfeed_test.py enqueues {101: ..., 2020: ...}); other objects are not.
     with pytest.raises(ValueError, match="takes a tensor, a tuple or list"):
         outfeed.enqueue(object())
 

@@ -93,6 +93,20 @@ def test_integer_mean_truncates(run_on_replicas):
     np.testing.assert_array_equal(got[1], [1, -1])
 
 
+def test_half_precision_mean_accumulates_in_float32(run_on_replicas):
+    dtype = tf.float16
+
+    # Four replicas of 65504 (float16's largest value): the sum overflows float16, the
+    # mean does not (popops_cross_replica_mean_test.py, "Overflow").
+    def fn(replica):
+        return cross_replica_ops.cross_replica_mean(tf.constant([65504.0, 1.0], dtype))
+
+    got = run_on_replicas(fn, 4)
+    for r in range(4):
+        assert got[r].dtype == dtype.as_numpy_dtype
+        np.testing.assert_array_equal(np.asarray(got[r], np.float32), [65504.0, 1.0])
+
+
 @pytest.mark.parametrize("replicas, group_size", [(1, 2), (2, 4), (4, 3)])
 def test_group_size_must_divide_the_replica_count(run_on_replicas, replicas, group_size):
     def fn(replica):

@@ -285,7 +285,10 @@ def test_tf1_session_program_with_global_step(tf1_graph):
 def test_device_loop_in_a_compiled_tf1_program(ipu_system, tf1_graph):
     from tensorflow.python import ipu
 
-    a, b = problem(STEPS, 1, seed=14)
+    # A loop count that is a multiple of N, as the original requires of loops around the
+    # optimizer (gradient_accumulation_verifier.cc).
+    steps = 2 * N
+    a, b = problem(steps, 1, seed=14)
     a_all, b_all = tf.constant(a[:, 0]), tf.constant(b[:, 0])
     optimizer = GradientAccumulationOptimizerV2(REFERENCES["sgd"]().make(), N)
 
@@ -297,7 +300,7 @@ def test_device_loop_in_a_compiled_tf1_program(ipu_system, tf1_graph):
             with tf.control_dependencies([train]):
                 return t + 1
 
-        return ipu.loops.repeat(STEPS, body, [tf.constant(0)])
+        return ipu.loops.repeat(steps, body, [tf.constant(0)])
 
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         run = ipu.ipu_compiler.compile(program)
@@ -308,6 +311,22 @@ def test_device_loop_in_a_compiled_tf1_program(ipu_system, tf1_graph):
         np.testing.assert_allclose(
             session.run(w), numpy_train(REFERENCES["sgd"](), a, b, N)[-1], rtol=3e-5
         )
+
+
+def test_a_device_loop_count_not_a_multiple_of_the_mini_batches_is_refused(ipu_system, tf1_graph):
+    from tensorflow.python import ipu
+
+    optimizer = GradientAccumulationOptimizerV2(REFERENCES["sgd"]().make(), N)
+
+    def program():
+        w = tf.compat.v1.get_variable("w", initializer=INITIAL)
+        return ipu.loops.repeat(
+            STEPS, lambda: optimizer.minimize(tf.reduce_sum(w * w), var_list=[w])
+        )
+
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        with pytest.raises(tf.errors.FailedPreconditionError, match="evenly divides"):
+            ipu.ipu_compiler.compile(program)
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,29 @@ def _check_infeed(infeed_queue) -> None:
         )
 
 
+def _unpacking_a_lone_dict(body: Callable, infeed_queue) -> Callable:
+    """`body`, called as the original's loops.py calls it: an infeed element that is a 1-tuple
+    holding a dict with string keys gives the dict's values as keyword arguments."""
+    spec = infeed_queue.element_spec if infeed_queue is not None else None
+    if not (
+        isinstance(spec, tuple)
+        and len(spec) == 1
+        and isinstance(spec[0], dict)
+        and all(isinstance(key, str) for key in spec[0])
+    ):
+        return body
+
+    def unpacked(*args):
+        *carried, element = args
+        return body(*carried, **element)
+
+    return unpacked
+
+
 def repeat(n: int, body: Callable, inputs=None, infeed_queue=None, use_while_v1: bool = True):
     """Builds a loop that runs `body` exactly `n` times; returns the final loop-carried values."""
     _check_infeed(infeed_queue)
+    body = _unpacking_a_lone_dict(body, infeed_queue)
     n = plain_int(n)
     if tf.is_tensor(n):
         # A count known only when the program runs: the original's `repeat` is a
@@ -40,5 +60,6 @@ def while_loop(
 ):
     """Builds a loop that runs `body` while `condition` holds; returns the final values."""
     _check_infeed(infeed_queue)
+    body = _unpacking_a_lone_dict(body, infeed_queue)
     maximum_iterations = plain_int(maximum_iterations)
     return device_loop.while_loop(condition, body, inputs, infeed_queue, maximum_iterations)

@@ -1,5 +1,9 @@
 """`tensorflow.python.ipu.ipu_outfeed_queue`."""
 
-from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.engine.outfeed_queue import (
+    IPUOutfeedMode,
+    IPUOutfeedQueue,
+    IPUOutfeedQueueIterator,
+)
 
-__all__ = ["IPUOutfeedMode", "IPUOutfeedQueue"]
+__all__ = ["IPUOutfeedMode", "IPUOutfeedQueue", "IPUOutfeedQueueIterator"]

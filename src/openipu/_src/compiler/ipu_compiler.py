@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+from tensorflow.python.distribute import device_util
 from tensorflow.python.framework import ops
 
 from openipu._src.compiler import scopes
@@ -33,7 +34,15 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
     """
     ordinal = device_scope.current_ipu_ordinal()
     if ordinal is None:
+        plain = _ipu_of_device_scope()
+        if plain is not None:  # as if in `ipu_scope`: the ops go to the IPU's host device
+            with scopes.ipu_scope(f"/device:IPU:{plain}"):
+                return compile(computation, inputs)
+    if ordinal is None:
+        # The original's message (its tests match on its start); ValueError is an Exception,
+        # which is what the original raises.
         raise ValueError(
+            "A computation has been compiled, however it was not placed on an IPU device. "
             "ipu_compiler.compile must be called for an IPU device: build it inside "
             "`with ipu.scopes.ipu_scope('/device:IPU:0'):` (or an IPUStrategy scope)"
         )
@@ -42,6 +51,17 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
     if deferred_builds.is_deferred_here():
         return _built_before_configuration(computation, inputs, ordinal)
     return _compile_configured(computation, inputs, ordinal)
+
+
+def _ipu_of_device_scope() -> int | None:
+    """N when `compile` is called in a plain `tf.device('/device:IPU:N')` scope (also within a
+    job's or task's device scope), as the original accepts; None otherwise."""
+    if tf.executing_eagerly():
+        return None
+    spec = tf.DeviceSpec.from_string(device_util.current() or "")
+    if spec.device_type != "IPU" or spec.device_index is None:
+        return None
+    return spec.device_index
 
 
 def _compile_configured(computation: Callable, inputs, ordinal: int):

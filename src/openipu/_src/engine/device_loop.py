@@ -186,11 +186,14 @@ def repeat(
     def loop_body(i: tf.Tensor, *values: tf.Tensor) -> list[tf.Tensor]:
         context.index = i
         context.body_graph = ops.get_default_graph()
-        element = (
-            nest.map_structure(lambda buffer: buffer[i], stacked)
-            if stacked is not None
-            else _fetch_each_iteration(infeed)
-        )
+        if stacked is not None and n == 0:
+            # The body is built but never runs: an empty buffer has no element to slice
+            # (XLA refuses a slice past its static size), so it sees zeros of the shape.
+            element = nest.map_structure(lambda b: tf.zeros(b.shape[1:], b.dtype), stacked)
+        elif stacked is not None:
+            element = nest.map_structure(lambda buffer: buffer[i], stacked)
+        else:
+            element = _fetch_each_iteration(infeed)
         new_values, operations = _call_body(body, list(values), element)
         return [_after(operations, i + 1)] + new_values
 

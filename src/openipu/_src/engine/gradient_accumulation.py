@@ -59,9 +59,11 @@ class GradientAccumulationReductionMethod(enum.Enum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
+        # Starts with the original's message (gradient_accumulation.py).
         raise ValueError(
-            f"{parameter} must be one of 'sum', 'mean', 'running_mean' "
-            f"(or a GradientAccumulationReductionMethod), got {value!r}"
+            f"Cannot parse {value} as one of GradientAccumulationReductionMethod. "
+            f"{parameter} must be one of 'sum', 'mean', 'running_mean' (or a "
+            f"GradientAccumulationReductionMethod), got {value!r}"
         )
 
     def accumulate(

@@ -15,14 +15,16 @@ dequeue and R replicas (the spec's table): ALL gives [K, *S] (R = 1) or
 
 from __future__ import annotations
 
+import collections
+import collections.abc
 import enum
 import itertools
 import threading
 import weakref
-from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
@@ -50,13 +52,7 @@ class IPUOutfeedMode(enum.Enum):
 
 
 def _validate_structure(tensors: Nested) -> Nested:
-    """Converts an enqueued value to tensors, checking it is a tensor, list/tuple or str-keyed dict."""
-    if isinstance(tensors, dict):
-        for key in tensors:
-            if not isinstance(key, str):
-                raise ValueError(
-                    f"IPUOutfeedQueue.enqueue: dictionary keys must be strings, got {key!r}"
-                )
+    """Converts an enqueued value to tensors, checking it is a tensor, list/tuple or dict."""
     try:
         return nest.map_structure(tf.convert_to_tensor, tensors)
     except (TypeError, ValueError) as error:
@@ -336,15 +332,43 @@ class IPUOutfeedQueue:
         ops_ = store.close()
         return None if tf.executing_eagerly() else tf.group(ops_)
 
-    def __iter__(self) -> Iterator[Nested]:
-        """Dequeues, then yields one element at a time (each enqueue, with replicas inside)."""
+    def __iter__(self) -> IPUOutfeedQueueIterator:
+        """An iterator over the enqueued elements (each enqueue, with replicas inside); it
+        dequeues whenever it has yielded all it holds, so it can follow a running program."""
         if not tf.executing_eagerly():
-            raise RuntimeError("Iterating over an IPUOutfeedQueue needs eager execution (TF2)")
-        values = self.dequeue()
-        if self._mode is IPUOutfeedMode.LAST:
-            yield values
-            return
-        flat = [np.asarray(v) for v in nest.flatten(values)]
-        count = flat[0].shape[0] if flat else 0
-        for k in range(count):
-            yield nest.pack_sequence_as(self._structure, [tf.constant(v[k]) for v in flat])
+            raise RuntimeError("IPUOutfeedQueue can only be iterated over in eager mode.")
+        if self._mode is not IPUOutfeedMode.ALL:
+            raise RuntimeError(
+                "IPUOutfeedQueue can only be iterated over if the `outfeed_mode` is set to "
+                "'IPUOutfeedMode.ALL'."
+            )
+        return IPUOutfeedQueueIterator(self)
+
+
+class IPUOutfeedQueueIterator(collections.abc.Iterator[Nested]):
+    """Yields the elements of an IPUOutfeedQueue one enqueue at a time (ipu_outfeed_queue.py).
+
+    When it has yielded every element it dequeued, the next `next()` dequeues again; it
+    stops when a dequeue gives nothing.
+    """
+
+    def __init__(self, outfeed_queue: IPUOutfeedQueue) -> None:
+        self._outfeed_queue = outfeed_queue
+        self._pending: collections.deque[Nested] = collections.deque()
+
+    def __iter__(self) -> IPUOutfeedQueueIterator:
+        return self
+
+    def __next__(self) -> Nested:
+        if not self._pending:
+            with context.eager_mode():
+                values = self._outfeed_queue.dequeue()
+            flat = [np.asarray(v) for v in nest.flatten(values)]
+            count = flat[0].shape[0] if flat else 0
+            for k in range(count):
+                self._pending.append(
+                    nest.pack_sequence_as(values, [tf.constant(v[k]) for v in flat])
+                )
+        if not self._pending:
+            raise StopIteration
+        return self._pending.popleft()

@@ -13,6 +13,7 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 
 from openipu._src.config import poplar_flags
+from openipu._src.engine import device_loop
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.host_stream import ChunkedStream, ElementStream
 from openipu._src.feeds.synthetic_elements import synthetic_elements
@@ -41,10 +42,11 @@ def check_fully_defined(element_spec, what: str = "dataset") -> None:
         shape = getattr(spec, "shape", None)
         if shape is None or not shape.is_fully_defined():
             where = f" (element component {path!r})" if path else ""
+            # Starts with the original's message (ipu_infeed_queue.py).
             raise ValueError(
-                f"The {what} has an element shape {shape} that is not fully defined{where}: "
-                "every element streamed to an IPU must have a static shape. Batch with "
-                "`dataset.batch(batch_size, drop_remainder=True)`."
+                f"Output shape {shape} is not fully defined{where}. If using "
+                f"tf.Dataset.batch, set `drop_remainder=True`: every element of the {what} "
+                "streamed to an IPU must have a static shape."
             )
 
 
@@ -116,7 +118,7 @@ class IPUInfeedQueue:
         # (ipu_infeed_queue.py).
         if self._initializer_accessed and not tf.executing_eagerly():
             raise ValueError(
-                "The initializer of this IPUInfeedQueue has already been accessed: "
+                "The IPUInfeedQueue `initializer` function can only be accessed once: "
                 "run the operation it returned once, instead of asking for it again"
             )
         self._initializer_accessed = True
@@ -139,6 +141,23 @@ class IPUInfeedQueue:
             "(loops.repeat, loops.while_loop or pipelining_ops.pipeline), which dequeues "
             "one element per iteration"
         )
+
+    def _dequeue(self):
+        """The next element, read by the program being built (outside any loop).
+
+        Private in the original too, whose tests and some programs call it. It is a
+        one-iteration device loop, so that replicas read their own elements in turn
+        (replica r the r-th), as from any loop.
+        """
+        specs = nest.flatten(self._element_spec)
+        zeros = [tf.zeros(spec.shape, spec.dtype) for spec in specs]
+
+        def body(*args, **kwargs):
+            element = kwargs if kwargs else list(args[len(zeros) :])
+            return nest.flatten(element)
+
+        values = device_loop.repeat(1, body, zeros, self)
+        return nest.pack_sequence_as(self._element_spec, nest.flatten(values))
 
     # Used by the engine.
 

@@ -14,6 +14,7 @@ PATCH_FAMILIES = (
     "keras_data_handler",
     "keras_from_config",
     "keras_layer_call",
+    "keras_loss_scaling",
     "keras_model_new",
     "keras_node_init",
     "run_errors",

@@ -192,6 +192,10 @@ def group_reduce(op: str, x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     if op == "COLLECTIVE_OP_ADD":
         return group_sum(x, group)
     if op == "COLLECTIVE_OP_MEAN":
+        if x.dtype in (tf.float16, tf.bfloat16):
+            # Half-precision means accumulate in float32, as on the IPU: the mean of values
+            # whose sum overflows float16 (4 x 65504) is still finite.
+            return tf.cast(_mean(group_sum(tf.cast(x, tf.float32), group), group.size), x.dtype)
         return _mean(group_sum(x, group), group.size)
     return reduce_stack(op, group_gather(x, group))
 

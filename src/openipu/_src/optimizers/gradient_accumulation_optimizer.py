@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 import tensorflow as tf
 
+from openipu._src.engine import device_loop
 from openipu._src.engine.gradient_accumulation import (
     AccumulatorDType,
     AccumulatorStore,
@@ -91,6 +92,7 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         pairs = [(g, v) for g, v in pairs if g is not None]
         for _, variable in pairs:
             self._accumulation.accumulator_dtype(variable)  # checks the dtype rule first
+        _check_loop_count(self._num_mini_batches)
         # The wrapper cannot see the loop around it: the update is due inside the step,
         # after every `num_mini_batches`-th call (the engine's counter says when).
         added = self._accumulation.add(pairs)
@@ -219,3 +221,18 @@ def _check_floating(dtype: tf.DType, what: str) -> tf.DType:
     if not dtype.is_floating:
         raise TypeError(f"{what}: accumulators must have a floating dtype, got {dtype.name}")
     return dtype
+
+
+def _check_loop_count(num_mini_batches: int) -> None:
+    """The enclosing device loop's count must be a multiple of the mini-batches, as the
+    original's compiler checks (gradient_accumulation_verifier.cc, its message)."""
+    stack = device_loop.loop_stack()
+    count = stack[-1].trip_count if stack else None
+    if isinstance(count, int) and count % num_mini_batches:
+        raise tf.errors.FailedPreconditionError(
+            None,
+            None,
+            f"Detected a gradient accumulation operation with {num_mini_batches} number of "
+            f"mini batches inside a loop with {count} iterations.\nIt is required that the "
+            "number of mini batches to accumulate evenly divides the number of loop iterations.",
+        )

@@ -75,9 +75,12 @@ def check_stage_options_list(value, name: str, stages: int | None):
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list or tuple of PipelineStageOptions, got {value!r}")
     if stages is not None and len(value) != stages:
+        # Starts with the original's message (pipelining_ops.py).
         raise ValueError(
-            f"{name} has {len(value)} entries but the pipeline has {stages} stages: give one "
-            "PipelineStageOptions per stage"
+            f"{name} must be a list or a tuple of PipelineStageOptions objects of length "
+            f"{stages} (same number as the number of computational stages) but is "
+            f"{len(value)}: {name} has {len(value)} entries but the pipeline has {stages} "
+            "stages: give one PipelineStageOptions per stage"
         )
     for item in value:
         if not isinstance(item, PipelineStageOptions):
@@ -128,5 +131,8 @@ def check_keras_pipelining_kwargs(kwargs: dict) -> dict:
     if checked.get("weight_update_poplar_options") is not None and not isinstance(
         checked["weight_update_poplar_options"], PipelineStageOptions
     ):
-        raise TypeError("weight_update_poplar_options must be a PipelineStageOptions")
+        raise TypeError(
+            "weight_update_poplar_options to be of type PipelineStageOptions: "
+            "weight_update_poplar_options must be a PipelineStageOptions"
+        )
     return checked

@@ -92,6 +92,17 @@ class OptimizerFunctionOutput:
             raise TypeError(
                 f"OptimizerFunctionOutput: loss must be a tensor, got {type(loss).__name__}"
             )
+        if not isinstance(opt, tf.compat.v1.train.Optimizer):  # an OptimizerV2 (Keras)
+            # As the original: a Keras optimizer computes no gradients of its own.
+            for name, value in (
+                ("compute_gradients_args", compute_gradients_args),
+                ("compute_gradients_kwargs", compute_gradients_kwargs),
+            ):
+                if value:
+                    raise ValueError(
+                        f"OptimizerFunctionOutput.{name} may not be used with OptimizerV2 "
+                        "instances."
+                    )
         self.opt = opt
         self.loss = loss
         self.compute_gradients_args = tuple(compute_gradients_args or ())
@@ -164,10 +175,23 @@ def pipeline(
         ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
     ):
         pipeline_options.check_stage_options_list(value, option_name, len(stages))
+    if (
+        optimizer_function is not None
+        and replicated_optimizer_state_sharding
+        and offload_weight_update_variables is False
+    ):
+        # As the original's weight update (ops/op_util.py create_resource_update).
+        raise ValueError(
+            "To use replicated_optimizer_state_sharding, optimizer state must be offloaded by "
+            "using offload_weight_update_variables."
+        )
     if weight_update_poplar_options is not None and not isinstance(
         weight_update_poplar_options, PipelineStageOptions
     ):
-        raise TypeError("weight_update_poplar_options must be a PipelineStageOptions")
+        raise TypeError(
+            "weight_update_poplar_options to be of type PipelineStageOptions: "
+            "weight_update_poplar_options must be a PipelineStageOptions"
+        )
     if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
         raise TypeError(
             f"infeed_queue must be an IPUInfeedQueue, got {type(infeed_queue).__name__}"
@@ -237,11 +261,11 @@ def _check_stages(stages: object) -> list[Callable[..., Nested]]:
         raise TypeError(
             f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
         )
-    if not stages:
-        raise ValueError("A pipeline needs at least one computational stage")
     for stage in stages:
         if not callable(stage):
             raise TypeError(f"Every computational stage must be callable, got {stage!r}")
+    if len(stages) < 2:  # as the original (pipelining_ops.py), its message
+        raise ValueError("Pipeline requires at least two computational stages.")
     return list(stages)
 
 
@@ -258,11 +282,16 @@ def _check_device_mapping(device_mapping: object, stages: int, serialization: in
     if device_mapping is None:
         return [0] * stages if serialization > 1 else list(range(stages))
     if not isinstance(device_mapping, (list, tuple)):
-        raise TypeError(f"device_mapping must be a list or tuple of ints, got {device_mapping!r}")
+        # The original's messages first (pipelining_ops.py).
+        raise TypeError(
+            "device_mapping argument needs to be a list or a tuple: device_mapping must be a "
+            f"list or tuple of ints, got {device_mapping!r}"
+        )
     if len(device_mapping) != stages:
         raise ValueError(
-            f"device_mapping has {len(device_mapping)} entries but the pipeline has {stages} "
-            "computational stages: give one IPU per stage"
+            f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != {stages} "
+            f"stages (device_mapping has {len(device_mapping)} entries but the pipeline has "
+            f"{stages} computational stages: give one IPU per stage)"
         )
     for ipu in device_mapping:
         if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
@@ -387,9 +416,10 @@ class _PipelinePlan:
         operations = list(updates)
         if data is not None:
             if self.outfeed is None:
+                # Starts with the original's message (pipelining_ops.py).
                 raise ValueError(
-                    "The last computational stage has outputs, so the pipeline needs an "
-                    "outfeed_queue to enqueue them"
+                    "The last computational stage has tensor outputs, so the pipeline needs "
+                    "an outfeed_queue to enqueue them"
                 )
             operations.append(
                 self._accumulate_outfeed(data)

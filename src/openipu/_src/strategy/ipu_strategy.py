@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.autograph.core import ag_ctx
 from tensorflow.python.autograph.impl import api as autograph
@@ -68,6 +69,11 @@ class IPUExtended(one_device_strategy.OneDeviceExtended):
         if reduce_op == tf.distribute.ReduceOp.MEAN:
             return total / tf.cast(lockstep.replica_count(), total.dtype)
         return total
+
+    def _distribute_datasets_from_function(self, dataset_fn, options):
+        # tensorflow/python/ipu/ipu_strategy.py: one input pipeline, the dataset as made.
+        del options
+        return dataset_fn(distribute_lib.InputContext())
 
 
 def _parse_ordinal(ipu_device: str) -> int:
@@ -120,13 +126,23 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
     def enable_keras_extensions(self) -> bool:
         return self._enable_keras_extensions
 
+    @property
+    def supports_loss_scaling(self) -> bool:
+        """Keras accepts loss scaling in this strategy's scope (as the original's)."""
+        return True
+
     def run(self, fn, args=(), kwargs=None, options=None):
         """Runs `fn(*args, **kwargs)` on the IPU device as a compiled program (every replica)."""
         configure.current_system("IPUStrategy.run")
         kwargs = kwargs or {}
         with device_scope.building_for(self.extended.ipu_ordinal):
             if tf.executing_eagerly():
-                return self._region_function(fn)(*args, **kwargs)
+                function = self._region_function(fn)
+                if isinstance(fn, polymorphic_function.Function):
+                    _validate_dtypes(tf.nest.flatten((args, kwargs)), "input")
+                    concrete = function.get_concrete_function(*args, **kwargs)
+                    _validate_dtypes(concrete.outputs, "output")
+                return function(*args, **kwargs)
             # Already inside a function being traced: the region joins it.
             return self._run_in_region(fn, args, kwargs, options)
 
@@ -176,6 +192,13 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 
 
 IPUStrategy = IPUStrategyV1
+
+
+def _validate_dtypes(values, name: str) -> None:
+    """The IPU has no float64: the original refuses it in a program's inputs and outputs."""
+    for value in values:
+        if getattr(value, "dtype", None) in (tf.float64, np.float64):
+            raise TypeError(f"Unsupported data type for {name}: float64")
 
 
 def _converted(fn):

@@ -85,8 +85,22 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
     host_devices.ensure_logical_devices()
     global _configurations
     with _lock:
-        if _system is not None and not reset_configuration:
-            logger.warning("Replacing the IPU configuration without a reset")
+        if (
+            _system is not None
+            and not reset_configuration
+            and _system.config.to_dict() != config.to_dict()
+        ):
+            # The original's devices refuse a second, different configuration unless
+            # reset (reconfigure_ipu_test.py expects a FailedPreconditionError).
+            from tensorflow.python.framework import errors
+
+            raise errors.FailedPreconditionError(
+                None,
+                None,
+                "The IPU system is already configured with a different configuration: "
+                "call ipu.config.reset_ipu_configuration() first, or configure_ipu_system "
+                "with reset_configuration=True (the default)",
+            )
         _system = IPUSystem(config=copy.deepcopy(config), devices=devices)
         _configurations += 1
         configured_before = _configurations > 1

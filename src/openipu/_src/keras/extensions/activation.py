@@ -19,7 +19,12 @@ import threading
 import tensorflow as tf
 from tf_keras.src.utils import generic_utils
 
-from openipu._src.integration import keras_from_config, keras_internals, keras_model_new
+from openipu._src.integration import (
+    keras_from_config,
+    keras_internals,
+    keras_loss_scaling,
+    keras_model_new,
+)
 from openipu._src.keras.extensions.model_extensions import (
     LEGACY_SAVED_OPTIONS_KEY,
     SAVED_OPTION_KEYS,
@@ -73,6 +78,7 @@ def install() -> None:
     keras_model_new.install(_extend_in_ipu_scope)
     keras_from_config.install(_from_config_with_options)
     keras_from_config.install_saved_model_load(_saved_model_load_with_options)
+    keras_loss_scaling.install()
 
 
 def _extend_in_ipu_scope(instance) -> None:
