@@ -17,6 +17,7 @@ from openipu._src.popart.lowering.ops import (  # noqa: F401
     quantization,
     random,
     reduction,
+    resize,
     rnn,
     sequence,
     shape,

@@ -1,0 +1,281 @@
+"""Resampling: Resize and Upsample.
+
+Shapes are static in a PopART session, so each resized axis is a fixed linear map built in numpy
+when the graph is traced: nearest modes gather precomputed indices, linear and cubic modes
+multiply by an [out, in] interpolation matrix. Both compile under XLA. Axes are resized one
+after the other, which is exact because the ONNX interpolation is separable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.registry import register_op
+from openipu._src.popart.lowering.tensor_utils import normalize_axes
+
+_COORDINATE_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_crop_and_resize",
+    "tf_half_pixel_for_nn",  # Resize-11 only
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
+
+
+@dataclass(frozen=True)
+class AxisResize:
+    """How one axis is resampled: its sizes, scale, roi and the ONNX attributes."""
+
+    in_size: int
+    out_size: int
+    scale: float
+    mode: str
+    coordinates: str
+    nearest_mode: str = "round_prefer_floor"
+    cubic_coeff_a: float = -0.75
+    exclude_outside: bool = False
+    antialias: bool = False
+    roi: tuple[float, float] = (0.0, 1.0)
+
+    def source_coordinates(self) -> np.ndarray:
+        """x_original of each output index: where it samples the input (float64)."""
+        y = np.arange(self.out_size, dtype=np.float64)
+        size, scale = self.in_size, self.scale
+        length = scale * size  # the "output width" of the spec: not rounded
+        mode = self.coordinates
+        if mode == "asymmetric":
+            return y / scale
+        if mode == "align_corners":
+            return np.zeros_like(y) if length == 1 else y * (size - 1) / (length - 1)
+        if mode == "pytorch_half_pixel":
+            return np.full_like(y, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
+        if mode == "half_pixel":
+            return (y + 0.5) / scale - 0.5
+        if mode == "tf_half_pixel_for_nn":
+            return (y + 0.5) / scale
+        if mode == "half_pixel_symmetric":
+            # Centres the sampled region when the output size was rounded.
+            offset = size / 2 * (1 - self.out_size / length)
+            return offset + (y + 0.5) / scale - 0.5
+        # tf_crop_and_resize: the output spans roi (normalized input coordinates).
+        start, end = self.roi
+        if length == 1:
+            x = np.full_like(y, (end - start) * (size - 1) / 2)
+        else:
+            x = y * (end - start) * (size - 1) / (length - 1)
+        return x + start * (size - 1)
+
+    def extrapolated(self, x: np.ndarray) -> np.ndarray | None:
+        """Output positions that take extrapolation_value (tf_crop_and_resize only)."""
+        if self.coordinates != "tf_crop_and_resize":
+            return None
+        outside = (x < 0) | (x > self.in_size - 1)
+        return outside if outside.any() else None
+
+    def nearest_indices(self, x: np.ndarray) -> np.ndarray:
+        mode = self.nearest_mode
+        if mode == "simple":  # Resize-10 and Upsample (onnxruntime's rule)
+            mode = "ceil" if self.scale < 1 else "floor"
+        if mode == "round_prefer_floor":
+            index = np.ceil(x - 0.5)
+        elif mode == "round_prefer_ceil":
+            index = np.floor(x + 0.5)
+        elif mode == "floor":
+            index = np.floor(x)
+        else:
+            index = np.ceil(x)
+        return np.clip(index, 0, self.in_size - 1).astype(np.int64)
+
+    def kernel(self, distance: np.ndarray) -> np.ndarray:
+        d = np.abs(distance)
+        if self.mode == "linear":
+            return np.clip(1 - d, 0, None)
+        a = self.cubic_coeff_a  # Keys' cubic convolution
+        near = ((a + 2) * d - (a + 3)) * d * d + 1
+        far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+    def matrix(self, x: np.ndarray) -> np.ndarray:
+        """The [out, in] interpolation matrix of linear or cubic mode.
+
+        Neighbours are counted from x0 = ceil(x) - 1, so that the fraction r = x - x0 lies in
+        (0, 1] as in the spec; with antialias (downsampling only) the kernel is stretched by
+        1/scale and its weights normalized. Neighbours outside the input take the edge value,
+        or weigh nothing with exclude_outside (the others renormalized).
+        """
+        reach = 1 if self.mode == "linear" else 2
+        stretch = min(self.scale, 1.0) if self.antialias else 1.0
+        start = math.floor(-reach / stretch) + 1
+        offsets = np.arange(start, 2 - start)  # symmetric around 0.5
+        x0 = np.ceil(x) - 1
+        ratio = x - x0
+        weights = self.kernel(stretch * (offsets[None, :] - ratio[:, None]))
+        if self.antialias:
+            weights = weights / weights.sum(axis=1, keepdims=True)
+        neighbours = x0.astype(np.int64)[:, None] + offsets[None, :]
+        if self.exclude_outside:
+            weights = np.where((neighbours < 0) | (neighbours >= self.in_size), 0.0, weights)
+            total = weights.sum(axis=1, keepdims=True)
+            weights = weights / np.where(total == 0, 1.0, total)
+        matrix = np.zeros((self.out_size, self.in_size))
+        rows = np.broadcast_to(np.arange(self.out_size)[:, None], neighbours.shape)
+        np.add.at(matrix, (rows, np.clip(neighbours, 0, self.in_size - 1)), weights)
+        return matrix
+
+
+def resize_axis(x: tf.Tensor, axis: int, plan: AxisResize, extrapolation_value: float) -> tf.Tensor:
+    """``x`` resampled along ``axis``: float32 and float64 inputs are interpolated in their own
+    type, narrower floats in float32 (integers are converted to float64 by the caller)."""
+    coordinates = plan.source_coordinates()
+    outside = plan.extrapolated(coordinates)
+    if plan.mode == "nearest":
+        y = tf.gather(x, plan.nearest_indices(coordinates), axis=axis)
+    else:
+        dtype = x.dtype if x.dtype in (tf.float32, tf.float64) else tf.float32
+        matrix = tf.constant(plan.matrix(coordinates), dtype)
+        y = tf.tensordot(tf.cast(x, dtype), matrix, axes=[[axis], [1]])  # axis moves last
+        rank = x.shape.rank
+        y = tf.cast(tf.transpose(y, [*range(axis), rank - 1, *range(axis, rank - 1)]), x.dtype)
+    if outside is not None:
+        shape = [1] * x.shape.rank
+        shape[axis] = -1
+        mask = tf.constant(outside.reshape(shape))
+        y = tf.where(mask, tf.cast(extrapolation_value, y.dtype), y)
+    return y
+
+
+@register_op("Resize", since=(10, 11, 13, 18, 19))
+class Resize(Op):
+    def setup(self) -> None:
+        attrs = self.attrs
+        if attrs.mode not in ("nearest", "linear", "cubic"):
+            self.bad_attribute("mode", f"must be nearest, linear or cubic, not {attrs.mode!r}")
+        if self.opset_version < 11:
+            return
+        coordinates = attrs.coordinate_transformation_mode
+        allowed = _COORDINATE_MODES[:-1] if self.opset_version >= 13 else _COORDINATE_MODES
+        if coordinates not in allowed:
+            self.bad_attribute("coordinate_transformation_mode", f"is {coordinates!r}")
+        if attrs.nearest_mode not in _NEAREST_MODES[:-1]:
+            self.bad_attribute("nearest_mode", f"is {attrs.nearest_mode!r}")
+        if attrs.get("antialias") and attrs.mode == "nearest":
+            self.bad_attribute("antialias", "applies to linear and cubic modes only")
+        policy = attrs.get("keep_aspect_ratio_policy") or "stretch"
+        if policy not in ("stretch", "not_larger", "not_smaller"):
+            self.bad_attribute("keep_aspect_ratio_policy", f"is {policy!r}")
+
+    def compute(self, x, roi=None, scales=None, sizes=None) -> tf.Tensor:
+        if self.opset_version < 11:  # Resize-10: (X, scales), asymmetric coordinates
+            scales, roi = roi, None
+        rank = x.shape.rank
+        dims = x.shape.as_list()
+        if any(dim is None for dim in dims):
+            raise self.error("the input's shape must be static")
+        axes = normalize_axes(self.attrs.get("axes") or range(rank), rank)
+        scale_values = self._static_floats(scales, "scales")
+        size_values = self._static_floats(sizes, "sizes")
+        if (scale_values is None) == (size_values is None):
+            raise self.error("exactly one of 'scales' and 'sizes' must be given")
+        given = scale_values if scale_values is not None else size_values
+        if len(given) != len(axes):
+            raise self.error(f"{len(given)} scales or sizes for {len(axes)} axes")
+        if size_values is not None:
+            out_sizes = [int(size) for size in size_values]
+            factors = [size / dims[axis] for size, axis in zip(out_sizes, axes, strict=True)]
+            policy = self.attrs.get("keep_aspect_ratio_policy") or "stretch"
+            if policy != "stretch":
+                factor = min(factors) if policy == "not_larger" else max(factors)
+                factors = [factor] * len(axes)
+                out_sizes = [int(factor * dims[axis] + 0.5) for axis in axes]  # half up
+        else:
+            factors = list(given)
+            out_sizes = [
+                int(math.floor(factor * dims[axis]))
+                for factor, axis in zip(factors, axes, strict=True)
+            ]
+        if any(factor <= 0 for factor in factors):
+            raise self.error(f"scales must be positive, not {factors}")
+        rois = self._rois(roi, axes, rank)
+        attrs = self.attrs
+        dtype = x.dtype
+        if dtype.is_integer and attrs.mode != "nearest":
+            # Interpolated in float64 and rounded once at the end, as the spec's reference.
+            x = tf.cast(x, tf.float64)
+        legacy = self.opset_version < 11
+        for axis, factor, out_size, axis_roi in zip(axes, factors, out_sizes, rois, strict=True):
+            plan = AxisResize(
+                in_size=dims[axis],
+                out_size=out_size,
+                scale=float(factor),
+                mode=attrs.mode,
+                coordinates="asymmetric" if legacy else attrs.coordinate_transformation_mode,
+                nearest_mode="simple" if legacy else attrs.nearest_mode,
+                cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
+                exclude_outside=bool(attrs.get("exclude_outside")),
+                antialias=bool(attrs.get("antialias")),
+                roi=axis_roi,
+            )
+            if factor == 1 and out_size == dims[axis] and axis_roi == (0.0, 1.0):
+                continue  # the identity along this axis
+            x = resize_axis(x, axis, plan, float(attrs.get("extrapolation_value") or 0.0))
+        if x.dtype != dtype:
+            x = tf.cast(tf.clip_by_value(tf.round(x), dtype.min, dtype.max), dtype)
+        return x
+
+    def _static_floats(self, value, what: str) -> list[float] | None:
+        if value is None:
+            return None
+        array = np.asarray(self.static(value, what)).reshape(-1)
+        return None if array.size == 0 else [float(item) for item in array]
+
+    def _rois(self, roi, axes: list[int], rank: int) -> list[tuple[float, float]]:
+        """(start, end) per resized axis; only tf_crop_and_resize reads the roi input."""
+        if self.opset_version < 11 or self.attrs.coordinate_transformation_mode != (
+            "tf_crop_and_resize"
+        ):
+            return [(0.0, 1.0)] * len(axes)
+        values = self._static_floats(roi, "roi")
+        if values is None:
+            raise self.error("tf_crop_and_resize needs the 'roi' input")
+        count = len(values) // 2
+        if len(values) != 2 * count or count not in (len(axes), rank):
+            raise self.error(f"roi has {len(values)} values for {len(axes)} axes")
+        positions = range(len(axes)) if count == len(axes) else axes
+        return [(values[i], values[i + count]) for i in positions]
+
+
+@register_op("Upsample", since=(7, 9))
+class Upsample(Op):
+    """Resize-10's ancestor: asymmetric coordinates, scales as attribute (7) or input (9)."""
+
+    def setup(self) -> None:
+        if self.attrs.mode not in ("nearest", "linear"):
+            self.bad_attribute("mode", f"must be nearest or linear, not {self.attrs.mode!r}")
+
+    def compute(self, x, scales=None) -> tf.Tensor:
+        values = self.attrs.get("scales") if scales is None else self.static(scales, "scales")
+        factors = [float(item) for item in np.asarray(values).reshape(-1)]
+        dims = x.shape.as_list()
+        if len(factors) != len(dims) or any(factor < 1 for factor in factors):
+            raise self.error(f"needs one scale >= 1 per axis, not {factors}")
+        for axis, factor in enumerate(factors):
+            if factor == 1:
+                continue
+            plan = AxisResize(
+                in_size=dims[axis],
+                out_size=int(math.floor(factor * dims[axis])),
+                scale=factor,
+                mode=self.attrs.mode,
+                coordinates="asymmetric",
+                nearest_mode="simple",
+            )
+            x = resize_axis(x, axis, plan, 0.0)
+        return x
