@@ -1,4 +1,4 @@
-"""Convolutions: Conv, ConvTranspose, ConvInteger (NCHW, as ONNX lays them out; Conv also
+"""Convolutions: Conv, ConvTranspose, ConvInteger, QLinearConv (NCHW, as ONNX lays them out; Conv also
 channels-last, inside chains of spatial ops)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op, RunContext
+from openipu._src.popart.lowering.ops.quantization import requantize
 from openipu._src.popart.lowering.registry import register_op
 from openipu._src.popart.lowering.spatial import (
     channels_first,
@@ -175,6 +176,33 @@ class ConvInteger(Op):
             padded, tf.cast(weight, tf.float64), window.strides, window.dilations, self.attrs.group
         )
         return tf.cast(tf.round(y), tf.int32)
+
+
+@register_op("QLinearConv", since=10)
+class QLinearConv(ConvInteger):
+    """ConvInteger of the zero-point-shifted inputs plus the int32 bias, requantized by
+    x_scale * w_scale / y_scale (w_scale per output channel when 1-D)."""
+
+    def compute(
+        self,
+        x,
+        x_scale,
+        x_zero_point,
+        w,
+        w_scale,
+        w_zero_point,
+        y_scale,
+        y_zero_point=None,
+        bias=None,
+    ):
+        accumulated = super().compute(x, w, x_zero_point, w_zero_point)
+        if bias is not None:
+            accumulated = add_channel_bias(accumulated, tf.cast(bias, tf.int32))
+        if w_scale.shape.rank == 1 and w_scale.shape[0] != 1:
+            w_scale = tf.reshape(w_scale, [1, -1] + [1] * (x.shape.rank - 2))
+        scale = x_scale * tf.cast(w_scale, x_scale.dtype)
+        dtype = x.dtype if y_zero_point is None else y_zero_point.dtype
+        return requantize(accumulated, scale, y_scale, y_zero_point, dtype)
 
 
 def upsample_with_zeros(x: tf.Tensor, strides: list[int]) -> tf.Tensor:

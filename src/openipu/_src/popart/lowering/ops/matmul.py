@@ -1,10 +1,11 @@
-"""Matrix products: MatMul, Gemm, Einsum, MatMulInteger."""
+"""Matrix products: MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.ops.quantization import requantize
 from openipu._src.popart.lowering.registry import register_op
 
 _MATMUL_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
@@ -87,3 +88,19 @@ class MatMulInteger(Op):
         if b_zero_point is not None:
             b = b - tf.cast(b_zero_point, tf.int32)
         return matmul(a, b)
+
+
+@register_op("QLinearMatMul", since=(10, 21))
+class QLinearMatMul(MatMulInteger):
+    """MatMulInteger of the zero-point-shifted inputs, requantized by a_scale * b_scale / y_scale.
+    A 1-D a_scale is per row of A, a 1-D b_scale per column of B."""
+
+    def compute(
+        self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point=None
+    ):
+        accumulated = super().compute(a, b, a_zero_point, b_zero_point)
+        if a_scale.shape.rank == 1 and a_scale.shape[0] != 1:
+            a_scale = a_scale[:, tf.newaxis]
+        scale = a_scale * tf.cast(b_scale, a_scale.dtype)
+        dtype = a.dtype if y_zero_point is None else y_zero_point.dtype
+        return requantize(accumulated, scale, y_scale, y_zero_point, dtype)
