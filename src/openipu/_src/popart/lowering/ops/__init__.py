@@ -7,6 +7,7 @@ from openipu._src.popart.lowering.ops import (  # noqa: F401
     cast,
     control_flow,
     conv,
+    detection,
     elementwise,
     indexing,
     logical,
