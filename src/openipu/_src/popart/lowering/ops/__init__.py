@@ -23,4 +23,5 @@ from openipu._src.popart.lowering.ops import (  # noqa: F401
     sequence,
     shape,
     tensor_creation,
+    text,
 )
