@@ -19,9 +19,11 @@ from openipu._src.popart.graphcore_ops import op_spec
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
+from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, upsample_with_zeros
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
+from openipu._src.popart.lowering.spatial import spatial_pad
 from openipu._src.popart.lowering.remainder import truncated_remainder
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
 
@@ -721,3 +723,123 @@ class NormalizeImage(Op):
             x = x / tf.cast(scales, tf.float32)
         x = tf.pad(x, [[0, 0]] * (x.shape.rank - 1) + [[0, 1]])
         return tf.cast(x, offsets.dtype if offsets is not None else tf.float32)
+
+
+# -- splines (torch_spline_conv's spline_basis and spline_weighting, which the original's tests
+# -- take as the reference: tests/integration/operators_test/splinebasis_test.py) -------------
+
+
+def _spline_piece(v: tf.Tensor, piece: int, degree: int) -> tf.Tensor:
+    """The B-spline basis function of `degree` for the knot `piece` at fraction v in [0, 1)."""
+    if degree == 0:
+        return tf.ones_like(v)
+    if degree == 1:
+        return 1 - v if piece == 0 else v
+    if degree == 2:
+        return (0.5 * v * v - v + 0.5, -v * v + v + 0.5, 0.5 * v * v)[piece]
+    cube, square = v * v * v, v * v
+    return (
+        (1 - v) * (1 - v) * (1 - v) / 6,
+        (3 * cube - 6 * square + 4) / 6,
+        (-3 * cube + 3 * square + 3 * v + 1) / 6,
+        cube / 6,
+    )[piece]
+
+
+@graphcore_op("SplineBasis")
+class SplineBasis(Op):
+    """pseudo [E, D] in [0, 1], kernel_size [D], is_open_spline [D] -> basis [E, S] and
+    weight_index [E, S] (int32), S = (degree + 1) ** D.
+
+    Spline s picks knot k_d = (s // (degree + 1) ** d) % (degree + 1) in each dimension d:
+    with v = pseudo * (kernel_size - degree * is_open), its basis is the product over d of
+    piece k_d at frac(v), its weight index sum_d ((floor(v) + k_d) % kernel_size_d) * prod of
+    the earlier kernel sizes.
+    """
+
+    def setup(self) -> None:
+        if not 0 <= self.attrs.degree <= 3:
+            self.bad_attribute("degree", f"must be between 0 and 3, not {self.attrs.degree}")
+
+    def compute(self, pseudo, kernel_size, is_open_spline):
+        degree = self.attrs.degree
+        dims = pseudo.shape[1]
+        if dims is None:
+            raise self.error("pseudo needs a static number of dimensions")
+        sizes = tf.cast(tf.reshape(kernel_size, [-1]), tf.int32)
+        is_open = tf.cast(tf.reshape(is_open_spline, [-1]), tf.int32)
+        compute_type = tf.float32 if pseudo.dtype == tf.float16 else pseudo.dtype
+        scaled = tf.cast(pseudo, compute_type) * tf.cast(sizes - degree * is_open, compute_type)
+        whole = tf.floor(scaled)
+        fraction = scaled - whole
+        whole = tf.cast(whole, tf.int32)
+        bases, indices = [], []
+        for spline in range((degree + 1) ** dims):
+            basis = tf.ones_like(fraction[:, 0])
+            index = tf.zeros_like(whole[:, 0])
+            offset = tf.constant(1, tf.int32)
+            for d in range(dims):
+                knot = (spline // (degree + 1) ** d) % (degree + 1)
+                basis = basis * _spline_piece(fraction[:, d], knot, degree)
+                index = index + tf.math.floormod(whole[:, d] + knot, sizes[d]) * offset
+                offset = offset * sizes[d]
+            bases.append(basis)
+            indices.append(index)
+        return tf.cast(tf.stack(bases, 1), pseudo.dtype), tf.stack(indices, 1)
+
+
+@graphcore_op("SplineWeighting")
+class SplineWeighting(Op):
+    """input [E, Cin], weight [K, Cin, Cout], basis and weight_index [E, S] -> [E, Cout]:
+    out[e] = sum_s basis[e, s] * input[e] @ weight[weight_index[e, s]]."""
+
+    def compute(self, x, weight, basis, weight_index):
+        kernels = tf.gather(weight, tf.cast(weight_index, tf.int32))  # [E, S, Cin, Cout]
+        combined = tf.reduce_sum(basis[:, :, None, None] * kernels, axis=1)  # [E, Cin, Cout]
+        return tf.einsum("ec,eco->eo", x, combined)
+
+
+# -- several convolutions in one op -----------------------------------------------------------
+
+
+@graphcore_op("MultiConv")
+class MultiConv(Op):
+    """Convolutions side by side: inputs (data, weights, bias or "") per convolution, one output
+    each. The per-convolution attribute lists are concatenated (builder.cpp flattens them; empty:
+    the defaults). Each convolution dilates its input by inDilations (zeros between elements),
+    pads it by pads, convolves (strides, dilations; groups from the channel counts), adds the
+    bias and pads its output with zeros by outPads. The planning options change nothing here."""
+
+    def compute(self, *inputs):
+        if len(inputs) % 3 == 1:
+            raise self.error(
+                f"needs (data, weights, bias) per convolution, not {len(inputs)} inputs"
+            )
+        inputs = (*inputs, None) if len(inputs) % 3 else inputs  # the last bias left out
+        outputs = []
+        offsets = dict.fromkeys(("strides", "pads", "outPads", "dilations", "inDilations"), 0)
+        for start in range(0, len(inputs), 3):
+            x, weight, bias = inputs[start : start + 3]
+            spatial = x.shape.rank - 2
+
+            def take(name: str, count: int, default: int) -> list[int]:
+                values = list(self.attrs.get(name) or [])
+                if not values:
+                    return [default] * count
+                taken = values[offsets[name] : offsets[name] + count]
+                if len(taken) != count:
+                    raise self.error(f"attribute '{name}' is too short for every convolution")
+                offsets[name] += count
+                return taken
+
+            strides = take("strides", spatial, 1)
+            pads = take("pads", 2 * spatial, 0)
+            out_pads = take("outPads", 2 * spatial, 0)
+            dilations = take("dilations", spatial, 1)
+            in_dilations = take("inDilations", spatial, 1)
+            groups = x.shape[1] // weight.shape[1]
+            x = upsample_with_zeros(x, in_dilations)
+            padded = spatial_pad(x, pads[:spatial], pads[spatial:])
+            y = add_channel_bias(convolve(padded, weight, strides, dilations, groups), bias)
+            outputs.append(spatial_pad(y, out_pads[:spatial], out_pads[spatial:]))
+        return tuple(outputs)

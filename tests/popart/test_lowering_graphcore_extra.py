@@ -1,0 +1,183 @@
+"""SplineBasis, SplineWeighting, MultiConv and CtcBeamSearchDecoder (ai.graphcore) against numpy
+references written from the original's documented semantics."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+
+import numpy as np
+import pytest
+from single_node import run_lowered, single_node_model
+
+RNG = np.random.default_rng(21)
+
+
+def run_graphcore(op_type, inputs, num_outputs=1, compiled=(False, True), **attributes):
+    """One ai.graphcore node on numpy inputs (None: a missing input), eagerly and under XLA;
+    the eager outputs, after checking the compiled ones equal them."""
+    named = {f"in{index}": value for index, value in enumerate(inputs)}
+    model = single_node_model(
+        op_type, named, outputs=num_outputs, opset=11, domain="ai.graphcore", **attributes
+    )
+    feeds = {name: value for name, value in named.items() if value is not None}
+    results = [run_lowered(model, feeds, compiled=each) for each in compiled]
+    for other in results[1:]:
+        for first, second in zip(results[0], other, strict=True):
+            np.testing.assert_allclose(first, second, rtol=1e-5, atol=1e-5)
+    return results[0]
+
+
+# -- splines: torch_spline_conv's loops (the original's tests use that package as reference) ----
+
+
+def _piece(v, k, degree):
+    if degree == 0:
+        return 1.0
+    if degree == 1:
+        return 1 - v - k + 2 * v * k
+    if degree == 2:
+        return [0.5 * v * v - v + 0.5, -v * v + v + 0.5, 0.5 * v * v][k]
+    return [
+        (1 - v) ** 3 / 6,
+        (3 * v**3 - 6 * v**2 + 4) / 6,
+        (-3 * v**3 + 3 * v**2 + 3 * v + 1) / 6,
+        v**3 / 6,
+    ][k]
+
+
+def spline_basis_reference(pseudo, kernel_size, is_open, degree):
+    edges, dims = pseudo.shape
+    splines = (degree + 1) ** dims
+    basis = np.zeros((edges, splines), np.float64)
+    index = np.zeros((edges, splines), np.int32)
+    for e in range(edges):
+        for s in range(splines):
+            k, wi, offset, b = s, 0, 1, 1.0
+            for d in range(dims):
+                k_mod = k % (degree + 1)
+                k //= degree + 1
+                v = float(pseudo[e, d]) * (int(kernel_size[d]) - degree * int(is_open[d]))
+                wi += ((int(v) + k_mod) % int(kernel_size[d])) * offset
+                offset *= int(kernel_size[d])
+                b *= _piece(v - math.floor(v), k_mod, degree)
+            basis[e, s], index[e, s] = b, wi
+    return basis, index
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2, 3])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_splinebasis(degree, dims):
+    pseudo = RNG.random((13, dims)).astype(np.float32)
+    kernel_size = RNG.integers(degree + 1, 7, dims).astype(np.int32)
+    is_open = RNG.integers(0, 2, dims).astype(np.uint8)
+    basis, index = run_graphcore(
+        "SplineBasis", [pseudo, kernel_size, is_open], num_outputs=2, degree=degree
+    )
+    expected_basis, expected_index = spline_basis_reference(pseudo, kernel_size, is_open, degree)
+    assert basis.dtype == np.float32 and index.dtype == np.int32
+    np.testing.assert_allclose(basis, expected_basis, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(index, expected_index)
+
+
+def test_splineweighting_of_splinebasis():
+    pseudo = RNG.random((9, 2)).astype(np.float32)
+    kernel_size = np.array([3, 4], np.int32)
+    is_open = np.array([1, 0], np.uint8)
+    basis, index = spline_basis_reference(pseudo, kernel_size, is_open, 1)
+    x = RNG.normal(size=(9, 5)).astype(np.float32)
+    weight = RNG.normal(size=(12, 5, 6)).astype(np.float32)
+    basis = basis.astype(np.float32)
+    (y,) = run_graphcore("SplineWeighting", [x, weight, basis, index])
+    expected = np.zeros((9, 6))
+    for e in range(9):
+        for s in range(basis.shape[1]):
+            expected[e] += basis[e, s] * (x[e] @ weight[index[e, s]])
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
+
+
+# -- MultiConv ------------------------------------------------------------------------------
+
+
+def conv_reference(x, w, b, strides, pads, dilations, in_dilations, out_pads):
+    """Direct loops: x dilated by in_dilations, padded, convolved, biased, output padded."""
+    spatial = x.ndim - 2
+    for axis, factor in enumerate(in_dilations):
+        if factor > 1:
+            size = x.shape[2 + axis]
+            shape = list(x.shape)
+            shape[2 + axis] = (size - 1) * factor + 1
+            dilated = np.zeros(shape, x.dtype)
+            index = [slice(None)] * x.ndim
+            index[2 + axis] = slice(None, None, factor)
+            dilated[tuple(index)] = x
+            x = dilated
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + spatial]) for i in range(spatial)])
+    n, c = x.shape[:2]
+    m, per_group = w.shape[:2]
+    groups = c // per_group
+    kernel = w.shape[2:]
+    out = [
+        (x.shape[2 + i] - (kernel[i] - 1) * dilations[i] - 1) // strides[i] + 1
+        for i in range(spatial)
+    ]
+    y = np.zeros([n, m, *out])
+    for o in range(m):
+        g = o // (m // groups)
+        for position in itertools.product(*[range(size) for size in out]):
+            for offset in itertools.product(*[range(k) for k in kernel]):
+                where = tuple(
+                    p * s + k * d for p, s, k, d in zip(position, strides, offset, dilations)
+                )
+                patch = x[(slice(None), slice(g * per_group, (g + 1) * per_group), *where)]
+                y[(slice(None), o, *position)] += patch @ w[(o, slice(None), *offset)]
+    if b is not None:
+        y += b.reshape([1, -1] + [1] * spatial)
+    return np.pad(
+        y, [(0, 0), (0, 0)] + [(out_pads[i], out_pads[i + spatial]) for i in range(spatial)]
+    )
+
+
+def test_multiconv_of_three_convolutions():
+    convolutions = [
+        # x shape, w shape, bias, strides, pads, dilations, inDilations, outPads
+        ((2, 4, 7, 6), (6, 4, 3, 3), True, [1, 1], [1, 1, 1, 1], [1, 1], [1, 1], [0, 0, 0, 0]),
+        ((1, 4, 8, 9), (4, 2, 2, 3), False, [2, 1], [0, 1, 2, 0], [1, 2], [2, 1], [1, 0, 0, 2]),
+        ((2, 3, 10), (5, 3, 3), True, [3], [2, 1], [2], [1], [0, 1]),
+    ]
+    inputs, expected = [], []
+    attributes = collections.defaultdict(list)
+    for (
+        x_shape,
+        w_shape,
+        with_bias,
+        strides,
+        pads,
+        dilations,
+        in_dilations,
+        out_pads,
+    ) in convolutions:
+        x = RNG.normal(size=x_shape).astype(np.float32)
+        w = RNG.normal(size=w_shape).astype(np.float32)
+        b = RNG.normal(size=w_shape[0]).astype(np.float32) if with_bias else None
+        inputs += [x, w, b]
+        expected.append(conv_reference(x, w, b, strides, pads, dilations, in_dilations, out_pads))
+        for name, values in zip(
+            ("strides", "pads", "dilations", "inDilations", "outPads"),
+            (strides, pads, dilations, in_dilations, out_pads),
+        ):
+            attributes[name] += values
+    outputs = run_graphcore("MultiConv", inputs, num_outputs=3, **attributes)
+    for actual, wanted in zip(outputs, expected, strict=True):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-4)
+
+
+def test_multiconv_defaults():
+    x = RNG.normal(size=(1, 2, 5, 5)).astype(np.float32)
+    w = RNG.normal(size=(3, 2, 2, 2)).astype(np.float32)
+    (y,) = run_graphcore("MultiConv", [x, w, None])
+    ones, zeros = [1, 1], [0, 0, 0, 0]
+    np.testing.assert_allclose(
+        y, conv_reference(x, w, None, ones, zeros, ones, ones, zeros), rtol=1e-4, atol=1e-4
+    )
