@@ -128,7 +128,8 @@ def conv_reference(x, w, b, strides, pads, dilations, in_dilations, out_pads):
         for position in itertools.product(*[range(size) for size in out]):
             for offset in itertools.product(*[range(k) for k in kernel]):
                 where = tuple(
-                    p * s + k * d for p, s, k, d in zip(position, strides, offset, dilations)
+                    p * s + k * d
+                    for p, s, k, d in zip(position, strides, offset, dilations, strict=True)
                 )
                 patch = x[(slice(None), slice(g * per_group, (g + 1) * per_group), *where)]
                 y[(slice(None), o, *position)] += patch @ w[(o, slice(None), *offset)]
@@ -166,6 +167,7 @@ def test_multiconv_of_three_convolutions():
         for name, values in zip(
             ("strides", "pads", "dilations", "inDilations", "outPads"),
             (strides, pads, dilations, in_dilations, out_pads),
+            strict=True,
         ):
             attributes[name] += values
     outputs = run_graphcore("MultiConv", inputs, num_outputs=3, **attributes)

@@ -23,8 +23,8 @@ from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, up
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
-from openipu._src.popart.lowering.spatial import spatial_pad
 from openipu._src.popart.lowering.remainder import truncated_remainder
+from openipu._src.popart.lowering.spatial import spatial_pad
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
 
 # PopART's DataType enum (builder.tensor_info.DataType) -> TensorFlow dtype.
