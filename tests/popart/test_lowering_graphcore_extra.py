@@ -183,3 +183,63 @@ def test_multiconv_defaults():
     np.testing.assert_allclose(
         y, conv_reference(x, w, None, ones, zeros, ones, ones, zeros), rtol=1e-4, atol=1e-4
     )
+
+
+# -- CTC beam search: the prefix beam search of the original's test
+# -- (tests/integration/operators_test/ctc_beam_search_decoder.py) -------------------------
+
+
+def _logsumexp(*values):
+    top = max(values)
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def prefix_beam_search(log_probs, beam_width, top_paths, blank):
+    beam = [((), (0.0, -math.inf))]
+    for t in range(log_probs.shape[0]):
+        following = collections.defaultdict(lambda: (-math.inf, -math.inf))
+        for s in range(log_probs.shape[1]):
+            p = float(log_probs[t, s])
+            for prefix, (p_blank, p_label) in beam:
+                if s == blank:
+                    b, n = following[prefix]
+                    following[prefix] = (_logsumexp(b, p_blank + p, p_label + p), n)
+                    continue
+                extended = (*prefix, s)
+                b, n = following[extended]
+                if prefix and prefix[-1] == s:
+                    following[extended] = (b, _logsumexp(n, p_blank + p))
+                    b, n = following[prefix]
+                    following[prefix] = (b, _logsumexp(n, p_label + p))
+                else:
+                    following[extended] = (b, _logsumexp(n, p_blank + p, p_label + p))
+        beam = sorted(following.items(), key=lambda item: _logsumexp(*item[1]), reverse=True)
+        beam = beam[:beam_width]
+    return [(prefix, _logsumexp(*scores)) for prefix, scores in beam[:top_paths]]
+
+
+@pytest.mark.parametrize("blank, beam_width, top_paths", [(0, 10, 1), (4, 10, 1), (2, 16, 3)])
+def test_ctcbeamsearchdecoder(blank, beam_width, top_paths):
+    steps, batch, classes = 6, 3, 5
+    logits = RNG.normal(size=(steps, batch, classes)) * 2
+    log_probs = (logits - np.log(np.exp(logits).sum(-1, keepdims=True))).astype(np.float32)
+    lengths = np.array([6, 4, 5], np.uint32)
+    probabilities, label_lengths, labels = run_graphcore(
+        "CtcBeamSearchDecoder",
+        [log_probs, lengths],
+        num_outputs=3,
+        compiled=(False,),
+        blank=blank,
+        beam_width=beam_width,
+        top_paths=top_paths,
+    )
+    assert probabilities.shape == label_lengths.shape == (batch, top_paths)
+    assert labels.shape == (batch, top_paths, steps) and labels.dtype == np.uint32
+    for n in range(batch):
+        best = prefix_beam_search(log_probs[: lengths[n], n], beam_width, top_paths, blank)
+        for p, (prefix, score) in enumerate(best):
+            assert label_lengths[n, p] == len(prefix)
+            assert labels[n, p, : len(prefix)].tolist() == list(prefix)
+            np.testing.assert_allclose(probabilities[n, p], score, rtol=1e-4)

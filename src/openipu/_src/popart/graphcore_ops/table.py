@@ -171,7 +171,6 @@ _OPS = (
         (2, 2),
         (3, 3),
         (INT("blank", 0), INT("beam_width", 100), INT("top_paths", 1)),
-        lowered=False,
     ),
     # -- variables, tensors, control
     OpSpec(

@@ -843,3 +843,43 @@ class MultiConv(Op):
             y = add_channel_bias(convolve(padded, weight, strides, dilations, groups), bias)
             outputs.append(spatial_pad(y, out_pads[:spatial], out_pads[spatial:]))
         return tuple(outputs)
+
+
+@graphcore_op("CtcBeamSearchDecoder")
+class CtcBeamSearchDecoder(Op):
+    """CTC prefix beam search of log-probabilities [T, N, C] with lengths [N]: the top_paths
+    best labellings per sample as (log-probabilities [N, P], lengths [N, P] and labels
+    [N, P, T], uint32, zero past each length). TensorFlow's beam search decoder does the
+    search (it cannot run under XLA); it wants the blank last, so the classes are reordered."""
+
+    compilable = False
+
+    def setup(self) -> None:
+        if not 1 <= self.attrs.top_paths <= self.attrs.beam_width:
+            self.bad_attribute("top_paths", "must be between 1 and beam_width")
+
+    def compute(self, log_probs: tf.Tensor, lengths: tf.Tensor):
+        blank, paths = self.attrs.blank, self.attrs.top_paths
+        steps, batch, classes = log_probs.shape.as_list()
+        if not 0 <= blank < classes:
+            raise self.error(f"blank {blank} is not one of the {classes} classes")
+        order = [c for c in range(classes) if c != blank] + [blank]
+        decoded, scores = tf.nn.ctc_beam_search_decoder(
+            tf.gather(tf.cast(log_probs, tf.float32), order, axis=2),
+            tf.cast(lengths, tf.int32),
+            beam_width=self.attrs.beam_width,
+            top_paths=paths,
+        )
+        labels, label_lengths = [], []
+        for path in decoded:
+            values = tf.cast(path.values, tf.int64)
+            values = tf.where(values >= blank, values + 1, values)  # back to the model's classes
+            sparse = tf.SparseTensor(path.indices, values, [batch, steps])
+            labels.append(tf.sparse.to_dense(sparse))
+            counts = tf.math.bincount(tf.cast(path.indices[:, 0], tf.int32), minlength=batch)
+            label_lengths.append(counts[:batch])
+        return (
+            tf.cast(scores, log_probs.dtype),
+            tf.cast(tf.stack(label_lengths, axis=1), tf.uint32),
+            tf.cast(tf.stack(labels, axis=1), tf.uint32),
+        )
