@@ -248,3 +248,76 @@ def test_ctcbeamsearchdecoder(blank, beam_width, top_paths, steps):
             assert label_lengths[n, p] == len(prefix)
             assert labels[n, p, : len(prefix)].tolist() == list(prefix)
             np.testing.assert_allclose(probabilities[n, p], score, rtol=1e-4)
+
+
+# -- PackedDataBlock: the reference of the original's packed_data_test.py --------------------
+
+
+def _unpack(data, offsets, lengths, width):
+    return np.stack(
+        [
+            np.pad(data[o : o + n], [(0, width - n)] + [(0, 0)] * (data.ndim - 1))
+            for o, n in zip(offsets, lengths, strict=True)
+        ]
+    )
+
+
+def packed_data_block_reference(inputs, max_lengths, result_size, batch, func):
+    result_offsets, result_lengths = inputs[-2], inputs[-1]
+    unpacked = [
+        _unpack(inputs[3 * i], inputs[3 * i + 1], inputs[3 * i + 2], max_lengths[i])
+        for i in range((len(inputs) - 2) // 3)
+    ]
+    results = [
+        func(*[values[start : start + batch] for values in unpacked])
+        for start in range(0, len(unpacked[0]), batch)
+    ]
+    destination = np.zeros([result_size, *results[0].shape[2:]], results[0].dtype)
+    for index, (offset, length) in enumerate(zip(result_offsets, result_lengths, strict=True)):
+        destination[offset : offset + length] = results[index // batch][index % batch][:length]
+    return destination
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_packeddatablock_runs_the_callback_on_unpacked_sequences(batch):
+    from onnx import TensorProto, helper
+
+    lengths = np.array([3, 5, 7, 4, 6, 2], np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths[:-1])]).astype(np.int32)
+    data = RNG.random((int(lengths.sum()), 4)).astype(np.float32)
+    other = RNG.random((int(lengths.sum()), 4)).astype(np.float32)
+    width = 8
+    # callback(d, e) = d @ e^T + 1, per sequence: [batch, width, width]
+    callback = helper.make_graph(
+        [
+            helper.make_node("Transpose", ["e"], ["et"], perm=[0, 2, 1]),
+            helper.make_node("MatMul", ["d", "et"], ["m"]),
+            helper.make_node(
+                "Constant", [], ["one"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [1.0])
+            ),
+            helper.make_node("Add", ["m", "one"], ["r"]),
+        ],
+        "callback",
+        [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [batch, width, 4])
+            for name in ("d", "e")
+        ],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, [batch, width, width])],
+    )
+    inputs = [data, offsets, lengths, other, offsets, lengths, offsets, lengths]
+    (result,) = run_graphcore(
+        "PackedDataBlock",
+        inputs,
+        maxSequenceLengths=[width, width],
+        resultSize=len(data),
+        callbackBatchSize=batch,
+        callback=callback,
+    )
+    expected = packed_data_block_reference(
+        inputs,
+        [width, width],
+        len(data),
+        batch,
+        lambda d, e: d @ np.transpose(e, [0, 2, 1]) + 1,
+    )
+    np.testing.assert_allclose(result, expected, rtol=1e-6)

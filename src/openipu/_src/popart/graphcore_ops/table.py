@@ -213,7 +213,6 @@ _OPS = (
             GRAPH("callback"),
         ),
         typed=False,
-        lowered=False,
     ),
     # -- collectives (their operator and group are annotations, see annotation_names)
     _elementwise("ReplicatedAllReduce"),

@@ -883,3 +883,65 @@ class CtcBeamSearchDecoder(Op):
             tf.cast(tf.stack(label_lengths, axis=1), tf.uint32),
             tf.cast(tf.stack(labels, axis=1), tf.uint32),
         )
+
+
+@graphcore_op("PackedDataBlock")
+class PackedDataBlock(Op):
+    """Runs ``callback`` over packed sequences, callbackBatchSize sequences at a time.
+
+    Inputs are (data [total, ...], offsets [S], lengths [S]) per packed input, then the result's
+    offsets and lengths [S]. Each input is unpacked to [S, maxSequenceLengths[i], ...] (zeros
+    past a sequence's length), the callback runs on each batch of sequences, and the first
+    `length` rows of each sequence it returns are packed into a zero result [resultSize, ...]
+    (willow/src/op/packeddatablock.cpp; tests/integration/operators_test/packed_data_test.py).
+    """
+
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
+        if len(inputs) < 5 or (len(inputs) - 2) % 3:
+            raise self.error(
+                "needs (data, offsets, lengths) per input, then result offsets/lengths"
+            )
+        count = (len(inputs) - 2) // 3
+        lengths_wanted = list(self.attrs.maxSequenceLengths)
+        if len(lengths_wanted) != count:
+            raise self.error(
+                f"maxSequenceLengths has {len(lengths_wanted)} values for {count} inputs"
+            )
+        batch = self.attrs.callbackBatchSize
+        sequences = inputs[1].shape[0]
+        if sequences is None or batch < 1 or sequences % batch:
+            raise self.error(f"{sequences} sequences do not split into batches of {batch}")
+        unpacked = [
+            _unpack(inputs[3 * i], inputs[3 * i + 1], inputs[3 * i + 2], lengths_wanted[i])
+            for i in range(count)
+        ]
+        callback = self.subgraphs["callback"]
+        results = []
+        for start in range(0, sequences, batch):
+            arguments = [values[start : start + batch] for values in unpacked]
+            (result, *_) = callback.call(context.salted(self.salt + start), ChainMap(), arguments)
+            results.append(result)
+        return (_pack(tf.concat(results, 0), inputs[-2], inputs[-1], self.attrs.resultSize),)
+
+
+def _unpack(data: tf.Tensor, offsets: tf.Tensor, lengths: tf.Tensor, width: int) -> tf.Tensor:
+    """[S, width, ...]: sequence s is data[offsets[s] : offsets[s] + lengths[s]], zero padded."""
+    position = tf.range(width)[None, :]
+    rows = tf.cast(offsets, tf.int32)[:, None] + position
+    valid = position < tf.cast(lengths, tf.int32)[:, None]
+    rows = tf.clip_by_value(rows, 0, tf.shape(data)[0] - 1)
+    gathered = tf.gather(data, rows)
+    mask = tf.reshape(valid, [*valid.shape, *[1] * (data.shape.rank - 1)])
+    return tf.where(mask, gathered, tf.zeros_like(gathered))
+
+
+def _pack(values: tf.Tensor, offsets: tf.Tensor, lengths: tf.Tensor, size: int) -> tf.Tensor:
+    """[size, ...] zeros with row offsets[s] + j = values[s, j] for j < lengths[s]."""
+    position = tf.range(values.shape[1])[None, :]
+    rows = tf.cast(offsets, tf.int32)[:, None] + position
+    valid = (position < tf.cast(lengths, tf.int32)[:, None]) & (rows >= 0) & (rows < size)
+    rows = tf.where(valid, rows, size)  # dropped writes go to a row past the end
+    result = tf.zeros([size + 1, *values.shape[2:]], values.dtype)
+    flat = tf.reshape(values, [-1, *values.shape[2:]])
+    result = tf.tensor_scatter_nd_update(result, tf.reshape(rows, [-1, 1]), flat)
+    return result[:size]
