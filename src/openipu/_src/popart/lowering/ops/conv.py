@@ -154,15 +154,15 @@ class Conv(Op):
         return y if bias is None else tf.nn.bias_add(y, bias)
 
 
-@register_op("ConvInteger", since=10)
-class ConvInteger(Op):
-    def compute(
+class IntegerConvolution(Op):
+    def convolve_integers(
         self,
         x: tf.Tensor,
         weight: tf.Tensor,
-        x_zero_point: tf.Tensor | None = None,
-        w_zero_point: tf.Tensor | None = None,
+        x_zero_point: tf.Tensor | None,
+        w_zero_point: tf.Tensor | None,
     ) -> tf.Tensor:
+        """The int32 convolution of the zero-point-shifted integers (exact in float64)."""
         x = tf.cast(x, tf.int32)
         weight = tf.cast(weight, tf.int32)
         if x_zero_point is not None:
@@ -178,8 +178,20 @@ class ConvInteger(Op):
         return tf.cast(tf.round(y), tf.int32)
 
 
+@register_op("ConvInteger", since=10)
+class ConvInteger(IntegerConvolution):
+    def compute(
+        self,
+        x: tf.Tensor,
+        weight: tf.Tensor,
+        x_zero_point: tf.Tensor | None = None,
+        w_zero_point: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        return self.convolve_integers(x, weight, x_zero_point, w_zero_point)
+
+
 @register_op("QLinearConv", since=10)
-class QLinearConv(ConvInteger):
+class QLinearConv(IntegerConvolution):
     """ConvInteger of the zero-point-shifted inputs plus the int32 bias, requantized by
     x_scale * w_scale / y_scale (w_scale per output channel when 1-D)."""
 
@@ -195,7 +207,7 @@ class QLinearConv(ConvInteger):
         y_zero_point=None,
         bias=None,
     ):
-        accumulated = super().compute(x, w, x_zero_point, w_zero_point)
+        accumulated = self.convolve_integers(x, w, x_zero_point, w_zero_point)
         if bias is not None:
             accumulated = add_channel_bias(accumulated, tf.cast(bias, tf.int32))
         if w_scale.shape.rank == 1 and w_scale.shape[0] != 1:

@@ -197,7 +197,7 @@ def _suppress(
         low = np.minimum(boxes[..., :2], boxes[..., 2:])
         high = np.maximum(boxes[..., :2], boxes[..., 2:])
     areas = np.prod(high - low, axis=-1)
-    selected = []
+    selected: list[tuple[int, int, int]] = []
     for batch in range(scores.shape[0]):
         for klass in range(scores.shape[1]):
             class_scores = scores[batch, klass]

@@ -185,6 +185,7 @@ class Resize(Op):
         if (scale_values is None) == (size_values is None):
             raise self.error("exactly one of 'scales' and 'sizes' must be given")
         given = scale_values if scale_values is not None else size_values
+        assert given is not None
         if len(given) != len(axes):
             raise self.error(f"{len(given)} scales or sizes for {len(axes)} axes")
         if size_values is not None:
