@@ -106,3 +106,66 @@ def test_stringnormalizer_is_not_compiled_and_needs_strings():
     numbers = np.array([1.0], np.float32)
     with pytest.raises(popart_exception, match=r"StringNormalizer.*needs a tensor of strings"):
         run_lowered(single_node_model("StringNormalizer", {"x": numbers}, opset=10), {"x": numbers})
+
+
+def _strings(model, x, **more):
+    feeds = {"x": x, **more}
+    expected = reference(model, feeds)
+    for wanted, other in zip(expected, onnxruntime_reference(model, feeds), strict=True):
+        assert np.array_equal(wanted, other)
+    actual = run_lowered(model, feeds)
+    for wanted, got in zip(expected, actual, strict=True):
+        if got.dtype == object:
+            got = np.vectorize(lambda item: item.decode("utf-8"), otypes=[object])(got)
+        assert got.shape == wanted.shape and got.tolist() == wanted.tolist()
+
+
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (np.array(["a", "bé", ""], object), np.array(["1", "2", "3"], object)),
+        (np.array([["a"], ["b"]], object), np.array(["x", "yz"], object)),
+        (np.array("one", object), np.array(["a", "b"], object)),
+    ],
+)
+def test_stringconcat_broadcasts(x, y):
+    model = single_node_model("StringConcat", {"x": x, "y": y}, opset=20)
+    _strings(model, x, y=y)
+
+
+@pytest.mark.parametrize("pattern", [r"[a-z]+@[a-z]+\.com", r"\d{3}", r"(ab)*", r"é."])
+def test_regexfullmatch(pattern):
+    x = np.array([["ann@mail.com", "123", "abab"], ["1234", "", "éa"]], object)
+    _strings(single_node_model("RegexFullMatch", {"x": x}, opset=20, pattern=pattern), x)
+
+
+@pytest.mark.parametrize(
+    "attributes", [{}, {"delimiter": ","}, {"delimiter": ", ", "maxsplit": 1}, {"maxsplit": 2}]
+)
+def test_stringsplit(attributes):
+    # onnxruntime as the reference: onnx.reference keeps the trailing whitespace of the last
+    # part after maxsplit splits at whitespace, which the spec removes.
+    x = np.array([["a,b,,c", "  two  words here "], ["x, y, z", "  "]], object)
+    model = single_node_model("StringSplit", {"x": x}, outputs=2, opset=20, **attributes)
+    expected = onnxruntime_reference(model, {"x": x})
+    parts, counts = run_lowered(model, {"x": x})
+    parts = np.vectorize(lambda item: item.decode("utf-8"), otypes=[object])(parts)
+    assert parts.tolist() == expected[0].tolist()
+    np.testing.assert_array_equal(counts, expected[1])
+
+
+def test_stringsplit_of_an_empty_string_at_a_delimiter_is_one_empty_part():
+    # as onnx.reference (Python's split) has it; onnxruntime gives no part
+    x = np.array(["", "a;b"], object)
+    model = single_node_model("StringSplit", {"x": x}, outputs=2, opset=20, delimiter=";")
+    expected = reference(model, {"x": x})
+    parts, counts = run_lowered(model, {"x": x})
+    assert [[item.decode() for item in row] for row in parts] == expected[0].tolist()
+    np.testing.assert_array_equal(counts, [1, 2])
+
+
+def test_string_ops_refuse_numbers():
+    numbers = np.array([1.0], np.float32)
+    model = single_node_model("RegexFullMatch", {"x": numbers}, opset=20, pattern="a")
+    with pytest.raises(popart_exception, match=r"RegexFullMatch.*needs tensors of strings"):
+        run_lowered(model, {"x": numbers})

@@ -1,4 +1,4 @@
-"""Text: TfIdfVectorizer and StringNormalizer.
+"""Text: TfIdfVectorizer, StringNormalizer, StringConcat, RegexFullMatch, StringSplit.
 
 Tensors of strings are TensorFlow's, which XLA cannot compile: those nodes run outside XLA
 (TfIdfVectorizer of integer tokens compiles).
@@ -138,3 +138,67 @@ class StringNormalizer(Op):
         # Nothing left: one empty string.
         flat = tf.cond(tf.size(flat) > 0, lambda: flat, lambda: tf.constant([""]))
         return flat if x.shape.rank == 1 else tf.reshape(flat, [1, -1])
+
+
+class StringOp(Op):
+    """An op of string tensors: TensorFlow runs them, XLA cannot."""
+
+    compilable = False
+
+    def strings(self, *values: tf.Tensor) -> None:
+        for value in values:
+            if value.dtype != tf.string:
+                raise self.error(f"needs tensors of strings, not {value.dtype.name}")
+
+
+@register_op("StringConcat", since=20)
+class StringConcat(StringOp):
+    def compute(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        self.strings(x, y)
+        shape = tf.broadcast_dynamic_shape(tf.shape(x), tf.shape(y))
+        return tf.strings.join([tf.broadcast_to(x, shape), tf.broadcast_to(y, shape)])
+
+
+@register_op("RegexFullMatch", since=20)
+class RegexFullMatch(StringOp):
+    """Whether each whole string matches ``pattern`` (RE2 syntax, as the spec and TensorFlow)."""
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        self.strings(x)
+        return tf.strings.regex_full_match(x, self.attrs.pattern)
+
+
+def split_strings(values: np.ndarray, delimiter: str | None, maxsplit: int | None):
+    """Python's str.split of each string, padded with "" to the longest: (parts, counts). An
+    empty string is one empty part, as onnx.reference has it (onnxruntime: no part)."""
+    limit = -1 if maxsplit is None else maxsplit
+
+    def split(text: str) -> list[str]:
+        if delimiter:
+            return text.split(delimiter, limit)
+        # At whitespace runs, without leading or trailing whitespace (the last part's too)
+        return [part.strip() for part in text.split(None, limit)]
+
+    parts = [split(item.decode("utf-8")) for item in values.reshape(-1)]
+    width = max((len(part) for part in parts), default=0)
+    table = np.full((len(parts), width), b"", object)
+    for row, pieces in enumerate(parts):
+        table[row, : len(pieces)] = [piece.encode("utf-8") for piece in pieces]
+    counts = np.array([len(pieces) for pieces in parts], np.int64).reshape(values.shape)
+    return table.reshape(*values.shape, width), counts
+
+
+@register_op("StringSplit", since=20)
+class StringSplit(StringOp):
+    """Splits each string at ``delimiter`` (at runs of whitespace without one), at most
+    ``maxsplit`` times: the parts padded with "" to the most parts, and each string's count."""
+
+    def compute(self, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        self.strings(x)
+        delimiter, maxsplit = self.attrs.get("delimiter"), self.attrs.get("maxsplit")
+        parts, counts = to_numpy_function(
+            lambda values: split_strings(values, delimiter, maxsplit), [x], [tf.string, tf.int64]
+        )
+        parts.set_shape([*x.shape, None])
+        counts.set_shape(x.shape)
+        return parts, counts
