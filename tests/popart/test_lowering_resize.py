@@ -134,3 +134,27 @@ def test_resize_needs_constant_scales_and_valid_attributes():
     both = {**inputs, "sizes": np.array([1, 2, 3, 3], np.int64)}
     with pytest.raises(popart_exception, match="exactly one of 'scales' and 'sizes'"):
         run_lowered(single_node_model("Resize", both, {"scales", "sizes"}), {"x": X})
+
+
+def test_upsample_7_takes_its_scales_as_an_attribute():
+    x = RNG.normal(size=(1, 1, 3, 4)).astype(F32)
+    model = single_node_model("Upsample", {"x": x}, opset=7, mode="nearest", scales=[1, 1, 2, 3])
+    _check(model, {"x": x}, np.repeat(np.repeat(x, 2, axis=2), 3, axis=3))
+
+
+@pytest.mark.parametrize(
+    "mode, coordinates",
+    [("nearest", "tf_half_pixel_for_nn"), ("linear", "half_pixel"), ("cubic", "align_corners")],
+)
+def test_resize_11_against_onnxruntime(mode, coordinates):
+    x = RNG.normal(size=(1, 2, 4, 5)).astype(F32)
+    inputs = {"x": x, "roi": np.zeros(0, F32), "scales": np.array([1, 1, 1.5, 0.8], F32)}
+    model = single_node_model(
+        "Resize",
+        inputs,
+        {"roi", "scales"},
+        opset=11,
+        mode=mode,
+        coordinate_transformation_mode=coordinates,
+    )
+    _check(model, {"x": x}, onnxruntime_reference(model, {"x": x})[0])
