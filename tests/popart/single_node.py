@@ -20,6 +20,7 @@ def single_node_model(
     outputs: int = 1,
     opset: int = 19,
     domain: str = "",
+    domain_version: int = 1,
     **attributes: Any,
 ) -> onnx.ModelProto:
     """A model of one node; inputs valued None are left out (""), those in ``constants`` are
@@ -50,7 +51,7 @@ def single_node_model(
     )
     opsets = [helper.make_opsetid("", opset)]
     if domain:
-        opsets.append(helper.make_opsetid(domain, 1))
+        opsets.append(helper.make_opsetid(domain, domain_version))
     return helper.make_model(graph, opset_imports=opsets)
 
 
