@@ -158,3 +158,40 @@ def test_resize_11_against_onnxruntime(mode, coordinates):
         coordinate_transformation_mode=coordinates,
     )
     _check(model, {"x": x}, onnxruntime_reference(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("opset", [16, 20])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_gridsample_against_onnx_reference(opset, mode, padding_mode, align_corners):
+    x = RNG.normal(size=(2, 2, 4, 5)).astype(F32)
+    grid = RNG.uniform(-1.6, 1.6, size=(2, 3, 4, 2)).astype(F32)  # some past the borders
+    grid[0, 0, 0] = [0.25, -0.5]  # exactly between pixels
+    feeds = {"x": x, "grid": grid}
+    attributes = {"padding_mode": padding_mode, "align_corners": align_corners}
+
+    def model(version, name):
+        return single_node_model("GridSample", feeds, opset=version, mode=name, **attributes)
+
+    # onnx.reference knows GridSample-20's mode names only: GridSample-16 (bilinear,
+    # bicubic) computes the same.
+    (expected,) = reference(model(20, mode), feeds)
+    old_name = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    lowered = model(opset, mode if opset == 20 else old_name)
+    if not (mode == "cubic" and padding_mode == "border"):  # onnxruntime differs there
+        (other,) = onnxruntime_reference(lowered, feeds)
+        np.testing.assert_allclose(other, expected, rtol=1e-5, atol=1e-5)
+    for compiled in (False, True):
+        (actual,) = run_lowered(lowered, feeds, compiled=compiled)
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_gridsample_volumetric(mode):
+    x = RNG.normal(size=(1, 2, 3, 4, 3)).astype(F32)
+    grid = RNG.uniform(-1.2, 1.2, size=(1, 2, 2, 3, 3)).astype(F32)
+    model = single_node_model("GridSample", {"x": x, "grid": grid}, opset=20, mode=mode)
+    (expected,) = reference(model, {"x": x, "grid": grid})
+    (actual,) = run_lowered(model, {"x": x, "grid": grid}, compiled=True)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

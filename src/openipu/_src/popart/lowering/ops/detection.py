@@ -229,6 +229,10 @@ def _suppress(
 class NonMaxSuppression(Op):
     compilable = False  # the number of selected boxes depends on the scores
 
+    def setup(self) -> None:
+        if self.attrs.center_point_box not in (0, 1):
+            self.bad_attribute("center_point_box", f"must be 0 or 1: {self.attrs.center_point_box}")
+
     def compute(
         self,
         boxes: tf.Tensor,
@@ -238,8 +242,6 @@ class NonMaxSuppression(Op):
         score_threshold: tf.Tensor | None = None,
     ) -> tf.Tensor:
         center_point_box = self.attrs.center_point_box
-        if center_point_box not in (0, 1):
-            self.bad_attribute("center_point_box", f"must be 0 or 1, not {center_point_box}")
         has_threshold = score_threshold is not None
         arguments = [
             boxes,

@@ -1,4 +1,4 @@
-"""Resampling: Resize and Upsample.
+"""Resampling: Resize, Upsample and GridSample.
 
 Shapes are static in a PopART session, so each resized axis is a fixed linear map built in numpy
 when the graph is traced: nearest modes gather precomputed indices, linear and cubic modes
@@ -8,6 +8,7 @@ after the other, which is exact because the ONNX interpolation is separable.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -280,3 +281,100 @@ class Upsample(Op):
             )
             x = resize_axis(x, axis, plan, 0.0)
         return x
+
+
+def _reflect(x: tf.Tensor, low: float, high: float) -> tf.Tensor:
+    """x reflected at the borders low and high until it lies between them."""
+    span = high - low
+    if span <= 0:
+        return tf.fill(tf.shape(x), tf.constant(low, x.dtype))
+    below, above = x < low, x > high
+    distance = tf.where(below, low - x, x - high)
+    folds = tf.floor(distance / span)
+    rest = distance - folds * span
+    even = tf.equal(tf.math.floormod(folds, 2), 0)
+    from_below = tf.where(even, low + rest, high - rest)
+    from_above = tf.where(even, high - rest, low + rest)
+    return tf.where(below, from_below, tf.where(above, from_above, x))
+
+
+def _cubic_weights(fraction: tf.Tensor) -> list[tf.Tensor]:
+    """Keys' cubic convolution (A = -0.75) at the neighbours -1, 0, 1, 2 of a fraction."""
+    a = -0.75
+
+    def near(d):
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return [far(fraction + 1), near(fraction), near(1 - fraction), far(2 - fraction)]
+
+
+@register_op("GridSample", since=(16, 20, 22))
+class GridSample(Op):
+    """Samples X [N, C, *spatial] at grid [N, *out, D] (normalized, last component the last
+    axis): nearest (half to even), linear or cubic, each neighbour read through padding_mode
+    (zeros outside, border clamped, reflection mirrored at the borders)."""
+
+    def setup(self) -> None:
+        mode = {"bilinear": "linear", "bicubic": "cubic"}.get(self.attrs.mode, self.attrs.mode)
+        if mode not in ("nearest", "linear", "cubic"):
+            self.bad_attribute("mode", f"is {self.attrs.mode!r}")
+        if self.attrs.padding_mode not in ("zeros", "border", "reflection"):
+            self.bad_attribute("padding_mode", f"is {self.attrs.padding_mode!r}")
+        self.mode = mode
+
+    def compute(self, x: tf.Tensor, grid: tf.Tensor) -> tf.Tensor:
+        dims = x.shape.as_list()[2:]
+        rank = len(dims)
+        if None in dims or grid.shape[-1] != rank:
+            raise self.error(f"needs static spatial dims and a grid of {rank} components")
+        align, padding = bool(self.attrs.align_corners), self.attrs.padding_mode
+        dtype = x.dtype if x.dtype in (tf.float32, tf.float64) else tf.float32
+        batch = tf.shape(grid)[0]
+        out_shape = grid.shape.as_list()[1:-1]
+        points = tf.reshape(tf.cast(grid, tf.float64), [batch, -1, rank])
+        neighbours = []  # per axis: [(index [N, P] int32, weight [N, P])]
+        for axis, size in enumerate(dims):
+            g = points[:, :, rank - 1 - axis]
+            position = (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+            position = tf.cast(tf.cast(position, tf.float32), dtype)  # as the reference
+            low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+            if self.mode == "nearest":
+                position = tf.round(position)  # half to even
+            if padding == "border":  # clamped to the pixel centres once past the borders
+                outside = (position < low) | (position > high)
+                position = tf.where(outside, tf.clip_by_value(position, 0.0, size - 1.0), position)
+            elif padding == "reflection":
+                position = _reflect(position, low, high)
+            if self.mode == "nearest":
+                pairs = [(position, tf.ones_like(position))]
+            else:
+                base = tf.floor(position)
+                fraction = position - base
+                if self.mode == "linear":
+                    pairs = [(base, 1 - fraction), (base + 1, fraction)]
+                else:
+                    weights = _cubic_weights(fraction)
+                    pairs = [(base + k - 1, weights[k]) for k in range(4)]
+            resolved = []
+            for index, weight in pairs:
+                if padding == "zeros":
+                    weight = tf.where((index >= 0) & (index <= size - 1), weight, 0.0)
+                    index = tf.clip_by_value(index, 0.0, size - 1.0)
+                elif padding == "border":
+                    index = tf.clip_by_value(index, 0.0, size - 1.0)
+                else:
+                    index = _reflect(index, low, high)
+                resolved.append((tf.cast(index, tf.int32), weight))
+            neighbours.append(resolved)
+        features = tf.transpose(tf.cast(x, dtype), [0, *range(2, rank + 2), 1])  # channels last
+        total = None
+        for combination in itertools.product(*neighbours):
+            indices = tf.stack([index for index, _ in combination], axis=-1)  # [N, P, D]
+            weight = math.prod(weight for _, weight in combination)
+            term = weight[..., None] * tf.gather_nd(features, indices, batch_dims=1)
+            total = term if total is None else total + term
+        y = tf.reshape(total, [batch, *out_shape, x.shape[1]])
+        return tf.cast(tf.transpose(y, [0, rank + 1, *range(1, rank + 1)]), x.dtype)
