@@ -22,6 +22,7 @@ from openipu._src.popart.lowering.ops import (  # noqa: F401
     rnn,
     sequence,
     shape,
+    signal,
     tensor_creation,
     text,
 )
