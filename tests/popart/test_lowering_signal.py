@@ -55,3 +55,33 @@ def test_dft(opset, components, axis, length, inverse, onesided):
         (actual,) = run_lowered(model, {"x": x}, compiled=compiled)
         assert actual.dtype == np.float32 and actual.shape == expected.shape
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("components", [1, 2])
+@pytest.mark.parametrize("onesided", [0, 1])
+@pytest.mark.parametrize("with_window", [False, True])
+def test_stft(components, onesided, with_window):
+    signal = RNG.normal(size=(2, 40, components)).astype(np.float32)
+    window = np.hanning(16).astype(np.float32) if with_window else None
+    inputs = {
+        "signal": signal,
+        "frame_step": np.array(6, np.int64),
+        "window": window,
+        "frame_length": None if with_window else np.array(16, np.int64),
+    }
+    model = single_node_model(
+        "STFT", inputs, {"frame_step", "window", "frame_length"}, opset=17, onesided=onesided
+    )
+    # numpy: frames of 16 every 6 samples, windowed, transformed
+    frames = np.stack([signal[:, start : start + 16] for start in range(0, 25, 6)], axis=1)
+    windowed = _complex(frames.astype(np.float64)) * (window if with_window else 1)
+    spectrum = np.fft.fft(windowed, axis=2)
+    if onesided:  # complex signals too, as onnx.reference
+        spectrum = spectrum[:, :, :9]
+    expected = np.stack([spectrum.real, spectrum.imag], -1)
+    np.testing.assert_allclose(
+        reference(model, {"signal": signal})[0], expected, rtol=1e-4, atol=1e-4
+    )
+    for compiled in (False, True):
+        (actual,) = run_lowered(model, {"signal": signal}, compiled=compiled)
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

@@ -1,4 +1,4 @@
-"""Signal processing: DFT.
+"""Signal processing: DFT and STFT.
 
 Lengths are static in a PopART session, so a DFT is a product with cosine and sine matrices
 built in numpy when the graph is traced, computed in float64 (XLA compiles it like any matmul).
@@ -20,6 +20,28 @@ def _fitted(values: tf.Tensor, length: int) -> tf.Tensor:
     if size >= length:
         return values[..., :length]
     return tf.pad(values, [[0, 0]] * (values.shape.rank - 1) + [[0, length - size]])
+
+
+def transform(
+    real: tf.Tensor, imaginary: tf.Tensor | None, length: int, inverse: bool, onesided: bool
+) -> list[tf.Tensor]:
+    """[real, imaginary] of the DFT (inverse: divided by n) of length ``length`` along the
+    last axis of a real or complex signal, cut or zero-padded to that length."""
+    count = length // 2 + 1 if onesided else length
+    angle = 2 * np.pi * np.outer(np.arange(length), np.arange(count)) / length
+    sign = 1.0 if inverse else -1.0
+    scale = 1 / length if inverse else 1.0
+    cos = tf.constant(np.cos(angle) * scale, real.dtype)
+    sin = tf.constant(sign * np.sin(angle) * scale, real.dtype)
+    a = _fitted(real, length)
+    # (a + ib)(cos + i sin), sin carrying the transform's sign
+    y_real = tf.tensordot(a, cos, 1)
+    y_imaginary = tf.tensordot(a, sin, 1)
+    if imaginary is not None:
+        b = _fitted(imaginary, length)
+        y_real -= tf.tensordot(b, sin, 1)
+        y_imaginary += tf.tensordot(b, cos, 1)
+    return [y_real, y_imaginary]
 
 
 @register_op("DFT", since=(17, 20))
@@ -63,21 +85,36 @@ class DFT(Op):
                 y -= tf.tensordot(_fitted(imaginary, bins), tf.constant(sin, dtype), 1)
             parts = [y]
         else:
-            count = length // 2 + 1 if onesided and not inverse else length
-            angle = 2 * np.pi * np.outer(np.arange(length), np.arange(count)) / length
-            sign = 1.0 if inverse else -1.0
-            scale = 1 / length if inverse else 1.0
-            cos = tf.constant(np.cos(angle) * scale, dtype)
-            sin = tf.constant(sign * np.sin(angle) * scale, dtype)
-            a = _fitted(real, length)
-            # (a + ib)(cos + i sin) with sin carrying the transform's sign
-            y_real = tf.tensordot(a, cos, 1)
-            y_imaginary = tf.tensordot(a, sin, 1)
-            if imaginary is not None:
-                b = _fitted(imaginary, length)
-                y_real -= tf.tensordot(b, sin, 1)
-                y_imaginary += tf.tensordot(b, cos, 1)
-            parts = [y_real, y_imaginary]
+            parts = transform(real, imaginary, length, inverse, onesided and not inverse)
         y = tf.stack(parts, axis=-1)
         back = list(np.argsort(order))
         return tf.cast(tf.transpose(y, back), x.dtype)
+
+
+@register_op("STFT", since=17)
+class STFT(Op):
+    """Frames of frame_length samples every frame_step along [batch, length, 1 or 2], each
+    multiplied by the window and transformed: [batch, frames, bins, 2]."""
+
+    def compute(self, signal, frame_step, window=None, frame_length=None) -> tf.Tensor:
+        step = self.static_ints(frame_step, "frame_step")[0]
+        if frame_length is not None:
+            size = self.static_ints(frame_length, "frame_length")[0]
+        elif window is not None:
+            size = window.shape[0]
+        else:
+            raise self.error("needs a window or a frame_length")
+        frames = (signal.shape[1] - size) // step + 1
+        starts = np.arange(frames)[:, None] * step + np.arange(size)[None, :]
+        framed = tf.gather(tf.cast(signal, tf.float64), starts, axis=1)  # [B, F, size, c]
+        real = framed[..., 0]
+        imaginary = framed[..., 1] if signal.shape[-1] == 2 else None
+        if window is not None:
+            weights = tf.cast(window, tf.float64)
+            real = real * weights
+            imaginary = None if imaginary is None else imaginary * weights
+        # One-sided output of a complex signal keeps the first half too, as onnx.reference
+        # (the spec says it is "not possible" without saying what to do)
+        onesided = bool(self.attrs.onesided)
+        parts = transform(real, imaginary, size, inverse=False, onesided=onesided)
+        return tf.cast(tf.stack(parts, axis=-1), signal.dtype)
