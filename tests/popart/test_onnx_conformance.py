@@ -51,6 +51,11 @@ EXPECTED_FAILURES = load_expected_failures()
 # -- running a model -------------------------------------------------------------------------
 
 
+# Float inputs the original reads when it builds its graph, so that they must be constants
+# (willow/src/op/resize.cpp reads Resize's roi and scales with getInputData): op type -> inputs.
+CONSTANT_FLOAT_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+
+
 def run_model(model: onnx.ModelProto, inputs: list[Any], compiled: bool = False) -> list[Any]:
     """The model's outputs for positional inputs. The one place that says how models are run."""
     return run_through_session(model, inputs, compiled)
@@ -59,9 +64,10 @@ def run_model(model: onnx.ModelProto, inputs: list[Any], compiled: bool = False)
 def run_through_session(model: onnx.ModelProto, inputs: list[Any], compiled: bool) -> list[Any]:
     """One step of a `popart.InferenceSession` on an IPU Model device.
 
-    Floating-point tensor inputs are streamed (their shapes given with InputShapeInfo). The
-    others (axes, shapes, indices, flags, sequences, optionals) become constants of the model,
-    as PopART needs them. With `compiled` the program runs under XLA; otherwise the session
+    Floating-point tensor inputs are streamed (their shapes given with InputShapeInfo), but for
+    those PopART reads when it builds the graph (`CONSTANT_FLOAT_INPUTS`). The others (axes,
+    shapes, indices, flags, sequences, optionals) become constants of the model, as PopART
+    needs them. With `compiled` the program runs under XLA; otherwise the session
     chooses (XLA, or a TensorFlow graph for convolutions and ops XLA cannot compile).
     """
     import popart
@@ -69,10 +75,18 @@ def run_through_session(model: onnx.ModelProto, inputs: list[Any], compiled: boo
     initialized = {tensor.name for tensor in model.graph.initializer}
     values = [value for value in model.graph.input if value.name not in initialized]
     feeds = {value.name: item for value, item in zip(values, inputs, strict=False)}
+    constant = {
+        node.input[index]
+        for node in model.graph.node
+        for index in CONSTANT_FLOAT_INPUTS.get(node.op_type, ())
+        if index < len(node.input)
+    }
     streamed = {
         value.name: feeds[value.name]
         for value in values
-        if value.type.HasField("tensor_type") and is_float_array(feeds.get(value.name))
+        if value.type.HasField("tensor_type")
+        and is_float_array(feeds.get(value.name))
+        and value.name not in constant
     }
     model = with_constant_inputs(model, {k: v for k, v in feeds.items() if k not in streamed})
     shape_info = popart.InputShapeInfo()
@@ -139,7 +153,12 @@ def constant_nodes(graph: onnx.GraphProto, name: str, value: Any, type_proto: An
         for item, array in zip(items, value, strict=True):
             graph.initializer.append(tensor_proto(item, np.asarray(array), element))
         return [onnx.helper.make_node("SequenceConstruct", items, [name])]
-    graph.initializer.append(tensor_proto(name, np.asarray(value), type_proto))
+    tensor = tensor_proto(name, np.asarray(value), type_proto)
+    if is_float_array(value):
+        # A float initializer would be a weight (a variable the session may update): the
+        # float inputs PopART reads as constants are Constant nodes.
+        return [onnx.helper.make_node("Constant", [], [name], value=tensor)]
+    graph.initializer.append(tensor)
     return []
 
 

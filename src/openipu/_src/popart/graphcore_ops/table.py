@@ -59,7 +59,7 @@ _OPS = (
     _elementwise("Round"),
     _elementwise("Nop"),
     _elementwise("CopyVarUpdate", 2),
-    OpSpec("SplineWeighting", (4, 4), lowered=False),
+    OpSpec("SplineWeighting", (4, 4)),
     # -- element-wise
     # The builder's `scale` is required; a node without it scales by 1 (willow/src/op/scale.cpp).
     OpSpec("Scale", (1, 1), attributes=(FLOAT("scale", 1.0),)),
@@ -147,7 +147,6 @@ _OPS = (
             INTS("enableConvDithering", ()),
         ),
         typed=False,
-        lowered=False,
     ),
     # -- losses
     OpSpec(
@@ -172,7 +171,6 @@ _OPS = (
         (2, 2),
         (3, 3),
         (INT("blank", 0), INT("beam_width", 100), INT("top_paths", 1)),
-        lowered=False,
     ),
     # -- variables, tensors, control
     OpSpec(
@@ -215,13 +213,12 @@ _OPS = (
             GRAPH("callback"),
         ),
         typed=False,
-        lowered=False,
     ),
     # -- collectives (their operator and group are annotations, see annotation_names)
     _elementwise("ReplicatedAllReduce"),
     OpSpec("ReplicatedReduceScatter", (1, 1)),
     # -- splines; a node without `degree` has degree 0 (willow/src/op/splinebasis.cpp)
-    OpSpec("SplineBasis", (3, 3), (2, 2), (INT("degree", 0),), typed=False, lowered=False),
+    OpSpec("SplineBasis", (3, 3), (2, 2), (INT("degree", 0),), typed=False),
 )
 
 GRAPHCORE_OPS: dict[str, OpSpec] = {spec.op_type: spec for spec in _OPS}

@@ -19,10 +19,12 @@ from openipu._src.popart.graphcore_ops import op_spec
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
+from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, upsample_with_zeros
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
 from openipu._src.popart.lowering.remainder import truncated_remainder
+from openipu._src.popart.lowering.spatial import spatial_pad
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis, widened
 
 # PopART's DataType enum (builder.tensor_info.DataType) -> TensorFlow dtype.
@@ -721,3 +723,225 @@ class NormalizeImage(Op):
             x = x / tf.cast(scales, tf.float32)
         x = tf.pad(x, [[0, 0]] * (x.shape.rank - 1) + [[0, 1]])
         return tf.cast(x, offsets.dtype if offsets is not None else tf.float32)
+
+
+# -- splines (torch_spline_conv's spline_basis and spline_weighting, which the original's tests
+# -- take as the reference: tests/integration/operators_test/splinebasis_test.py) -------------
+
+
+def _spline_piece(v: tf.Tensor, piece: int, degree: int) -> tf.Tensor:
+    """The B-spline basis function of `degree` for the knot `piece` at fraction v in [0, 1)."""
+    if degree == 0:
+        return tf.ones_like(v)
+    if degree == 1:
+        return 1 - v if piece == 0 else v
+    if degree == 2:
+        return (0.5 * v * v - v + 0.5, -v * v + v + 0.5, 0.5 * v * v)[piece]
+    cube, square = v * v * v, v * v
+    return (
+        (1 - v) * (1 - v) * (1 - v) / 6,
+        (3 * cube - 6 * square + 4) / 6,
+        (-3 * cube + 3 * square + 3 * v + 1) / 6,
+        cube / 6,
+    )[piece]
+
+
+@graphcore_op("SplineBasis")
+class SplineBasis(Op):
+    """pseudo [E, D] in [0, 1], kernel_size [D], is_open_spline [D] -> basis [E, S] and
+    weight_index [E, S] (int32), S = (degree + 1) ** D.
+
+    Spline s picks knot k_d = (s // (degree + 1) ** d) % (degree + 1) in each dimension d:
+    with v = pseudo * (kernel_size - degree * is_open), its basis is the product over d of
+    piece k_d at frac(v), its weight index sum_d ((floor(v) + k_d) % kernel_size_d) * prod of
+    the earlier kernel sizes.
+    """
+
+    def setup(self) -> None:
+        if not 0 <= self.attrs.degree <= 3:
+            self.bad_attribute("degree", f"must be between 0 and 3, not {self.attrs.degree}")
+
+    def compute(self, pseudo, kernel_size, is_open_spline):
+        degree = self.attrs.degree
+        dims = pseudo.shape[1]
+        if dims is None:
+            raise self.error("pseudo needs a static number of dimensions")
+        sizes = tf.cast(tf.reshape(kernel_size, [-1]), tf.int32)
+        is_open = tf.cast(tf.reshape(is_open_spline, [-1]), tf.int32)
+        compute_type = tf.float32 if pseudo.dtype == tf.float16 else pseudo.dtype
+        scaled = tf.cast(pseudo, compute_type) * tf.cast(sizes - degree * is_open, compute_type)
+        whole = tf.floor(scaled)
+        fraction = scaled - whole
+        whole = tf.cast(whole, tf.int32)
+        bases, indices = [], []
+        for spline in range((degree + 1) ** dims):
+            basis = tf.ones_like(fraction[:, 0])
+            index = tf.zeros_like(whole[:, 0])
+            offset = tf.constant(1, tf.int32)
+            for d in range(dims):
+                knot = (spline // (degree + 1) ** d) % (degree + 1)
+                basis = basis * _spline_piece(fraction[:, d], knot, degree)
+                index = index + tf.math.floormod(whole[:, d] + knot, sizes[d]) * offset
+                offset = offset * sizes[d]
+            bases.append(basis)
+            indices.append(index)
+        return tf.cast(tf.stack(bases, 1), pseudo.dtype), tf.stack(indices, 1)
+
+
+@graphcore_op("SplineWeighting")
+class SplineWeighting(Op):
+    """input [E, Cin], weight [K, Cin, Cout], basis and weight_index [E, S] -> [E, Cout]:
+    out[e] = sum_s basis[e, s] * input[e] @ weight[weight_index[e, s]]."""
+
+    def compute(self, x, weight, basis, weight_index):
+        kernels = tf.gather(weight, tf.cast(weight_index, tf.int32))  # [E, S, Cin, Cout]
+        combined = tf.reduce_sum(basis[:, :, None, None] * kernels, axis=1)  # [E, Cin, Cout]
+        return tf.einsum("ec,eco->eo", x, combined)
+
+
+# -- several convolutions in one op -----------------------------------------------------------
+
+
+@graphcore_op("MultiConv")
+class MultiConv(Op):
+    """Convolutions side by side: inputs (data, weights, bias or "") per convolution, one output
+    each. The per-convolution attribute lists are concatenated (builder.cpp flattens them; empty:
+    the defaults). Each convolution dilates its input by inDilations (zeros between elements),
+    pads it by pads, convolves (strides, dilations; groups from the channel counts), adds the
+    bias and pads its output with zeros by outPads. The planning options change nothing here."""
+
+    def compute(self, *inputs):
+        if len(inputs) % 3 == 1:
+            raise self.error(
+                f"needs (data, weights, bias) per convolution, not {len(inputs)} inputs"
+            )
+        inputs = (*inputs, None) if len(inputs) % 3 else inputs  # the last bias left out
+        outputs = []
+        offsets = dict.fromkeys(("strides", "pads", "outPads", "dilations", "inDilations"), 0)
+        for start in range(0, len(inputs), 3):
+            x, weight, bias = inputs[start : start + 3]
+            spatial = x.shape.rank - 2
+
+            def take(name: str, count: int, default: int) -> list[int]:
+                values = list(self.attrs.get(name) or [])
+                if not values:
+                    return [default] * count
+                taken = values[offsets[name] : offsets[name] + count]
+                if len(taken) != count:
+                    raise self.error(f"attribute '{name}' is too short for every convolution")
+                offsets[name] += count
+                return taken
+
+            strides = take("strides", spatial, 1)
+            pads = take("pads", 2 * spatial, 0)
+            out_pads = take("outPads", 2 * spatial, 0)
+            dilations = take("dilations", spatial, 1)
+            in_dilations = take("inDilations", spatial, 1)
+            groups = x.shape[1] // weight.shape[1]
+            x = upsample_with_zeros(x, in_dilations)
+            padded = spatial_pad(x, pads[:spatial], pads[spatial:])
+            y = add_channel_bias(convolve(padded, weight, strides, dilations, groups), bias)
+            outputs.append(spatial_pad(y, out_pads[:spatial], out_pads[spatial:]))
+        return tuple(outputs)
+
+
+@graphcore_op("CtcBeamSearchDecoder")
+class CtcBeamSearchDecoder(Op):
+    """CTC prefix beam search of log-probabilities [T, N, C] with lengths [N]: the top_paths
+    best labellings per sample as (log-probabilities [N, P], lengths [N, P] and labels
+    [N, P, T], uint32, zero past each length). TensorFlow's beam search decoder does the
+    search (it cannot run under XLA); it wants the blank last, so the classes are reordered."""
+
+    compilable = False
+
+    def setup(self) -> None:
+        if not 1 <= self.attrs.top_paths <= self.attrs.beam_width:
+            self.bad_attribute("top_paths", "must be between 1 and beam_width")
+
+    def compute(self, log_probs: tf.Tensor, lengths: tf.Tensor):
+        blank, paths = self.attrs.blank, self.attrs.top_paths
+        steps, batch, classes = log_probs.shape.as_list()
+        if not 0 <= blank < classes:
+            raise self.error(f"blank {blank} is not one of the {classes} classes")
+        order = [c for c in range(classes) if c != blank] + [blank]
+        decoded, scores = tf.nn.ctc_beam_search_decoder(
+            tf.gather(tf.cast(log_probs, tf.float32), order, axis=2),
+            tf.cast(lengths, tf.int32),
+            beam_width=self.attrs.beam_width,
+            top_paths=paths,
+        )
+        labels, label_lengths = [], []
+        for path in decoded:
+            values = tf.cast(path.values, tf.int64)
+            values = tf.where(values >= blank, values + 1, values)  # back to the model's classes
+            sparse = tf.SparseTensor(path.indices, values, [batch, steps])
+            labels.append(tf.sparse.to_dense(sparse))
+            counts = tf.math.bincount(tf.cast(path.indices[:, 0], tf.int32), minlength=batch)
+            label_lengths.append(counts[:batch])
+        return (
+            tf.cast(scores, log_probs.dtype),
+            tf.cast(tf.stack(label_lengths, axis=1), tf.uint32),
+            tf.cast(tf.stack(labels, axis=1), tf.uint32),
+        )
+
+
+@graphcore_op("PackedDataBlock")
+class PackedDataBlock(Op):
+    """Runs ``callback`` over packed sequences, callbackBatchSize sequences at a time.
+
+    Inputs are (data [total, ...], offsets [S], lengths [S]) per packed input, then the result's
+    offsets and lengths [S]. Each input is unpacked to [S, maxSequenceLengths[i], ...] (zeros
+    past a sequence's length), the callback runs on each batch of sequences, and the first
+    `length` rows of each sequence it returns are packed into a zero result [resultSize, ...]
+    (willow/src/op/packeddatablock.cpp; tests/integration/operators_test/packed_data_test.py).
+    """
+
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
+        if len(inputs) < 5 or (len(inputs) - 2) % 3:
+            raise self.error(
+                "needs (data, offsets, lengths) per input, then result offsets/lengths"
+            )
+        count = (len(inputs) - 2) // 3
+        lengths_wanted = list(self.attrs.maxSequenceLengths)
+        if len(lengths_wanted) != count:
+            raise self.error(
+                f"maxSequenceLengths has {len(lengths_wanted)} values for {count} inputs"
+            )
+        batch = self.attrs.callbackBatchSize
+        sequences = inputs[1].shape[0]
+        if sequences is None or batch < 1 or sequences % batch:
+            raise self.error(f"{sequences} sequences do not split into batches of {batch}")
+        unpacked = [
+            _unpack(inputs[3 * i], inputs[3 * i + 1], inputs[3 * i + 2], lengths_wanted[i])
+            for i in range(count)
+        ]
+        callback = self.subgraphs["callback"]
+        results = []
+        for start in range(0, sequences, batch):
+            arguments = [values[start : start + batch] for values in unpacked]
+            (result, *_) = callback.call(context.salted(self.salt + start), ChainMap(), arguments)
+            results.append(result)
+        return (_pack(tf.concat(results, 0), inputs[-2], inputs[-1], self.attrs.resultSize),)
+
+
+def _unpack(data: tf.Tensor, offsets: tf.Tensor, lengths: tf.Tensor, width: int) -> tf.Tensor:
+    """[S, width, ...]: sequence s is data[offsets[s] : offsets[s] + lengths[s]], zero padded."""
+    position = tf.range(width)[None, :]
+    rows = tf.cast(offsets, tf.int32)[:, None] + position
+    valid = position < tf.cast(lengths, tf.int32)[:, None]
+    rows = tf.clip_by_value(rows, 0, tf.shape(data)[0] - 1)
+    gathered = tf.gather(data, rows)
+    mask = tf.reshape(valid, [*valid.shape, *[1] * (data.shape.rank - 1)])
+    return tf.where(mask, gathered, tf.zeros_like(gathered))
+
+
+def _pack(values: tf.Tensor, offsets: tf.Tensor, lengths: tf.Tensor, size: int) -> tf.Tensor:
+    """[size, ...] zeros with row offsets[s] + j = values[s, j] for j < lengths[s]."""
+    position = tf.range(values.shape[1])[None, :]
+    rows = tf.cast(offsets, tf.int32)[:, None] + position
+    valid = (position < tf.cast(lengths, tf.int32)[:, None]) & (rows >= 0) & (rows < size)
+    rows = tf.where(valid, rows, size)  # dropped writes go to a row past the end
+    result = tf.zeros([size + 1, *values.shape[2:]], values.dtype)
+    flat = tf.reshape(values, [-1, *values.shape[2:]])
+    result = tf.tensor_scatter_nd_update(result, tf.reshape(rows, [-1, 1]), flat)
+    return result[:size]

@@ -1,4 +1,4 @@
-"""Type conversions: Cast, CastLike."""
+"""Type conversions: Cast, CastLike, BitCast."""
 
 from __future__ import annotations
 
@@ -107,3 +107,18 @@ class Cast(CastOp):
 class CastLike(CastOp):
     def compute(self, x: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
         return cast_to(x, like.dtype, bool(self.attrs.get("saturate", 1)))
+
+
+@register_op("BitCast", since=26)
+class BitCast(Op):
+    """The same bits read as another type of the same width (bool is one byte: 0 or 1)."""
+
+    def compute(self, x: tf.Tensor) -> tf.Tensor:
+        target = ONNX_TO_TF.get(self.attrs.to)
+        if target is None or target == tf.string or x.dtype == tf.string:
+            raise self.error(f"cannot reinterpret {x.dtype.name} as ONNX type {self.attrs.to}")
+        if target.size != x.dtype.size:
+            raise self.error(f"{x.dtype.name} and {target.name} differ in width")
+        if tf.bool in (x.dtype, target) or x.dtype == target:
+            return tf.cast(x, target)
+        return tf.bitcast(x, target)

@@ -1,14 +1,17 @@
-"""Convolutions: Conv, ConvTranspose, ConvInteger (NCHW, as ONNX lays them out; Conv also
-channels-last, inside chains of spatial ops)."""
+"""Convolutions: Conv, ConvTranspose, ConvInteger, QLinearConv, Col2Im (NCHW, as ONNX lays
+them out; Conv also channels-last, inside chains of spatial ops)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op, RunContext
+from openipu._src.popart.lowering.ops.quantization import requantize
 from openipu._src.popart.lowering.registry import register_op
 from openipu._src.popart.lowering.spatial import (
     channels_first,
@@ -153,15 +156,15 @@ class Conv(Op):
         return y if bias is None else tf.nn.bias_add(y, bias)
 
 
-@register_op("ConvInteger", since=10)
-class ConvInteger(Op):
-    def compute(
+class IntegerConvolution(Op):
+    def convolve_integers(
         self,
         x: tf.Tensor,
         weight: tf.Tensor,
-        x_zero_point: tf.Tensor | None = None,
-        w_zero_point: tf.Tensor | None = None,
+        x_zero_point: tf.Tensor | None,
+        w_zero_point: tf.Tensor | None,
     ) -> tf.Tensor:
+        """The int32 convolution of the zero-point-shifted integers (exact in float64)."""
         x = tf.cast(x, tf.int32)
         weight = tf.cast(weight, tf.int32)
         if x_zero_point is not None:
@@ -175,6 +178,45 @@ class ConvInteger(Op):
             padded, tf.cast(weight, tf.float64), window.strides, window.dilations, self.attrs.group
         )
         return tf.cast(tf.round(y), tf.int32)
+
+
+@register_op("ConvInteger", since=10)
+class ConvInteger(IntegerConvolution):
+    def compute(
+        self,
+        x: tf.Tensor,
+        weight: tf.Tensor,
+        x_zero_point: tf.Tensor | None = None,
+        w_zero_point: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        return self.convolve_integers(x, weight, x_zero_point, w_zero_point)
+
+
+@register_op("QLinearConv", since=10)
+class QLinearConv(IntegerConvolution):
+    """ConvInteger of the zero-point-shifted inputs plus the int32 bias, requantized by
+    x_scale * w_scale / y_scale (w_scale per output channel when 1-D)."""
+
+    def compute(
+        self,
+        x,
+        x_scale,
+        x_zero_point,
+        w,
+        w_scale,
+        w_zero_point,
+        y_scale,
+        y_zero_point=None,
+        bias=None,
+    ):
+        accumulated = self.convolve_integers(x, w, x_zero_point, w_zero_point)
+        if bias is not None:
+            accumulated = add_channel_bias(accumulated, tf.cast(bias, tf.int32))
+        if w_scale.shape.rank == 1 and w_scale.shape[0] != 1:
+            w_scale = tf.reshape(w_scale, [1, -1] + [1] * (x.shape.rank - 2))
+        scale = x_scale * tf.cast(w_scale, x_scale.dtype)
+        dtype = x.dtype if y_zero_point is None else y_zero_point.dtype
+        return requantize(accumulated, scale, y_scale, y_zero_point, dtype)
 
 
 def upsample_with_zeros(x: tf.Tensor, strides: list[int]) -> tf.Tensor:
@@ -249,3 +291,44 @@ class ConvTranspose(Op):
             begin = [total - total // 2 for total in totals]
         end = [total - b for total, b in zip(totals, begin, strict=True)]
         return begin, end
+
+
+@register_op("Col2Im", since=18)
+class Col2Im(Op):
+    """The inverse of im2col: columns [N, C * prod(block), L] summed back into the image
+    [N, C, *image_shape]. Block k at sliding position l adds to a fixed pixel of the padded
+    image, so the whole op is one matrix (built when tracing) of the static shapes."""
+
+    def compute(self, x: tf.Tensor, image_shape: tf.Tensor, block_shape: tf.Tensor) -> tf.Tensor:
+        image = self.static_ints(image_shape, "image_shape")
+        block = self.static_ints(block_shape, "block_shape")
+        rank = len(image)
+        strides = list(self.attrs.get("strides") or [1] * rank)
+        dilations = list(self.attrs.get("dilations") or [1] * rank)
+        pads = list(self.attrs.get("pads") or [0] * (2 * rank))
+        padded = [size + pads[d] + pads[d + rank] for d, size in enumerate(image)]
+        counts = [
+            (padded[d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(rank)
+        ]
+        blocks, positions = math.prod(block), math.prod(counts)
+        if x.shape[2] != positions or x.shape[1] % blocks:
+            raise self.error(
+                f"input {x.shape.as_list()} does not hold {blocks} x {positions} blocks"
+            )
+        # pixel of the unpadded image each (block offset, position) lands on; -1 in the pads
+        offsets = np.indices(block).reshape(rank, -1)  # [rank, K]
+        starts = np.indices(counts).reshape(rank, -1)  # [rank, L]
+        matrix = np.zeros((blocks * positions, math.prod(image)), np.float32)
+        pixel = np.zeros((blocks, positions), np.int64)
+        inside = np.ones((blocks, positions), bool)
+        for d in range(rank):
+            where = starts[d][None, :] * strides[d] + offsets[d][:, None] * dilations[d] - pads[d]
+            inside &= (where >= 0) & (where < image[d])
+            pixel = pixel * image[d] + np.clip(where, 0, image[d] - 1)
+        rows = np.arange(blocks * positions).reshape(blocks, positions)
+        matrix[rows[inside], pixel[inside]] = 1
+        batch, channels = tf.shape(x)[0], x.shape[1] // blocks
+        columns = tf.reshape(x, [batch, channels, blocks * positions])
+        dtype = x.dtype if x.dtype.is_floating else tf.float64
+        y = tf.tensordot(tf.cast(columns, dtype), tf.constant(matrix, dtype), axes=1)
+        return tf.cast(tf.reshape(y, [batch, channels, *image]), x.dtype)

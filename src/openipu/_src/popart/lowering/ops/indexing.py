@@ -1,4 +1,4 @@
-"""Indexing: Gather*, Scatter*, OneHot, Compress, NonZero, TopK, Unique.
+"""Indexing: Gather*, Scatter*, OneHot, Compress, NonZero, TopK, Unique, TensorScatter.
 
 Out-of-range indices (outside [-size, size)) are never clamped, which is what XLA's gather
 would do silently. The original's Gather documents undefined data for them, or zeros with
@@ -260,3 +260,30 @@ class Unique(Op):
             )
 
         return tuple(to_numpy_function(unique, [x], [x.dtype, tf.int64, tf.int64, tf.int64]))
+
+
+@register_op("TensorScatter", since=24)
+class TensorScatter(Op):
+    """A KV-cache write: update's sequence rows land at write_indices[batch] onwards along
+    ``axis`` (modulo the cache length in circular mode). Each cache row picks the update row
+    that lands on it, a gather rather than a scatter."""
+
+    def setup(self) -> None:
+        if self.attrs.mode not in ("linear", "circular"):
+            self.bad_attribute("mode", f"must be linear or circular, not {self.attrs.mode!r}")
+
+    def compute(self, past: tf.Tensor, update: tf.Tensor, write_indices=None) -> tf.Tensor:
+        rank = past.shape.rank
+        axis = normalize_axis(self.attrs.axis, rank)
+        if axis == 0:
+            self.bad_attribute("axis", "cannot be the batch axis")
+        length, count = past.shape[axis], update.shape[axis]
+        batch = tf.shape(past, out_type=tf.int64)[0]
+        starts = tf.zeros([batch], tf.int64) if write_indices is None else write_indices
+        row = tf.range(length, dtype=tf.int64)[None, :] - tf.cast(starts, tf.int64)[:, None]
+        if self.attrs.mode == "circular":
+            row = tf.math.floormod(row, length)
+        valid = (row >= 0) & (row < count)  # [B, L]: cache rows the update writes
+        picked = tf.gather(update, tf.clip_by_value(row, 0, count - 1), axis=axis, batch_dims=1)
+        shape = [-1] + [1] * (axis - 1) + [length] + [1] * (rank - axis - 1)
+        return tf.where(tf.reshape(valid, shape), picked, past)

@@ -1,10 +1,11 @@
-"""Matrix products: MatMul, Gemm, Einsum, MatMulInteger."""
+"""Matrix products: MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op
+from openipu._src.popart.lowering.ops.quantization import requantize
 from openipu._src.popart.lowering.registry import register_op
 
 _MATMUL_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
@@ -78,12 +79,35 @@ class MatMulInteger(Op):
         a_zero_point: tf.Tensor | None = None,
         b_zero_point: tf.Tensor | None = None,
     ) -> tf.Tensor:
-        a = tf.cast(a, tf.int32)
-        b = tf.cast(b, tf.int32)
-        if a_zero_point is not None:
-            zero = tf.cast(a_zero_point, tf.int32)
-            # A per-row zero point of A is a column vector against A's rows.
-            a = a - (zero[:, tf.newaxis] if zero.shape.rank == 1 and zero.shape[0] != 1 else zero)
-        if b_zero_point is not None:
-            b = b - tf.cast(b_zero_point, tf.int32)
-        return matmul(a, b)
+        return matmul_integer(a, b, a_zero_point, b_zero_point)
+
+
+def matmul_integer(
+    a: tf.Tensor, b: tf.Tensor, a_zero_point: tf.Tensor | None, b_zero_point: tf.Tensor | None
+) -> tf.Tensor:
+    """The int32 product of the zero-point-shifted integer matrices."""
+    a = tf.cast(a, tf.int32)
+    b = tf.cast(b, tf.int32)
+    if a_zero_point is not None:
+        zero = tf.cast(a_zero_point, tf.int32)
+        # A per-row zero point of A is a column vector against A's rows.
+        a = a - (zero[:, tf.newaxis] if zero.shape.rank == 1 and zero.shape[0] != 1 else zero)
+    if b_zero_point is not None:
+        b = b - tf.cast(b_zero_point, tf.int32)
+    return matmul(a, b)
+
+
+@register_op("QLinearMatMul", since=(10, 21))
+class QLinearMatMul(Op):
+    """MatMulInteger of the zero-point-shifted inputs, requantized by a_scale * b_scale / y_scale.
+    A 1-D a_scale is per row of A, a 1-D b_scale per column of B."""
+
+    def compute(
+        self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point=None
+    ):
+        accumulated = matmul_integer(a, b, a_zero_point, b_zero_point)
+        if a_scale.shape.rank == 1 and a_scale.shape[0] != 1:
+            a_scale = a_scale[:, tf.newaxis]
+        scale = a_scale * tf.cast(b_scale, a_scale.dtype)
+        dtype = a.dtype if y_zero_point is None else y_zero_point.dtype
+        return requantize(accumulated, scale, y_scale, y_zero_point, dtype)

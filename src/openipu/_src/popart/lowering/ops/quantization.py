@@ -89,3 +89,21 @@ class DynamicQuantizeLinear(Op):
         zero_point = tf.clip_by_value(tf.round(-low / scale), 0, 255)
         quantized = tf.clip_by_value(tf.round(x / scale) + zero_point, 0, 255)
         return tf.cast(quantized, tf.uint8), scale, tf.cast(zero_point, tf.uint8)
+
+
+def requantize(
+    accumulated: tf.Tensor,
+    scale: tf.Tensor,
+    y_scale: tf.Tensor,
+    y_zero_point: tf.Tensor | None,
+    dtype: tf.DType,
+) -> tf.Tensor:
+    """QLinear* outputs: an integer accumulator rescaled by ``scale / y_scale`` (computed in the
+    scales' own type, as the spec's reference does), shifted by the output zero point, rounded
+    half to even and saturated to ``dtype``."""
+    factor = tf.cast(scale / tf.cast(y_scale, scale.dtype), tf.float64)
+    y = tf.cast(accumulated, tf.float64) * factor
+    if y_zero_point is not None:
+        y = y + tf.cast(y_zero_point, tf.float64)
+    low, high = integer_limits(dtype) or (float(dtype.min), float(dtype.max))
+    return tf.cast(tf.clip_by_value(tf.round(y), low, high), dtype)
