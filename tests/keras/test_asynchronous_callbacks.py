@@ -285,7 +285,12 @@ def test_prefetch_depth_sets_how_far_the_host_reads_ahead():
         ds = tf.data.Dataset.range(64).map(
             lambda i: tf.reshape(tf.numpy_function(note, [i], tf.float32), [1])
         )
-        return ds.batch(1, drop_remainder=True)
+        # Only the prefetching under test reads ahead: tf.data's own injected prefetch
+        # grows with the machine's load and would read further.
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        options.autotune.enabled = False
+        return ds.batch(1, drop_remainder=True).with_options(options)
 
     class Wait(keras.callbacks.Callback):
         seen: list = []
