@@ -69,16 +69,8 @@ class LoopProgram:
     def __init__(self, spec: ProgramSpec) -> None:
         self.spec = spec
         self.iterations = spec.steps_per_call
-        self._step = spec.step
-        self._group_size = spec.group_size
-        self._after_group = spec.after_group
-        self._replicas = spec.replicas
-        self._ipus_per_replica = spec.ipus_per_replica
-        self._device_ordinal = spec.device_ordinal
-        self._host_device = spec.host_device
+        # The executor asked for; set to GRAPH once tracing shows the region needs one.
         self._compile_mode = spec.executor
-        self._indexed = spec.indexed
-        self._outputs = spec.outputs
         # Cleared when vectorizing fails: the steps then run in the loop.
         self._together = spec.independent_steps and (
             spec.after_group is None or spec.group_size == spec.steps_per_call
@@ -147,12 +139,12 @@ class LoopProgram:
             name=self.__name__,
             executor=self._last_mode,
             host_device=self._host_device_used,
-            ipu_ordinal=self._device_ordinal,
-            replicas=self._replicas,
-            ipus_per_replica=self._ipus_per_replica,
+            ipu_ordinal=self.spec.device_ordinal,
+            replicas=self.spec.replicas,
+            ipus_per_replica=self.spec.ipus_per_replica,
             steps_per_call=self.iterations,
             step_schedule=schedule,
-            steps_per_group=self._group_size,
+            steps_per_group=self.spec.group_size,
         )
 
     @property
@@ -172,19 +164,21 @@ class LoopProgram:
     _host_device_used: str | None = None
 
     def _program(self, stacked_inputs: Nested) -> Nested:
-        host_device = self._host_device or (
-            configure.current_system("an IPU program").device(self._device_ordinal).host_device()
+        host_device = self.spec.host_device or (
+            configure.current_system("an IPU program")
+            .device(self.spec.device_ordinal)
+            .host_device()
         )
         self._host_device_used = host_device
-        replicas = self._replicas
+        replicas = self.spec.replicas
         stacked_inputs = self._checked_and_indexed(stacked_inputs, replicas)
         self._runs_together_now = self._together and replicas == 1
         if self._runs_together_now:
             return self._steps_together(stacked_inputs, host_device)
-        groups = self.iterations // self._group_size
+        groups = self.iterations // self.spec.group_size
         grouped = self.spec.grouped
         # Step i of replica r reads element i * R + r; steps run in groups.
-        shape = [groups, self._group_size] if grouped else [self.iterations]
+        shape = [groups, self.spec.group_size] if grouped else [self.iterations]
         replica_axis = len(shape)
         if replicas > 1:
             shape.append(replicas)
@@ -206,13 +200,16 @@ class LoopProgram:
             own_input = device_loop.StackedInput(own)
             if grouped:
                 return device_loop.repeat_in_groups(
-                    groups, self._group_size, run_step, after_group, own_input
+                    groups, self.spec.group_size, run_step, after_group, own_input
                 )
             return device_loop.repeat(self.iterations, run_step, [], own_input)
 
         def build() -> Nested:
             return replicated.first_replica_outputs(
-                replica_program, replicas, replicas * self._ipus_per_replica, self._device_ordinal
+                replica_program,
+                replicas,
+                replicas * self.spec.ipus_per_replica,
+                self.spec.device_ordinal,
             )
 
         self._compile(build, host_device)
@@ -230,7 +227,7 @@ class LoopProgram:
                     f"replica(s), so its inputs need {needed} elements along the first axis; "
                     f"got shape {tensor.shape}"
                 )
-        if self._indexed:
+        if self.spec.indexed:
             # Step i of every replica has index i, wherever the element is stored.
             indices = tf.repeat(tf.range(self.iterations), replicas)
             stacked_inputs = (stacked_inputs, indices)
@@ -246,10 +243,10 @@ class LoopProgram:
             return tf.constant(0)
 
     def _call_step(self, element: Nested) -> Nested:
-        if self._indexed:
+        if self.spec.indexed:
             element, index = element
-            return self._step(element, index)
-        return self._step(element)
+            return self.spec.step(element, index)
+        return self.spec.step(element)
 
     def _steps_together(self, stacked_inputs: Nested, host_device: str) -> Nested:
         """All steps of the call at once (one replica): their outputs come straight back."""
@@ -259,12 +256,12 @@ class LoopProgram:
                 independent_steps.run_unrolled if self._unrolled else independent_steps.run_together
             )
             outputs = run(self._call_step, stacked_inputs, self.iterations)
-            if self._after_group is not None:
+            if self.spec.after_group is not None:
                 with tf.control_dependencies(nest.flatten(outputs)):
                     done = _as_token(self._after_group_call())
                 with tf.control_dependencies([done]):
                     outputs = nest.map_structure(tf.identity, outputs)
-            if outputs is not None and self._outputs == "last":
+            if outputs is not None and self.spec.outputs == "last":
                 outputs = nest.map_structure(lambda tensor: tensor[-1], outputs)
             return outputs
 
@@ -275,7 +272,7 @@ class LoopProgram:
             build,
             [],
             host_device,
-            ipu_ordinal=self._device_ordinal,
+            ipu_ordinal=self.spec.device_ordinal,
             flat_return_rules=False,
             mode=self._compile_mode,
             on_mode=self._record_mode,
@@ -283,7 +280,7 @@ class LoopProgram:
 
     def _after_group_call(self) -> object:
         """What runs after each group (nothing when the spec groups steps without it)."""
-        return None if self._after_group is None else self._after_group()
+        return None if self.spec.after_group is None else self.spec.after_group()
 
     def _record_mode(self, mode: compile_policy.CompileMode) -> None:
         self._last_mode = mode
