@@ -79,6 +79,13 @@ class GradientAccumulationReductionMethod(enum.Enum):
         return accumulator.assign(accumulator * n / (n + 1) + value / (n + 1))
 
 
+def floating_accumulator_dtype(dtype: tf.DType, owner: str) -> tf.DType:
+    """`dtype`, checked to be a type accumulators may have (a floating one)."""
+    if not dtype.is_floating:
+        raise TypeError(f"{owner}: accumulators must have a floating dtype, got {dtype.name}")
+    return dtype
+
+
 class AccumulatorStore:
     """The accumulators and micro-batch counters one owner (a model, an optimizer) keeps.
 
@@ -209,11 +216,7 @@ class GradientAccumulation(Generic[Key]):
                 f"{self._owner}: the dtype callable must return a DType, got {returned!r} for "
                 f"{variable.name}"
             ) from None
-        if not dtype.is_floating:
-            raise TypeError(
-                f"{self._owner}: accumulators must have a floating dtype, got {dtype.name}"
-            )
-        return dtype
+        return floating_accumulator_dtype(dtype, self._owner)
 
     def add(self, pairs: Sequence[tuple[object, Key]], index: tf.Tensor | None = None) -> object:
         """Adds micro-batch `index` of the group (by default, the counter's) to the accumulators.

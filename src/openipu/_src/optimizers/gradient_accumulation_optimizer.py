@@ -26,6 +26,7 @@ from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulation,
     GradientAccumulationReductionMethod,
+    floating_accumulator_dtype,
 )
 from openipu._src.optimizers import ipu_optimizer, replicas
 from openipu._src.optimizers.cross_replica_optimizer import CrossReplicaOptimizer
@@ -214,13 +215,7 @@ def _check_accumulator_dtype_rule(dtype: object, what: str) -> AccumulatorDType:
             f"{what}: dtype must be None, a floating DType or a callable returning one, "
             f"got {dtype!r}"
         ) from None
-    return _check_floating(as_dtype, what)
-
-
-def _check_floating(dtype: tf.DType, what: str) -> tf.DType:
-    if not dtype.is_floating:
-        raise TypeError(f"{what}: accumulators must have a floating dtype, got {dtype.name}")
-    return dtype
+    return floating_accumulator_dtype(as_dtype, what)
 
 
 def _check_loop_count(num_mini_batches: int) -> None:
