@@ -164,6 +164,9 @@ def compile_region(
     flat_return_rules: bool = True,
     mode: compile_policy.CompileMode | None = None,
     on_mode: Callable[[compile_policy.CompileMode], None] | None = None,
+    record_as: str | None = None,
+    replicas: int = 1,
+    ipus_per_replica: int = 1,
 ) -> Nested:
     """Builds `computation(*inputs)` as one compiled region and returns its outputs.
 
@@ -172,7 +175,9 @@ def compile_region(
     becomes a tuple, and operation-only outputs become one NoOp.
 
     `mode` forces XLA or graph (XLA only if the region can compile);
-    `on_mode(mode)` learns which one the region got.
+    `on_mode(mode)` learns which one the region got. Without `on_mode` the region's
+    decisions are recorded (`compiled_program.record`) under the name `record_as` (its
+    cluster's by default) with `replicas` replicas of `ipus_per_replica` IPUs.
     """
     if inputs is None:
         inputs = []
@@ -194,6 +199,9 @@ def compile_region(
                 flat_return_rules=flat_return_rules,
                 mode=mode,
                 on_mode=on_mode,
+                record_as=record_as,
+                replicas=replicas,
+                ipus_per_replica=ipus_per_replica,
             ),
             autograph=False,
         )()
@@ -248,17 +256,16 @@ def compile_region(
             if on_mode is not None:
                 on_mode(region.mode)
             else:
-                # A region no program describes further (a loop outside any program, an
-                # unreplicated compile): its decisions are recorded all the same.
+                # The region's decisions, unless its caller records its own (LoopProgram).
                 compiled_program.record(
                     compiled_program.CompiledProgram(
-                        name=name,
+                        name=record_as or name,
                         executor=region.mode,
                         host_device=device or "",
                         ipu_ordinal=ipu_ordinal,
-                        replicas=1,
-                        ipus_per_replica=1,
-                        steps_per_call=1,
+                        replicas=replicas,
+                        ipus_per_replica=ipus_per_replica,
+                        steps_per_call=1,  # loops inside are the computation's own
                         step_schedule=compiled_program.StepSchedule.LOOP,
                     )
                 )

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from openipu._src.engine import compiled_program, region
-from openipu._src.engine.compile_policy import CompileMode
-from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
+from openipu._src.engine import region
 from openipu._src.engine.replicas import replicated
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
@@ -34,27 +32,15 @@ def compile_replicated(
                 lambda: computation(*args), replicas, device.num_ipus, ipu_ordinal
             )
 
-        def compiled(mode: CompileMode) -> None:
-            compiled_program.record(
-                CompiledProgram(
-                    name=purpose,
-                    executor=mode,
-                    host_device=device.host_device(),
-                    ipu_ordinal=ipu_ordinal,
-                    replicas=replicas,
-                    ipus_per_replica=device.num_ipus // replicas,
-                    steps_per_call=1,  # loops inside are the computation's own
-                    step_schedule=StepSchedule.LOOP,
-                )
-            )
-
         return region.compile_region(
             computation if replicas == 1 else build,
             inputs,
             device.host_device(),
             ipu_ordinal=ipu_ordinal,
             flat_return_rules=flat_return_rules,
-            on_mode=compiled,
+            record_as=purpose,
+            replicas=replicas,
+            ipus_per_replica=device.num_ipus // replicas,
         )
 
     return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ipu_ordinal}")
