@@ -255,3 +255,10 @@ def test_a_loop_outside_any_program_is_recorded(ipu_system):
         compile_policy.CompileMode.XLA,
         compile_policy.CompileMode.GRAPH,
     )
+
+
+def test_program_specs_refuse_what_cannot_run():
+    with pytest.raises(ValueError, match="6 steps cannot run in groups of 4 steps"):
+        ProgramSpec(lambda e: e, 6, group_size=4)
+    with pytest.raises(ValueError, match="compiles with XLA or as a graph"):
+        ProgramSpec(lambda e: e, 2, executor=compile_policy.CompileMode.ONNX_RUNTIME)
