@@ -35,6 +35,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_scope
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.replicas import shared_loop
 from openipu._src.engine.value_types import Infeed, Nested
 from openipu._src.system import configure
@@ -173,6 +174,10 @@ def repeat(
         raise TypeError(f"repeat: n must be a Python int, got {n!r}")
     if n < 0:
         raise ValueError(f"repeat: n must be >= 0, got {n}")
+    capture = stream_capture.current()
+    if capture is not None and infeed is not None and not getattr(infeed, "is_device_buffer", False):
+        # Traced for an executable: its builder runs the body over each call's elements.
+        return capture.take_loop(n, body, inputs, infeed)
     if region_lib.current_region() is None:
         return _in_own_region(lambda: repeat(n, body, inputs, infeed))
     if shared_loop.in_replicas():

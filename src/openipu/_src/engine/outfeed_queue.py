@@ -33,6 +33,7 @@ from openipu._src.engine import autograph_loops, deferred_builds, device_loop, r
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.host_queue import HostQueue
 from openipu._src.engine.replicas import variable_copies
 from openipu._src.engine.value_types import Nested
@@ -141,6 +142,10 @@ class IPUOutfeedQueue:
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
+        capture = stream_capture.current()
+        if capture is not None and capture.collecting_enqueues:
+            # A step traced for an executable: what it enqueues is what its call gives back.
+            return capture.take_enqueue(self, tensors)
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
             enqueued_by = self._enqueue_graphs.setdefault(graph, set())
