@@ -29,6 +29,7 @@ from openipu._src.feeds import infeed
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
+from openipu._src.serving import keras_export
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
@@ -277,6 +278,32 @@ class KerasExtensions(_KerasModel):
         self._ipu.replicated_metric_reduction = method
 
     # fit / evaluate / predict ------------------------------------------------------------------
+
+    # Serving -----------------------------------------------------------------------------------
+
+    def export_for_ipu_serving(
+        self,
+        export_dir,
+        batch_size=None,
+        output_names=None,
+        preprocessing_step=None,
+        preprocessing_step_signature=None,
+        postprocessing_step=None,
+        postprocessing_step_signature=None,
+        purge_export_dir=False,
+    ):
+        """Writes a SavedModel for TensorFlow Serving (see `ipu.serving.export_keras`)."""
+        return keras_export.export_model(
+            self,
+            export_dir,
+            batch_size,
+            output_names,
+            preprocessing_step,
+            preprocessing_step_signature,
+            postprocessing_step,
+            postprocessing_step_signature,
+            purge_export_dir,
+        )
 
     def fit(self, *args, **kwargs):
         self._check_fit_options()

@@ -1,0 +1,74 @@
+"""Steps frozen for export: a function traced once with its signature, its variables made
+constants (the original's `_freeze_defunc`), callable as plain TensorFlow ops."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import convert_to_constants
+from tensorflow.python.util import nest
+
+from openipu._src.engine.executable import program_graph
+
+
+class FrozenStep:
+    """`step` traced for `signature` with its variables' current values as constants."""
+
+    def __init__(self, step: Callable[..., Any], signature: Sequence[tf.TensorSpec]) -> None:
+        self.signature = list(signature)
+        self.name = getattr(step, "__name__", "step")
+        python_step = getattr(step, "python_function", step)
+        traced = tf.function(lambda *args: python_step(*args), input_signature=self.signature)
+        concrete = traced.get_concrete_function()
+        self.variables = [v for v, _ in program_graph.captured_variables(concrete)]
+        self._concrete = concrete
+
+    def freeze(self) -> None:
+        """Takes the variables' values now (after any restore or initializer)."""
+        self._frozen = convert_to_constants.convert_variables_to_constants_v2(
+            self._concrete, lower_control_flow=False
+        )
+        self.output_signature = [tf.TensorSpec(t.shape, t.dtype) for t in self._frozen.outputs]
+
+    def __call__(self, *args: tf.Tensor) -> list[tf.Tensor]:
+        return list(nest.flatten(self._frozen(*args)))
+
+
+def restore_from_checkpoint(directory: str, steps: Sequence[FrozenStep]) -> None:
+    """Sets the steps' variables from the latest checkpoint in `directory`, by name (the
+    names a tf.compat.v1.train.Saver writes, as the original restores with one)."""
+    checkpoint = tf.train.latest_checkpoint(os.fspath(directory))
+    if checkpoint is None:
+        raise ValueError(f'No checkpoint found in "{os.fspath(directory)}" (checkpoint_restore_dir)')
+    reader = tf.train.load_checkpoint(checkpoint)
+    for step in steps:
+        for variable in step.variables:
+            name = variable.name.split(":")[0]
+            if not reader.has_tensor(name):
+                raise ValueError(
+                    f"The checkpoint {checkpoint} has no value for the variable {name!r} "
+                    "(checkpoint_restore_dir)"
+                )
+            variable.assign(reader.get_tensor(name))
+
+
+class EagerSession:
+    """What `variable_initializer(session)` receives in TensorFlow 2: variables live
+    outside any session, so `run` evaluates what it is given eagerly."""
+
+    graph = None
+
+    def run(self, fetches: Any, feed_dict: Any = None, **_: Any) -> Any:
+        if feed_dict:
+            raise ValueError("variable_initializer's session runs eagerly: it takes no feed_dict")
+
+        def value(item: Any) -> Any:
+            if isinstance(item, (tf.Variable, tf.Tensor)):
+                return np.asarray(item)
+            return None  # operations (initializers) already ran eagerly
+
+        return nest.map_structure(value, fetches)

@@ -1,0 +1,74 @@
+"""Exporting a Keras model for serving (`model.export_for_ipu_serving`): its call as the
+predict step, `steps_per_execution` steps per device run (the original's
+keras/ipu/extensions/extensions_base.py `_wrap_model_call_for_serving`)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from openipu._src.integration import keras_internals
+from openipu._src.serving import export, signatures
+
+
+def input_signature(model: Any, batch_size: int | None) -> list[tf.TensorSpec]:
+    """The model's inputs as TensorSpecs, with `batch_size` as their first dimension."""
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not getattr(model, "inputs", None):
+        raise ValueError(
+            "The model has no known inputs (build it, or call it once, before exporting it)"
+        )
+    specs = []
+    for tensor in model.inputs:
+        shape = tensor.shape.as_list()
+        if batch_size is not None:
+            shape[0] = batch_size
+        name = re.sub(r"\W", "_", tensor.name.split(":")[0])
+        specs.append(tf.TensorSpec(shape, tensor.dtype, name=name))
+    if any(None in spec.shape.as_list() for spec in specs):
+        raise ValueError(
+            "Not all dimensions of inputs can be determined. Please specify batch size in the "
+            "model's input layer or specify `batch_size` parameter when exporting model."
+        )
+    return specs
+
+
+def export_model(
+    model: Any,
+    export_dir: str,
+    batch_size: int | None = None,
+    output_names: str | list[str] | None = None,
+    preprocessing_step: Callable[..., Any] | None = None,
+    preprocessing_step_signature: Sequence[tf.TensorSpec] | None = None,
+    postprocessing_step: Callable[..., Any] | None = None,
+    postprocessing_step_signature: Sequence[tf.TensorSpec] | None = None,
+    purge_export_dir: bool = False,
+) -> Callable[..., Any]:
+    signatures.validate_export_dir(export_dir, purge_export_dir)
+    specs = input_signature(model, batch_size)
+    def predict_step(*args: tf.Tensor) -> Any:
+        return model(list(args) if len(args) > 1 else args[0], training=False)
+
+    # Its parameters are the model's inputs: they name the SavedModel signature's inputs.
+    predict_step.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(spec.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for spec in specs]
+    )
+    steps = keras_internals.steps_per_execution(model)
+    iterations = 1 if steps is None else int(steps.numpy())
+    return export.export_single_step(
+        predict_step,
+        export_dir,
+        iterations,
+        predict_step_signature=specs,
+        output_names=output_names,
+        preprocessing_step=preprocessing_step,
+        preprocessing_step_signature=preprocessing_step_signature,
+        postprocessing_step=postprocessing_step,
+        postprocessing_step_signature=postprocessing_step_signature,
+        purge_export_dir=purge_export_dir,
+    )
