@@ -19,12 +19,10 @@ _submodules = LazySubmodules(
     __name__,
     "tensorflow.python.ipu",
     {
-        "application_compile_op",
         "config",
         "data",
         "dataset_benchmark",
         "distributed",
-        "embedded_runtime",
         "eager",
         "gradient_accumulation",
         "horovod",

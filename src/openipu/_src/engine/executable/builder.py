@@ -35,6 +35,10 @@ class _Streams:
         self.element_spec: Nested = None  # None: the function has no infeed loop
         self.output_specs: list[tf.TensorSpec] = []
 
+    @property
+    def flat_element_spec(self) -> list[tf.TensorSpec]:
+        return [] if self.element_spec is None else list(nest.flatten(self.element_spec))
+
 
 def build(
     func: Callable[..., Nested],
@@ -56,7 +60,7 @@ def build(
     )
     stream_specs = [
         tf.TensorSpec([streams.iterations, *s.shape], s.dtype)
-        for s in nest.flatten(streams.element_spec)
+        for s in streams.flat_element_spec
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
@@ -95,7 +99,7 @@ def build(
         inputs=(*startup_signatures, *variable_inputs),
         streamed_inputs=tuple(
             TensorSignature.of(_spec_name(spec, f"input_{i}"), spec)
-            for i, spec in enumerate(nest.flatten(streams.element_spec))
+            for i, spec in enumerate(streams.flat_element_spec)
         ),
         streamed_outputs=tuple(
             TensorSignature.of(f"output_{i}", spec) for i, spec in enumerate(streams.output_specs)

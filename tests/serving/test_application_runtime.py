@@ -1,0 +1,202 @@
+"""application_compile_op and the embedded runtime, as the original's tutorial uses them:
+compile a device loop over an infeed into an executable, start it, call it."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+
+WEIGHTS = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+
+
+def _compile_loop(path, iterations, freeze_variables=True):
+    """A model `relu(x @ w + 1)` in a device loop of `iterations` steps, compiled to `path`."""
+    w = tf.Variable(WEIGHTS, name="w")
+    dataset = tf.data.Dataset.from_tensors(tf.zeros([2, 4])).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        return outfeed.enqueue([tf.nn.relu(tf.matmul(x, w) + 1.0), tf.reduce_sum(x)])
+
+    def my_net():
+        return ipu.loops.repeat(iterations, body, [], infeed)
+
+    result = ipu.application_compile_op.experimental_application_compile_op(
+        my_net, output_path=str(path), freeze_variables=freeze_variables
+    )
+    return result, w
+
+
+def _expected(x, weights=WEIGHTS):
+    return np.maximum(x @ weights + 1.0, 0.0), x.sum()
+
+
+def test_compile_then_start_and_call_eagerly(ipu_system, tmp_path):
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=1)
+    assert path.numpy().decode() == str(tmp_path / "model.poplar_exec")
+    x = np.random.RandomState(0).rand(2, 4).astype(np.float32)
+    (y, total), context = ipu.embedded_runtime.embedded_runtime_start_and_call(
+        path, [], [x], "eager_engine"
+    )
+    want_y, want_total = _expected(x)
+    np.testing.assert_allclose(y.numpy(), want_y, rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), want_total, rtol=1e-6)
+    assert context.name() == "eager_engine"
+    assert context.output_types() == [tf.float32, tf.float32]
+    assert [s.name for s in context.signature().streamed_inputs] == ["input_0"]
+
+
+def test_calls_inside_a_tf_function(ipu_system, tmp_path):
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=1)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "function_engine")
+
+    @tf.function
+    def serve(x):
+        return ipu.embedded_runtime.embedded_runtime_call([x], context)
+
+    x = np.ones([2, 4], np.float32)
+    y, total = serve(x)
+    assert y.shape == (2, 3)
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), 8.0)
+
+
+def test_unfrozen_variables_are_start_up_inputs(ipu_system, tmp_path):
+    path, w = _compile_loop(tmp_path / "model.poplar_exec", iterations=1, freeze_variables=False)
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        path, {"w": np.full([4, 3], 2.0, np.float32)}, "unfrozen_engine"
+    )
+    x = np.ones([2, 4], np.float32)
+    y, _ = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    np.testing.assert_allclose(y.numpy(), np.full([2, 3], 9.0))
+
+
+def test_frozen_variables_keep_their_value_at_compile_time(ipu_system, tmp_path):
+    path, w = _compile_loop(tmp_path / "model.poplar_exec", iterations=1)
+    w.assign(np.zeros_like(WEIGHTS))  # after compiling: the executable holds the old value
+    x = np.ones([2, 4], np.float32)
+    (y, _), _ = ipu.embedded_runtime.embedded_runtime_start_and_call(path, [], [x], "frozen")
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+
+
+def test_many_threads_get_their_own_results(ipu_system, tmp_path):
+    # Four elements per device run: calls from 12 threads are gathered into runs.
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "threads", timeout=200000)
+    inputs = {i: np.random.RandomState(i).rand(2, 4).astype(np.float32) for i in range(12)}
+    results, errors = {}, []
+
+    def client(i):
+        try:
+            y, total = ipu.embedded_runtime.embedded_runtime_call([inputs[i]], context)
+            results[i] = (y.numpy(), total.numpy())
+        except Exception as error:  # noqa: BLE001 - reported by the test below
+            errors.append(error)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for i, x in inputs.items():
+        np.testing.assert_allclose(results[i][0], _expected(x)[0], rtol=1e-6)
+        np.testing.assert_allclose(results[i][1], _expected(x)[1], rtol=1e-6)
+
+
+def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
+    # One call where a run takes four: after the timeout the run goes on without the rest.
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "lonely", timeout=1000)
+    x = np.full([2, 4], 3.0, np.float32)
+    y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), 24.0)
+
+
+def test_a_tf1_session_runs_the_runtime(ipu_system, tmp_path):
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=1)
+    x = np.ones([2, 4], np.float32)
+    with tf.Graph().as_default():
+        feed = tf.compat.v1.placeholder(tf.float32, [2, 4])
+        context = ipu.embedded_runtime.embedded_runtime_start(str(path.numpy().decode()), [], "tf1")
+        outputs = ipu.embedded_runtime.embedded_runtime_call([feed], context)
+        with tf.compat.v1.Session() as session:
+            y, total = session.run(outputs, {feed: x})
+    np.testing.assert_allclose(y, _expected(x)[0], rtol=1e-6)
+    assert total == 8.0
+
+
+def test_wrong_inputs_are_refused_as_the_original_does(ipu_system, tmp_path):
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=1)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "checks")
+    with pytest.raises(Exception, match="expects 1 inputs, but 2 were provided"):
+        ipu.embedded_runtime.embedded_runtime_call([np.ones([2, 4], np.float32)] * 2, context)
+    with pytest.raises(Exception, match=r"Mismatched input shape at position 0 \('input_0'\)"):
+        ipu.embedded_runtime.embedded_runtime_call([np.ones([3, 4], np.float32)], context)
+    with pytest.raises(TypeError, match="Mismatched input dtype at position 0"):
+        ipu.embedded_runtime.embedded_runtime_call([np.ones([2, 4], np.int32)], context)
+    with pytest.raises(Exception, match="expects 0 inputs, but 1 were provided"):
+        ipu.embedded_runtime.embedded_runtime_start(path, [np.ones([1])], "bad_start")
+    with pytest.raises(NotImplementedError):
+        ipu.embedded_runtime.embedded_runtime_stop(context)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "corrupted", "foreign", "missing"],
+)
+def test_a_damaged_executable_file_is_named_in_the_error(ipu_system, tmp_path, damage):
+    path = tmp_path / "model.poplar_exec"
+    _compile_loop(path, iterations=1)
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "corrupted":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
+    elif damage == "foreign":
+        path.write_bytes(b"\x7fELF" + os.urandom(200))
+    else:
+        path.unlink()
+    with pytest.raises(RuntimeError, match=str(path)):
+        ipu.embedded_runtime.embedded_runtime_start(str(path), [], f"damaged_{damage}")
+
+
+def test_a_function_without_a_loop_returns_its_results(ipu_system, tmp_path):
+    # The original's docstring example: `model(x) = x * x` compiled with its input.
+    def model(x):
+        return x * x
+
+    value = np.array([1.0, 2.0], np.float32)
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        model, inputs=[value], output_path=str(tmp_path / "square.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [value], "square")
+    (result,) = ipu.embedded_runtime.embedded_runtime_call([], context)
+    np.testing.assert_allclose(result.numpy(), value * value)
+
+
+def test_without_output_path_a_temporary_file_is_written(ipu_system):
+    path, _ = _compile_loop_default_path()
+    try:
+        assert os.path.basename(path).startswith("application_compile")
+        assert path.endswith(".poplar_exec") and os.path.getsize(path) > 0
+    finally:
+        os.remove(path)
+
+
+def _compile_loop_default_path():
+    def model(x):
+        return x + 1.0
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        model, inputs=[np.zeros([2], np.float32)]
+    )
+    return path.numpy().decode(), None
