@@ -31,6 +31,7 @@ IMPLEMENTED_SECTIONS = {
     "21.8",
     "21.9",
     "21.10",
+    "21.11",
     "21.12",
     "21.14",
     "21.15",
@@ -38,18 +39,7 @@ IMPLEMENTED_SECTIONS = {
 }
 
 # Names of landed sections whose implementation is still to come (their issue is open).
-PENDING_NAMES = {
-    f"tensorflow.python.ipu.{name}"
-    for name in [
-        # Not in an open issue yet.
-        "application_compile_op.experimental_application_compile_op",
-        "embedded_runtime.RuntimeContext",
-        "embedded_runtime.embedded_runtime_call",
-        "embedded_runtime.embedded_runtime_start",
-        "embedded_runtime.embedded_runtime_start_and_call",
-        "embedded_runtime.embedded_runtime_stop",
-    ]
-}
+PENDING_NAMES: set[str] = set()
 
 
 def _manifest() -> list[tuple[str, str]]:

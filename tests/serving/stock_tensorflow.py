@@ -24,9 +24,13 @@ assert importlib.util.find_spec("_openipu_startup") is None
 def run(code: str) -> object:
     """Runs `code` (which sets `result` to JSON-ready values) with stock TensorFlow; returns
     `result`."""
-    program = _PRELUDE + textwrap.dedent(code) + (
-        "\nassert not [m for m in sys.modules if m.startswith(('openipu', '_openipu'))]"
-        "\nimport json\nprint('RESULT=' + json.dumps(result))\n"
+    program = (
+        _PRELUDE
+        + textwrap.dedent(code)
+        + (
+            "\nassert not [m for m in sys.modules if m.startswith(('openipu', '_openipu'))]"
+            "\nimport json\nprint('RESULT=' + json.dumps(result))\n"
+        )
     )
     env = {
         "PATH": os.environ.get("PATH", ""),

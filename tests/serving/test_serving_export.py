@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
-
 from tests.serving import stock_tensorflow
 
 WEIGHTS = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5.0) / 7.0

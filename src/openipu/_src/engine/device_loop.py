@@ -175,7 +175,11 @@ def repeat(
     if n < 0:
         raise ValueError(f"repeat: n must be >= 0, got {n}")
     capture = stream_capture.current()
-    if capture is not None and infeed is not None and not getattr(infeed, "is_device_buffer", False):
+    if (
+        capture is not None
+        and infeed is not None
+        and not getattr(infeed, "is_device_buffer", False)
+    ):
         # Traced for an executable: its builder runs the body over each call's elements.
         return capture.take_loop(n, body, inputs, infeed)
     if region_lib.current_region() is None:

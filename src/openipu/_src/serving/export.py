@@ -55,7 +55,9 @@ def _output_names(output_names: Any) -> list[str] | None:
     if isinstance(output_names, str):
         return [output_names]
     if not isinstance(output_names, list):
-        raise TypeError(f"output_names must be either a string or a list, received {type(output_names)}")
+        raise TypeError(
+            f"output_names must be either a string or a list, received {type(output_names)}"
+        )
     return output_names
 
 
@@ -65,7 +67,9 @@ def _check_iterations(iterations: Any) -> int:
     return iterations
 
 
-def _match(outputs: Sequence[tf.Tensor], expected: Sequence[tf.TensorSpec], source: str, target: str) -> None:
+def _match(
+    outputs: Sequence[tf.Tensor], expected: Sequence[tf.TensorSpec], source: str, target: str
+) -> None:
     """The outputs of one step fit the next step's signature (checked while tracing)."""
     if len(outputs) != len(expected):
         raise ValueError(
@@ -99,14 +103,18 @@ def _device_program(export: _Export) -> Callable[..., list[tf.Tensor]]:
         outputs = list(values)
         for index, stage in enumerate(export.stages):
             arguments = [*export.stage_inputs, *outputs] if index == 0 else outputs
-            with tf.name_scope(f"pipeline_stage_{index}" if len(export.stages) > 1 else "predict_step"):
+            with tf.name_scope(
+                f"pipeline_stage_{index}" if len(export.stages) > 1 else "predict_step"
+            ):
                 outputs = stage(*arguments)
         return outputs
 
     return run
 
 
-def _serving_function(export: _Export, device_part: Callable[..., list[tf.Tensor]]) -> Callable[..., Any]:
+def _serving_function(
+    export: _Export, device_part: Callable[..., list[tf.Tensor]]
+) -> Callable[..., Any]:
     """preprocessing -> device part -> postprocessing, outputs named."""
     streamed_signature = [s for s in export.stages[0].signature[len(export.stage_inputs) :]]
 
@@ -117,7 +125,11 @@ def _serving_function(export: _Export, device_part: Callable[..., list[tf.Tensor
             _match(values, streamed_signature, "preprocessing_step", "predict_step")
         values = device_part(*values)
         if export.postprocessing is not None:
-            values = [tf.ensure_shape(v, s.shape) for v, s in zip(values, export.postprocessing.signature)]
+            expected = export.postprocessing.signature
+            if len(values) == len(expected):  # else _match says how many were expected
+                values = [
+                    tf.ensure_shape(v, s.shape) for v, s in zip(values, expected, strict=True)
+                ]
             _match(values, export.postprocessing.signature, "predict_step", "postprocessing_step")
             values = export.postprocessing(*values)
         return _named(values, export.output_names)
@@ -129,23 +141,34 @@ def _executable(export: _Export, name: str) -> executable_file.Executable:
     """The device program in a device loop over an infeed, compiled as the original does
     (application_compile_op of the loop)."""
     streamed = export.stages[0].signature[len(export.stage_inputs) :]
-    dataset = tf.data.Dataset.from_tensors(tuple(tf.zeros(s.shape, s.dtype) for s in streamed)).repeat()
+    dataset = tf.data.Dataset.from_tensors(
+        tuple(tf.zeros(s.shape, s.dtype) for s in streamed)
+    ).repeat()
     infeed = IPUInfeedQueue(dataset)
     outfeed = IPUOutfeedQueue()
     program = _device_program(export)
 
     def loop() -> Any:
-        return device_loop.repeat(export.iterations, lambda *x: outfeed.enqueue(program(*x)), [], infeed)
+        return device_loop.repeat(
+            export.iterations, lambda *x: outfeed.enqueue(program(*x)), [], infeed
+        )
 
-    executable = builder.build(loop, [], name, freeze_variables=True, kind="application", metadata=export.metadata)
+    executable = builder.build(
+        loop, [], name, freeze_variables=True, kind="application", metadata=export.metadata
+    )
     # Name the streams after the step's parameters and the outputs.
     outputs = executable.signature.streamed_outputs
-    output_names = export.output_names if export.output_names and len(export.output_names) == len(outputs) else None
+    output_names = (
+        export.output_names
+        if export.output_names and len(export.output_names) == len(outputs)
+        else None
+    )
     signature = dataclasses.replace(
         executable.signature,
         streamed_inputs=tuple(TensorSignature.of(s.name, s) for s in streamed),
         streamed_outputs=tuple(
-            dataclasses.replace(o, name=output_names[i]) if output_names else o for i, o in enumerate(outputs)
+            dataclasses.replace(o, name=output_names[i]) if output_names else o
+            for i, o in enumerate(outputs)
         ),
     )
     return dataclasses.replace(executable, signature=signature)
@@ -154,7 +177,9 @@ def _executable(export: _Export, name: str) -> executable_file.Executable:
 class _ServingModule(tf.Module):
     """What the SavedModel holds: the serving function and the executable asset."""
 
-    def __init__(self, executable_path: str, serve: Callable[..., Any], signature: list[tf.TensorSpec]) -> None:
+    def __init__(
+        self, executable_path: str, serve: Callable[..., Any], signature: list[tf.TensorSpec]
+    ) -> None:
         super().__init__(name="ipu_serving")
         self.executable = tf.saved_model.Asset(executable_path)
         self.predict = tf.function(serve, input_signature=signature, autograph=False)
@@ -167,22 +192,34 @@ def _write(export: _Export) -> Callable[..., Any]:
     with tempfile.TemporaryDirectory() as scratch:
         path = os.path.join(scratch, name)
         executable_file.write(path, executable)
-        module = _ServingModule(path, _serving_function(export, _device_program(export)), export.input_signature)
+        module = _ServingModule(
+            path, _serving_function(export, _device_program(export)), export.input_signature
+        )
         with atomic_files.atomic_directory(export.export_dir) as target:
             tf.saved_model.save(
-                module, target, signatures={"serving_default": module.predict.get_concrete_function()}
+                module,
+                target,
+                signatures={"serving_default": module.predict.get_concrete_function()},
             )
-    return _runtime_function(export, os.path.join(export.export_dir, "assets", name), f"engine_{unique}")
+    return _runtime_function(
+        export, os.path.join(export.export_dir, "assets", name), f"engine_{unique}"
+    )
 
 
-def _runtime_function(export: _Export, executable_path: str, engine_name: str) -> Callable[..., Any]:
+def _runtime_function(
+    export: _Export, executable_path: str, engine_name: str
+) -> Callable[..., Any]:
     """The returned predict function: the exported executable run by the embedded runtime."""
 
     def device_part(*values: tf.Tensor) -> list[tf.Tensor]:
         context = embedded_runtime.embedded_runtime_start(executable_path, [], engine_name)
         return embedded_runtime.embedded_runtime_call(list(values), context)
 
-    return tf.function(_serving_function(export, device_part), input_signature=export.input_signature, autograph=False)
+    return tf.function(
+        _serving_function(export, device_part),
+        input_signature=export.input_signature,
+        autograph=False,
+    )
 
 
 def _prepare(
@@ -234,12 +271,17 @@ def _signatures(
         preprocessing = FrozenStep(preprocessing_step, input_signature)
     else:
         step_signature = signatures.prepare_input_signature(
-            predict_step, predict_step_signature, input_dataset, non_feed_inputs=inputs, drop_non_feed_inputs=False
+            predict_step,
+            predict_step_signature,
+            input_dataset,
+            non_feed_inputs=inputs,
+            drop_non_feed_inputs=False,
         )
         input_signature = step_signature[len(inputs or []) :]
     if postprocessing_step is not None:
         postprocessing = FrozenStep(
-            postprocessing_step, signatures.prepare_input_signature(postprocessing_step, postprocessing_step_signature)
+            postprocessing_step,
+            signatures.prepare_input_signature(postprocessing_step, postprocessing_step_signature),
         )
     return input_signature, step_signature, preprocessing, postprocessing
 
@@ -277,7 +319,9 @@ def export_single_step(
     )
     step = FrozenStep(predict_step, step_signature)
     _prepare([step], variable_initializer, checkpoint_restore_dir, [pre, post])
-    export = _Export(os.fspath(export_dir), iterations, input_signature, [step], [], names, pre, post, {})
+    export = _Export(
+        os.fspath(export_dir), iterations, input_signature, [step], [], names, pre, post, {}
+    )
     return _write(export)
 
 
@@ -307,14 +351,18 @@ def export_pipeline(
     if checkpoint_restore_dir is not None:
         signatures.validate_restore_dir(checkpoint_restore_dir, "checkpoint_restore_dir")
     if not isinstance(computational_stages, (list, tuple)) or not computational_stages:
-        raise ValueError(f"computational_stages must be a non-empty list of functions, got {computational_stages!r}")
+        raise ValueError(
+            f"computational_stages must be a non-empty list of functions, got {computational_stages!r}"
+        )
     stages_count = len(computational_stages)
     if device_mapping is not None and len(device_mapping) != stages_count:
         raise ValueError(
             f"device_mapping has {len(device_mapping)} entries for {stages_count} computational stages"
         )
     if poplar_options is not None and len(poplar_options) != stages_count:
-        raise ValueError(f"poplar_options has {len(poplar_options)} entries for {stages_count} computational stages")
+        raise ValueError(
+            f"poplar_options has {len(poplar_options)} entries for {stages_count} computational stages"
+        )
     iterations = _check_iterations(iterations)
     names = _output_names(output_names)
     stage_inputs = [tf.convert_to_tensor(v) for v in (inputs or [])]
@@ -348,7 +396,15 @@ def export_pipeline(
         "name": name,
     }
     export = _Export(
-        os.fspath(export_dir), iterations, input_signature, stages, stage_inputs, names, pre, post, metadata
+        os.fspath(export_dir),
+        iterations,
+        input_signature,
+        stages,
+        stage_inputs,
+        names,
+        pre,
+        post,
+        metadata,
     )
     return _write(export)
 

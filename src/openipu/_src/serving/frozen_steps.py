@@ -43,7 +43,9 @@ def restore_from_checkpoint(directory: str, steps: Sequence[FrozenStep]) -> None
     names a tf.compat.v1.train.Saver writes, as the original restores with one)."""
     checkpoint = tf.train.latest_checkpoint(os.fspath(directory))
     if checkpoint is None:
-        raise ValueError(f'No checkpoint found in "{os.fspath(directory)}" (checkpoint_restore_dir)')
+        raise ValueError(
+            f'No checkpoint found in "{os.fspath(directory)}" (checkpoint_restore_dir)'
+        )
     reader = tf.train.load_checkpoint(checkpoint)
     for step in steps:
         for variable in step.variables:

@@ -17,7 +17,9 @@ from openipu._src.serving import export, signatures
 
 def input_signature(model: Any, batch_size: int | None) -> list[tf.TensorSpec]:
     """The model's inputs as TensorSpecs, with `batch_size` as their first dimension."""
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if not getattr(model, "inputs", None):
         raise ValueError(
@@ -51,6 +53,7 @@ def export_model(
 ) -> Callable[..., Any]:
     signatures.validate_export_dir(export_dir, purge_export_dir)
     specs = input_signature(model, batch_size)
+
     def predict_step(*args: tf.Tensor) -> Any:
         return model(list(args) if len(args) > 1 else args[0], training=False)
 

@@ -40,7 +40,10 @@ def validate_restore_dir(directory: Any, param_name: str) -> None:
 
 
 def _has_own_signature(step: Any) -> bool:
-    return isinstance(step, tf.types.experimental.GenericFunction) and getattr(step, "input_signature", None) is not None
+    return (
+        isinstance(step, tf.types.experimental.GenericFunction)
+        and getattr(step, "input_signature", None) is not None
+    )
 
 
 def _require_tf_function_signature(step: Any, name: str, dataset_allowed: bool = True) -> None:
@@ -60,7 +63,9 @@ def _require_tf_function_signature(step: Any, name: str, dataset_allowed: bool =
 
 def _check_signature_value(name: str, signature: Any) -> None:
     if not isinstance(signature, (tuple, list)):
-        raise TypeError(f"`{name}` must be a tuple or a list of tf.TensorSpec, got {type(signature)}")
+        raise TypeError(
+            f"`{name}` must be a tuple or a list of tf.TensorSpec, got {type(signature)}"
+        )
     if not signature:
         raise ValueError(f"`{name}` must not be empty.")
     for index, spec in enumerate(signature):
@@ -101,7 +106,9 @@ def validate_signatures(
             f"If `input_dataset` is provided, it must be a tf.data.Dataset, got {type(input_dataset)}"
         )
     if postprocessing_step is not None and postprocessing_step_signature is None:
-        _require_tf_function_signature(postprocessing_step, "postprocessing_step", dataset_allowed=False)
+        _require_tf_function_signature(
+            postprocessing_step, "postprocessing_step", dataset_allowed=False
+        )
     for name, value in (
         ("preprocessing_step_signature", preprocessing_step_signature),
         ("postprocessing_step_signature", postprocessing_step_signature),
@@ -130,7 +137,8 @@ def prepare_input_signature(
     elif input_dataset is not None:
         signature = non_feed_specs + list(nest.flatten(input_dataset.element_spec))
     elif _has_own_signature(step):
-        signature = list(step.input_signature)
+        function: Any = step  # a tf.function with an input_signature (checked just above)
+        signature = list(function.input_signature)
     else:
         raise ValueError(f"Missing input_signature for {getattr(step, '__name__', step)}")
     names = list(inspect.signature(step).parameters)
@@ -144,4 +152,7 @@ def prepare_input_signature(
             f"{getattr(step, '__name__', step)} arguments: input_signature {signature}, "
             f"arguments {names}"
         )
-    return [tf.TensorSpec.from_spec(spec, name=name) for spec, name in zip(signature, names, strict=True)]
+    return [
+        tf.TensorSpec.from_spec(spec, name=name)
+        for spec, name in zip(signature, names, strict=True)
+    ]

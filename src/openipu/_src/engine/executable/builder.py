@@ -59,8 +59,7 @@ def build(
         *startup_specs
     )
     stream_specs = [
-        tf.TensorSpec([streams.iterations, *s.shape], s.dtype)
-        for s in streams.flat_element_spec
+        tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:

@@ -9,7 +9,7 @@ as a graph, as the program's record says), with no Python of the original progra
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, tensor_shape_pb2
@@ -98,16 +98,7 @@ def load(frozen: FrozenGraph, executor: CompileMode) -> Callable[..., list[tf.Te
 
     # Graph programs (host ops, or convolutions faster on TensorFlow's kernels) run as the
     # pruned graph; the others as one XLA computation, as when they were compiled.
-    return tf.function(run, jit_compile=executor is CompileMode.XLA, autograph=False)
-
-
-def input_specs(frozen: FrozenGraph) -> Sequence[tf.TensorSpec]:
-    """The TensorSpecs of the graph's inputs (from its placeholders)."""
-    graph_def = graph_pb2.GraphDef.FromString(frozen.graph_def)
-    nodes = {node.name: node for node in graph_def.node}
-    specs = []
-    for name in frozen.inputs:
-        node = nodes[name.split(":")[0]]
-        shape = tf.TensorShape(node.attr["shape"].shape)
-        specs.append(tf.TensorSpec(shape, tf.as_dtype(node.attr["dtype"].type)))
-    return specs
+    compiled: Callable[..., list[tf.Tensor]] = tf.function(
+        run, jit_compile=executor is CompileMode.XLA, autograph=False
+    )
+    return compiled

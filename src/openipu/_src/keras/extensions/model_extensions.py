@@ -29,11 +29,11 @@ from openipu._src.feeds import infeed
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import data_handler, pipeline_stages
-from openipu._src.serving import keras_export
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 from openipu._src.pipelining import pipeline_options
+from openipu._src.serving import keras_export
 from openipu._src.system import configure
 
 if TYPE_CHECKING:
