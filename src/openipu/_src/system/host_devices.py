@@ -14,7 +14,7 @@ import logging
 
 import tensorflow as tf
 
-from openipu._src.system import topology
+from openipu._src.system import topology, xla_cache
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +22,8 @@ logger = logging.getLogger(__name__)
 @functools.cache
 def ensure_logical_devices() -> int:
     """Splits the host CPU into one logical device per emulated IPU; returns the CPU count."""
+    # Before TensorFlow's runtime starts, which reads the XLA cache's flag then.
+    xla_cache.configure()
     cpus = tf.config.list_physical_devices("CPU")
     wanted = topology.num_emulated_ipus()
     try:

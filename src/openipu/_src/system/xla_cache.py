@@ -1,0 +1,137 @@
+"""The executable cache of TensorFlow programs: `TF_POPLAR_FLAGS=--executable_cache_path=DIR`.
+
+On the IPU, a program whose executable is in the cache is loaded instead of compiled. Here
+the compiling is XLA's: with the flag set, TensorFlow's persistent XLA cache keeps every
+compiled region's executable in `DIR/xla-tf<version>-openipu<version>/`, keyed by
+TensorFlow with a fingerprint of the program (its HLO, which the IPU options that change
+numbers change too), so a second process running the same program skips XLA's compiling.
+The directory names the versions: entries of another TensorFlow or openipu are never read.
+
+TensorFlow fails a program whose entry is damaged, so each process checks the entries
+when it starts (each must parse as a protocol buffer and match the checksum recorded when
+it was first seen whole) and removes a damaged one with a warning: it is compiled again.
+TensorFlow writes each entry to a temporary file and renames it, so processes writing
+the same entry at once leave one valid entry; checksums are written the same way.
+
+TensorFlow reads the flag when its runtime starts, so this is set up before (when an IPU
+module is imported, `host_devices.ensure_logical_devices`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.metadata
+import logging
+import os
+import tempfile
+
+import tensorflow as tf
+from google.protobuf import empty_pb2, message
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from openipu._src.config import poplar_flags
+
+logger = logging.getLogger(__name__)
+
+_XLA_FLAGS = "TF_XLA_FLAGS"
+_PERSISTENT_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
+_CHECKSUM_SUFFIX = ".sha256"
+#: The fields of TensorFlow's XlaSerializedCacheEntry that an entry must hold: its key and
+#: its executable.
+_REQUIRED_FIELDS = {1, 3}
+
+
+def configure() -> str | None:
+    """Turns the XLA cache on if `--executable_cache_path` is set; returns its directory."""
+    path = poplar_flags.value("executable_cache_path")
+    if not path:
+        return None
+    directory = os.path.join(os.path.abspath(path), versioned_name())
+    os.makedirs(directory, exist_ok=True)
+    remove_damaged_entries(directory)
+    flags = os.environ.get(_XLA_FLAGS, "")
+    if _PERSISTENT_CACHE_FLAG not in flags:
+        os.environ[_XLA_FLAGS] = f"{flags} {_PERSISTENT_CACHE_FLAG}={directory}".strip()
+    atexit.register(record_checksums, directory)
+    return directory
+
+
+def versioned_name() -> str:
+    try:
+        openipu_version = importlib.metadata.version("openipu")
+    except importlib.metadata.PackageNotFoundError:  # a source tree
+        openipu_version = "source"
+    return f"xla-tf{tf.__version__}-openipu{openipu_version}"
+
+
+def _entries(directory: str) -> list[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(os.path.join(directory, n) for n in names if n.endswith(".pb"))
+
+
+def _damage(path: str) -> str | None:
+    """Why the entry at `path` cannot be used, or None if it can."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    entry = empty_pb2.Empty()
+    try:
+        entry.ParseFromString(data)
+    except message.DecodeError:
+        return "is not a complete protocol buffer (truncated or corrupted)"
+    if not _REQUIRED_FIELDS <= {field.field_number for field in UnknownFieldSet(entry)}:
+        return "lacks its key or its executable"
+    try:
+        with open(path + _CHECKSUM_SUFFIX) as stream:
+            recorded = stream.read().strip()
+    except OSError:
+        return None  # not seen whole by a process yet: the structure check is all there is
+    if recorded != hashlib.sha256(data).hexdigest():
+        return "does not match the checksum recorded when it was written (corrupted)"
+    return None
+
+
+def remove_damaged_entries(directory: str) -> list[str]:
+    """Removes (with a warning) the entries TensorFlow could not load; returns their paths."""
+    removed = []
+    for path in _entries(directory):
+        reason = _damage(path)
+        if reason is None:
+            continue
+        logger.warning(
+            "The executable cache entry %s %s: it is removed, and its program compiled again",
+            path,
+            reason,
+        )
+        for stale in (path, path + _CHECKSUM_SUFFIX):
+            try:
+                os.remove(stale)
+            except FileNotFoundError:
+                pass  # another process removed it first
+        removed.append(path)
+    return removed
+
+
+def record_checksums(directory: str) -> None:
+    """Records the checksum of each whole entry that has none yet (at the process's exit)."""
+    for path in _entries(directory):
+        if os.path.exists(path + _CHECKSUM_SUFFIX) or _damage(path) is not None:
+            continue
+        with open(path, "rb") as stream:
+            digest = hashlib.sha256(stream.read()).hexdigest()
+        temporary = None
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+            with os.fdopen(handle, "w") as stream:
+                stream.write(digest)
+            os.replace(temporary, path + _CHECKSUM_SUFFIX)
+        except OSError as error:
+            logger.info("Cannot record the checksum of %s: %s", path, error)
+            if temporary is not None and os.path.exists(temporary):
+                os.remove(temporary)
