@@ -1,0 +1,117 @@
+"""The executable cache of TensorFlow programs (`TF_POPLAR_FLAGS=--executable_cache_path`):
+processes running the same program share compiled executables; damaged entries are
+compiled again; processes writing the same entry at once leave a valid cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from openipu._src.system import xla_cache
+
+PROGRAM = """
+import numpy as np
+import tensorflow as tf
+from tensorflow.python import ipu
+
+config = ipu.config.IPUConfig()
+config.auto_select_ipus = 1
+config.configure_ipu_system()
+strategy = ipu.ipu_strategy.IPUStrategy()
+with strategy.scope():
+
+    @tf.function(jit_compile=True)
+    def program(x):
+        return tf.reduce_sum(tf.tanh(tf.matmul(x, x, transpose_b=True)), axis=1)
+
+    x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 10.0)
+    print("RESULT=" + ",".join(f"{v:.6f}" for v in strategy.run(program, args=(x,)).numpy()))
+"""
+
+
+def _expected() -> np.ndarray:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10.0
+    return np.tanh(x @ x.T).sum(axis=1)
+
+
+def _start(cache) -> subprocess.Popen:
+    env = dict(os.environ, TF_POPLAR_FLAGS=f"--executable_cache_path={cache}")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    return subprocess.Popen(
+        [sys.executable, "-c", PROGRAM],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(process: subprocess.Popen) -> tuple[np.ndarray, str]:
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    line = [x for x in stdout.splitlines() if x.startswith("RESULT=")][-1]
+    return np.array([float(v) for v in line[len("RESULT=") :].split(",")]), stderr
+
+
+def _entries(cache) -> list[str]:
+    directory = os.path.join(cache, xla_cache.versioned_name())
+    return sorted(n for n in os.listdir(directory) if n.endswith(".pb"))
+
+
+@pytest.mark.slow
+def test_a_second_process_uses_the_first_ones_executable(tmp_path):
+    first, _ = _finish(_start(tmp_path))
+    entries = _entries(tmp_path)
+    assert entries, "the first process left no executable in the cache"
+    directory = tmp_path / xla_cache.versioned_name()
+    mtimes = {name: os.path.getmtime(directory / name) for name in entries}
+    second, _ = _finish(_start(tmp_path))
+    np.testing.assert_allclose(first, _expected(), rtol=1e-5)
+    np.testing.assert_allclose(second, first, rtol=0)
+    # Loaded, not written again; each entry has its checksum.
+    assert {name: os.path.getmtime(directory / name) for name in entries} == mtimes
+    assert all((directory / (name + ".sha256")).exists() for name in entries)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+def test_a_damaged_entry_is_compiled_again_with_a_warning(tmp_path, damage):
+    _finish(_start(tmp_path))
+    directory = tmp_path / xla_cache.versioned_name()
+    for name in _entries(tmp_path):
+        path = directory / name
+        data = path.read_bytes()
+        if damage == "garbage":
+            path.write_bytes(b"not an executable\n")
+        elif damage == "truncated":
+            path.write_bytes(data[: len(data) // 3])
+        else:  # one bit, deep inside the executable: only the checksum sees it
+            middle = len(data) // 2
+            path.write_bytes(data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :])
+    result, stderr = _finish(_start(tmp_path))
+    np.testing.assert_allclose(result, _expected(), rtol=1e-5)
+    assert "it is removed, and its program compiled again" in stderr
+    assert xla_cache.remove_damaged_entries(str(directory)) == []
+
+
+@pytest.mark.slow
+def test_processes_writing_the_same_entry_at_once_leave_a_valid_cache(tmp_path):
+    processes = [_start(tmp_path) for _ in range(2)]
+    results = [_finish(p)[0] for p in processes]
+    for result in results:
+        np.testing.assert_allclose(result, _expected(), rtol=1e-5)
+    directory = tmp_path / xla_cache.versioned_name()
+    assert xla_cache.remove_damaged_entries(str(directory)) == []
+    assert [n for n in os.listdir(directory) if n.startswith(".tmp")] == []
+    third, stderr = _finish(_start(tmp_path))
+    np.testing.assert_allclose(third, _expected(), rtol=1e-5)
+    assert "compiled again" not in stderr
+
+
+def test_without_the_flag_there_is_no_cache(monkeypatch):
+    monkeypatch.delenv("TF_POPLAR_FLAGS", raising=False)
+    assert xla_cache.configure() is None
