@@ -113,7 +113,7 @@ def embedded_runtime_start(
 
 def executable_file_read(path: str) -> Executable:
     executable = executable_file.read(path)
-    if executable.graph is None:
+    if executable.graph is None or executable.program is None:
         raise executable_file.ExecutableFileError(
             f"{path!r} holds a {executable.kind} executable, which the embedded runtime cannot run"
         )

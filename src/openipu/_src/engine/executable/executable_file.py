@@ -42,18 +42,18 @@ class ExecutableFileError(RuntimeError):
 class Executable:
     """A compiled program as written to (and read from) an executable file."""
 
-    kind: str  # what wrote it: "application" (application_compile_op), "popart", ...
-    program: CompiledProgram
+    kind: str  # what wrote it: "application" (application_compile_op), "popart-executable", ...
+    program: CompiledProgram | None  # None: a file of values only (PopART's saveVariables)
     signature: StreamSignature
     graph: FrozenGraph | None  # None: a front end that keeps its program in its sections
     sections: dict[str, bytes] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
-    written_by: dict[str, str] = dataclasses.field(default_factory=versions.current)
+    written_by: dict[str, str] = dataclasses.field(default_factory=lambda: dict(versions.current()))
 
     @property
     def iterations(self) -> int:
         """Streamed elements per run of the program (its steps per call)."""
-        return self.program.steps_per_call
+        return 1 if self.program is None else self.program.steps_per_call
 
 
 def to_bytes(executable: Executable) -> bytes:
@@ -66,7 +66,7 @@ def to_bytes(executable: Executable) -> bytes:
         "format": FORMAT,
         "version": VERSION,
         "kind": executable.kind,
-        "program": executable.program.to_dict(),
+        "program": None if executable.program is None else executable.program.to_dict(),
         "signature": executable.signature.to_dict(),
         "graph_inputs": list(executable.graph.inputs) if executable.graph else None,
         "graph_outputs": list(executable.graph.outputs) if executable.graph else None,
@@ -138,7 +138,11 @@ def from_bytes(data: bytes, path: str) -> Executable:
             )
         return Executable(
             kind=str(manifest["kind"]),
-            program=CompiledProgram.from_dict(manifest["program"]),
+            program=(
+                None
+                if manifest["program"] is None
+                else CompiledProgram.from_dict(manifest["program"])
+            ),
             signature=StreamSignature.from_dict(manifest["signature"]),
             graph=graph,
             sections=sections,

@@ -16,7 +16,7 @@ class LoadedProgram:
     `iterations` steps over the stacked streamed inputs, and returns the stacked outputs."""
 
     def __init__(self, executable: Executable) -> None:
-        if executable.graph is None:
+        if executable.graph is None or executable.program is None:
             raise ValueError(f"The {executable.kind} executable holds no program graph to run")
         self.executable = executable
         self._function = program_graph.load(executable.graph, executable.program.executor)

@@ -1,74 +1,43 @@
-"""The files sessions write: executables, variables and ONNX models, written atomically.
+"""The files sessions write: executables and variables, in the engine's executable format.
 
-The original writes PopEF files holding a Poplar executable. There is no Poplar executable
-here, so an "executable" is what a session needs to rebuild the same program: the ONNX model
-(with its weights), a fingerprint of what was compiled, and the session's settings. It is a
-zip archive:
+The original writes PopEF files holding a Poplar executable. Here a session's executable is
+an engine executable file (`engine/executable/executable_file.py`: one archive, written
+atomically, checked when read) holding the compile decisions of the session's program
+(its `CompiledProgram`, once compiled) and what the session needs to run the same program
+again, as sections:
 
-    manifest.json   format, version, kind ("executable" or "variables"), fingerprint, name
     model.onnx      the model, weights included (executables with saveVariables)
     variables.npz   the weights by tensor id (variables files, and executables)
 
-Every file is written to a temporary file in the target's directory and moved into place
-with `os.replace`, so a reader never sees half a file, even if the writer is killed.
+and, in its metadata, the fingerprint of what was compiled and the session's name. The
+same format serves TensorFlow's executables (application_compile_op, serving), so one
+reader refuses damaged or foreign files for both.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import os
-import tempfile
-import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import onnx
 
+from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.executable import executable_file as engine_file
+from openipu._src.engine.executable.atomic_files import atomic_output, write_bytes_atomically
+from openipu._src.engine.executable.signature import StreamSignature
 from openipu._src.popart.errors import popart_exception
 
-FORMAT = "openipu-popart-executable"
-VERSION = 1
+__all__ = ["atomic_output", "write_bytes_atomically"]
+
 EXECUTABLE_FILE_NAME = "executable.popef"
 VARIABLES_FILE_NAME = "variables.popef"
-
-
-@contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[io.BufferedWriter]:
-    """A binary file that replaces `path` only once it is completely written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp's file is private (0600): give it the mode open() would have.
-        os.chmod(temporary, _file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        raise
-
-
-def _file_mode(path: str) -> int:
-    """The replaced file's permissions, or those of a new file under the process's umask."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except OSError:
-        mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
-def write_bytes_atomically(path: str, data: bytes) -> None:
-    with atomic_output(path) as stream:
-        stream.write(data)
+_KINDS = {"executable": "popart-executable", "variables": "popart-variables"}
+_NO_STREAMS = StreamSignature((), (), ())
 
 
 def resolve_path(path: str, default_name: str) -> str:
@@ -103,54 +72,61 @@ class SessionArtifact:
     name: str
     model: bytes | None = None
     variables: dict[str, np.ndarray] = field(default_factory=dict)
+    program: CompiledProgram | None = None  # the compile decisions (executables, once compiled)
 
 
 def write_artifact(path: str, artifact: SessionArtifact) -> None:
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "kind": artifact.kind,
-        "fingerprint": artifact.fingerprint,
-        "name": artifact.name,
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("manifest.json", json.dumps(manifest, indent=1))
-        if artifact.model is not None:
-            archive.writestr("model.onnx", artifact.model)
-        if artifact.variables:
-            arrays = io.BytesIO()
-            # numpy's stub lets the ** names reach savez's allow_pickle parameter.
-            np.savez(arrays, **artifact.variables)  # type: ignore[arg-type]
-            archive.writestr("variables.npz", arrays.getvalue())
-    try:
-        write_bytes_atomically(path, buffer.getvalue())
-    except OSError as error:
-        raise OSError(error.errno, f"Cannot write {path!r}: {error.strerror}") from error
+    sections = {}
+    if artifact.model is not None:
+        sections["model.onnx"] = artifact.model
+    if artifact.variables:
+        arrays = io.BytesIO()
+        # numpy's stub lets the ** names reach savez's allow_pickle parameter.
+        np.savez(arrays, **artifact.variables)  # type: ignore[arg-type]
+        sections["variables.npz"] = arrays.getvalue()
+    executable = engine_file.Executable(
+        kind=_KINDS[artifact.kind],
+        program=artifact.program,
+        signature=_NO_STREAMS,
+        graph=None,
+        sections=sections,
+        metadata={"fingerprint": artifact.fingerprint, "name": artifact.name},
+    )
+    engine_file.write(path, executable)
 
 
 def read_artifact(path: str) -> SessionArtifact:
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
         raise popart_exception(f"Could not open file {path}")
     try:
-        with zipfile.ZipFile(path) as archive:
-            manifest = json.loads(archive.read("manifest.json"))
-            names = set(archive.namelist())
-            model = archive.read("model.onnx") if "model.onnx" in names else None
-            variables = {}
-            if "variables.npz" in names:
-                with np.load(io.BytesIO(archive.read("variables.npz")), allow_pickle=False) as npz:
-                    variables = {name: npz[name] for name in npz.files}
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as error:
+        executable = engine_file.read(path)
+    except engine_file.ExecutableFileError as error:
         raise popart_exception(
-            f"{path} is not an executable written by compileAndExport, saveExecutable or "
-            f"saveVariables: {error}"
+            f"{os.fspath(path)} is not an executable written by compileAndExport, "
+            f"saveExecutable or saveVariables: {error}"
         ) from None
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    kinds = {value: key for key, value in _KINDS.items()}
+    if executable.kind not in kinds:
         raise popart_exception(
-            f"{path} is not an openipu PopART executable (format {manifest.get('format')!r}, "
-            f"version {manifest.get('version')!r})"
+            f"{os.fspath(path)} is not an executable written by compileAndExport, saveExecutable "
+            f"or saveVariables: it holds a {executable.kind!r} executable (of TensorFlow)"
         )
+    variables = {}
+    if "variables.npz" in executable.sections:
+        try:
+            with np.load(
+                io.BytesIO(executable.sections["variables.npz"]), allow_pickle=False
+            ) as npz:
+                variables = {name: npz[name] for name in npz.files}
+        except (ValueError, OSError) as error:
+            raise popart_exception(
+                f"{os.fspath(path)} holds unreadable variables: {error}"
+            ) from None
     return SessionArtifact(
-        manifest["kind"], manifest["fingerprint"], manifest.get("name", ""), model, variables
+        kinds[executable.kind],
+        str(executable.metadata.get("fingerprint", "")),
+        str(executable.metadata.get("name", "")),
+        executable.sections.get("model.onnx"),
+        variables,
+        executable.program,
     )

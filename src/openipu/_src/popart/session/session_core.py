@@ -714,6 +714,7 @@ class SessionCore:
             self._name,
             model=None if model is None else model.SerializeToString(),
             variables=self._weight_values() if with_variables else {},
+            program=self._program.compiled if self._program is not None else None,
         )
         executable_file.write_artifact(path, artifact)
 
