@@ -18,6 +18,7 @@ import numpy as np
 
 from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.compiled_program import CompiledProgram
 from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_program
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
@@ -62,11 +63,27 @@ class InferenceSession(SessionCore):
     # -- the executor ----------------------------------------------------------------------
 
     def _compile(self) -> None:
-        super()._compile()
+        cached = self._cached_program
         self._onnx_runtime = None
-        if self._onnx_runtime_may_run():
-            self._try_onnx_runtime()
+        if (
+            cached is not None
+            and cached.executor is CompileMode.ONNX_RUNTIME
+            and self._onnx_runtime_may_run()
+        ):
+            # The engine cache says onnxruntime ran it faster: no TensorFlow program to
+            # compile, nothing to measure (the lowering is traced if it is ever needed).
+            self._onnx_runtime = self._new_onnx_runtime_program()
+            compiled_program.record(self._onnx_runtime.compiled)
+        else:
+            super()._compile()
+            if cached is None and self._onnx_runtime_may_run():
+                self._try_onnx_runtime()
         self._facts.compile_mode = self._compiled_mode_name()
+
+    def _compiled_program(self) -> CompiledProgram | None:
+        if self._onnx_runtime is not None:
+            return self._onnx_runtime.compiled
+        return super()._compiled_program()
 
     def _onnx_runtime_may_run(self) -> bool:
         forced = compile_policy.forced_mode()

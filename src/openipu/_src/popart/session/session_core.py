@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from openipu._src.engine import floating_point_checks, host_arrays
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.compiled_program import CompiledProgram
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
@@ -45,6 +46,7 @@ from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
 from openipu._src.popart.session import (
+    engine_cache,
     executable_file,
     memory_budget,
     model_writer,
@@ -144,6 +146,8 @@ class SessionCore:
         self._weights_from_host_called = False
         self._host_weights_in_sync = False
         self._loaded_executable: str | None = None
+        #: The engine cache's decisions for this program (`engine_cache`), when it had them.
+        self._cached_program: CompiledProgram | None = None
         self._facts = reports.ProgramFacts(
             session_name=self._name,
             device=str(self._device),
@@ -247,12 +251,31 @@ class SessionCore:
         memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
         if self._options.compileEngine:
             self._place_variables()
+            cache_entry = self._engine_cache_entry()
+            if cache_entry is not None:
+                self._cached_program = engine_cache.load(cache_entry, self._fingerprint())
+            cached = self._cached_program
+            if cached is not None and cached.executor is not CompileMode.ONNX_RUNTIME:
+                self._spec = dataclasses.replace(self._spec, compile_mode=cached.executor)
             self._program = self._build_program()
             self._compile()
+            compiled = self._compiled_program()
+            if cache_entry is not None and cached is None and compiled is not None:
+                engine_cache.store(cache_entry, self._fingerprint(), self._name, compiled)
             if self._can_execute():
                 self._device.ensure_attached_for("run the session")
         self._prepared = True
         self._engine_loaded = loadEngine and self._program is not None
+
+    def _engine_cache_entry(self) -> str | None:
+        """The engine cache entry of this program (`enableEngineCaching`), or None."""
+        if not self._options.enableEngineCaching:
+            return None
+        return engine_cache.entry_path(self._options.cachePath, self._fingerprint())
+
+    def _compiled_program(self) -> CompiledProgram | None:
+        """The decisions of the program that runs the session (None before compiling)."""
+        return self._program.compiled if self._program is not None else None
 
     def _place_variables(self) -> None:
         """Creates the device's variables (each replica has its copy: see `replicas.py`)."""
@@ -714,7 +737,7 @@ class SessionCore:
             self._name,
             model=None if model is None else model.SerializeToString(),
             variables=self._weight_values() if with_variables else {},
-            program=self._program.compiled if self._program is not None else None,
+            program=self._compiled_program(),
         )
         executable_file.write_artifact(path, artifact)
 
@@ -735,6 +758,8 @@ class SessionCore:
         if artifact.variables:
             self._weights.write_from(PyWeightsIO(artifact.variables))
         self._loaded_executable = os.fspath(filename)
+        # The executable's compile decisions: prepareDevice builds that executor only.
+        self._cached_program = artifact.program
 
 
 def _same_kind(value: np.ndarray, plan: AnchorPlan) -> bool:
