@@ -50,9 +50,7 @@ def _run_child(cache) -> tuple[np.ndarray, str, bool, str]:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    values = dict(
-        line.split("=", 1) for line in completed.stdout.splitlines() if "=" in line
-    )
+    values = dict(line.split("=", 1) for line in completed.stdout.splitlines() if "=" in line)
     result = np.array([float(v) for v in values["RESULT"].split(",")])
     return result, values["EXECUTOR"], values["RACED"] == "True", completed.stderr
 

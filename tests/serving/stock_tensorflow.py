@@ -21,6 +21,31 @@ assert importlib.util.find_spec("_openipu_startup") is None
 """
 
 
+def environment() -> dict[str, str]:
+    """The environment of a stock TensorFlow process (with `-S`: see the module docstring)."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": sysconfig.get_paths()["purelib"],
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "HOME": os.environ.get("HOME", "/tmp"),
+    }
+
+
+def run_program(code: str, cwd: str | None = None) -> str:
+    """Runs `code` with stock TensorFlow (openipu not importable); returns its output."""
+    completed = subprocess.run(
+        [sys.executable, "-S", "-c", _PRELUDE + code],
+        env=environment(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(f"stock TensorFlow failed:\n{completed.stderr[-4000:]}")
+    return completed.stdout
+
+
 def run(code: str) -> object:
     """Runs `code` (which sets `result` to JSON-ready values) with stock TensorFlow; returns
     `result`."""
@@ -32,16 +57,6 @@ def run(code: str) -> object:
             "\nimport json\nprint('RESULT=' + json.dumps(result))\n"
         )
     )
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": sysconfig.get_paths()["purelib"],
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "HOME": os.environ.get("HOME", "/tmp"),
-    }
-    completed = subprocess.run(
-        [sys.executable, "-S", "-c", program], env=env, capture_output=True, text=True, timeout=300
-    )
-    if completed.returncode != 0:
-        raise AssertionError(f"stock TensorFlow failed:\n{completed.stderr[-4000:]}")
-    line = [x for x in completed.stdout.splitlines() if x.startswith("RESULT=")][-1]
+    stdout = run_program(program)
+    line = [x for x in stdout.splitlines() if x.startswith("RESULT=")][-1]
     return json.loads(line[len("RESULT=") :])
