@@ -70,7 +70,7 @@ def test_calls_inside_a_tf_function(ipu_system, tmp_path):
 def test_unfrozen_variables_are_start_up_inputs(ipu_system, tmp_path):
     path, w = _compile_loop(tmp_path / "model.poplar_exec", iterations=1, freeze_variables=False)
     context = ipu.embedded_runtime.embedded_runtime_start(
-        path, {"w": np.full([4, 3], 2.0, np.float32)}, "unfrozen_engine"
+        path, {"XLA_Args/w": np.full([4, 3], 2.0, np.float32)}, "unfrozen_engine"
     )
     x = np.ones([2, 4], np.float32)
     y, _ = ipu.embedded_runtime.embedded_runtime_call([x], context)

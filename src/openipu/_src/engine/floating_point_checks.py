@@ -111,11 +111,22 @@ _state = threading.local()
 
 
 def _as_device_error(error: Exception) -> Exception:
-    """A trap's failed run is an `InternalError`, as the original's (poplar_util.cc)."""
-    if isinstance(error, tf.errors.InvalidArgumentError) and TRAPPED in (error.message or ""):
+    """A trap's failed run is an `InternalError`, as the original's (poplar_util.cc).
+
+    The trap's `Assert` fails with an InvalidArgumentError; run by the embedded runtime
+    from a TF1 graph, it reaches the session through a `py_function`, as an UnknownError.
+    """
+    trapped = isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.UnknownError))
+    if trapped and TRAPPED in (error.message or ""):
         internal: Exception = tf.errors.InternalError(error.node_def, error.op, error.message)
         return internal
     return error
+
+
+def convert_trap_errors() -> None:
+    """Failed runs of this process whose checks trapped raise the original's InternalError
+    (a program built elsewhere with checks, an executable, runs here)."""
+    run_errors.install(_as_device_error)
 
 
 def trap_message(error_message: str) -> str:

@@ -33,6 +33,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_loop, device_scope, replication
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.gradient_accumulation import (
     AccumulatorDType,
     AccumulatorStore,
@@ -251,6 +252,17 @@ def pipeline(
         accumulation_dtype=gradient_accumulation_dtype,
         reduction=reduction,
     )
+    capture = stream_capture.current()
+    if capture is not None and infeed_queue is not None and optimizer_function is None:
+        # Traced for an executable (application_compile_op): its builder runs the
+        # mini-batches, each the stages in order, over each call's elements (on its one
+        # host device: a stage's IPU changes where it runs on the chip, not the numbers).
+        plan._stage_devices = [None] * len(plan.stages)  # noqa: SLF001
+
+        def mini_batch(*element: Nested) -> tf.Tensor:
+            return plan._mini_batch_in_replica(element[0] if len(element) == 1 else element)  # noqa: SLF001
+
+        return capture.take_loop(count * repeats, mini_batch, [], infeed_queue)
     if region_lib.current_region() is None:
         return device_loop._in_own_region(lambda: plan.build(infeed_queue))  # noqa: SLF001
     return plan.build(infeed_queue)

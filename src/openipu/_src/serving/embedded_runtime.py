@@ -38,6 +38,8 @@ class RuntimeContext:
         self._executable_file = executable_file
         self._executable_proto = executable_proto
         self._start_output = start_output
+        #: Start-up inputs a graph computes when it runs (fed placeholders), else empty.
+        self._inputs_at_run: list[tf.Tensor] = []
 
     def start_output(self) -> Any:
         """The output of the start op (a token calls depend on)."""
@@ -105,10 +107,18 @@ def embedded_runtime_start(
         )
     _check_tensors(inputs, expected, Exception)
     values = [_host_value(v) for v in inputs]
-    instance = RuntimeInstance(path, executable, values, timeout)
+    known = [
+        np.zeros(s.shape, s.dtype) if v is None else v
+        for v, s in zip(values, expected, strict=True)
+    ]
+    instance = RuntimeInstance(path, executable, known, timeout)
     with _instances_lock:
         _instances[name] = instance
-    return RuntimeContext(name, executable_file, executable, tf.constant(name))
+    context = RuntimeContext(name, executable_file, executable, tf.constant(name))
+    if any(v is None for v in values):
+        # Tensors known only when the graph runs (fed placeholders): each call takes them.
+        context._inputs_at_run = [tf.convert_to_tensor(v) for v in inputs]  # noqa: SLF001
+    return context
 
 
 def executable_file_read(path: str) -> Executable:
@@ -120,15 +130,11 @@ def executable_file_read(path: str) -> Executable:
     return executable
 
 
-def _host_value(value: Any) -> np.ndarray:
-    if isinstance(value, tf.Tensor) and not tf.executing_eagerly():
+def _host_value(value: Any) -> np.ndarray | None:
+    """The value of a start-up input, or None for a graph tensor known only when it runs."""
+    if isinstance(value, tf.Tensor) and not hasattr(value, "numpy"):
         static = tf.get_static_value(value)
-        if static is None:
-            raise ValueError(
-                "The embedded runtime's start-up inputs must be known when it starts (eager "
-                f"tensors, arrays or constants), got {value!r}"
-            )
-        return np.asarray(static)
+        return None if static is None else np.asarray(static)
     return np.asarray(value)
 
 
@@ -142,12 +148,10 @@ def _check_tensors(
                 f"Mismatched input shape at position {i} ('{spec.name}'). Expected "
                 f"{list(spec.shape)}, but input {i} has shape {shape}."
             )
-        dtype = (
-            tf.as_dtype(value.dtype)
-            if hasattr(value, "dtype")
-            else tf.convert_to_tensor(value).dtype
-        )
-        if dtype != spec.tf_dtype:
+        dtype = value.dtype if hasattr(value, "dtype") else tf.convert_to_tensor(value).dtype
+        if tf.as_dtype(dtype) != spec.tf_dtype:
+            # The value's own dtype in the message (numpy's `int32`, TensorFlow's
+            # `<dtype: 'int32'>`), as the original's.
             raise dtype_error(
                 f"Mismatched input dtype at position {i} ('{spec.name}'). Expected "
                 f"{spec.tf_dtype}, but input {i} has dtype {dtype}."
@@ -179,11 +183,19 @@ def embedded_runtime_call(inputs: Any, context: RuntimeContext) -> list[tf.Tenso
         results = instance.call([np.asarray(v) for v in inputs])
         return [tf.convert_to_tensor(r) for r in results]
 
-    def run(*values: np.ndarray) -> list[np.ndarray]:
-        return instance.call(list(values))
+    at_run = context._inputs_at_run  # noqa: SLF001
 
-    results = tf.numpy_function(
-        run, [tf.convert_to_tensor(v) for v in inputs], [s.tf_dtype for s in outputs], stateful=True
+    def run(*values: tf.Tensor) -> list[np.ndarray]:
+        arrays = [v.numpy() for v in values]
+        if at_run:
+            instance.set_inputs(arrays[: len(at_run)])
+        return instance.call(arrays[len(at_run) :])
+
+    # py_function: its Python runs eagerly, in TF1 sessions too.
+    results = tf.py_function(
+        run,
+        [*at_run, *(tf.convert_to_tensor(v) for v in inputs)],
+        [s.tf_dtype for s in outputs],
     )
     for tensor, spec in zip(results, outputs, strict=True):
         tensor.set_shape(spec.shape)

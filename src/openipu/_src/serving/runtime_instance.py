@@ -3,9 +3,9 @@
 Calls come from any number of threads, each with one streamed element. The executable
 runs `iterations` elements per run, so calls are gathered into runs: a run starts once
 `iterations` calls wait, or once the first waiting call has waited `timeout` microseconds,
-its missing elements then filled with zeros whose results are dropped (the original's
-timeout: how long a run waits for the next batch before going on). Each caller gets the
-results of its own element.
+its missing elements then filled with copies of its last one, whose results are dropped
+(the original's timeout: how long a run waits for the next batch before going on). Each
+caller gets the results of its own element.
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ class RuntimeInstance:
         self._lock = threading.Condition()
         self._waiting: list[_Call] = []
         self._running = False  # a thread is gathering and running calls
+
+    def set_inputs(self, inputs: Sequence[np.ndarray]) -> None:
+        """The start-up inputs of the runs to come (a TF1 graph feeds them when it runs)."""
+        with self._lock:
+            self._inputs = [np.asarray(v) for v in inputs]
 
     def call(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Runs one streamed element (from any thread); returns its outputs."""
@@ -88,12 +93,16 @@ class RuntimeInstance:
         signature = self.executable.signature
         iterations = self.executable.iterations
         stacked = []
-        for index, spec in enumerate(signature.streamed_inputs):
+        for index in range(len(signature.streamed_inputs)):
             rows = [call.values[index] for call in batch]
-            filler = [np.zeros(spec.shape, spec.dtype)] * (iterations - len(batch))
+            # The run's missing elements repeat its last one (their results are dropped):
+            # real data, which a model's checks (floating-point traps) accept as they did.
+            filler = [rows[-1]] * (iterations - len(batch))
             stacked.append(np.stack(rows + filler))
+        with self._lock:
+            inputs = self._inputs
         try:
-            outputs = [o.numpy() for o in self._program.run(self._inputs, stacked)]
+            outputs = [o.numpy() for o in self._program.run(inputs, stacked)]
         except BaseException as error:  # noqa: BLE001 - every caller of the run sees its error
             for call in batch:
                 call.error = error

@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.util import nest
 
-from openipu._src.engine import compile_policy, device_loop
+from openipu._src.engine import compile_policy, device_loop, floating_point_checks
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.executable import program_graph, stream_capture
 from openipu._src.engine.executable.executable_file import Executable
@@ -65,7 +65,11 @@ def build(
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
         return _program(python_function, args[: len(startup)], args[len(startup) :], streams)
 
-    concrete = tf.function(program).get_concrete_function(*startup_specs, *stream_specs)
+    # The IPU's floating-point exception traps, as a region of this system has them; the
+    # checks run on the host, so the program runs as a graph.
+    fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
+    with floating_point_checks.checking(fp_bits):
+        concrete = tf.function(program).get_concrete_function(*startup_specs, *stream_specs)
     variables = program_graph.captured_variables(concrete)
     frozen = program_graph.freeze(concrete, variables_as_inputs=not freeze_variables)
     if not freeze_variables and variables:
@@ -78,6 +82,8 @@ def build(
         )
     graph = concrete.graph
     executor = compile_policy.choose_mode(graph, graph.get_operations())
+    if fp_bits:
+        executor = compile_policy.CompileMode.GRAPH
     system = configure.maybe_current_system()
     record = CompiledProgram(
         name=name,
@@ -91,8 +97,11 @@ def build(
     )
     variable_inputs = []
     if not freeze_variables:
+        # Named as the original names a resource argument of its executable
+        # (tests/application_runtime_test.py feeds 'XLA_Args/d1/weight').
         variable_inputs = [
-            TensorSignature.of(variable.name.split(":")[0], variable) for variable, _ in variables
+            TensorSignature.of(f"XLA_Args/{variable.name.split(':')[0]}", variable)
+            for variable, _ in variables
         ]
     signature = StreamSignature(
         inputs=(*startup_signatures, *variable_inputs),
@@ -104,7 +113,10 @@ def build(
             TensorSignature.of(f"output_{i}", spec) for i, spec in enumerate(streams.output_specs)
         ),
     )
-    return Executable(kind, record, signature, frozen, metadata=dict(metadata or {}))
+    metadata = dict(metadata or {})
+    if fp_bits:
+        metadata["floating_point_checks"] = sorted(fp_bits)
+    return Executable(kind, record, signature, frozen, metadata=metadata)
 
 
 def _spec_name(spec: tf.TensorSpec, default: str) -> str:

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context
 
+from openipu._src.engine import floating_point_checks
 from openipu._src.engine.executable import program_graph
 from openipu._src.engine.executable.executable_file import Executable
 
@@ -20,8 +22,19 @@ class LoadedProgram:
             raise ValueError(f"The {executable.kind} executable holds no program graph to run")
         self.executable = executable
         self._function = program_graph.load(executable.graph, executable.program.executor)
+        if executable.metadata.get("floating_point_checks"):
+            floating_point_checks.convert_trap_errors()
 
     def run(
+        self,
+        inputs: Sequence[np.ndarray | tf.Tensor],
+        stacked_streams: Sequence[np.ndarray | tf.Tensor],
+    ) -> list[tf.Tensor]:
+        with context.eager_mode():
+            # Eagerly whoever calls: a TF1 program's py_function, a thread of its own.
+            return self._run(inputs, stacked_streams)
+
+    def _run(
         self,
         inputs: Sequence[np.ndarray | tf.Tensor],
         stacked_streams: Sequence[np.ndarray | tf.Tensor],
@@ -35,4 +48,10 @@ class LoadedProgram:
                 strict=True,
             )
         ]
-        return list(self._function(*values))
+        try:
+            return list(self._function(*values))
+        except tf.errors.InvalidArgumentError as error:
+            if floating_point_checks.TRAPPED in (error.message or ""):
+                # A trap stops the run with the chip's error, an InternalError (as a region's).
+                raise tf.errors.InternalError(None, None, error.message) from None
+            raise
