@@ -116,12 +116,11 @@ def _as_device_error(error: Exception) -> Exception:
     The trap's `Assert` fails with an InvalidArgumentError; run by the embedded runtime
     from a TF1 graph, it reaches the session through a `py_function`, as an UnknownError.
     """
-    if not isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.UnknownError)):
-        return error
-    if TRAPPED in (error.message or ""):
-        internal: Exception = tf.errors.InternalError(error.node_def, error.op, error.message)
-        return internal
-    return error
+    converted: Exception = error
+    failed_run = isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.UnknownError))
+    if failed_run and TRAPPED in (error.message or ""):
+        converted = tf.errors.InternalError(error.node_def, error.op, error.message)
+    return converted
 
 
 def convert_trap_errors() -> None:
