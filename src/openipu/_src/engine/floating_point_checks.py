@@ -117,8 +117,8 @@ def _as_device_error(error: Exception) -> Exception:
     from a TF1 graph, it reaches the session through a `py_function`, as an UnknownError.
     """
     converted: Exception = error
-    failed_run = isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.UnknownError))
-    if failed_run and TRAPPED in (error.message or ""):
+    failed_runs = (tf.errors.InvalidArgumentError, tf.errors.UnknownError)
+    if isinstance(error, failed_runs) and TRAPPED in (error.message or ""):
         converted = tf.errors.InternalError(error.node_def, error.op, error.message)
     return converted
 
