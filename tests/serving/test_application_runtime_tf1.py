@@ -173,11 +173,6 @@ def _unfrozen_executable(tmp_path):
     return str(path)
 
 
-@pytest.mark.xfail(
-    reason="TF1 graph variables are read by the compile's py_function, which runs eagerly "
-    "and cannot read a session's variables",
-    strict=True,
-)
 def test_start_up_inputs_are_fed_placeholders_named_by_the_variables(graph, tmp_path):
     path = _unfrozen_executable(tmp_path)
     weight = np.arange(12, dtype=np.float32).reshape(4, 3)

@@ -43,14 +43,22 @@ def experimental_application_compile_op(
         os.close(handle)
     path = os.fspath(output_path)
 
-    def compile_now(*values: Any) -> bytes:
-        executable = builder.build(func, list(values), name, freeze_variables=freeze_variables)
+    if tf.executing_eagerly():
+        executable = builder.build(func, inputs, name, freeze_variables=freeze_variables)
+        executable_file.write(path, executable)
+        return tf.constant(path.encode())
+    # In a graph the function is traced now, and frozen when the op runs, with the values
+    # its variables then have (read by the graph, handed to the op).
+    inputs = [tf.convert_to_tensor(value) for value in inputs]
+    traced = builder.trace(func, [tf.TensorSpec(t.shape, t.dtype) for t in inputs], name)
+    captured = traced.captured_values()
+
+    def compile_now(*values: tf.Tensor) -> bytes:
+        given = {key: value.numpy() for (key, _), value in zip(captured, values, strict=True)}
+        executable = builder.finish(traced, freeze_variables, given=given)
         executable_file.write(path, executable)
         return path.encode()
 
-    if tf.executing_eagerly():
-        return tf.constant(compile_now(*inputs))
-    # Run when the op runs, with the values its inputs then have.
-    result = tf.py_function(compile_now, list(inputs), tf.string, name=name)
+    result = tf.py_function(compile_now, [tensor for _, tensor in captured], tf.string, name=name)
     result.set_shape([])
     return result

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.util import nest
 
@@ -40,6 +41,54 @@ class _Streams:
         return [] if self.element_spec is None else list(nest.flatten(self.element_spec))
 
 
+@dataclasses.dataclass
+class Traced:
+    """A function traced for an executable, to freeze (`finish`) when its values are known."""
+
+    concrete: Any  # the program's ConcreteFunction
+    streams: _Streams
+    startup_signatures: list[TensorSignature]
+    fp_bits: frozenset[str]
+    name: str
+
+    def captured_values(self) -> list[tuple[int, tf.Tensor]]:
+        """What the program captures from outside, as (key of `finish`'s `given`, a tensor
+        of its value where the function was traced: a variable's value is read)."""
+        variables = {id(v.handle): v for v in self.concrete.graph.variables}
+        values = []
+        for external, _ in self.concrete.graph.captures:
+            variable = variables.get(id(external))
+            if variable is not None:
+                values.append((id(external), variable.read_value()))
+            elif external.dtype != tf.resource:
+                values.append((id(external), external))
+        return values
+
+
+def trace(func: Callable[..., Nested], startup_specs: Sequence[tf.TensorSpec], name: str) -> Traced:
+    """Traces `func(*inputs)` for an executable (see the module docstring)."""
+    python_function = getattr(func, "python_function", func)  # a tf.function traces anew
+    startup_signatures = [
+        TensorSignature.of(f"input_{i}", spec) for i, spec in enumerate(startup_specs)
+    ]
+    specs = [s.spec() for s in startup_signatures]
+    streams = _Streams()
+    tf.function(lambda *args: _probe(python_function, args, streams)).get_concrete_function(*specs)
+    stream_specs = [
+        tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
+    ]
+
+    def program(*args: tf.Tensor) -> list[tf.Tensor]:
+        return _program(python_function, args[: len(specs)], args[len(specs) :], streams)
+
+    # The IPU's floating-point exception traps, as a region of this system has them; the
+    # checks run on the host, so the program runs as a graph.
+    fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
+    with floating_point_checks.checking(fp_bits):
+        concrete = tf.function(program).get_concrete_function(*specs, *stream_specs)
+    return Traced(concrete, streams, startup_signatures, fp_bits, name)
+
+
 def build(
     func: Callable[..., Nested],
     inputs: Sequence[Any],
@@ -48,37 +97,35 @@ def build(
     kind: str = "application",
     metadata: dict[str, Any] | None = None,
 ) -> Executable:
-    """The executable of `func(*inputs)` (see the module docstring)."""
-    python_function = getattr(func, "python_function", func)  # a tf.function traces anew
-    startup = [tf.convert_to_tensor(value) for value in inputs]
-    startup_signatures = [TensorSignature.of(f"input_{i}", t) for i, t in enumerate(startup)]
-    startup_specs = [s.spec() for s in startup_signatures]
+    """The executable of `func(*inputs)`, traced and frozen now (eagerly)."""
+    specs = [tf.TensorSpec.from_tensor(tf.convert_to_tensor(value)) for value in inputs]
+    return finish(trace(func, specs, name), freeze_variables, kind, metadata)
 
-    streams = _Streams()
-    tf.function(lambda *args: _probe(python_function, args, streams)).get_concrete_function(
-        *startup_specs
+
+def finish(
+    traced: Traced,
+    freeze_variables: bool,
+    kind: str = "application",
+    metadata: dict[str, Any] | None = None,
+    given: dict[int, np.ndarray] | None = None,
+) -> Executable:
+    """The executable of a traced function, its captures' values read now or `given`
+    (keyed as `Traced.captured_values`)."""
+    concrete, streams, startup_signatures = (
+        traced.concrete,
+        traced.streams,
+        traced.startup_signatures,
     )
-    stream_specs = [
-        tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
-    ]
-
-    def program(*args: tf.Tensor) -> list[tf.Tensor]:
-        return _program(python_function, args[: len(startup)], args[len(startup) :], streams)
-
-    # The IPU's floating-point exception traps, as a region of this system has them; the
-    # checks run on the host, so the program runs as a graph.
-    fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
-    with floating_point_checks.checking(fp_bits):
-        concrete = tf.function(program).get_concrete_function(*startup_specs, *stream_specs)
+    fp_bits, name = traced.fp_bits, traced.name
     variables = program_graph.captured_variables(concrete)
-    frozen = program_graph.freeze(concrete, variables_as_inputs=not freeze_variables)
+    frozen = program_graph.freeze(concrete, variables_as_inputs=not freeze_variables, given=given)
     if not freeze_variables and variables:
         # The graph's inputs in the order a run gives them: the start-up inputs, the
         # variables' values (also given at start-up), then the streams.
         names = frozen.inputs
-        given, rest = len(startup), len(names) - len(variables)
+        first, rest = len(startup_signatures), len(names) - len(variables)
         frozen = dataclasses.replace(
-            frozen, inputs=(*names[:given], *names[rest:], *names[given:rest])
+            frozen, inputs=(*names[:first], *names[rest:], *names[first:rest])
         )
     graph = concrete.graph
     executor = compile_policy.choose_mode(graph, graph.get_operations())

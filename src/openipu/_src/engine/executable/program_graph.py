@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2, graph_pb2, tensor_shape_pb2
 from tensorflow.python.framework import convert_to_constants
 
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.integration import frozen_functions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,17 +30,31 @@ class FrozenGraph:
 
 
 def freeze(
-    concrete: tf.types.experimental.ConcreteFunction, variables_as_inputs: bool
+    concrete: tf.types.experimental.ConcreteFunction,
+    variables_as_inputs: bool,
+    given: dict[int, np.ndarray] | None = None,
 ) -> FrozenGraph:
     """`concrete` as a frozen graph. With `variables_as_inputs`, each variable it reads
-    becomes an input after the function's own, in the order of `captured_variables`."""
+    becomes an input after the function's own, in the order of `captured_variables`.
+
+    The captures' values are read eagerly, or taken from `given` (keyed by the id of the
+    captured tensor, a variable's handle): a TF1 graph's, read when the graph runs.
+    """
     variable_nodes = [placeholder.op.name for _, placeholder in captured_variables(concrete)]
-    # Control flow stays functional (While, If): XLA compiles only that form.
-    frozen = convert_to_constants.convert_variables_to_constants_v2(
-        concrete, lower_control_flow=False
-    )
-    graph_def = frozen.graph.as_graph_def()
-    inputs = [t.name for t in frozen.inputs]
+    if given is None:
+        # Control flow stays functional (While, If): XLA compiles only that form.
+        frozen = convert_to_constants.convert_variables_to_constants_v2(
+            concrete, lower_control_flow=False
+        )
+        graph_def = frozen.graph.as_graph_def()
+        inputs = [t.name for t in frozen.inputs]
+        outputs = [t.name for t in frozen.outputs]
+    else:
+        graph_def, converted = frozen_functions.freeze_with_values(concrete, given)
+        internal = concrete.graph.internal_captures
+        constants = {id(internal[index]) for index in converted}
+        inputs = [t.name for t in concrete.inputs if id(t) not in constants]
+        outputs = [t.name for t in concrete.outputs]
     if variables_as_inputs:
         # The converter turned each variable's placeholder into a constant of the same name
         # (convert_to_constants._FunctionConverter): make it a placeholder again, of the value.
@@ -47,9 +63,7 @@ def freeze(
             _make_placeholder(nodes[name])
             inputs.append(f"{name}:0")
     return FrozenGraph(
-        graph_def.SerializeToString(deterministic=True),
-        tuple(inputs),
-        tuple(t.name for t in frozen.outputs),
+        graph_def.SerializeToString(deterministic=True), tuple(inputs), tuple(outputs)
     )
 
 
