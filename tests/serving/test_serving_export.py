@@ -245,3 +245,24 @@ def test_signature_arguments_are_checked(ipu_system, tmp_path):
             predict_step_signature=[tf.TensorSpec([1])],
             output_names=("a",),
         )
+
+
+@pytest.mark.slow
+def test_saved_model_cli_shows_the_serving_signature(ipu_system, tmp_path):
+    @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32)])
+    def predict_step(x):
+        return tf.reduce_sum(x, axis=1)
+
+    export_dir = tmp_path / "model"
+    ipu.serving.export_single_step(predict_step, str(export_dir), iterations=2, output_names="sum")
+    # TensorFlow Serving's view of the model, from stock TensorFlow's own tool.
+    shown = stock_tensorflow.run_program(
+        "import sys\n"
+        "from tensorflow.python.tools import saved_model_cli\n"
+        f"sys.argv = ['saved_model_cli', 'show', '--dir', {str(export_dir)!r}, '--all']\n"
+        "saved_model_cli.main()\n"
+    )
+    assert "signature_def['serving_default']" in shown
+    assert "inputs['x'] tensor_info:" in shown and "shape: (2, 4)" in shown
+    assert "outputs['sum'] tensor_info:" in shown
+    assert "Method name is: tensorflow/serving/predict" in shown
