@@ -29,7 +29,9 @@ def make_report(
     rng = random.Random(seed)
     stages = ipus if stages is None else stages
     ops = _ops(rng, ipus, stages, ops_per_ipu)
-    memories = [_ipu_memory(rng, index, ops, overflow=not fits and index == 0) for index in range(ipus)]
+    memories = [
+        _ipu_memory(rng, index, ops, overflow=not fits and index == 0) for index in range(ipus)
+    ]
     per_stage = [sum(op["cycles"] for op in ops if op["stage"] == stage) for stage in range(stages)]
     compute = sum(op["cycles"] for op in ops)
     exchange, sync, host_io = compute // 5, compute // 40, 12_000 + 100 * seed

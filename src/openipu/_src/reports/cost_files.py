@@ -35,9 +35,10 @@ def load_cost_report(path: pathlib.Path) -> CostReport:
 
 
 def load_directory(directory: pathlib.Path) -> dict[str, CostReport]:
-    """The cost reports below `directory`, labelled by their path relative to it."""
+    """The cost reports below `directory`, labelled by their path relative to it, less
+    the `.cost.json` (`bert/train`)."""
     return {
-        str(path.relative_to(directory)): load_cost_report(path)
+        str(path.relative_to(directory))[: -len(report_files.SUFFIX)]: load_cost_report(path)
         for path in find_cost_files(directory)
     }
 

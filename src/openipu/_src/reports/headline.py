@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from openipu._src.engine.cost_model.report_schema import CostReport
+from openipu._src.engine.cost_model.report_schema import CostReport, IpuMemory
 from openipu._src.reports import svg
 from openipu._src.reports.formatting import (
     format_bytes,
@@ -23,18 +23,17 @@ def seconds_at_clock(cycles: int, clock_hz: float) -> float:
     return cycles / clock_hz if clock_hz else 0.0
 
 
-def peak_ipu(report: CostReport) -> int:
-    """The position in `report["ipus"]` of the IPU nearest its capacity (or furthest over)."""
-    ipus = report["ipus"]
+def fullest_ipu(report: CostReport) -> IpuMemory | None:
+    """The IPU nearest its capacity (or furthest over it); None for a report of no IPUs."""
     return max(
-        range(len(ipus)),
-        key=lambda i: ipus[i]["total_bytes"] / (ipus[i]["capacity_bytes"] or 1),
-        default=0,
+        report["ipus"],
+        key=lambda ipu: ipu["total_bytes"] / (ipu["capacity_bytes"] or 1),
+        default=None,
     )
 
 
 def verdict(report: CostReport, prefix: str) -> str:
-    """"Fits" or "Out of memory", with the IPUs and tiles that overflow."""
+    """Fits (and how full), or out of memory (and the IPUs and tiles that overflow)."""
     chip = report["chip"]
     problems = []
     for ipu in report["ipus"]:
@@ -50,11 +49,11 @@ def verdict(report: CostReport, prefix: str) -> str:
                 f"{format_bytes(chip['bytes_per_tile'])}"
             )
     if report["fits"]:
-        ipu = report["ipus"][peak_ipu(report)] if report["ipus"] else None
+        fullest = fullest_ipu(report)
         text = "Fits" + (
-            f": at most {format_share(ipu['total_bytes'], ipu['capacity_bytes'])} of an IPU's "
-            f"memory (IPU {ipu['index']})"
-            if ipu
+            f": at most {format_share(fullest['total_bytes'], fullest['capacity_bytes'])} of an "
+            f"IPU's memory (IPU {fullest['index']})"
+            if fullest
             else ""
         )
     else:
@@ -71,13 +70,10 @@ def verdict(report: CostReport, prefix: str) -> str:
 
 
 def _figure(prefix: str, name: str, label: str, value: object, text: str) -> str:
-    return (
-        f"<dt>{html.escape(label)}</dt>"
-        + svg.element(
-            "dd",
-            {"id": f"{prefix}-{name}", "class": "figure", "data-value": value},
-            html.escape(text),
-        )
+    return f"<dt>{html.escape(label)}</dt>" + svg.element(
+        "dd",
+        {"id": f"{prefix}-{name}", "class": "figure", "data-value": value},
+        html.escape(text),
     )
 
 
@@ -90,44 +86,68 @@ def figures(report: CostReport, prefix: str) -> str:
     clock_text = f"at {clock / 1e9:.3g} GHz"
     replicas = int(str(program.get("replicas", 1)))
     ipus_per_replica = int(str(program.get("ipus_per_replica", len(report["ipus"]))))
-    peak = report["ipus"][peak_ipu(report)] if report["ipus"] else None
+    peak = fullest_ipu(report)
     items = [
         _figure(
-            prefix, "cycles-per-step", "Cycles per step", cycles["per_step"],
+            prefix,
+            "cycles-per-step",
+            "Cycles per step",
+            cycles["per_step"],
             f"{format_count(cycles['per_step'])} cycles",
         ),
         _figure(
-            prefix, "time-per-step", "Time per step", repr(step_seconds),
+            prefix,
+            "time-per-step",
+            "Time per step",
+            repr(step_seconds),
             f"{format_seconds(step_seconds)} {clock_text}",
         ),
         _figure(
-            prefix, "cycles-per-call", "Cycles per call", cycles["per_call"],
+            prefix,
+            "cycles-per-call",
+            "Cycles per call",
+            cycles["per_call"],
             f"{format_count(cycles['per_call'])} cycles",
         ),
         _figure(
-            prefix, "time-per-call", "Time per call", repr(call_seconds),
+            prefix,
+            "time-per-call",
+            "Time per call",
+            repr(call_seconds),
             f"{format_seconds(call_seconds)} {clock_text}",
         ),
         _figure(
-            prefix, "steps-per-call", "Steps per call", program.get("steps_per_call", 1),
+            prefix,
+            "steps-per-call",
+            "Steps per call",
+            program.get("steps_per_call", 1),
             str(program.get("steps_per_call", 1)),
         ),
         _figure(
-            prefix, "ipus", "IPUs", replicas * ipus_per_replica,
+            prefix,
+            "ipus",
+            "IPUs",
+            replicas * ipus_per_replica,
             f"{replicas * ipus_per_replica} ({replicas} replica(s) of {ipus_per_replica})",
         ),
     ]
     if peak is not None:
         items.append(
             _figure(
-                prefix, "peak-memory", "Peak IPU memory", peak["total_bytes"],
+                prefix,
+                "peak-memory",
+                "Peak IPU memory",
+                peak["total_bytes"],
                 f"{format_bytes(peak['total_bytes'])} of {format_bytes(peak['capacity_bytes'])} "
                 f"(IPU {peak['index']})",
             )
         )
     items.append(
         _figure(
-            prefix, "chip", "Chip", chip["version"],
+            prefix,
+            "chip",
+            "Chip",
+            chip["version"],
             f"{chip['version']}: {format_count(chip['tiles'])} tiles of "
             f"{format_bytes(chip['bytes_per_tile'])}, {clock / 1e9:.3g} GHz",
         )

@@ -50,7 +50,9 @@ def _overall(reports: Mapping[str, CostReport]) -> str:
     if not reports:
         text = "No programs."
     elif out_of_memory:
-        text = f"{len(out_of_memory)} of {len(reports)} program(s) run out of memory: " + ", ".join(out_of_memory)
+        text = f"{len(out_of_memory)} of {len(reports)} program(s) run out of memory: " + ", ".join(
+            out_of_memory
+        )
     else:
         text = f"All {len(reports)} program(s) fit."
     return svg.element(
@@ -70,7 +72,7 @@ def _summary(reports: Mapping[str, CostReport]) -> str:
     for index, (label, report) in enumerate(reports.items()):
         clock = report["chip"]["clock_hz"]
         per_step = report["cycles"]["per_step"]
-        peak = report["ipus"][headline.peak_ipu(report)] if report["ipus"] else None
+        peak = headline.fullest_ipu(report)
         cells = (
             f'<td><a href="#p{index}">{html.escape(label)}</a></td>'
             f"<td>{'fits' if report['fits'] else 'out of memory'}</td>"
@@ -93,9 +95,18 @@ def _summary(reports: Mapping[str, CostReport]) -> str:
         )
     head = "".join(
         f"<th>{name}</th>"
-        for name in ("program", "memory", "IPUs per replica", "cycles per step", "time per step", "peak IPU memory")
+        for name in (
+            "program",
+            "memory",
+            "IPUs per replica",
+            "cycles per step",
+            "time per step",
+            "peak IPU memory",
+        )
     )
-    return f'<table id="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (
+        f'<table id="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
 def _program_section(label: str, report: CostReport, prefix: str) -> str:
@@ -107,48 +118,46 @@ def _program_section(label: str, report: CostReport, prefix: str) -> str:
         # This IPU's ops in schedule order: the liveness figures follow them one to one.
         names = [op["name"] for op in ops if op["ipu"] == ipu["index"]]
         ipu_blocks.append(
-            f"<h4>IPU {ipu['index']}</h4><div class=\"ipu-block\">"
-            f"<p class=\"note\">Bytes per tile ({format_count(chip['tiles'])} tiles; the line: "
+            f'<h4>IPU {ipu["index"]}</h4><div class="ipu-block">'
+            f'<p class="note">Bytes per tile ({format_count(chip["tiles"])} tiles; the line: '
             f"{format_bytes(chip['bytes_per_tile'])} per tile)</p>"
             + memory_charts.tile_plot(ipu, chip["bytes_per_tile"], prefix)
             + f'<p class="readout" id="{prefix}-ipu{ipu["index"]}-tiles-readout"></p>'
-            f"<p class=\"note\">Live bytes after each of the IPU's {len(ipu['liveness'])} ops</p>"
+            f'<p class="note">Live bytes after each of the IPU\'s {len(ipu["liveness"])} ops</p>'
             + memory_charts.liveness_plot(ipu, names, prefix)
             + "</div>"
         )
     description = ", ".join(
         f"{name} {value}" for name, value in report["program"].items() if name != "name"
     )
-    return (
-        svg.element(
-            "section",
-            {
-                "class": "program",
-                "id": prefix,
-                "data-program": label,
-                "data-fits": "true" if report["fits"] else "false",
-            },
-            f"<h2>{html.escape(label)}</h2>"
-            f'<p class="note">{html.escape(description)}</p>'
-            + headline.verdict(report, prefix)
-            + headline.figures(report, prefix)
-            + "<h3>Memory per IPU</h3>"
-            + memory_charts.memory_per_ipu(report, prefix)
-            + tables.memory_table(report, prefix)
-            + "<h3>Memory per tile and over the schedule</h3>"
-            + "".join(ipu_blocks)
-            + "<h3>Where the cycles go</h3>"
-            + cycle_charts.cycle_parts(report["cycles"], prefix)
-            + "<h3>Cycles per pipeline stage</h3>"
-            + cycle_charts.stage_bars(report["cycles"]["per_stage"], prefix)
-            + f"<h3>Costliest ops (top {min(len(ops), cycle_charts.TOP_OPS)} of {len(ops)})</h3>"
-            + cycle_charts.op_bars(ops, prefix)
-            + f"<details><summary>The {len(costliest)} costliest ops as a table</summary>"
-            + tables.op_table(ops, costliest, prefix)
-            + "</details><h3>Largest tensors</h3>"
-            + tables.tensor_table(report["largest_tensors"], prefix)
-            + "<h3>Program and options</h3>"
-            + tables.settings_table(report["program"], f"{prefix}-program", "settings-table")
-            + tables.settings_table(report["options"], f"{prefix}-options", "settings-table"),
-        )
+    return svg.element(
+        "section",
+        {
+            "class": "program",
+            "id": prefix,
+            "data-program": label,
+            "data-fits": "true" if report["fits"] else "false",
+        },
+        f"<h2>{html.escape(label)}</h2>"
+        f'<p class="note">{html.escape(description)}</p>'
+        + headline.verdict(report, prefix)
+        + headline.figures(report, prefix)
+        + "<h3>Memory per IPU</h3>"
+        + memory_charts.memory_per_ipu(report, prefix)
+        + tables.memory_table(report, prefix)
+        + "<h3>Memory per tile and over the schedule</h3>"
+        + "".join(ipu_blocks)
+        + "<h3>Where the cycles go</h3>"
+        + cycle_charts.cycle_parts(report["cycles"], prefix)
+        + "<h3>Cycles per pipeline stage</h3>"
+        + cycle_charts.stage_bars(report["cycles"]["per_stage"], prefix)
+        + f"<h3>Costliest ops (top {min(len(ops), cycle_charts.TOP_OPS)} of {len(ops)})</h3>"
+        + cycle_charts.op_bars(ops, prefix)
+        + f"<details><summary>The {len(costliest)} costliest ops as a table</summary>"
+        + tables.op_table(ops, costliest, prefix)
+        + "</details><h3>Largest tensors</h3>"
+        + tables.tensor_table(report["largest_tensors"], prefix)
+        + "<h3>Program and options</h3>"
+        + tables.settings_table(report["program"], f"{prefix}-program", "settings-table")
+        + tables.settings_table(report["options"], f"{prefix}-options", "settings-table"),
     )

@@ -94,7 +94,11 @@ def memory_per_ipu(report: CostReport, prefix: str) -> str:
                     "data-total-bytes": ipu["total_bytes"],
                     "data-capacity-bytes": ipu["capacity_bytes"],
                 },
-                svg.element("text", {"class": "bar-label", "x": left - 6, "y": y + 20}, f"IPU {ipu['index']}")
+                svg.element(
+                    "text",
+                    {"class": "bar-label", "x": left - 6, "y": y + 20},
+                    f"IPU {ipu['index']}",
+                )
                 + "".join(segments)
                 + svg.element(
                     "line",
@@ -109,7 +113,9 @@ def memory_per_ipu(report: CostReport, prefix: str) -> str:
                     svg.title(f"capacity {format_bytes(ipu['capacity_bytes'])}"),
                 )
                 + svg.element(
-                    "text", {"class": "bar-value", "x": max(x, capacity_x) + 6, "y": y + 20}, figures
+                    "text",
+                    {"class": "bar-value", "x": max(x, capacity_x) + 6, "y": y + 20},
+                    figures,
                 ),
             )
         )
@@ -138,7 +144,9 @@ def _frame(top: float, marks: Sequence[tuple[float, str]], bottom: float = 0.0) 
     for value, label in marks:
         y = _y_position(value, top, bottom)
         parts.append(
-            svg.element("text", {"class": "axis-label", "x": _LEFT - 4, "y": y + 4}, html.escape(label))
+            svg.element(
+                "text", {"class": "axis-label", "x": _LEFT - 4, "y": y + 4}, html.escape(label)
+            )
         )
     return "".join(parts)
 
@@ -224,7 +232,9 @@ def liveness_plot(ipu: IpuMemory, op_names: Sequence[str], prefix: str) -> str:
                 "data-step": peak,
                 "data-bytes": live[peak],
             },
-            svg.title(f"peak {format_bytes(live[peak])} ({format_count(live[peak])} bytes) at op {peak}{after}"),
+            svg.title(
+                f"peak {format_bytes(live[peak])} ({format_count(live[peak])} bytes) at op {peak}{after}"
+            ),
         )
     return svg.plot(
         f"{prefix}-ipu{ipu['index']}-liveness",

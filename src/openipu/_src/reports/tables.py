@@ -27,7 +27,9 @@ def _table(table_id: str, css_class: str, header: Sequence[str], rows: Sequence[
 def _cells(*values: str, numeric_from: int = 1) -> str:
     """`<td>`s, escaped; those from `numeric_from` on are right-aligned figures."""
     return "".join(
-        f'<td class="number">{html.escape(v)}</td>' if i >= numeric_from else f"<td>{html.escape(v)}</td>"
+        f'<td class="number">{html.escape(v)}</td>'
+        if i >= numeric_from
+        else f"<td>{html.escape(v)}</td>"
         for i, v in enumerate(values)
     )
 
@@ -41,7 +43,9 @@ def memory_table(report: CostReport, prefix: str) -> str:
             continue
         swatch = f'<span class="swatch {category_class(name)}"></span>'
         label = name.replace("_", " ") + (" (off chip)" if name in OFF_CHIP else "")
-        figures = _cells(*[format_bytes(ipu["categories"].get(name, 0)) for ipu in ipus], numeric_from=0)
+        figures = _cells(
+            *[format_bytes(ipu["categories"].get(name, 0)) for ipu in ipus], numeric_from=0
+        )
         rows.append(
             f'<tr class="category-row" data-category="{html.escape(name)}">'
             f"<td>{swatch}{html.escape(label)}</td>{figures}</tr>"
@@ -62,8 +66,12 @@ def tensor_table(tensors: Sequence[TensorSize], prefix: str) -> str:
             "tr",
             {"class": "tensor-row", "data-name": tensor["name"], "data-bytes": tensor["bytes"]},
             _cells(
-                tensor["name"], tensor["kind"], str(tensor["ipu"]),
-                format_bytes(tensor["bytes"]), format_count(tensor["bytes"]), numeric_from=2,
+                tensor["name"],
+                tensor["kind"],
+                str(tensor["ipu"]),
+                format_bytes(tensor["bytes"]),
+                format_count(tensor["bytes"]),
+                numeric_from=2,
             ),
         )
         for tensor in sorted(tensors, key=lambda tensor: -tensor["bytes"])
@@ -79,9 +87,15 @@ def op_table(ops: Sequence[OpCost], costliest: Sequence[OpCost], prefix: str) ->
             "tr",
             {"class": "op-row", "data-op": op["name"], "data-cycles": op["cycles"]},
             _cells(
-                op["name"], op["type"], str(op["ipu"]), str(op["stage"]),
-                format_count(op["cycles"]), format_share(op["cycles"], total),
-                format_count(op["flops"]), format_bytes(op["output_bytes"]), numeric_from=2,
+                op["name"],
+                op["type"],
+                str(op["ipu"]),
+                str(op["stage"]),
+                format_count(op["cycles"]),
+                format_share(op["cycles"], total),
+                format_count(op["flops"]),
+                format_bytes(op["output_bytes"]),
+                numeric_from=2,
             ),
         )
         for op in costliest
