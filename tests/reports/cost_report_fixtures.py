@@ -1,7 +1,7 @@
 """CostReport dicts built by hand, shaped like the estimator's (for the report tests).
 
 `make_report(ipus=2, stages=2)` is a pipelined training program on Mk2 IPUs (1472 tiles of
-624 KiB): per-IPU memory categories that sum to the total, 1472 per-tile figures summing to
+624 KiB; `chip="ipu1"` for Mk1's 1216 of 256 KiB): per-IPU memory categories that sum to the total, 1472 per-tile figures summing to
 it too, a liveness curve over each IPU's ops, ops spread over the stages, and the largest
 tensors. `fits=False` makes IPU 0 overflow (some tiles over their 624 KiB).
 """
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import random
 
-MK2_TILES = 1472
-MK2_BYTES_PER_TILE = 624 * 1024
-MK2_CLOCK_HZ = 1.325e9
+#: Tiles, bytes per tile and clock of each IPU version (Mk1 GC2, Mk2 GC200, Bow).
+CHIPS = {
+    "ipu1": (1216, 256 * 1024, 1.6e9),
+    "ipu2": (1472, 624 * 1024, 1.325e9),
+    "ipu21": (1472, 624 * 1024, 1.85e9),
+}
 
 OP_TYPES = ["MatMul", "Conv2D", "Add", "Relu", "Softmax", "LayerNorm", "Gelu", "Reshape"]
 
@@ -24,13 +27,16 @@ def make_report(
     fits: bool = True,
     name: str = "training_step",
     seed: int = 0,
+    chip: str = "ipu2",
 ) -> dict:
     """A CostReport for a program of `ipus` IPUs per replica, one pipeline stage per IPU."""
     rng = random.Random(seed)
     stages = ipus if stages is None else stages
     ops = _ops(rng, ipus, stages, ops_per_ipu)
+    tiles, bytes_per_tile, clock_hz = CHIPS[chip]
     memories = [
-        _ipu_memory(rng, index, ops, overflow=not fits and index == 0) for index in range(ipus)
+        _ipu_memory(rng, index, ops, tiles, bytes_per_tile, overflow=not fits and index == 0)
+        for index in range(ipus)
     ]
     per_stage = [sum(op["cycles"] for op in ops if op["stage"] == stage) for stage in range(stages)]
     compute = sum(op["cycles"] for op in ops)
@@ -52,10 +58,10 @@ def make_report(
             "steps_per_group": 4 if stages > 1 else 1,
         },
         "chip": {
-            "version": "ipu2",
-            "tiles": MK2_TILES,
-            "bytes_per_tile": MK2_BYTES_PER_TILE,
-            "clock_hz": MK2_CLOCK_HZ,
+            "version": chip,
+            "tiles": tiles,
+            "bytes_per_tile": bytes_per_tile,
+            "clock_hz": clock_hz,
         },
         "options": {"available_memory_proportion": 0.6, "partials_type": "half"},
         "ipus": memories,
@@ -97,8 +103,15 @@ def _ops(rng: random.Random, ipus: int, stages: int, per_ipu: int) -> list[dict]
     return ops
 
 
-def _ipu_memory(rng: random.Random, index: int, ops: list[dict], overflow: bool) -> dict:
-    capacity = MK2_TILES * MK2_BYTES_PER_TILE
+def _ipu_memory(
+    rng: random.Random,
+    index: int,
+    ops: list[dict],
+    tiles: int,
+    bytes_per_tile: int,
+    overflow: bool,
+) -> dict:
+    capacity = tiles * bytes_per_tile
     scale = 1.08 if overflow else rng.uniform(0.35, 0.8)
     shares = {
         "weights": 0.30,
@@ -113,7 +126,7 @@ def _ipu_memory(rng: random.Random, index: int, ops: list[dict], overflow: bool)
     categories = {name: int(capacity * scale * share) for name, share in shares.items()}
     total = sum(categories.values())
     categories["remote_buffers"] = 50_000_000  # off chip: not part of the total
-    tile_bytes = _tile_bytes(rng, total)
+    tile_bytes = _tile_bytes(rng, total, tiles)
     own_ops = [op for op in ops if op["ipu"] == index]
     live, liveness = total - categories["activations"], []
     for position, op in enumerate(own_ops):
@@ -129,9 +142,9 @@ def _ipu_memory(rng: random.Random, index: int, ops: list[dict], overflow: bool)
     }
 
 
-def _tile_bytes(rng: random.Random, total: int) -> list[int]:
-    """1472 figures summing to `total`, uneven as a real tile mapping is."""
-    weights = [rng.uniform(0.7, 1.3) for _ in range(MK2_TILES)]
+def _tile_bytes(rng: random.Random, total: int, tiles: int) -> list[int]:
+    """`tiles` figures summing to `total`, uneven as a real tile mapping is."""
+    weights = [rng.uniform(0.7, 1.3) for _ in range(tiles)]
     scale = total / sum(weights)
     tiles = [int(weight * scale) for weight in weights]
     tiles[-1] += total - sum(tiles)

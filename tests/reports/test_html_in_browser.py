@@ -177,3 +177,41 @@ def test_the_verdicts_say_which_program_fits(page):
     assert summary.count() == 2
     assert _data(page, "#summary tbody tr", "program") == ["bert_pipeline", "mlp"]
     assert _data(page, "#summary tbody tr", "fits") == ["true", "false"]
+
+
+def _bare_report():
+    """A program the estimator knows little of: no ops, no schedule, no tensors, and a
+    memory category outside the schema's list."""
+    report = make_report(name="bare", seed=5)
+    report["ops"], report["largest_tensors"] = [], []
+    report["cycles"]["per_stage"] = [0]
+    for ipu in report["ipus"]:
+        ipu["liveness"] = []
+        ipu["categories"]["host_exchange_buffers"] = 0
+    return report
+
+
+MK1 = make_report(ipus=3, name="mk1_three_stages", seed=4, chip="ipu1")
+BARE = _bare_report()
+
+
+def test_other_chips_and_bare_reports_draw_what_they_hold(open_page, tmp_path):
+    path = tmp_path / "report.html"
+    html_report.write_html_report(cost_files.by_program_name([MK1, BARE]), path)
+    page = open_page(path)
+    for ipu in range(3):
+        assert page.locator(f"#p0-ipu{ipu}-tiles rect.tile").count() == 1216
+    assert page.locator("#p0-stages rect.stage-bar").count() == 3
+    assert "256.0 KiB" in page.locator("#p0-chip").text_content()
+    assert page.locator("#p1-ops rect.op-bar").count() == 0
+    assert page.locator("#p1-tensors tbody tr").count() == 0
+    points = page.eval_on_selector(
+        "#p1-ipu0-liveness polyline", "line => line.points.numberOfItems"
+    )
+    assert points == 0 and page.locator("#p1-ipu0-liveness circle").count() == 0
+    other = page.locator('#p1-memory rect[data-category="host_exchange_buffers"]')
+    assert (
+        other.get_attribute("class")
+        == "memory-segment category-other category-host_exchange_buffers"
+    )
+    assert page.problems == []

@@ -53,7 +53,7 @@ def memory_per_ipu(report: CostReport, prefix: str) -> str:
     ipus = report["ipus"]
     categories = on_chip_categories([report])
     scale_top = max([ipu["capacity_bytes"] for ipu in ipus] + [ipu["total_bytes"] for ipu in ipus])
-    left, span = 60, svg.WIDTH - 60 - 200  # labels on the left, figures on the right
+    left, span = 60, svg.WIDTH - 60 - 250  # labels on the left, figures on the right
     row_height = 30
     rows = []
     for row, ipu in enumerate(ipus):
@@ -216,6 +216,17 @@ def liveness_plot(ipu: IpuMemory, op_names: Sequence[str], prefix: str) -> str:
         for index, size in enumerate(live)
     )
     content = _frame(top, [(high, format_bytes(high))], bottom)
+    if live:
+        # The x axis: the schedule, first op to last.
+        below = _TOP + _PLOT_HEIGHT + 16
+        content += svg.element(
+            "text", {"class": "axis-label start", "x": _LEFT, "y": below}, "op 0"
+        )
+        content += svg.element(
+            "text",
+            {"class": "axis-label", "x": svg.WIDTH - _RIGHT, "y": below},
+            f"op {len(live) - 1}",
+        )
     content += svg.element(
         "polyline", {"class": "liveness-line", "points": points, "data-points": len(live)}
     )

@@ -37,8 +37,8 @@ dl.headline dt{color:#555} dl.headline dd{margin:0;font-weight:600}
 .verdict{font-size:1.2em;font-weight:700;padding:.4em .8em;border-radius:4px}
 .verdict.fits{background:#e3f4e1;color:#1d5e1a} .verdict.out-of-memory{background:#fbe3e3;color:#8a1414}
 tr.oom td{color:#8a1414;font-weight:600}
-svg.plot{width:100%;height:auto;display:block;margin:.3em 0}
-svg text{font-size:11px;fill:#333} .bar-label,.axis-label{text-anchor:end}
+svg.plot{width:100%;height:auto;display:block;margin:.3em 0;overflow:visible}
+svg text{font-size:11px;fill:#333} .bar-label,.axis-label{text-anchor:end} .axis-label.start{text-anchor:start}
 .bar{fill:#4e79a7} .op-bar{fill:#59a14f} .stage-bar{fill:#f28e2b}
 .capacity-line,.tile-capacity-line{stroke:#c00;stroke-width:1.5;stroke-dasharray:4 3}
 .axis{stroke:#999} .tile{fill:#4e79a7} .tile.over{fill:#d62728}
