@@ -65,6 +65,12 @@ def test_a_directory_without_reports_is_a_usage_error_naming_it(tmp_path, capsys
     assert not (tmp_path / "report.html").exists()
 
 
+def test_arguments_are_for_a_program_not_a_directory(tmp_path, capsys):
+    report_files.write_cost_json(make_report(), tmp_path)
+    assert main(["report", str(tmp_path), "--", "--epochs", "2"]) == 2
+    assert "is a directory: arguments (--epochs 2) are for a program" in capsys.readouterr().err
+
+
 def test_a_broken_cost_file_is_named(tmp_path, capsys):
     (tmp_path / "bad.cost.json").write_text("[]")
     assert main(["report", str(tmp_path)]) == 2

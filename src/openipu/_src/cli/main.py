@@ -31,7 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Renders every *.cost.json below a directory, or runs a Python program "
         "and renders the estimates of the IPU programs it compiles.",
     )
-    report.add_argument("path", metavar="PROGRAM_OR_DIR")
+    report.add_argument(
+        "path",
+        metavar="PROGRAM_OR_DIR",
+        help="a Python program to run, or a directory holding *.cost.json files",
+    )
     report.add_argument(
         "-o",
         "--out",

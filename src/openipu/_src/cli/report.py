@@ -41,6 +41,13 @@ def run(path: str, out: str | None, program_args: Sequence[str] = ()) -> int:
         print(f"openipu report: {path}: no such file or directory", file=sys.stderr)
         return USAGE_ERROR
     if target.is_dir():
+        if program_args:
+            print(
+                f"openipu report: {path} is a directory: arguments ({' '.join(program_args)}) "
+                "are for a program",
+                file=sys.stderr,
+            )
+            return USAGE_ERROR
         return _render_directory(target, *output_paths(out, target / "report.html"))
     if target.suffix != ".py":
         print(
