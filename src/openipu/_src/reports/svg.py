@@ -1,5 +1,8 @@
 """Inline SVG written as text: the report's plots need no library and load nothing.
 
+`element` also writes the page's other tagged HTML (sections, figures, table rows): one
+escaping rule for every attribute.
+
 Every plot element carries a class and `data-*` attributes holding its exact figure, so a
 reader's tools (and the browser test) can check a plot against its CostReport; `<title>`
 children give hover tooltips without script.
