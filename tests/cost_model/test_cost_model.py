@@ -171,3 +171,29 @@ def test_estimate_of_a_hand_made_workload_matches_the_chip_rates():
     cost = estimate.estimate(Workload((op,), ()), cost_options.CostOptions())
     assert cost.cycles.compute == 2
     assert cost.cycles.per_step == 2 + cost.chip.sync_cycles
+
+
+def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv(
+        "POPLAR_ENGINE_OPTIONS",
+        json.dumps({"autoReport.all": "true", "autoReport.directory": str(tmp_path)}),
+    )
+    _configure()
+    program = _train_mlp()
+    written = json.loads((tmp_path / f"{program.name}.cost.json").read_text())
+    expected = program.cost().to_report(program.to_dict())
+    assert written["cycles"] == expected["cycles"]
+    assert written["ipus"][0]["categories"] == expected["ipus"][0]["categories"]
+    result = subprocess.run(
+        [sys.executable, "-m", "openipu", "report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert program.name in page and str(expected["cycles"]["per_step"]) in page

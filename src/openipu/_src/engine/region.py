@@ -36,7 +36,7 @@ from openipu._src.engine import (
     floating_point_checks,
     random_ops,
 )
-from openipu._src.engine.cost_model import out_of_memory, tf_workload
+from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workload
 from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
@@ -428,7 +428,12 @@ def _workload(
 
 
 def check_fits(compiled: compiled_program.CompiledProgram, name: str) -> None:
-    """Fails the compile, as the hardware would, if the program does not fit in memory."""
+    """After a compile: fails it, as the hardware would, if the program does not fit in
+    memory, and writes its cost report where one is asked for (`cost_model.report_files`)."""
     estimate = compiled.cost()
-    if estimate is not None:
-        out_of_memory.check(estimate, name)
+    if estimate is None:
+        return
+    directory = report_files.requested_directory()
+    if directory is not None:
+        report_files.write_cost_json(estimate.to_report(compiled.to_dict()), directory)
+    out_of_memory.check(estimate, name)

@@ -33,6 +33,30 @@ def report_directory() -> pathlib.Path | None:
     return pathlib.Path(value) if value else None
 
 
+def requested_directory() -> pathlib.Path | None:
+    """Where compiled programs' cost reports go: `OPENIPU_COST_REPORT_DIR`, else Poplar's
+    `autoReport.directory` (default the working directory) when POPLAR_ENGINE_OPTIONS turns
+    `autoReport.all` or `autoReport.outputGraphProfile` on, as the original writes its
+    profiles there; None when no report is asked for."""
+    directory = report_directory()
+    if directory is not None:
+        return directory
+    raw = os.environ.get("POPLAR_ENGINE_OPTIONS", "")
+    if not raw:
+        return None
+    try:
+        options = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(options, dict):
+        return None
+    wanted = any(
+        str(options.get(key, "")).lower() == "true"
+        for key in ("autoReport.all", "autoReport.outputGraphProfile")
+    )
+    return pathlib.Path(str(options.get("autoReport.directory", "."))) if wanted else None
+
+
 def cost_file_name(program_name: str) -> str:
     """`<program name>.cost.json`, with what a file name cannot hold replaced by `_`."""
     # Program names come from users (Keras model names, PopART session names) and may hold
