@@ -407,7 +407,7 @@ def _precompiled_outputs(
 
 def _workload(
     graph: ops.Graph, first_op: int, device: str | None, ipu_ordinal: int, ipus_per_replica: int
-) -> Workload:
+) -> Workload | None:
     """What the region's operations (those built since `first_op`) do, for the cost model.
 
     An operation's IPU is read from its host device: the configured device's IPUs (pipeline
@@ -420,17 +420,25 @@ def _workload(
         hosts = [ipu_device.host_device(i) for i in range(per_replica)]
     else:
         per_replica, hosts = 1, [device or "/device:CPU:0"]
-    return tf_workload.from_operations(
-        graph.get_operations()[first_op:],
-        tf_workload.ipu_of_host_devices(hosts),
-        ipus_per_replica=per_replica,
-    )
+    try:
+        return tf_workload.from_operations(
+            graph.get_operations()[first_op:],
+            tf_workload.ipu_of_host_devices(hosts),
+            ipus_per_replica=per_replica,
+        )
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for a compiled program: reading it failed (%s)", error)
+        return None
 
 
 def check_fits(compiled: compiled_program.CompiledProgram, name: str) -> None:
     """After a compile: fails it, as the hardware would, if the program does not fit in
     memory, and writes its cost report where one is asked for (`cost_model.report_files`)."""
-    estimate = compiled.cost()
+    try:
+        estimate = compiled.cost()
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for %s: the cost model failed (%s)", name, error)
+        return
     if estimate is None:
         return
     directory = report_files.requested_directory()
