@@ -1,4 +1,4 @@
-"""The `openipu` command (`openipu info`, `openipu demo`)."""
+"""The `openipu` command (`openipu info`, `openipu demo`, `openipu report`)."""
 
 from openipu._src.cli.main import main
 

@@ -400,16 +400,29 @@ def test_reports_after_prepare_device(small_model, ipu_model_device):
     assert re.search(r"XLA|TensorFlow graph|onnxruntime", str(session.getReport()))
 
 
-def test_cycle_count_is_not_available(small_model, ipu_model_device):
+def test_cycle_count_is_the_cost_model_estimate(small_model, ipu_model_device):
     options = popart.SessionOptions()
     options.instrumentWithHardwareCycleCounter = True
     session = make_session(small_model, ipu_model_device, options=options)
     session.prepareDevice()
-    with pytest.raises(popart.popart_exception, match="not run yet"):
+    # The original's order and messages (session.cpp, devicex.cpp).
+    with pytest.raises(popart.popart_exception, match="Must call run before getCycleCount"):
         session.getCycleCount()
     run_once(session, small_model, np.ones((2, 4), np.float32))
-    with pytest.raises(popart.popart_exception, match="no cost model"):
-        session.getCycleCount()
+    cycles = session.getCycleCount()
+    assert cycles > 0
+    with pytest.raises(popart.popart_exception, match="Invalid id for cycle counter"):
+        session.getCycleCount("nothing")
+    # A step of twice the batches costs more cycles (each batch runs the model once).
+    twice = make_session(small_model, ipu_model_device, batches_per_step=2, options=options)
+    twice.prepareDevice()
+    run_once(twice, small_model, np.ones((2, 2, 4), np.float32))
+    assert 1.5 * cycles <= twice.getCycleCount() <= 4 * cycles
+    plain = make_session(small_model, ipu_model_device)
+    plain.prepareDevice()
+    run_once(plain, small_model, np.ones((2, 4), np.float32))
+    with pytest.raises(popart.popart_exception, match="instrumentWithHardwareCycleCounter"):
+        plain.getCycleCount()
 
 
 def test_from_ir_builds_the_same_session(small_model, ipu_model_device):

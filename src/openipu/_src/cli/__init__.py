@@ -1,1 +1,1 @@
-"""The `openipu` command: `openipu info` and `openipu demo`."""
+"""The `openipu` command: `openipu info`, `openipu demo` and `openipu report`."""

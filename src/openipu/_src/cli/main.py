@@ -25,6 +25,27 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--batch-size", type=int, default=32)
     demo.add_argument("--steps-per-execution", type=int, default=50)
     demo.add_argument("--samples", type=int, default=32000)
+    report = commands.add_parser(
+        "report",
+        help="the cost model's estimates as an HTML page and JSON",
+        description="Renders every *.cost.json below a directory, or runs a Python program "
+        "and renders the estimates of the IPU programs it compiles.",
+    )
+    report.add_argument(
+        "path",
+        metavar="PROGRAM_OR_DIR",
+        help="a Python program to run, or a directory holding *.cost.json files",
+    )
+    report.add_argument(
+        "-o",
+        "--out",
+        metavar="OUT",
+        help="the HTML file (the JSON goes beside it, ending .json) or a directory; default: "
+        "DIR/report.html, or PROGRAM.report.html beside the program",
+    )
+    report.add_argument(
+        "program_args", nargs="*", metavar="ARGS", help="the program's arguments, after --"
+    )
     return parser
 
 
@@ -36,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         from openipu._src.cli import info
 
         return info.run(args.config)
+    if args.command == "report":
+        # lazy: only `report` needs the report modules
+        from openipu._src.cli import report
+
+        return report.run(args.path, args.out, args.program_args)
     return demo.run(
         epochs=args.epochs,
         batch_size=args.batch_size,

@@ -18,6 +18,10 @@ import enum
 import threading
 
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.cost_model import cost_options, tf_workload
+from openipu._src.engine.cost_model.estimate import CostEstimate, estimate
+from openipu._src.engine.cost_model.workload import Workload
+from openipu._src.system import configure
 
 
 class StepSchedule(enum.Enum):
@@ -41,10 +45,34 @@ class CompiledProgram:
     steps_per_call: int
     step_schedule: StepSchedule
     steps_per_group: int = 1  # steps before each `after_group` (gradient accumulation)
+    # What one step does on the chip, for the cost model (None: not read, e.g. onnxruntime).
+    workload: Workload | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The chip to estimate for (None: the configured system's, when `cost` is called).
+    chip: cost_options.CostOptions | None = dataclasses.field(default=None, compare=False)
+
+    def cost(self, options: cost_options.CostOptions | None = None) -> CostEstimate | None:
+        """The cost model's estimate for this program on real IPUs (None without a workload).
+
+        `options` default to those of the configured system (`cost_options.from_config`).
+        """
+        if self.workload is None:
+            return None
+        if options is None:
+            options = self.chip
+        if options is None:
+            options = cost_options.from_config(
+                _configured(), gradient_accumulation_count=self.steps_per_group
+            )
+        workload = tf_workload.per_replica(self.workload, self.replicas)
+        return estimate(workload, options, self.replicas, self.steps_per_call)
 
     def to_dict(self) -> dict[str, object]:
         """The decisions as plain values (JSON-ready), e.g. to cache or export them."""
-        values = dataclasses.asdict(self)
+        values = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in ("workload", "chip")
+        }
         values["executor"] = self.executor.value
         values["step_schedule"] = self.step_schedule.name
         return values
@@ -77,6 +105,12 @@ class CompiledProgram:
             f"{self.replicas} replica(s) of {self.ipus_per_replica} IPU(s), "
             f"{self.steps_per_call} step(s) per call run as {self.step_schedule.value}{groups}"
         )
+
+
+def _configured() -> object | None:
+    """The configured IPUConfig, if any (the cost model's options come from it)."""
+    system = configure.maybe_current_system()
+    return None if system is None else system.config
 
 
 #: The programs compiled most recently in this process, newest last (what reports and the

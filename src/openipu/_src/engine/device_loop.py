@@ -35,6 +35,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import device_scope
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.cost_model import tf_workload
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.replicas import shared_loop
 from openipu._src.engine.value_types import Infeed, Nested
@@ -214,6 +215,8 @@ def repeat(
             parallel_iterations=1,  # iterations run in order, as on the device
             name="ipu_repeat",
         )
+    if isinstance(n, int):
+        tf_workload.mark_trip_count(results, n)
     return _loop_results(results[1:], results[0])
 
 

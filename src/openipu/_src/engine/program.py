@@ -33,6 +33,8 @@ from openipu._src.engine import (
     replication,
 )
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
+from openipu._src.engine.cost_model import tf_workload
+from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.engine.replicas import lockstep, replicated
@@ -79,6 +81,7 @@ class LoopProgram:
         mode = IPUOutfeedMode.ALL if spec.outputs == "all" else IPUOutfeedMode.LAST
         self._outfeed = IPUOutfeedQueue(mode)
         self._has_outputs = False
+        self._workload: Workload | None = None
         self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
         self.__name__ = spec.name
 
@@ -145,6 +148,8 @@ class LoopProgram:
             steps_per_call=self.iterations,
             step_schedule=schedule,
             steps_per_group=self.spec.group_size,
+            workload=self._workload,
+            chip=self.spec.chip,
         )
 
     @property
@@ -282,11 +287,17 @@ class LoopProgram:
         """What runs after each group (nothing when the spec groups steps without it)."""
         return None if self.spec.after_group is None else self.spec.after_group()
 
-    def _record_mode(self, mode: compile_policy.CompileMode) -> None:
+    def _record_mode(self, mode: compile_policy.CompileMode, workload: Workload | None) -> None:
         self._last_mode = mode
+        # One step's share, computed once (`compiled` is read after every call).
+        self._workload = (
+            None if workload is None else tf_workload.per_step(workload, self.iterations)
+        )
         compiled = self.compiled
         if compiled is not None:
             compiled_program.record(compiled)
+            if self.spec.check_memory:
+                region.check_fits(compiled, self.__name__)
 
 
 def _as_token(result: object) -> tf.Tensor:

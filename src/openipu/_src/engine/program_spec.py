@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable
 
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.cost_model.cost_options import CostOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,9 @@ class ProgramSpec:
       the engine decides).
     - `independent_steps`: no step reads what another changes, so the steps of a call may
       run together (vectorized or unrolled) instead of in a loop.
+    - `chip`: the chip the cost model checks the program against (None: the configured
+      system's; see `CompiledProgram.cost`); `check_memory` False for devices without one
+      (PopART's CPU device).
     """
 
     step: Callable[..., object]
@@ -52,6 +56,8 @@ class ProgramSpec:
     indexed: bool = False
     independent_steps: bool = False
     name: str = "ipu_program"
+    chip: CostOptions | None = None
+    check_memory: bool = True
 
     def __post_init__(self) -> None:
         if self.outputs not in ("all", "last"):

@@ -36,6 +36,8 @@ from openipu._src.engine import (
     floating_point_checks,
     random_ops,
 )
+from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workload
+from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
 from openipu._src.system import configure
@@ -163,7 +165,7 @@ def compile_region(
     ipu_ordinal: int = 0,
     flat_return_rules: bool = True,
     mode: compile_policy.CompileMode | None = None,
-    on_mode: Callable[[compile_policy.CompileMode], None] | None = None,
+    on_mode: Callable[[compile_policy.CompileMode, Workload | None], None] | None = None,
     record_as: str | None = None,
     replicas: int = 1,
     ipus_per_replica: int = 1,
@@ -175,7 +177,8 @@ def compile_region(
     becomes a tuple, and operation-only outputs become one NoOp.
 
     `mode` forces XLA or graph (XLA only if the region can compile);
-    `on_mode(mode)` learns which one the region got. Without `on_mode` the region's
+    `on_mode(mode, workload)` learns which one the region got, and what it does (for the
+    cost model; its caller checks that it fits). Without `on_mode` the region's
     decisions are recorded (`compiled_program.record`) under the name `record_as` (its
     cluster's by default) with `replicas` replicas of `ipus_per_replica` IPUs.
     """
@@ -233,6 +236,7 @@ def compile_region(
         region.fp_bits, region.ipu_ordinal = fp_bits, ipu_ordinal
         stack = _state.__dict__.setdefault("regions", [])
         stack.append(region)
+        first_op = len(graph.get_operations())
         context.Enter()
         try:
             flat_inputs = [tf.identity(x, name=f"input_{i}") for i, x in enumerate(_flat(inputs))]
@@ -253,11 +257,12 @@ def compile_region(
                 if region.graph_mode_reasons
                 else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
+            workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
             if on_mode is not None:
-                on_mode(region.mode)
+                on_mode(region.mode, workload)
             else:
                 # The region's decisions, unless its caller records its own (LoopProgram).
-                compiled_program.record(
+                compiled = compiled_program.record(
                     compiled_program.CompiledProgram(
                         name=record_as or name,
                         executor=region.mode,
@@ -267,8 +272,10 @@ def compile_region(
                         ipus_per_replica=ipus_per_replica,
                         steps_per_call=1,  # loops inside are the computation's own
                         step_schedule=compiled_program.StepSchedule.LOOP,
+                        workload=workload,
                     )
                 )
+                check_fits(compiled, record_as or name)
             logger.debug(
                 "Region %s runs as %s (%s)",
                 name,
@@ -396,3 +403,45 @@ def _precompiled_outputs(
     )
     tensors, operations, structure = _split_outputs(zeros, flat_return_rules)
     return _pack_outputs(tensors, [], structure, "ipu_precompiled")
+
+
+def _workload(
+    graph: ops.Graph, first_op: int, device: str | None, ipu_ordinal: int, ipus_per_replica: int
+) -> Workload | None:
+    """What the region's operations (those built since `first_op`) do, for the cost model.
+
+    An operation's IPU is read from its host device: the configured device's IPUs (pipeline
+    stages, shards), or the region's one device where no system is configured (PopART).
+    """
+    system = configure.maybe_current_system()
+    if system is not None and ipu_ordinal < len(system.devices):
+        ipu_device = system.device(ipu_ordinal)
+        per_replica = max(1, min(ipus_per_replica, ipu_device.num_ipus))
+        hosts = [ipu_device.host_device(i) for i in range(per_replica)]
+    else:
+        per_replica, hosts = 1, [device or "/device:CPU:0"]
+    try:
+        return tf_workload.from_operations(
+            graph.get_operations()[first_op:],
+            tf_workload.ipu_of_host_devices(hosts),
+            ipus_per_replica=per_replica,
+        )
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for a compiled program: reading it failed (%s)", error)
+        return None
+
+
+def check_fits(compiled: compiled_program.CompiledProgram, name: str) -> None:
+    """After a compile: fails it, as the hardware would, if the program does not fit in
+    memory, and writes its cost report where one is asked for (`cost_model.report_files`)."""
+    try:
+        estimate = compiled.cost()
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for %s: the cost model failed (%s)", name, error)
+        return
+    if estimate is None:
+        return
+    directory = report_files.requested_directory()
+    if directory is not None:
+        report_files.write_cost_json(estimate.to_report(compiled.to_dict()), directory)
+    out_of_memory.check(estimate, name)

@@ -22,16 +22,19 @@ class poplar_application_runtime_error(poplar_runtime_error):  # noqa: N801 - th
 
 
 class OutOfMemoryException(popart_exception):
-    """The (modelled) IPU memory is too small for the graph: `OutOfMemoryException(e)`.
+    """The modelled IPU memory is too small for the graph (raised by prepareDevice).
 
-    Emulated IPUs have no memory model yet, so sessions do not raise it; it exists so that
-    programs catching it keep working.
+    `OutOfMemoryException(e)` as in the original takes an error whose getSummaryReport and
+    getProfilePath it forwards; sessions give the cost model's summary directly.
     """
 
     def __init__(self, e: object = "", summary_report: str = "", profile_path: str = "") -> None:
         super().__init__(str(e))
-        self._summary_report = summary_report
-        self._profile_path = profile_path
+        self.error = e
+        forwarded = getattr(e, "getSummaryReport", None)
+        self._summary_report = summary_report or (forwarded() if callable(forwarded) else "")
+        path = getattr(e, "getProfilePath", None)
+        self._profile_path = profile_path or (path() if callable(path) else "")
 
     def getProfilePath(self) -> str:  # noqa: N802 - the original's names
         """The absolute path of profile.pop, or "" when there is none (always, emulated)."""

@@ -1,9 +1,9 @@
 """What a session reports about its compiled program (summary, serialized graph, report).
 
-The original reads these from the Poplar engine: memory per tile, cycle estimates, the
-vertex graph. The emulation has none of that, so the reports describe what it does have:
-the device, the lowered ONNX graph, how the program was compiled (XLA or a TensorFlow graph)
-and how many runs it made.
+The original reads these from the Poplar engine: memory per tile, cycles, the vertex
+graph. Here the memory and cycles are the engine's cost model of the device's chip
+(`engine.cost_model`), beside what the emulation knows: the device, the lowered ONNX
+graph, how the program was compiled (XLA or a TensorFlow graph) and how many runs it made.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.popart.session.placement import Placement
 
 
@@ -30,7 +31,9 @@ class ProgramFacts:
     anchors: dict[str, str] = field(default_factory=dict)  # id -> return type
 
 
-def summary_report(model: onnx.ModelProto, facts: ProgramFacts) -> str:
+def summary_report(
+    model: onnx.ModelProto, facts: ProgramFacts, estimate: CostEstimate | None = None
+) -> str:
     op_counts: dict[str, int] = {}
     for node in model.graph.node:
         key = f"{node.domain or 'ai.onnx'}::{node.op_type}"
@@ -40,8 +43,8 @@ def summary_report(model: onnx.ModelProto, facts: ProgramFacts) -> str:
         for t in model.graph.initializer
     )
     lines = [
-        f"Session: {facts.session_name} (emulated IPU; no Poplar engine, no cycle or memory "
-        "profile)",
+        f"Session: {facts.session_name} (emulated IPU; memory and cycles from openipu's cost "
+        "model of the chip)",
         f"Device: {facts.device}",
         f"Program: {facts.batches_per_step} batch(es) per step, replication factor "
         f"{facts.replication_factor}, compiled as {facts.compile_mode}",
@@ -51,6 +54,8 @@ def summary_report(model: onnx.ModelProto, facts: ProgramFacts) -> str:
     ]
     lines += [f"  {op}: {count}" for op, count in sorted(op_counts.items())]
     lines += ["Anchors:"] + [f"  {name}: {art}" for name, art in facts.anchors.items()]
+    if estimate is not None:
+        lines += ["Cost model:"] + [f"  {line}" for line in estimate.summary().splitlines()]
     return "\n".join(lines) + "\n"
 
 

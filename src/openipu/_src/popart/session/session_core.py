@@ -27,6 +27,8 @@ import tensorflow as tf
 from openipu._src.engine import floating_point_checks, host_arrays
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.cost_model import out_of_memory
+from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
@@ -35,8 +37,10 @@ from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.devices.enums import DeviceConnectionType, DeviceType
 from openipu._src.popart.errors import (
+    OutOfMemoryException,
     incompatible_arguments,
     popart_exception,
+    popart_runtime_error,
     poplar_application_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
@@ -46,6 +50,7 @@ from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
 from openipu._src.popart.session import (
+    device_chip,
     engine_cache,
     executable_file,
     memory_budget,
@@ -303,6 +308,7 @@ class SessionCore:
             compile_mode=self._compile_mode(),
             name=self._name,
             placement=self._placement,
+            chip=device_chip.chip_options(self._device, self._options),
         )
 
     def _compile_mode(self) -> CompileMode | None:
@@ -329,6 +335,13 @@ class SessionCore:
         try:
             with self._floating_point_checks():
                 self._warm_up()
+        except out_of_memory.OutOfMemoryError as error:
+            # prepareDevice's documented error (python/popart/python_files/session.py).
+            estimate = error.estimate
+            raise OutOfMemoryException(
+                error.message.removeprefix(out_of_memory.PREFIX),
+                summary_report=estimate.summary() if estimate is not None else "",
+            ) from None
         except tf.errors.OpError as error:
             if self._built_program().compiled_mode is not CompileMode.XLA:
                 # Zeros are not valid data for every model: the first real run will tell.
@@ -648,23 +661,43 @@ class SessionCore:
         self._require_prepared(what)
 
     def getCycleCount(self, id: str = "") -> int:  # noqa: A002, N802 - the original's names
-        if not self._options.instrumentWithHardwareCycleCounter:
-            raise popart_exception(
-                "getCycleCount needs SessionOptions.instrumentWithHardwareCycleCounter = True"
-            )
-        self._require_prepared("getCycleCount")
+        """The cycles of the last run on the modelled chip (the cost model's estimate).
+
+        As the original (session.cpp, devicex.cpp): run first, with
+        instrumentWithHardwareCycleCounter; the id "" is the whole program's counter.
+        """
         if self._facts.runs == 0:
-            raise popart_exception("getCycleCount: the session has not run yet")
-        raise popart_exception(
-            "getCycleCount: cycle counts are not available on emulated IPUs: openipu has no "
-            "cost model of the IPU yet, so it cannot count (or estimate) device cycles"
-        )
+            raise popart_runtime_error("Must call run before getCycleCount.")
+        if not self._options.instrumentWithHardwareCycleCounter:
+            raise popart_runtime_error(
+                "SessionOption 'instrumentWithHardwareCycleCounter' must be set to true in "
+                "order to measure cycle count"
+            )
+        estimate = self._cost_estimate()
+        if id != "" or estimate is None:
+            raise popart_runtime_error(
+                f"Invalid id for cycle counter, '{id}'. Make sure you have set "
+                "SessionOption::hardwareInstrumentations correctly."
+            )
+        return estimate.cycles_per_call
+
+    def _cost_estimate(self) -> CostEstimate | None:
+        """The cost model's estimate of the compiled program on the device's chip."""
+        compiled = self._program.compiled if self._program is not None else None
+        if compiled is None:
+            return None
+        chip = device_chip.chip_options(self._device, self._options)
+        try:
+            return compiled.cost(chip) if chip is not None else compiled.cost()
+        except Exception as error:  # noqa: BLE001 - reports go on without the estimate
+            logger.warning("%s: no cost estimate (%s)", self._name, error)
+            return None
 
     # -- reports -------------------------------------------------------------------------
 
     def getSummaryReport(self, resetProfile: bool = True) -> str:  # noqa: N802, N803
         self._require_prepared("getSummaryReport")
-        report = reports.summary_report(self._model, self._facts)
+        report = reports.summary_report(self._model, self._facts, self._cost_estimate())
         if resetProfile:
             self._facts.runs = 0
         return report
@@ -676,7 +709,8 @@ class SessionCore:
     def getReport(self) -> reports.Report:  # noqa: N802
         self._require_prepared("getReport")
         return reports.Report(
-            reports.summary_report(self._model, self._facts), self.getSerializedGraph()
+            reports.summary_report(self._model, self._facts, self._cost_estimate()),
+            self.getSerializedGraph(),
         )
 
     # -- executables ---------------------------------------------------------------------

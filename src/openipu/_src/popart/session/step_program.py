@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from openipu._src.engine import replication
 from openipu._src.engine.compile_policy import CompileMode
+from openipu._src.engine.cost_model.cost_options import CostOptions
 from openipu._src.engine.program import LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.popart.dataflow import AnchorReturnTypeId
@@ -56,6 +57,7 @@ class SessionProgramSpec:
     compile_mode: CompileMode | None
     name: str
     placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
+    chip: CostOptions | None = None  # the device's chip, for the cost model (None: no chip)
 
     @property
     def op_scope(self) -> Callable[[Op], AbstractContextManager[object] | None] | None:
@@ -146,6 +148,8 @@ def build_program(
             group_size=spec.batches_per_step if together else 1,
             after_group=(lambda: random_state.advance(spec.batches_per_step)) if together else None,
             name=spec.name,
+            chip=spec.chip,
+            check_memory=spec.chip is not None,
         )
     )
 

@@ -103,6 +103,8 @@ def build_training_program(
             group_size=spec.accumulation_factor,
             after_group=steps.after_group if spec.accumulating else None,
             name=program.name,
+            chip=program.chip,
+            check_memory=program.chip is not None,
         )
     )
 
