@@ -10,8 +10,8 @@ without measuring again; one whose entry names onnxruntime compiles no TensorFlo
 at all.
 
 An entry's key covers the model without its weight values and the session settings (the
-fingerprint `compileAndExport` also records), the openipu and TensorFlow versions, and
-`OPENIPU_COMPILE`. A damaged entry, or one of another program, is removed with a warning
+fingerprint `compileAndExport` also records), the device, the openipu and TensorFlow
+versions, and `OPENIPU_COMPILE`. A damaged entry, or one of another program, is removed with a warning
 and the session compiles again; entries are written atomically, so sessions writing the
 same entry at once leave a valid one.
 """
@@ -33,10 +33,11 @@ from openipu._src.popart.session import executable_file
 logger = logging.getLogger(__name__)
 
 
-def entry_path(cache_path: str, fingerprint: str) -> str:
-    """Where the entry of the program with `fingerprint` lives in `cache_path`."""
+def entry_path(cache_path: str, fingerprint: str, device: str = "") -> str:
+    """Where the entry of the program with `fingerprint` for `device` lives in `cache_path`."""
     key = {
         "fingerprint": fingerprint,
+        "device": device,  # what fits on one chip may not fit on another (the cost model)
         "versions": versions.current(),
         "compile": os.environ.get(compile_policy.COMPILE_MODE_ENV, "auto"),
     }

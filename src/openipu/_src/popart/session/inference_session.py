@@ -18,7 +18,7 @@ import numpy as np
 
 from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compile_policy import CompileMode
-from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_program
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
@@ -63,22 +63,28 @@ class InferenceSession(SessionCore):
     # -- the executor ----------------------------------------------------------------------
 
     def _compile(self) -> None:
-        cached = self._cached_program
-        self._onnx_runtime = None
-        if (
-            cached is not None
-            and cached.executor is CompileMode.ONNX_RUNTIME
-            and self._onnx_runtime_may_run()
-        ):
-            # The engine cache says onnxruntime ran it faster: no TensorFlow program to
-            # compile, nothing to measure (the lowering is traced if it is ever needed).
-            self._onnx_runtime = self._new_onnx_runtime_program()
-            compiled_program.record(self._onnx_runtime.compiled)
-        else:
+        self._onnx_runtime = self._cached_onnx_runtime()
+        if self._onnx_runtime is None:
             super()._compile()
-            if cached is None and self._onnx_runtime_may_run():
+            if self._cached_program is None and self._onnx_runtime_may_run():
                 self._try_onnx_runtime()
         self._facts.compile_mode = self._compiled_mode_name()
+
+    def _cached_onnx_runtime(self) -> OnnxRuntimeProgram | None:
+        """The onnxruntime program the engine cache (or a loaded executable) names: no
+        TensorFlow program to compile, nothing to measure (the lowering is traced if it is
+        ever needed). None when it names another executor, or onnxruntime cannot run it."""
+        cached = self._cached_program
+        if cached is None or cached.executor is not CompileMode.ONNX_RUNTIME:
+            return None
+        if not self._onnx_runtime_may_run():
+            return None
+        together = cached.step_schedule is StepSchedule.VECTORIZED  # a call's batches as one
+        programs = self._new_onnx_runtime_programs()
+        chosen = next((p for p in programs if p.batches_together == together), None)
+        if chosen is not None:
+            compiled_program.record(chosen.compiled)
+        return chosen
 
     def _compiled_program(self) -> CompiledProgram | None:
         if self._onnx_runtime is not None:

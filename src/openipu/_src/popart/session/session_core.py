@@ -276,7 +276,9 @@ class SessionCore:
         """The engine cache entry of this program (`enableEngineCaching`), or None."""
         if not self._options.enableEngineCaching:
             return None
-        return engine_cache.entry_path(self._options.cachePath, self._fingerprint())
+        return engine_cache.entry_path(
+            self._options.cachePath, self._fingerprint(), device=str(self._device)
+        )
 
     def _compiled_program(self) -> CompiledProgram | None:
         """The decisions of the program that runs the session (None before compiling)."""
@@ -683,6 +685,10 @@ class SessionCore:
 
     def _cost_estimate(self) -> CostEstimate | None:
         """The cost model's estimate of the compiled program on the device's chip."""
+        if self._program is not None and self._program.compiled is None:
+            # Not traced yet (the engine cache named onnxruntime): trace it now, as needed.
+            with contextlib.suppress(tf.errors.OpError):
+                self._warm_up()
         compiled = self._program.compiled if self._program is not None else None
         if compiled is None:
             return None
