@@ -17,21 +17,25 @@ The flow, argument rules and return value follow the original
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import tensorflow as tf
+from tensorflow.python.eager import context
 
 from openipu._src.engine import device_loop
 from openipu._src.engine.executable import atomic_files, builder, executable_file
 from openipu._src.engine.executable.signature import TensorSignature
 from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 from openipu._src.feeds.infeed import IPUInfeedQueue
-from openipu._src.serving import embedded_runtime, signatures
+from openipu._src.serving import embedded_runtime, frozen_steps, signatures
 from openipu._src.serving.frozen_steps import EagerSession, FrozenStep, restore_from_checkpoint
+
+_Export_F = TypeVar("_Export_F", bound=Callable[..., Any])
 
 
 @dataclasses.dataclass
@@ -286,6 +290,22 @@ def _signatures(
     return input_signature, step_signature, preprocessing, postprocessing
 
 
+def _eagerly(export: _Export_F) -> _Export_F:
+    """An export runs eagerly, from a TF1 program too: the original's TF1 export builds its
+    own graph and session for the step (r1.15 serving.py), whose variables the step creates
+    and `variable_initializer` initializes; here they are eager variables, frozen likewise."""
+
+    @functools.wraps(export)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if tf.executing_eagerly():
+            return export(*args, **kwargs)
+        with context.eager_mode(), frozen_steps.for_tf1_program():
+            return export(*args, **kwargs)
+
+    return run  # type: ignore[return-value] # the same signature (functools.wraps)
+
+
+@_eagerly
 def export_single_step(
     predict_step: Callable[..., Any],
     export_dir: str,
@@ -325,6 +345,7 @@ def export_single_step(
     return _write(export)
 
 
+@_eagerly
 def export_pipeline(
     computational_stages: Sequence[Callable[..., Any]],
     export_dir: str,

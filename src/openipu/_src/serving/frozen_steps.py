@@ -3,8 +3,10 @@ constants (the original's `_freeze_defunc`), callable as plain TensorFlow ops.""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,19 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine.executable import program_graph
 
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def for_tf1_program() -> Iterator[None]:
+    """Steps made within are a TF1 program's (see `FrozenStep`)."""
+    previous = getattr(_state, "tf1", False)
+    _state.tf1 = True
+    try:
+        yield
+    finally:
+        _state.tf1 = previous
+
 
 class FrozenStep:
     """`step` traced for `signature` with its variables' current values as constants."""
@@ -22,8 +37,14 @@ class FrozenStep:
         self.signature = list(signature)
         self.name = getattr(step, "__name__", "step")
         python_step = getattr(step, "python_function", step)
-        traced = tf.function(lambda *args: python_step(*args), input_signature=self.signature)
-        concrete = traced.get_concrete_function()
+        if getattr(_state, "tf1", False):
+            # A TF1 program's step (tf.compat.v1.get_variable, layers of tf.compat.v1):
+            # traced in a TF1-style graph, its variables lifted out, as the original's TF1
+            # export builds it in a graph of its own (r1.15 serving.py).
+            concrete = tf.compat.v1.wrap_function(python_step, self.signature)
+        else:
+            traced = tf.function(lambda *args: python_step(*args), input_signature=self.signature)
+            concrete = traced.get_concrete_function()
         self.variables = [v for v, _ in program_graph.captured_variables(concrete)]
         self._concrete = concrete
 
