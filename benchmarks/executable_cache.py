@@ -67,7 +67,8 @@ options = popart.SessionOptions()
 options.enableEngineCaching = True
 options.cachePath = {cache!r}
 data_flow = popart.DataFlow(4, {{model.output_id: popart.AnchorReturnType("ALL")}})
-device = popart.DeviceManager().createIpuModelDevice({{}})
+# A whole Mk2 IPU, as popart_inference.py (the default 4 tiles are too small for it).
+device = popart.DeviceManager().createIpuModelDevice({{"tilesPerIPU": 1472}})
 session = popart.InferenceSession(model.proto, data_flow, device, userOptions=options)
 session.prepareDevice()
 session.weightsFromHost()
