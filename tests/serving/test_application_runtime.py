@@ -50,6 +50,7 @@ def test_compile_then_start_and_call_eagerly(ipu_system, tmp_path):
     assert context.name() == "eager_engine"
     assert context.output_types() == [tf.float32, tf.float32]
     assert [s.name for s in context.signature().streamed_inputs] == ["input_0"]
+    assert context.signature().streamed_inputs[0].shape.dimensions == [2, 4]
 
 
 def test_calls_inside_a_tf_function(ipu_system, tmp_path):
@@ -146,6 +147,10 @@ def test_wrong_inputs_are_refused_as_the_original_does(ipu_system, tmp_path):
         ipu.embedded_runtime.embedded_runtime_start(path, [np.ones([1])], "bad_start")
     with pytest.raises(NotImplementedError):
         ipu.embedded_runtime.embedded_runtime_stop(context)
+    with pytest.raises(TypeError, match="timeout must be an int"):
+        ipu.embedded_runtime.embedded_runtime_start(path, [], "bad_timeout", timeout=0.5)
+    with pytest.raises(ValueError, match="timeout must be a non-negative"):
+        ipu.embedded_runtime.embedded_runtime_start(path, [], "bad_timeout", timeout=-1)
 
 
 @pytest.mark.parametrize(

@@ -82,10 +82,11 @@ def embedded_runtime_start(
     it runs with the elements it has.
     """
     path = _path_of(executable_file)
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0
-    ):
-        raise ValueError(f"timeout must be a non-negative number of microseconds, got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
+        # The original hands it to its op's int attribute, which refuses other types.
+        raise TypeError(f"timeout must be an int (microseconds), got {timeout!r}")
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be a non-negative number of microseconds, got {timeout}")
     timeout = timeout or DEFAULT_TIMEOUT_US
     executable = executable_file_read(path)
     expected = executable.signature.inputs

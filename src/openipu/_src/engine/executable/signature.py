@@ -8,6 +8,15 @@ from typing import Any
 import tensorflow as tf
 
 
+class Shape(tuple[int, ...]):
+    """A shape of known dimensions; `dimensions` as the original's signature protos name
+    them (`signature().inputs[i].shape.dimensions`, ops/embedded_runtime.py)."""
+
+    @property
+    def dimensions(self) -> list[int]:
+        return list(self)
+
+
 @dataclasses.dataclass(frozen=True)
 class TensorSignature:
     """One input or output of an executable (the original's signature entries: a name, a
@@ -24,7 +33,7 @@ class TensorSignature:
             raise ValueError(
                 f"An executable's tensors need fully defined shapes: {name!r} has shape {shape}"
             )
-        return cls(name, tf.as_dtype(spec.dtype).name, tuple(shape.as_list()))
+        return cls(name, tf.as_dtype(spec.dtype).name, Shape(shape.as_list()))
 
     @property
     def tf_dtype(self) -> tf.DType:
@@ -40,7 +49,7 @@ class TensorSignature:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TensorSignature:
         return cls(
-            str(values["name"]), str(values["dtype"]), tuple(int(d) for d in values["shape"])
+            str(values["name"]), str(values["dtype"]), Shape(int(d) for d in values["shape"])
         )
 
 
