@@ -266,3 +266,27 @@ def test_saved_model_cli_shows_the_serving_signature(ipu_system, tmp_path):
     assert "inputs['x'] tensor_info:" in shown and "shape: (2, 4)" in shown
     assert "outputs['sum'] tensor_info:" in shown
     assert "Method name is: tensorflow/serving/predict" in shown
+
+
+def test_a_pipeline_with_preprocessing_and_non_streamed_inputs(ipu_system, tmp_path):
+    def preprocessing_step(raw):
+        return (tf.cast(raw, tf.float32) / 10.0,)
+
+    def stage1(scale, x):
+        return x * scale
+
+    def stage2(x):
+        return tf.reduce_sum(x)
+
+    runtime_predict = ipu.serving.export_pipeline(
+        [stage1, stage2],
+        str(tmp_path / "pipeline"),
+        iterations=2,
+        inputs=[tf.constant(3.0)],
+        predict_step_signature=[tf.TensorSpec([], tf.float32), tf.TensorSpec([4], tf.float32)],
+        preprocessing_step=preprocessing_step,
+        preprocessing_step_signature=[tf.TensorSpec([4], tf.int32)],
+    )
+    raw = np.array([1, 2, 3, 4], np.int32)
+    (total,) = runtime_predict(raw)
+    np.testing.assert_allclose(total.numpy(), (raw / 10.0 * 3.0).sum(), rtol=1e-6)

@@ -397,8 +397,6 @@ def export_pipeline(
         postprocessing_step_signature,
         inputs=stage_inputs,
     )
-    if pre is not None:
-        step_signature = [*(tf.TensorSpec.from_tensor(t) for t in stage_inputs), *step_signature]
     # Each stage is traced with the outputs of the one before (the original's
     # _freeze_computational_stages), so each needs the one before frozen first.
     stages = []
