@@ -290,3 +290,32 @@ def test_a_pipeline_with_preprocessing_and_non_streamed_inputs(ipu_system, tmp_p
     raw = np.array([1, 2, 3, 4], np.int32)
     (total,) = runtime_predict(raw)
     np.testing.assert_allclose(total.numpy(), (raw / 10.0 * 3.0).sum(), rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_pipelined_keras_model_exports_with_its_stages(strategy_on, tmp_path):
+    strategy = strategy_on(2)
+    with strategy.scope():
+        inputs = tf.keras.Input(shape=(4,), batch_size=2, name="x")
+        hidden = tf.keras.layers.Dense(3, activation="relu", name="first")(inputs)
+        outputs = tf.keras.layers.Dense(2, name="second")(hidden)
+        model = tf.keras.Model(inputs, outputs)
+        model.set_pipeline_stage_assignment([0, 1])
+        model.compile(steps_per_execution=2)
+        x = np.random.RandomState(4).rand(2, 4).astype(np.float32)
+        export_dir = tmp_path / "pipelined"
+        runtime_predict = model.export_for_ipu_serving(str(export_dir), output_names="y")
+        got = runtime_predict(x)["y"].numpy()
+    (k1, b1), (k2, b2) = (
+        model.get_layer("first").get_weights(),
+        model.get_layer("second").get_weights(),
+    )
+    want = np.maximum(x @ k1 + b1, 0) @ k2 + b2
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    graph_def = (
+        tf.saved_model.load(str(export_dir)).signatures["serving_default"].graph.as_graph_def()
+    )
+    text = str(graph_def)
+    assert "pipeline_stage_0" in text and "pipeline_stage_1" in text
+    served = _serve_in_stock_tensorflow(export_dir, {"x": x})
+    np.testing.assert_allclose(np.array(served["outputs"]["y"]), want, rtol=1e-5)

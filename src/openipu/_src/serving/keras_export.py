@@ -4,9 +4,10 @@ keras/ipu/extensions/extensions_base.py `_wrap_model_call_for_serving`)."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -54,8 +55,11 @@ def export_model(
     signatures.validate_export_dir(export_dir, purge_export_dir)
     specs = input_signature(model, batch_size)
 
+    stages = _stage_of_layers(model)
+
     def predict_step(*args: tf.Tensor) -> Any:
-        return model(list(args) if len(args) > 1 else args[0], training=False)
+        with _in_stage_scopes(stages):
+            return model(list(args) if len(args) > 1 else args[0], training=False)
 
     # Its parameters are the model's inputs: they name the SavedModel signature's inputs.
     predict_step.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -75,3 +79,39 @@ def export_model(
         postprocessing_step_signature=postprocessing_step_signature,
         purge_export_dir=purge_export_dir,
     )
+
+
+def _stage_of_layers(model: Any) -> dict[int, tuple[Any, int]]:
+    """The pipeline stage of each layer a pipelined model assigns (by the layer's id)."""
+    records = model._pipeline_records() if hasattr(model, "_pipeline_records") else None  # noqa: SLF001
+    stages: dict[int, tuple[Any, int]] = {}
+    for record in records or []:
+        if record.pipeline_stage is not None:
+            stages.setdefault(id(record.layer), (record.layer, record.pipeline_stage))
+    return stages
+
+
+@contextlib.contextmanager
+def _in_stage_scopes(stages: dict[int, tuple[Any, int]]) -> Iterator[None]:
+    """While the step is traced, each assigned layer's ops are built in its stage's name
+    scope (`pipeline_stage_<k>`): the exported graph keeps the model's stages, as
+    export_pipeline's does."""
+    wrapped = []
+    for layer, stage in stages.values():
+        if "call" in vars(layer):
+            continue  # a call of the instance's own: left as it is
+        call = layer.call
+
+        def in_scope(*args: Any, _call: Any = call, _stage: int = stage, **kwargs: Any) -> Any:
+            with tf.name_scope(f"pipeline_stage_{_stage}"):
+                return _call(*args, **kwargs)
+
+        # Keras reads the signature of `call` (its `training` argument): keep it.
+        in_scope.__signature__ = inspect.signature(call)  # type: ignore[attr-defined]
+        layer.call = in_scope
+        wrapped.append(layer)
+    try:
+        yield
+    finally:
+        for layer in wrapped:
+            del layer.call  # the class's own `call` again
