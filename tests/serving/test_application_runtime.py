@@ -205,3 +205,52 @@ def _compile_loop_default_path():
         model, inputs=[np.zeros([2], np.float32)]
     )
     return path.numpy().decode(), None
+
+
+@pytest.mark.parametrize("freeze_variables", [False, True])
+def test_a_pipeline_with_a_closure_variable(ipu_system, tmp_path, freeze_variables):
+    dataset = tf.data.Dataset.from_tensor_slices((np.ones((10, 5), np.float32),))
+    infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.batch(1, drop_remainder=True))
+    outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    v = tf.Variable([[2.0, 3.0, 4.0, 5.0, 6.0]], name="eagervar")
+
+    def stage1(c, x):
+        return c + x + v
+
+    def stage2(x):
+        return x + x
+
+    @tf.function
+    def defunc():
+        ipu.pipelining_ops.pipeline(
+            computational_stages=[stage1, stage2],
+            gradient_accumulation_count=4,
+            infeed_queue=infeed_queue,
+            inputs=[42.0],
+            outfeed_queue=outfeed_queue,
+            device_mapping=[0, 0],
+        )
+
+    path = str(tmp_path / f"pipeline_{freeze_variables}.poplar_exec")
+    ipu.application_compile_op.experimental_application_compile_op(
+        defunc, inputs=[], output_path=path, freeze_variables=freeze_variables
+    )
+    start_inputs = [] if freeze_variables else [v.numpy()]
+    x = np.full([1, 5], 0.5, np.float32)
+    (y,), context = ipu.embedded_runtime.embedded_runtime_start_and_call(
+        path, start_inputs, [x], f"closure_{freeze_variables}"
+    )
+    signature = context.signature()
+    # A closure variable is baked in as a constant, or becomes a start-up input.
+    assert len(signature.inputs) == (0 if freeze_variables else 1)
+    assert len(signature.streamed_inputs) == 1 and len(signature.streamed_outputs) == 1
+    np.testing.assert_allclose(y.numpy(), 2 * (42.0 + x + v.numpy()))
+
+
+def test_a_missing_directory_is_named(ipu_system, tmp_path):
+    path = tmp_path / "nonexistent" / "file.poplar_exec"
+    with pytest.raises(OSError, match="Failed to open file for writing"):
+        ipu.application_compile_op.experimental_application_compile_op(
+            lambda x: x * x, inputs=[np.zeros([2], np.float32)], output_path=str(path)
+        )
+    assert not path.parent.exists()

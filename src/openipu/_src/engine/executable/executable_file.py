@@ -88,8 +88,9 @@ def write(path: str | os.PathLike[str], executable: Executable) -> None:
     try:
         atomic_files.write_bytes_atomically(path, to_bytes(executable))
     except OSError as error:
+        # The original op's words (its application_compile_test.py matches them).
         raise OSError(
-            error.errno, f"Cannot write the executable {path!r}: {error.strerror}"
+            error.errno, f"Failed to open file for writing: {path!r} ({error.strerror})"
         ) from error
 
 
