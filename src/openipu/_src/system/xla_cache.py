@@ -44,7 +44,10 @@ _REQUIRED_FIELDS = {1, 3}
 
 def configure() -> str | None:
     """Turns the XLA cache on if `--executable_cache_path` is set; returns its directory."""
-    path = poplar_flags.value("executable_cache_path")
+    try:
+        path = poplar_flags.value("executable_cache_path")
+    except ValueError:
+        return None  # flags the original refuses: configure_ipu_system reports them
     if not path:
         return None
     directory = os.path.join(os.path.abspath(path), versioned_name())
