@@ -319,3 +319,15 @@ def test_a_pipelined_keras_model_exports_with_its_stages(strategy_on, tmp_path):
     assert "pipeline_stage_0" in text and "pipeline_stage_1" in text
     served = _serve_in_stock_tensorflow(export_dir, {"x": x})
     np.testing.assert_allclose(np.array(served["outputs"]["y"]), want, rtol=1e-5)
+
+
+def test_iterations_are_checked(ipu_system, tmp_path):
+    signature = [tf.TensorSpec([1])]
+    with pytest.raises(TypeError, match="iterations must be a Python int, got 2.0"):
+        ipu.serving.export_single_step(
+            lambda x: x, str(tmp_path / "a"), iterations=2.0, predict_step_signature=signature
+        )
+    with pytest.raises(ValueError, match="iterations must be at least 1, got 0"):
+        ipu.serving.export_single_step(
+            lambda x: x, str(tmp_path / "b"), iterations=0, predict_step_signature=signature
+        )

@@ -66,8 +66,12 @@ def _output_names(output_names: Any) -> list[str] | None:
 
 
 def _check_iterations(iterations: Any) -> int:
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+    """The device loop's trip count: an int, as loops.repeat takes (its TypeError), of at
+    least one step (a run of none would never answer a request)."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int):
+        raise TypeError(f"iterations must be a Python int, got {iterations!r}")
+    if iterations < 1:
+        raise ValueError(f"iterations must be at least 1, got {iterations}")
     return iterations
 
 
