@@ -43,16 +43,28 @@ print("RACED=" + str(session._cached_program is None))
 """
 
 
-def _run_child(cache) -> tuple[np.ndarray, str, bool, str]:
+def _start_child(cache) -> subprocess.Popen:
     code = CHILD.format(tests=os.path.dirname(os.path.abspath(__file__)), cache=str(cache))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    completed = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    values = dict(line.split("=", 1) for line in completed.stdout.splitlines() if "=" in line)
+
+
+def _finish_child(process: subprocess.Popen) -> tuple[np.ndarray, str, bool, str]:
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    values = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     result = np.array([float(v) for v in values["RESULT"].split(",")])
-    return result, values["EXECUTOR"], values["RACED"] == "True", completed.stderr
+    return result, values["EXECUTOR"], values["RACED"] == "True", stderr
+
+
+def _run_child(cache) -> tuple[np.ndarray, str, bool, str]:
+    return _finish_child(_start_child(cache))
 
 
 def _expected() -> np.ndarray:
@@ -169,3 +181,16 @@ def test_engine_caching_keeps_the_executor_it_measured(small_model, tmp_path):
     second.prepareDevice()
     assert second._cached_program == first._compiled_program()
     assert second._compiled_program().executor in tuple(CompileMode)
+
+
+@pytest.mark.slow
+def test_sessions_writing_the_same_entry_at_once_leave_a_valid_one(tmp_path):
+    children = [_start_child(tmp_path) for _ in range(2)]
+    for child in children:
+        result, _, _, _ = _finish_child(child)
+        np.testing.assert_allclose(result, _expected(), rtol=1e-5)
+    entries = os.listdir(tmp_path)
+    assert len(entries) == 1 and not entries[0].startswith(".tmp")
+    assert engine_file.read(str(tmp_path / entries[0])).program is not None
+    _, _, raced, stderr = _run_child(tmp_path)
+    assert not raced and "cannot be used" not in stderr
