@@ -67,7 +67,7 @@ class CostEstimate:
         lines += [
             f"Cycles per step: {c.per_step} (compute {c.compute}, exchange {c.exchange}, "
             f"sync {c.sync}, collectives {c.collectives}, host I/O {c.host_io}, "
-            f"pipeline bubble {c.pipeline_bubble})",
+            f"pipeline bubble {c.pipeline_bubble}; recomputation {c.recomputation} of these)",
             f"Cycles per call ({self.steps_per_call} steps): {self.cycles_per_call} "
             f"({self.seconds_per_call() * 1e3:.3f} ms)",
             "Fits in memory: " + ("yes" if self.fits else "NO"),

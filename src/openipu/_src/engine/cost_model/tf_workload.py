@@ -114,7 +114,7 @@ class _Walk:
             self._nested(op, repeats, prefix, ipu)
         inputs = [_shape(t) for t in op.inputs]
         outputs = [_shape(t) for t in op.outputs]
-        flops, matmul = op_flops.flops(op.type, inputs, outputs)
+        flops, matmul = op_flops.flops(op.type, inputs, outputs, _equation(op))
         half = any(t.dtype in (tf.float16, tf.bfloat16) for t in list(op.outputs) + list(op.inputs))
         produced = tuple((prefix + t.name, _bytes(t)) for t in op.outputs)
         for tensor_id, _ in produced:
@@ -213,6 +213,16 @@ class _Walk:
             stream_bytes_per_step=stream_bytes,
             stages=stages,
         )
+
+
+def _equation(op: ops.Operation) -> str:
+    """An Einsum's equation (its FLOPs depend on it), "" for other operations."""
+    if op.type != "Einsum":
+        return ""
+    try:
+        return str(op.get_attr("equation").decode())
+    except (ValueError, AttributeError):
+        return ""
 
 
 def _variable_name(handle: tf.Tensor, known: dict[int, tf.Variable]) -> str:
