@@ -11,11 +11,11 @@ slowest stage. A case compiles one stage's share on one IPU: the published bottl
 stage's encoder layers (7 of BERT-Large's 24, 4 of BERT-Base's 12), or, with
 `--layers N`, N of them with the cycles scaled by (stage layers / N), the layers being
 identical. Per-IPU throughput is then micro-batch / stage time / 4 (the replica's four
-stages run concurrently; the fill and drain bubble is under 0.5% at the published 2040 and
-510 micro-batches per step). Only the throughput is scaled, never the memory: "fits" is
-the compiled program's own answer.
+stages run concurrently; the fill and drain bubble would add 0.3% and 1.2% at the
+published 2040 and 510 micro-batches per step). Only the throughput is scaled, never the
+memory: "fits" is the compiled program's own answer.
 
-    python benchmarks/cost_model_calibration.py [--case NAME] [--layers N]
+    python benchmarks/cost_model_calibration.py [--case NAME] [--layers N] [--summary]
 """
 
 from __future__ import annotations
