@@ -17,6 +17,7 @@ marks are removed and it runs as a plain TensorFlow graph instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -95,6 +96,8 @@ class CompiledRegion:
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
         self.fp_bits: frozenset[str] = frozenset()
         self.ipu_ordinal = 0
+        #: A pipeline built in the region: (schedule name, gradient accumulation count).
+        self.pipeline: tuple[str, int] | None = None
         self._finalizers: list[
             Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
         ] = []
@@ -258,6 +261,13 @@ def compile_region(
                 else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
             workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
+            if workload is not None and region.pipeline is not None:
+                schedule, accumulation = region.pipeline
+                workload = dataclasses.replace(
+                    workload,
+                    pipeline_schedule=schedule,
+                    gradient_accumulation_count=accumulation,
+                )
             if on_mode is not None:
                 on_mode(region.mode, workload)
             else:

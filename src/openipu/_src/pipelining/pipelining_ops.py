@@ -358,9 +358,16 @@ def pipeline(
         accumulation_dtype=gradient_accumulation_dtype,
         reduction=reduction,
     )
+
+    def build() -> Nested:
+        region = region_lib.current_region()
+        if region is not None:  # for the cost model: the schedule's bubble, per group
+            region.pipeline = (schedule.name, count)
+        return plan.build(infeed_queue)
+
     if region_lib.current_region() is None:
-        return device_loop._in_own_region(lambda: plan.build(infeed_queue))  # noqa: SLF001
-    return plan.build(infeed_queue)
+        return device_loop._in_own_region(build)  # noqa: SLF001
+    return build()
 
 
 def _check_stages(stages: object) -> list[Callable[..., Nested]]:
