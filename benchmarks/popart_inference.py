@@ -126,7 +126,9 @@ def transformer_block(
 def session_runner(model: Model, batches_per_step: int) -> tuple[Callable[[], None], Callable]:
     """`run()` for one session.run of `batches_per_step` batches, and the first batch's output."""
     data_flow = popart.DataFlow(batches_per_step, {model.output_id: popart.AnchorReturnType("ALL")})
-    device = popart.DeviceManager().createIpuModelDevice({})
+    # A whole Mk2 IPU: the IPU Model's default of 4 tiles (the original's defaultFewTiles)
+    # holds 2.4 MB, too little for the transformer block's activations.
+    device = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1472})
     session = popart.InferenceSession(model.proto, data_flow, device)
     session.prepareDevice()
     session.weightsFromHost()

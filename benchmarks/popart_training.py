@@ -116,7 +116,7 @@ def popart_trainer(kind, initial, x, y, batch_size, batches_per_step):
         popart.DataFlow(batches_per_step, {}),
         loss,
         popart.SGD({"defaultLearningRate": (LEARNING_RATE, True)}),
-        popart.DeviceManager().createIpuModelDevice({}),
+        popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1472}),  # a whole Mk2 IPU
     )
     session.prepareDevice()
     session.weightsFromHost()

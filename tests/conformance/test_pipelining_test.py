@@ -42,10 +42,6 @@ def test_no_compute_grads_kwargs_with_v2(tf1_graph):
 
 
 @pytest.mark.follows("testInvalidTypeForTape")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: OptimizerFunctionOutput has no `tape` and `variables` arguments (the original's OptimizerV2 pipelines take their gradients from a GradientTape or for the listed variables)",
-)
 def test_invalid_type_for_tape(tf1_graph):
     with pytest.raises(TypeError, match="OptimizerFunctionOutput.tape must be a GradientTape."):
         pipelining_ops.OptimizerFunctionOutput(
@@ -54,10 +50,6 @@ def test_invalid_type_for_tape(tf1_graph):
 
 
 @pytest.mark.follows("testNoGradientTapeWithV1")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: OptimizerFunctionOutput has no `tape` and `variables` arguments (the original's OptimizerV2 pipelines take their gradients from a GradientTape or for the listed variables)",
-)
 def test_no_gradient_tape_with_v1(tf1_graph):
     with pytest.raises(
         ValueError, match="OptimizerFunctionOutput.tape may only be used with OptimizerV2."
@@ -70,10 +62,6 @@ def test_no_gradient_tape_with_v1(tf1_graph):
 
 
 @pytest.mark.follows("testNoVariablesWithV1")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: OptimizerFunctionOutput has no `tape` and `variables` arguments (the original's OptimizerV2 pipelines take their gradients from a GradientTape or for the listed variables)",
-)
 def test_no_variables_with_v1(tf1_graph):
     with pytest.raises(
         ValueError, match="OptimizerFunctionOutput.variables may only be used with OptimizerV2."
@@ -84,10 +72,6 @@ def test_no_variables_with_v1(tf1_graph):
 
 
 @pytest.mark.follows("testNoTapeWithVariables")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: OptimizerFunctionOutput has no `tape` and `variables` arguments (the original's OptimizerV2 pipelines take their gradients from a GradientTape or for the listed variables)",
-)
 def test_no_tape_with_variables(tf1_graph):
     with pytest.raises(
         ValueError,
@@ -101,10 +85,6 @@ def test_no_tape_with_variables(tf1_graph):
 
 
 @pytest.mark.follows("testNoVariablesWithTape")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: OptimizerFunctionOutput has no `tape` and `variables` arguments (the original's OptimizerV2 pipelines take their gradients from a GradientTape or for the listed variables)",
-)
 def test_no_variables_with_tape(tf1_graph):
     with pytest.raises(
         ValueError,

@@ -199,3 +199,67 @@ def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, 
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "report.html").read_text()
     assert program.name in page and str(expected["cycles"]["per_step"]) in page
+
+
+def _pipelined_program(schedule, count=4):
+    from tensorflow.python.ipu import pipelining_ops
+
+    _configure(ipus=2)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.ones([64, 256], np.float32), np.ones([64, 1], np.float32))
+    ).batch(4, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(data)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w1 = tf.Variable(tf.ones([256, 512]), name="stage_one_weight")
+        w2 = tf.Variable(tf.ones([512, 1]), name="stage_two_weight")
+
+        def stage1(x, y):
+            return tf.matmul(x, w1), y
+
+        def stage2(h, y):
+            return tf.reduce_mean(tf.square(tf.matmul(h, w2) - y))
+
+        def optimizer_function(loss):
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.001)
+            return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2],
+                gradient_accumulation_count=count,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=optimizer_function,
+                device_mapping=[0, 1],
+                pipeline_schedule=schedule,
+            )
+
+        strategy.run(net)
+    return compiled_program.recent()[-1]
+
+
+def test_a_pipeline_puts_each_stage_on_its_ipu_and_pays_its_schedules_bubble():
+    from tensorflow.python.ipu import pipelining_ops
+
+    grouped = _pipelined_program(pipelining_ops.PipelineSchedule.Grouped).cost()
+    assert len(grouped.memory) == 2 and len(grouped.cycles.per_stage) == 2
+    weights = {v.name.split(":")[0]: v.ipu for v in grouped.workload.variables}
+    assert weights["stage_one_weight"] == 0 and weights["stage_two_weight"] == 1
+    assert grouped.memory[0].categories["weights"] >= 256 * 512 * 4
+    assert grouped.memory[1].categories["weights"] < 256 * 512 * 4
+    assert grouped.workload.pipeline_schedule == "Grouped"
+    assert grouped.workload.gradient_accumulation_count == 4
+    # Grouped: the slowest stage sets the pace; filling and draining 2 stages forwards and
+    # backwards costs 2 (S - 1) of its micro-batch steps per group of 4.
+    slowest = max(grouped.cycles.per_stage)
+    assert grouped.cycles.pipeline_bubble == int(np.ceil(2 * slowest / 4))
+    assert grouped.cycles.per_step == slowest + grouped.cycles.pipeline_bubble
+    ipu.config.reset_ipu_configuration()
+    sequential = _pipelined_program(pipelining_ops.PipelineSchedule.Sequential).cost()
+    # Sequential runs the stages one after another: no overlap, no bubble.
+    assert sequential.cycles.pipeline_bubble == 0
+    assert sequential.cycles.per_step == sum(sequential.cycles.per_stage)

@@ -346,3 +346,60 @@ def test_collectives_in_stages_count_replicas_not_ipus(strategy_on):
     np.testing.assert_array_equal(totals, np.repeat(values.sum(axis=1, keepdims=True), 2, axis=1))
     np.testing.assert_array_equal(indices, np.tile([[0.0, 1.0]], (4, 1)))
     np.testing.assert_array_equal(means, np.ones((4, 2)))
+
+
+@pytest.mark.parametrize("by", ["variables", "tape"])
+def test_a_keras_optimizer_trains_only_the_variables_named(by, strategy_on):
+    # OptimizerFunctionOutput(variables=...) or (tape=...) as in the original's pipelines:
+    # the gradients are taken for those variables only; the other stage's weights stay.
+    strategy = strategy_on(2)
+    x, y = _data()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w1 = tf.Variable(tf.ones([4, 3]))
+        w2 = tf.Variable(tf.ones([3, 1]))
+
+        def stage1(features, labels):
+            return tf.matmul(features, w1), labels
+
+        def stage2(hidden, labels):
+            return tf.reduce_mean(tf.square(tf.matmul(hidden, w2) - labels))
+
+        optimizer = tf.keras.optimizers.SGD(0.01)
+
+        def optimizer_function(loss):
+            if by == "variables":
+                return pipelining_ops.OptimizerFunctionOutput(optimizer, loss, variables=[w2])
+            with tf.GradientTape() as tape:
+                tape.watch(w2)
+            return pipelining_ops.OptimizerFunctionOutput(optimizer, loss, tape=tape)
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2],
+                gradient_accumulation_count=4,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=optimizer_function,
+                outfeed_loss=True,
+                device_mapping=[0, 1],
+            )
+
+        strategy.run(net)
+    # numpy: w1 fixed at ones, w2 trained by SGD on the summed gradients of 4 mini-batches.
+    e2 = np.ones([3, 1], np.float32)
+    w1_value = np.ones([4, 3], np.float32)
+    for r in range(2):
+        g2 = np.zeros_like(e2)
+        for g in range(4):
+            i = r * 4 + g
+            h = x[i * 4 : (i + 1) * 4] @ w1_value
+            e = h @ e2 - y[i * 4 : (i + 1) * 4]
+            g2 += h.T @ (2 * e / e.size)
+        e2 = e2 - 0.01 * g2
+    np.testing.assert_allclose(w1.numpy(), w1_value)
+    np.testing.assert_allclose(w2.numpy(), e2, rtol=1e-5)

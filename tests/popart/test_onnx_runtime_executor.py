@@ -116,3 +116,29 @@ def test_the_lowering_is_kept_when_forced(monkeypatch):
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({x: data}, anchors))
     np.testing.assert_allclose(anchors[y], numpy_mlp(data, w1, w2)[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_calls_batches_run_as_one_batch_when_the_model_allows(onnx_runtime):
+    # The MLP computes each sample on its own: its batch dimension is freed and the 3 x 2
+    # batches of a call (steps x replicas) go to onnxruntime as one batch of 24 samples.
+    proto, x, _, y, w1, w2 = mlp()
+    session = session_on(proto, {y: ART("ALL")}, batches_per_step=3, replicas=2)
+    assert session._onnx_runtime.batches_together
+    data = np.random.default_rng(4).normal(size=(3, 2, 4, 8)).astype(np.float32)
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: data}, anchors))
+    np.testing.assert_allclose(anchors[y], numpy_mlp(data, w1, w2)[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_whose_shapes_fix_the_batch_runs_batch_by_batch(onnx_runtime):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]), "x")
+    shape = builder.aiOnnx.constant(np.array([4, 2, 3], np.int64))
+    y = builder.aiOnnx.relu([builder.aiOnnx.reshape([x, shape])])
+    builder.addOutputTensor(y)
+    session = session_on(builder.getModelProto(), {y: ART("ALL")}, batches_per_step=2)
+    assert not session._onnx_runtime.batches_together
+    data = np.random.default_rng(5).normal(size=(2, 4, 6)).astype(np.float32)
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: data}, anchors))
+    np.testing.assert_allclose(anchors[y], np.maximum(data.reshape(2, 4, 2, 3), 0))

@@ -4,6 +4,7 @@ from openipu._src.engine.outfeed_queue import (
     IPUOutfeedMode,
     IPUOutfeedQueue,
     IPUOutfeedQueueIterator,
+    ScopedIPUOutfeedQueue,
 )
 
-__all__ = ["IPUOutfeedMode", "IPUOutfeedQueue", "IPUOutfeedQueueIterator"]
+__all__ = ["IPUOutfeedMode", "IPUOutfeedQueue", "IPUOutfeedQueueIterator", "ScopedIPUOutfeedQueue"]

@@ -40,11 +40,17 @@ class OnnxRuntimeProgram:
         outputs: str = "all",
         ipu_ordinal: int = 0,
         name: str = "ipu_program",
+        batches_together: bool = False,
     ) -> None:
+        """`batches_together`: the model's leading (batch) dimension is free, and every
+        sample is computed on its own, so a call's batches run as one batch of them all
+        (one onnxruntime call instead of one per batch and replica)."""
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
+        # A model run with its batches together may fail (a shape fixing the batch): its
+        # caller falls back without it, so onnxruntime must not print the failure.
+        options.log_severity_level = 4 if batches_together else 3
         self._session = onnxruntime.InferenceSession(
             model, options, providers=["CPUExecutionProvider"]
         )
@@ -52,6 +58,7 @@ class OnnxRuntimeProgram:
         self.iterations = iterations
         self._replicas = replicas
         self._last_only = outputs == "last"
+        self._together = batches_together
         self.compiled = CompiledProgram(
             name=name,
             executor=CompileMode.ONNX_RUNTIME,
@@ -62,6 +69,11 @@ class OnnxRuntimeProgram:
             steps_per_call=iterations,
             step_schedule=StepSchedule.LOOP,
         )
+
+    @property
+    def batches_together(self) -> bool:
+        """Whether a call's batches run as one batch (see the constructor)."""
+        return self._together
 
     @property
     def compiled_mode(self) -> CompileMode:
@@ -75,6 +87,8 @@ class OnnxRuntimeProgram:
         replicas = self._replicas
         first = (self.iterations - 1) if self._last_only else 0
         steps = range(first, self.iterations)
+        if self._together:
+            return self._run_together(arrays, first * replicas, len(steps))
         results: list[list[np.ndarray]] = [[] for _ in self._output_names]
         for step in steps:
             for replica in range(replicas):
@@ -90,6 +104,24 @@ class OnnxRuntimeProgram:
         return {
             name: np.stack(values).reshape([*lead, *values[0].shape])
             for name, values in zip(self._output_names, results, strict=True)
+        }
+
+    def _run_together(
+        self, arrays: dict[str, np.ndarray], first_element: int, steps: int
+    ) -> dict[str, np.ndarray]:
+        """All elements from `first_element` on as one batch: [elements x batch, ...]."""
+        feeds = {
+            name: array[first_element:].reshape(-1, *array.shape[2:])
+            for name, array in arrays.items()
+        }
+        replicas = self._replicas
+        lead = [replicas] if replicas > 1 else []
+        if not self._last_only:
+            lead = [steps, *lead]
+        outputs = self._session.run(self._output_names, feeds)
+        return {
+            name: value.reshape([*lead, -1, *value.shape[1:]])
+            for name, value in zip(self._output_names, outputs, strict=True)
         }
 
 

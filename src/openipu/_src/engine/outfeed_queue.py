@@ -345,6 +345,29 @@ class IPUOutfeedQueue:
         return IPUOutfeedQueueIterator(self)
 
 
+class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
+    """An IPUOutfeedQueue whose host storage is released when the queue is deleted.
+
+    As the original's (ipu_outfeed_queue.py), it can only be created eagerly.
+    """
+
+    def __init__(
+        self, outfeed_mode: IPUOutfeedMode | None = None, device_ordinal: int | None = None
+    ) -> None:
+        if not tf.executing_eagerly():
+            raise RuntimeError("ScopedIPUOutfeedQueue can only be created in eager mode")
+        super().__init__(outfeed_mode=outfeed_mode, device_ordinal=device_ordinal)
+
+    def __del__(self) -> None:
+        store = getattr(self, "_store", None)
+        if store is not None:
+            self._store = None
+            try:
+                store.close()
+            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
+                pass
+
+
 class IPUOutfeedQueueIterator(collections.abc.Iterator[Nested]):
     """Yields the elements of an IPUOutfeedQueue one enqueue at a time (ipu_outfeed_queue.py).
 

@@ -148,11 +148,7 @@ class LoopProgram:
             steps_per_call=self.iterations,
             step_schedule=schedule,
             steps_per_group=self.spec.group_size,
-            workload=(
-                None
-                if self._workload is None
-                else tf_workload.per_step(self._workload, self.iterations)
-            ),
+            workload=self._workload,
             chip=self.spec.chip,
         )
 
@@ -293,7 +289,10 @@ class LoopProgram:
 
     def _record_mode(self, mode: compile_policy.CompileMode, workload: Workload | None) -> None:
         self._last_mode = mode
-        self._workload = workload
+        # One step's share, computed once (`compiled` is read after every call).
+        self._workload = (
+            None if workload is None else tf_workload.per_step(workload, self.iterations)
+        )
         compiled = self.compiled
         if compiled is not None:
             compiled_program.record(compiled)

@@ -17,6 +17,7 @@ marks are removed and it runs as a plain TensorFlow graph instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -95,6 +96,8 @@ class CompiledRegion:
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
         self.fp_bits: frozenset[str] = frozenset()
         self.ipu_ordinal = 0
+        #: A pipeline built in the region: (schedule name, gradient accumulation count).
+        self.pipeline: tuple[str, int] | None = None
         self._finalizers: list[
             Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
         ] = []
@@ -258,6 +261,13 @@ def compile_region(
                 else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
             workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
+            if workload is not None and region.pipeline is not None:
+                schedule, accumulation = region.pipeline
+                workload = dataclasses.replace(
+                    workload,
+                    pipeline_schedule=schedule,
+                    gradient_accumulation_count=accumulation,
+                )
             if on_mode is not None:
                 on_mode(region.mode, workload)
             else:
@@ -407,7 +417,7 @@ def _precompiled_outputs(
 
 def _workload(
     graph: ops.Graph, first_op: int, device: str | None, ipu_ordinal: int, ipus_per_replica: int
-) -> Workload:
+) -> Workload | None:
     """What the region's operations (those built since `first_op`) do, for the cost model.
 
     An operation's IPU is read from its host device: the configured device's IPUs (pipeline
@@ -420,17 +430,25 @@ def _workload(
         hosts = [ipu_device.host_device(i) for i in range(per_replica)]
     else:
         per_replica, hosts = 1, [device or "/device:CPU:0"]
-    return tf_workload.from_operations(
-        graph.get_operations()[first_op:],
-        tf_workload.ipu_of_host_devices(hosts),
-        ipus_per_replica=per_replica,
-    )
+    try:
+        return tf_workload.from_operations(
+            graph.get_operations()[first_op:],
+            tf_workload.ipu_of_host_devices(hosts),
+            ipus_per_replica=per_replica,
+        )
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for a compiled program: reading it failed (%s)", error)
+        return None
 
 
 def check_fits(compiled: compiled_program.CompiledProgram, name: str) -> None:
     """After a compile: fails it, as the hardware would, if the program does not fit in
     memory, and writes its cost report where one is asked for (`cost_model.report_files`)."""
-    estimate = compiled.cost()
+    try:
+        estimate = compiled.cost()
+    except Exception as error:  # noqa: BLE001 - the estimate must never stop a program
+        logger.warning("No cost estimate for %s: the cost model failed (%s)", name, error)
+        return
     if estimate is None:
         return
     directory = report_files.requested_directory()

@@ -31,6 +31,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
+from openipu._src.eager.backprop import GradientCaptureContext, GradientCaptureTape
 from openipu._src.engine import device_loop, device_scope, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.gradient_accumulation import (
@@ -72,7 +73,13 @@ __all__ = [
 
 
 class OptimizerFunctionOutput:
-    """What a pipeline's `optimizer_function` returns: the optimizer and the loss to minimise."""
+    """What a pipeline's `optimizer_function` returns: the optimizer and the loss to minimise.
+
+    With a Keras (OptimizerV2) optimizer, the gradients are taken for `variables`, or for
+    the variables `tape` watched, as in the original (ipu/ops/pipelining_ops.py); without
+    either, for every trainable variable the pipeline's stages read. The arguments are
+    checked as the original's property setters check them, in the same order.
+    """
 
     def __init__(
         self,
@@ -82,6 +89,10 @@ class OptimizerFunctionOutput:
         compute_gradients_kwargs: Mapping[str, object] | None = None,
         apply_gradients_args: Sequence[object] | None = None,
         apply_gradients_kwargs: Mapping[str, object] | None = None,
+        variables: Sequence[tf.Variable] | None = None,
+        tape: tf.GradientTape | None = None,
+        gradient_capture_context: GradientCaptureContext | None = None,
+        captured_gradient_outfeed: IPUOutfeedQueue | None = None,
     ) -> None:
         if not _is_optimizer(opt):
             raise TypeError(
@@ -92,7 +103,8 @@ class OptimizerFunctionOutput:
             raise TypeError(
                 f"OptimizerFunctionOutput: loss must be a tensor, got {type(loss).__name__}"
             )
-        if not isinstance(opt, tf.compat.v1.train.Optimizer):  # an OptimizerV2 (Keras)
+        keras = not isinstance(opt, tf.compat.v1.train.Optimizer)  # an OptimizerV2
+        if keras:
             # As the original: a Keras optimizer computes no gradients of its own.
             for name, value in (
                 ("compute_gradients_args", compute_gradients_args),
@@ -109,6 +121,101 @@ class OptimizerFunctionOutput:
         self.compute_gradients_kwargs = dict(compute_gradients_kwargs or {})
         self.apply_gradients_args = tuple(apply_gradients_args or ())
         self.apply_gradients_kwargs = dict(apply_gradients_kwargs or {})
+        self._tape: tf.GradientTape | None = None
+        self._gradient_capture_context: GradientCaptureContext | None = None
+        self.variables = variables if variables else ()
+        self.tape = tape
+        self.gradient_capture_context = gradient_capture_context
+        self.captured_gradient_outfeed = captured_gradient_outfeed
+
+    @property
+    def _keras(self) -> bool:
+        return not isinstance(self.opt, tf.compat.v1.train.Optimizer)
+
+    @property
+    def variables(self) -> Sequence[tf.Variable]:
+        return self._variables
+
+    @variables.setter
+    def variables(self, value: Sequence[tf.Variable]) -> None:
+        if not isinstance(value, (tuple, list)):
+            raise TypeError("OptimizerFunctionOutput.variables must be a tuple or list.")
+        if value and not self._keras:
+            raise ValueError("OptimizerFunctionOutput.variables may only be used with OptimizerV2.")
+        if self._tape is not None and value:
+            raise ValueError(
+                "OptimizerFunctionOutput.variables must be empty when "
+                "OptimizerFunctionOutput.tape is used."
+            )
+        self._variables = value
+
+    @property
+    def tape(self) -> tf.GradientTape | None:
+        return self._tape
+
+    @tape.setter
+    def tape(self, value: tf.GradientTape | None) -> None:
+        if value and not isinstance(value, tf.GradientTape):
+            raise TypeError("OptimizerFunctionOutput.tape must be a GradientTape.")
+        if value and not self._keras:
+            raise ValueError("OptimizerFunctionOutput.tape may only be used with OptimizerV2.")
+        if value and self.variables:
+            raise ValueError(
+                "OptimizerFunctionOutput.tape may not be used when "
+                "OptimizerFunctionOutput.variables is nonempty."
+            )
+        if value and self._gradient_capture_context:
+            raise ValueError(
+                "OptimizerFunctionOutput.tape may not be used when "
+                "OptimizerFunctionOutput.gradient_capture_context is nonempty."
+            )
+        self._tape = value or None
+
+    @property
+    def gradient_capture_context(self) -> GradientCaptureContext | None:
+        return self._gradient_capture_context
+
+    @gradient_capture_context.setter
+    def gradient_capture_context(self, value: GradientCaptureContext | None) -> None:
+        if value and not isinstance(value, GradientCaptureContext):
+            raise TypeError(
+                "OptimizerFunctionOutput.gradient_capture_context must be an "
+                "ipu.eager.backprop.GradientCollectionContext."
+            )
+        if value and self._tape is not None:
+            raise ValueError(
+                "OptimizerFunctionOutput.gradient_capture_context may not be used when "
+                "OptimizerFunctionOutput.tape is nonempty."
+            )
+        self._gradient_capture_context = value or None
+
+    @property
+    def captured_gradient_outfeed(self) -> IPUOutfeedQueue | None:
+        return self._captured_gradient_outfeed
+
+    @captured_gradient_outfeed.setter
+    def captured_gradient_outfeed(self, value: IPUOutfeedQueue | None) -> None:
+        if value and not isinstance(value, IPUOutfeedQueue):
+            raise TypeError(
+                "OptimizerFunctionOutput.captured_gradient_outfeed must be an instance of "
+                "IPUOutfeedQueue."
+            )
+        captures = isinstance(self._tape, GradientCaptureTape) or self._gradient_capture_context
+        if value and not captures:
+            raise ValueError(
+                "OptimizerFunctionOutput.captured_gradient_outfeed may not be used when "
+                "neither an ipu.eager.backprop.GradientCollectionContext, nor an "
+                "ipu.eager.backprop.GradientCaptureTape are provided."
+            )
+        self._captured_gradient_outfeed = value or None
+
+    def trainable_variables(self, pipeline_tape: tf.GradientTape) -> list[tf.Variable]:
+        """The variables a Keras optimizer's gradients are taken for (see the class)."""
+        if self.tape is not None:
+            return list(self.tape.watched_variables())
+        if self.variables:
+            return list(self.variables)
+        return [v for v in pipeline_tape.watched_variables() if v.trainable]
 
 
 def _is_optimizer(opt: object) -> bool:
@@ -251,9 +358,16 @@ def pipeline(
         accumulation_dtype=gradient_accumulation_dtype,
         reduction=reduction,
     )
+
+    def build() -> Nested:
+        region = region_lib.current_region()
+        if region is not None:  # for the cost model: the schedule's bubble, per group
+            region.pipeline = (schedule.name, count)
+        return plan.build(infeed_queue)
+
     if region_lib.current_region() is None:
-        return device_loop._in_own_region(lambda: plan.build(infeed_queue))  # noqa: SLF001
-    return plan.build(infeed_queue)
+        return device_loop._in_own_region(build)  # noqa: SLF001
+    return build()
 
 
 def _check_stages(stages: object) -> list[Callable[..., Nested]]:
@@ -551,7 +665,12 @@ class _PipelinePlan:
                 )
                 if g is not None
             ]
-        variables = [v for v in tape.watched_variables() if v.trainable]
+        if result.captured_gradient_outfeed is not None:
+            raise NotImplementedError(
+                "OptimizerFunctionOutput.captured_gradient_outfeed: pipelines do not push "
+                "captured gradients to an outfeed in openipu"
+            )
+        variables = result.trainable_variables(tape)
         gradients = tape.gradient(result.loss, variables)
         return [(g, v) for g, v in zip(gradients, variables, strict=True) if g is not None]
 

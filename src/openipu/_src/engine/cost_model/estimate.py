@@ -136,6 +136,13 @@ def estimate(
     steps_per_call: int = 1,
 ) -> CostEstimate:
     options = options or CostOptions()
+    if workload.pipeline_schedule:
+        # The pipeline's own schedule and accumulation count, as it declared them.
+        options = dataclasses.replace(
+            options,
+            pipeline_schedule=workload.pipeline_schedule,
+            gradient_accumulation_count=max(workload.gradient_accumulation_count, 1),
+        )
     figures = chip(options.version, options.tiles)
     memory = memory_lib.per_ipu(workload, figures, options)
     cycles = cycles_lib.step_cycles(workload, figures, options, replicas, _is_training(workload))

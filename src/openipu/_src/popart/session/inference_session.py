@@ -79,36 +79,64 @@ class InferenceSession(SessionCore):
             and onnx_runtime_model.qualifies(self._model, self._inputs, self._spec.device_anchors)
         )
 
-    def _new_onnx_runtime_program(self) -> OnnxRuntimeProgram:
+    def _new_onnx_runtime_programs(self) -> list[OnnxRuntimeProgram]:
+        """onnxruntime running the model batch by batch, and, where the model's batch
+        dimension can be freed, all of a call's batches at once."""
         spec = self._spec
         anchors = spec.device_anchors
         model = onnx_runtime_model.runnable_model(
             self._model, self._weights.current(), self._inputs, anchors
         )
-        return OnnxRuntimeProgram(
-            model,
-            [plan.tensor_id for plan in anchors],
-            spec.batches_per_step,
-            replicas=spec.replicas,
-            outputs="last" if spec.returns_last_batch_only else "all",
-            ipu_ordinal=spec.ipu_ordinal,
-            name=spec.name,
-        )
+        variants: list[tuple[bytes, bool]] = [(model, False)]
+        free = onnx_runtime_model.with_free_batch(model)
+        if free is not None and spec.batches_per_step * spec.replicas > 1:
+            variants.append((free, True))
+        programs = []
+        for variant, together in variants:
+            try:
+                programs.append(
+                    OnnxRuntimeProgram(
+                        variant,
+                        [plan.tensor_id for plan in anchors],
+                        spec.batches_per_step,
+                        replicas=spec.replicas,
+                        outputs="last" if spec.returns_last_batch_only else "all",
+                        ipu_ordinal=spec.ipu_ordinal,
+                        name=spec.name,
+                        batches_together=together,
+                    )
+                )
+            except Exception as error:  # noqa: BLE001 - a variant onnxruntime refuses: skip it
+                logger.debug("%s: onnxruntime refuses a variant (%s)", self._name, error)
+        return programs
 
     def _try_onnx_runtime(self) -> None:
         """Runs the model on onnxruntime where it agrees with the lowering and is faster."""
         seed = self._random.seed
         try:
-            candidate = self._new_onnx_runtime_program()
             inputs = self._trial_inputs()
             lowered = self._built_program()(inputs)
-            if not _agree(lowered, candidate(inputs)):
+            candidates = []
+            for candidate in self._new_onnx_runtime_programs():
+                try:
+                    agrees = _agree(lowered, candidate(inputs))
+                except Exception as error:  # noqa: BLE001 - e.g. a shape that fixes the batch
+                    logger.debug("%s: an onnxruntime variant fails (%s)", self._name, error)
+                    continue
+                if agrees:
+                    candidates.append(candidate)
+            if not candidates:
                 logger.info("%s: onnxruntime's results differ; TensorFlow runs it", self._name)
                 return
             forced = compile_policy.forced_mode() is CompileMode.ONNX_RUNTIME
-            if forced or faster_program([self._built_program(), candidate], inputs) == 1:
-                self._onnx_runtime = candidate
-                compiled_program.record(candidate.compiled)
+            if forced:
+                chosen: OnnxRuntimeProgram | None = candidates[-1]
+            else:
+                fastest = faster_program([self._built_program(), *candidates], inputs)
+                chosen = candidates[fastest - 1] if fastest > 0 else None
+            if chosen is not None:
+                self._onnx_runtime = chosen
+                compiled_program.record(chosen.compiled)
         except Exception as error:  # noqa: BLE001 - any failure: the lowering runs the model
             logger.debug("%s: onnxruntime cannot run it (%s)", self._name, error)
         finally:
@@ -135,7 +163,12 @@ class InferenceSession(SessionCore):
         if self._onnx_runtime is None:
             return self._built_program()
         if self._onnx_runtime_stale:
-            self._onnx_runtime = self._new_onnx_runtime_program()
+            together = self._onnx_runtime.batches_together
+            self._onnx_runtime = next(
+                program
+                for program in self._new_onnx_runtime_programs()
+                if program.batches_together == together
+            )
             self._onnx_runtime_stale = False
         return self._onnx_runtime
 

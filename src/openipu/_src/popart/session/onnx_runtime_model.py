@@ -110,3 +110,29 @@ def runnable_model(
     runnable.opset_import.extend(standard)
     serialized: bytes = runnable.SerializeToString()
     return serialized
+
+
+def with_free_batch(runnable: bytes) -> bytes | None:
+    """`runnable` with the leading dimension of every input and output made free (symbolic),
+    when they all share one (the batch), so that several batches run as one; None otherwise.
+
+    Whether each sample is still computed on its own (no op mixes the batch, no shape
+    fixes it) is for the caller to check, on trial inputs, against the per-batch model.
+    """
+    model = onnx.load_model_from_string(runnable)
+    values = list(model.graph.input) + list(model.graph.output)
+    leading = set()
+    for value in values:
+        dims = value.type.tensor_type.shape.dim
+        if not dims or not dims[0].HasField("dim_value"):
+            return None
+        leading.add(dims[0].dim_value)
+    if len(leading) != 1 or leading == {1}:
+        return None
+    for value in values:
+        dim = value.type.tensor_type.shape.dim[0]
+        dim.ClearField("dim_value")
+        dim.dim_param = "batches"
+    del model.graph.value_info[:]  # intermediate shapes with the old batch: re-inferred
+    serialized: bytes = model.SerializeToString()
+    return serialized

@@ -664,7 +664,11 @@ class SessionCore:
         if compiled is None:
             return None
         chip = device_chip.chip_options(self._device, self._options)
-        return compiled.cost(chip) if chip is not None else compiled.cost()
+        try:
+            return compiled.cost(chip) if chip is not None else compiled.cost()
+        except Exception as error:  # noqa: BLE001 - reports go on without the estimate
+            logger.warning("%s: no cost estimate (%s)", self._name, error)
+            return None
 
     # -- reports -------------------------------------------------------------------------
 

@@ -1,0 +1,105 @@
+"""`IPUIterator` and `IPUOwnedIterator`: a dataset's elements read with `next()` in programs.
+
+As the original's (ipu_infeed_queue.py): the iterator wraps an `IPUInfeedQueue` of the
+dataset, created (and initialised) when the iterator is, and each `next()` inside a
+`tf.function` dequeues the next element on the device; reading elements eagerly is refused
+with the original's message. Here the iterator is a plain Python object, which tf.function
+takes as an argument by identity (the original made it a composite tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import tensorflow as tf
+
+from openipu._src.engine import replication
+from openipu._src.feeds.infeed import IPUInfeedQueue
+
+
+class IPUIterator(Iterator[Any]):
+    """An iterator over a `tf.data.Dataset` whose elements programs read on the IPU."""
+
+    def __init__(
+        self,
+        dataset: tf.data.Dataset | None = None,
+        infeed_spec: object = None,
+        element_spec: object = None,
+        **kwargs: Any,
+    ) -> None:
+        message = "Either `dataset` or both `infeed_spec` and `element_spec` need to be provided."
+        if dataset is None:
+            # The original rebuilds an iterator from its composite-tensor parts; openipu's
+            # iterators are passed to functions as themselves, so there are none to give.
+            if infeed_spec is None or element_spec is None:
+                raise ValueError(message)
+            raise NotImplementedError(
+                "IPUIterator(infeed_spec=..., element_spec=...): openipu's iterators are "
+                "passed to tf.functions as themselves, not rebuilt from type specs; create "
+                "the iterator from its dataset"
+            )
+        if infeed_spec is not None or element_spec is not None:
+            raise ValueError(message)
+        self._infeed_queue = IPUInfeedQueue(dataset, **kwargs)
+        self._infeed_queue.initializer  # noqa: B018 - the original initialises it here
+        self._element_spec = dataset.element_spec
+
+    def __iter__(self) -> IPUIterator:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return self._next_internal()
+        except tf.errors.OutOfRangeError:
+            raise StopIteration from None
+
+    def next(self) -> Any:
+        return self.__next__()
+
+    def get_next(self) -> Any:
+        return self._next_internal()
+
+    def _next_internal(self) -> Any:
+        if tf.executing_eagerly():
+            # The original's message (ipu_infeed_queue.py).
+            raise RuntimeError(
+                "Accessing dataset elements can not be accessed in eager mode when inside "
+                "'IPUStrategy'. The dataset elements should be accessed inside of a "
+                "'tf.function' with 'jit_compile=True' set in order to achieve optimal "
+                "performance. See documentation for detailed examples. If this behavior is "
+                "required please set 'enable_dataset_iterators=False' when creating an "
+                "'IPUStrategy'."
+            )
+        if replication.current_replica_count() > 1:
+            # Replicas read their own elements in turn through a device loop.
+            return self._infeed_queue._dequeue()  # noqa: SLF001 - the queue's element read
+        # One replica: the host's next element, which also works inside the program's own
+        # loops (a `for` over tf.range), as the original's iterators do.
+        return self._infeed_queue._fetch_one()  # noqa: SLF001
+
+    @property
+    def element_spec(self) -> object:
+        return self._element_spec
+
+    @property
+    def infeed_queue(self) -> IPUInfeedQueue:
+        return self._infeed_queue
+
+    def get_next_as_optional(self) -> Any:
+        raise NotImplementedError("IPU Dataset iterator does not support get_next_as_optional().")
+
+    def _gather_saveables_for_checkpoint(self) -> Any:
+        raise NotImplementedError("IPU Dataset iterator is not currently saveable.")
+
+
+class IPUOwnedIterator(IPUIterator):
+    """An `IPUIterator` whose infeed is released when the iterator is deleted."""
+
+    def __del__(self) -> None:
+        queue = getattr(self, "_infeed_queue", None)
+        if queue is not None and tf.executing_eagerly():
+            try:
+                queue.deleter  # noqa: B018 - releases the host side
+            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
+                pass
