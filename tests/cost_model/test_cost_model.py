@@ -263,3 +263,24 @@ def test_a_pipeline_puts_each_stage_on_its_ipu_and_pays_its_schedules_bubble():
     # Sequential runs the stages one after another: no overlap, no bubble.
     assert sequential.cycles.pipeline_bubble == 0
     assert sequential.cycles.per_step == sum(sequential.cycles.per_stage)
+
+
+def test_pre_compile_estimates_the_program_without_running_it():
+    # DeviceConnectionType.PRE_COMPILE: compiled for the chip, never run (outputs are zeros),
+    # which is how the original profiles a program without an IPU.
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.device_connection.type = ipu.config.DeviceConnectionType.PRE_COMPILE
+    config.device_connection.version = "ipu2"
+    config.configure_ipu_system()
+
+    @tf.function
+    def step(x):
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            return ipu.ipu_compiler.compile(lambda: [tf.matmul(x, x)], [])
+
+    result = step(tf.ones([256, 256]))
+    assert not np.any(np.asarray(result[0]))  # not run
+    cost = compiled_program.recent()[-1].cost()
+    matmuls = [op for op in cost.workload.operations if op.matmul]
+    assert [op.flops for op in matmuls] == [2 * 256**3]
