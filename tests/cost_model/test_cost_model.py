@@ -201,7 +201,7 @@ def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, 
     assert program.name in page and str(expected["cycles"]["per_step"]) in page
 
 
-def _pipelined_program(schedule, count=4):
+def _pipelined_program(schedule, count=4, momentum=False, **options):
     from tensorflow.python.ipu import pipelining_ops
 
     _configure(ipus=2)
@@ -221,7 +221,11 @@ def _pipelined_program(schedule, count=4):
         def stage2(h, y):
             return tf.reduce_mean(tf.square(tf.matmul(h, w2) - y))
 
+        keras_optimizer = tf.keras.optimizers.SGD(0.001, momentum=0.9)
+
         def optimizer_function(loss):
+            if momentum:
+                return pipelining_ops.OptimizerFunctionOutput(keras_optimizer, loss)
             optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.001)
             return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
 
@@ -229,6 +233,7 @@ def _pipelined_program(schedule, count=4):
         def net():
             return pipelining_ops.pipeline(
                 [stage1, stage2],
+                **options,
                 gradient_accumulation_count=count,
                 repeat_count=2,
                 infeed_queue=infeed,
@@ -284,3 +289,19 @@ def test_pre_compile_estimates_the_program_without_running_it():
     cost = compiled_program.recent()[-1].cost()
     matmuls = [op for op in cost.workload.operations if op.matmul]
     assert [op.flops for op in matmuls] == [2 * 256**3]
+
+
+def test_offloaded_optimizer_state_lives_in_streaming_memory():
+    from tensorflow.python.ipu import pipelining_ops
+
+    grouped = pipelining_ops.PipelineSchedule.Grouped
+    on_chip = _pipelined_program(grouped, momentum=True).cost()
+    ipu.config.reset_ipu_configuration()
+    offloaded = _pipelined_program(
+        grouped, momentum=True, offload_weight_update_variables=True
+    ).cost()
+    # Momentum keeps one slot per weight: stage one's 256 x 512 floats.
+    assert on_chip.memory[0].categories["optimizer_state"] >= 256 * 512 * 4
+    assert on_chip.memory[0].categories["remote_buffers"] == 0
+    assert offloaded.memory[0].categories["optimizer_state"] == 0
+    assert offloaded.memory[0].categories["remote_buffers"] >= 256 * 512 * 4

@@ -96,8 +96,9 @@ class CompiledRegion:
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
         self.fp_bits: frozenset[str] = frozenset()
         self.ipu_ordinal = 0
-        #: A pipeline built in the region: (schedule name, gradient accumulation count).
-        self.pipeline: tuple[str, int] | None = None
+        #: A pipeline built in the region: (schedule name, gradient accumulation count,
+        #: whether its optimizer state is offloaded to streaming memory).
+        self.pipeline: tuple[str, int, bool] | None = None
         self._finalizers: list[
             Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
         ] = []
@@ -269,11 +270,12 @@ def compile_region(
             )
             workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
             if workload is not None and region.pipeline is not None:
-                schedule, accumulation = region.pipeline
+                schedule, accumulation, offloaded = region.pipeline
                 workload = dataclasses.replace(
                     workload,
                     pipeline_schedule=schedule,
                     gradient_accumulation_count=accumulation,
+                    offload_optimizer_state=offloaded,
                 )
             if on_mode is not None:
                 on_mode(region.mode, workload)

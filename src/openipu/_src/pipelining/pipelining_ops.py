@@ -362,7 +362,9 @@ def pipeline(
     def build() -> Nested:
         region = region_lib.current_region()
         if region is not None:  # for the cost model: the schedule's bubble, per group
-            region.pipeline = (schedule.name, count)
+            # offload_weight_update_variables=None (remote buffers if the device has them)
+            # is modelled as not offloaded.
+            region.pipeline = (schedule.name, count, offload_weight_update_variables is True)
         return plan.build(infeed_queue)
 
     if region_lib.current_region() is None:

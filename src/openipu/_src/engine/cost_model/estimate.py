@@ -143,6 +143,8 @@ def estimate(
             pipeline_schedule=workload.pipeline_schedule,
             gradient_accumulation_count=max(workload.gradient_accumulation_count, 1),
         )
+    if workload.offload_optimizer_state:
+        options = dataclasses.replace(options, offload_optimizer_state=True)
     figures = chip(options.version, options.tiles)
     memory = memory_lib.per_ipu(workload, figures, options)
     cycles = cycles_lib.step_cycles(workload, figures, options, replicas, _is_training(workload))

@@ -59,6 +59,7 @@ class Workload:
     # accumulation count, as the program's pipeline declares them ("" / 0: none).
     pipeline_schedule: str = ""
     gradient_accumulation_count: int = 0
+    offload_optimizer_state: bool = False  # the program keeps it in streaming memory
 
     def largest_variables(self, count: int = 10) -> list[Variable]:
         return sorted(self.variables, key=lambda v: v.bytes, reverse=True)[:count]
