@@ -460,9 +460,10 @@ class IPUEstimatorBase:
             if key == tf.compat.v1.GraphKeys.GLOBAL_STEP or np.ndim(value) != 0:
                 continue
             summary.value.add(tag=key, simple_value=float(value))
-        writer = tf.compat.v1.summary.FileWriterCache.get(self.eval_dir(name))
-        writer.add_summary(summary, step)
-        writer.flush()
+        with tf.Graph().as_default():  # TF1 writers need a graph
+            writer = tf.compat.v1.summary.FileWriterCache.get(self.eval_dir(name))
+            writer.add_summary(summary, step)
+            writer.flush()
 
     # Prediction -------------------------------------------------------------------------------
 
