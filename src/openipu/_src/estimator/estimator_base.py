@@ -74,7 +74,9 @@ class IPUEstimatorBase:
         if params is not None and not isinstance(params, dict):
             raise ValueError("`params` is expected to be of type `dict`")
         if params is not None and any(k in params for k in _RESERVED_PARAMS_KEYS):
-            raise ValueError(f"{_RESERVED_PARAMS_KEYS} are reserved keys but existed in params {params}.")
+            raise ValueError(
+                f"{_RESERVED_PARAMS_KEYS} are reserved keys but existed in params {params}."
+            )
         batch_sizes = (train_batch_size, eval_batch_size, predict_batch_size)
         self._any_batch_size_provided = any(b is not None for b in batch_sizes)
         if self._any_batch_size_provided and params is not None and _BATCH_SIZE_KEY in params:
@@ -420,7 +422,9 @@ class IPUEstimatorBase:
         self._setup_params(input_fn, self._batch_size_for_eval)
         all_hooks = list(validate_hooks(hooks))
         all_hooks.append(
-            GlobalStepCounterAndStopHook(self._config.ipu_run_config.iterations_per_loop, steps, None)
+            GlobalStepCounterAndStopHook(
+                self._config.ipu_run_config.iterations_per_loop, steps, None
+            )
         )
         checkpoint = checkpoint_path or self.latest_checkpoint()
         self._configure_system()

@@ -229,8 +229,7 @@ class ModelFnWrapper:
         # far; replicas' values are averaged (as the original; not every metric averages
         # correctly, which is what `eval_metrics` on the host is for).
         ipu_metrics = {
-            name: tf.reduce_mean(tf.cast(values[-1], tf.float32))
-            for name, values in outfed.items()
+            name: tf.reduce_mean(tf.cast(values[-1], tf.float32)) for name, values in outfed.items()
         }
         return HostSide(loss=loss, ipu_metrics=ipu_metrics)
 
