@@ -238,7 +238,7 @@ def test_host_call_applies_the_gradients_on_the_host(tmp_path):
         grads = [g for g, _ in optimizer.compute_gradients(loss, var_list=variables)]
 
         def host_fn(*host_gradients):
-            return optimizer.apply_gradients(zip(host_gradients, variables))
+            return optimizer.apply_gradients(zip(host_gradients, variables, strict=True))
 
         return ipu_estimator.IPUEstimatorSpec(
             mode=mode, loss=loss, train_op=tf.identity(loss), host_call=(host_fn, grads)
