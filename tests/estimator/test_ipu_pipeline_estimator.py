@@ -216,7 +216,7 @@ def test_checks_of_the_original():
     def two_stages(mode):
         return IPUPipelineEstimatorSpec(
             mode,
-            computational_stages=[lambda f, l: (f, l), lambda f, l: f + l],
+            computational_stages=[lambda f, y: (f, y), lambda f, y: f + y],
             gradient_accumulation_count=4,
             optimizer_function=lambda loss: pipelining_ops.OptimizerFunctionOutput(
                 v1.train.GradientDescentOptimizer(0.1), loss
