@@ -9,6 +9,7 @@ outputs reach the host. What was compiled is recorded (`compiled_program.recent`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -58,7 +59,7 @@ def _reusing_variables_if_rebuilt(rebuilt: bool) -> Callable[..., Nested]:
     if not rebuilt or tf.executing_eagerly():
         return region.compile_region
 
-    def compile_again(*args: object, **kwargs: object) -> Nested:
+    def compile_again(*args: Any, **kwargs: Any) -> Nested:
         scope = tf.compat.v1.get_variable_scope()
         with tf.compat.v1.variable_scope(scope, reuse=tf.compat.v1.AUTO_REUSE):
             return region.compile_region(*args, **kwargs)

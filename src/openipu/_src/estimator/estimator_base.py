@@ -41,7 +41,8 @@ _INPUT_FN_KEY = "input_fn"
 _BATCH_SIZE_KEY = "batch_size"
 _RESERVED_PARAMS_KEYS = [_INPUT_FN_KEY]
 
-WrapperFactory = Callable[..., Any]
+#: ModelFnWrapper or ModelFnPipelineWrapper: the class, with its static `need_outfeed`.
+WrapperFactory = Any
 
 
 class _BuiltProgram:

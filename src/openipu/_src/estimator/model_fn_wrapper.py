@@ -203,6 +203,7 @@ class ModelFnWrapper:
             if eval_metric_ops:
                 outfeed_values = extract_metric_values(eval_metric_ops)
             else:
+                assert eval_metrics is not None
                 self._eval_metrics_fn, outfeed_values = eval_metrics
             total_loss = total_loss + tf.cast(spec.loss, tf.float32)
             assert self._outfeed is not None

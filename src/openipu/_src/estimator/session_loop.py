@@ -15,8 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.training import session_run_hook
-
-SessionRunHook = tf.compat.v1.train.SessionRunHook
+from tensorflow.python.training.session_run_hook import SessionRunHook
 
 
 class HookedSession:

@@ -66,8 +66,8 @@ def validate_predictions(predictions: object, mode: str) -> object:
     return predictions
 
 
-def validate_hooks(hooks: object) -> tuple[tf.compat.v1.train.SessionRunHook, ...]:
-    hooks = tuple(hooks or [])  # type: ignore[call-overload]
+def validate_hooks(hooks: Any) -> tuple[Any, ...]:
+    hooks = tuple(hooks or ())
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
             raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook}")
