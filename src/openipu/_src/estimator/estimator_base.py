@@ -24,7 +24,7 @@ from openipu._src.compiler import ipu_compiler, scopes
 from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.estimator import checkpoints, session_loop
-from openipu._src.estimator.model_fn_wrapper import HostSide
+from openipu._src.estimator.model_fn_wrapper import HostSide, supported_kwargs
 from openipu._src.estimator.run_config import RunConfig
 from openipu._src.estimator.spec import LOSS_METRIC_KEY, ModeKeys, validate_hooks
 from openipu._src.estimator.steps import (
@@ -55,12 +55,16 @@ class _BuiltProgram:
 
 
 class IPUEstimatorBase:
-    """The estimator loop on the engine, shared by the IPU estimators."""
+    """The estimator loop on the engine, shared by the IPU estimators.
+
+    A subclass names the wrapper that builds its model_fn's programs (`_wrapper_class`).
+    """
+
+    _wrapper_class: WrapperFactory
 
     def __init__(
         self,
         model_fn: Callable[..., Any],
-        wrapper_class: WrapperFactory,
         model_dir: str | os.PathLike | None = None,
         config: RunConfig | None = None,
         params: dict | None = None,
@@ -69,6 +73,7 @@ class IPUEstimatorBase:
         eval_batch_size: int | None = None,
         predict_batch_size: int | None = None,
     ) -> None:
+        self._verify_model_fn(model_fn, params)
         # The original's checks and messages (ipu_estimator.py).
         if config is None or not isinstance(config, RunConfig):
             raise ValueError("`config` must be provided with type `ipu_run_config.RunConfig`")
@@ -112,7 +117,6 @@ class IPUEstimatorBase:
         self._model_dir = model_dir
         self._params = copy.deepcopy(params or {})
         self._user_model_fn = model_fn
-        self._wrapper_class = wrapper_class
         self._warm_start = checkpoints.warm_start_checkpoint(warm_start_from)
         self._ipu_device = f"/device:IPU:{config.ipu_run_config.ordinal}"
 
@@ -135,19 +139,14 @@ class IPUEstimatorBase:
         """The model_fn bound to `self.params`: `model_fn(features, labels, mode, config)`."""
 
         def public_model_fn(features: Any, labels: Any, mode: str, config: Any) -> Any:
-            kwargs: dict[str, Any] = {}
-            names = function_utils.fn_args(self._user_model_fn)
-            if "features" in names:
-                kwargs["features"] = features
-            if "labels" in names:
-                kwargs["labels"] = labels
-            if "mode" in names:
-                kwargs["mode"] = mode
-            if "config" in names:
-                kwargs["config"] = config
-            if "params" in names:
-                kwargs["params"] = self.params
-            return self._user_model_fn(**kwargs)
+            available = {
+                "features": features,
+                "labels": labels,
+                "mode": mode,
+                "config": config,
+                "params": self.params,
+            }
+            return self._user_model_fn(**supported_kwargs(self._user_model_fn, available))
 
         return public_model_fn
 
@@ -176,6 +175,9 @@ class IPUEstimatorBase:
         return value
 
     # Validation --------------------------------------------------------------------------------
+
+    def _verify_model_fn(self, model_fn: Callable[..., Any], params: dict | None) -> None:
+        """Checks of the model_fn's signature when the estimator is made (none by default)."""
 
     def _validate_config(self, config: RunConfig) -> None:
         distributed = config.train_distribute or config.eval_distribute
@@ -234,14 +236,8 @@ class IPUEstimatorBase:
         return max(1, device.num_ipus // max(1, run_config.num_shards))
 
     def _call_input_fn(self, input_fn: Callable[..., Any], mode: str) -> tf.data.Dataset:
-        names = function_utils.fn_args(input_fn)
-        kwargs: dict[str, Any] = {}
-        if "mode" in names:
-            kwargs["mode"] = mode
-        if "params" in names:
-            kwargs["params"] = self.params
-        if "config" in names:
-            kwargs["config"] = self.config
+        available = {"mode": mode, "params": self.params, "config": self.config}
+        kwargs = supported_kwargs(input_fn, available)
         with tf.device(HOST_DEVICE):
             dataset = input_fn(**kwargs)
         if not isinstance(dataset, tf.data.Dataset):

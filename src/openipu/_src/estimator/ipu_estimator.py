@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +9,6 @@ from tensorflow.python.util import function_utils
 
 from openipu._src.estimator.estimator_base import IPUEstimatorBase
 from openipu._src.estimator.model_fn_wrapper import ModelFnWrapper
-from openipu._src.estimator.run_config import RunConfig
 
 #: The arguments a model_fn may take (the stock Estimator's).
 _VALID_MODEL_FN_ARGS = frozenset({"features", "labels", "mode", "params", "self", "config"})
@@ -32,28 +30,13 @@ def verify_model_fn_args(model_fn: Callable[..., Any], params: dict | None) -> N
 
 
 class IPUEstimator(IPUEstimatorBase):
-    """Estimator with IPU support: each call runs `iterations_per_loop` steps per session run."""
+    """Estimator with IPU support: each call runs `iterations_per_loop` steps per session run.
 
-    def __init__(
-        self,
-        model_fn: Callable[..., Any],
-        model_dir: str | os.PathLike | None = None,
-        config: RunConfig | None = None,
-        params: dict | None = None,
-        warm_start_from: Any = None,
-        train_batch_size: int | None = None,
-        eval_batch_size: int | None = None,
-        predict_batch_size: int | None = None,
-    ) -> None:
+    IPUEstimator(model_fn, model_dir=None, config=None, params=None, warm_start_from=None,
+    train_batch_size=None, eval_batch_size=None, predict_batch_size=None)
+    """
+
+    _wrapper_class = ModelFnWrapper
+
+    def _verify_model_fn(self, model_fn: Callable[..., Any], params: dict | None) -> None:
         verify_model_fn_args(model_fn, params)
-        super().__init__(
-            model_fn,
-            ModelFnWrapper,
-            model_dir=model_dir,
-            config=config,
-            params=params,
-            warm_start_from=warm_start_from,
-            train_batch_size=train_batch_size,
-            eval_batch_size=eval_batch_size,
-            predict_batch_size=predict_batch_size,
-        )

@@ -30,6 +30,17 @@ from openipu._src.ops import cross_replica_ops
 _ASSIGN_ADD_OP = "AssignAddVariableOp"
 
 
+def supported_kwargs(function: Callable[..., Any], available: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `available` that `function` takes (model_fn, input_fn: by name)."""
+    names = function_utils.fn_args(function)
+    return {name: value for name, value in available.items() if name in names}
+
+
+def operations_of(values: Any) -> list[Any]:
+    """The tensors and operations of a compiled program's outputs (to wait for)."""
+    return [v for v in tf.nest.flatten(values) if isinstance(v, (tf.Tensor, tf.Operation))]
+
+
 def unpack_features_and_labels(args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """(features, labels) of one dataset element (the original's rules and messages)."""
     if args and kwargs:
@@ -90,8 +101,8 @@ class HostSide:
     predictions: Any = None
 
 
-class ModelFnWrapper:
-    """`model_fn` as the body of IPUEstimator's device loops."""
+class LoopWrapperBase:
+    """The model_fn and the feeds of one mode's program; the hooks the model_fn returned."""
 
     def __init__(
         self,
@@ -106,9 +117,26 @@ class ModelFnWrapper:
         self._params = params
         self._infeed = infeed
         self._outfeed = outfeed
-        self._iterations = config.ipu_run_config.iterations_per_loop
-        self._num_shards = config.ipu_run_config.num_shards
         self.captured_hooks: tuple[Any, ...] = ()
+
+    def _dequeue_after(self, compiled: Any) -> Any:
+        """The outfeed's values, read on the host once the compiled program has run."""
+        assert self._outfeed is not None
+        with tf.device("/device:CPU:0"), tf.control_dependencies(operations_of(compiled)):
+            return self._outfeed.dequeue(wait_for_completion=True)
+
+    def _model_fn_kwargs(self, mode: str) -> dict[str, Any]:
+        available = {"mode": mode, "params": self._params, "config": self._config}
+        return supported_kwargs(self._model_fn, available)
+
+
+class ModelFnWrapper(LoopWrapperBase):
+    """`model_fn` as the body of IPUEstimator's device loops."""
+
+    def __init__(self, *args: Any) -> None:  # LoopWrapperBase's arguments
+        super().__init__(*args)
+        self._iterations = self._config.ipu_run_config.iterations_per_loop
+        self._num_shards = self._config.ipu_run_config.num_shards
         self._host_call: tuple[Callable[..., Any], list[tf.Tensor]] | None = None
         self._eval_metrics_fn: Callable[..., Any] | None = None
 
@@ -217,10 +245,8 @@ class ModelFnWrapper:
         return evaluation_loop
 
     def evaluation_host_side(self, compiled: Any) -> HostSide:
-        assert self._outfeed is not None
         loss = list(compiled)[0]
-        with tf.device("/device:CPU:0"), tf.control_dependencies(list(compiled)):
-            outfed = self._outfeed.dequeue(wait_for_completion=True)
+        outfed = self._dequeue_after(compiled)
         if self._eval_metrics_fn is not None:
             args, kwargs = element_arguments(outfed)
             with tf.device("/device:CPU:0"):
@@ -255,26 +281,16 @@ class ModelFnWrapper:
         return prediction_loop
 
     def prediction_host_side(self, compiled: Any) -> HostSide:
-        assert self._outfeed is not None
-        with tf.device("/device:CPU:0"), tf.control_dependencies(_operations(compiled)):
-            predictions = self._outfeed.dequeue(wait_for_completion=True)
-        return HostSide(predictions=predictions)
+        return HostSide(predictions=self._dequeue_after(compiled))
 
     # The user's model_fn ----------------------------------------------------------------------
 
     def _call_model_fn(self, features: Any, labels: Any, mode: str) -> Any:
-        names = function_utils.fn_args(self._model_fn)
-        kwargs: dict[str, Any] = {}
-        if "labels" in names:
+        kwargs = self._model_fn_kwargs(mode)
+        if "labels" in function_utils.fn_args(self._model_fn):
             kwargs["labels"] = labels
         elif labels is not None:
             raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        if "mode" in names:
-            kwargs["mode"] = mode
-        if "params" in names:
-            kwargs["params"] = self._params
-        if "config" in names:
-            kwargs["config"] = self._config
         spec = self._model_fn(features=features, **kwargs)
         # A stock EstimatorSpec (from tensorflow_estimator, if installed) is accepted too.
         if not isinstance(spec, IPUEstimatorSpec) and type(spec).__name__ != "EstimatorSpec":
@@ -287,7 +303,3 @@ def _single(values: Any) -> tf.Tensor:
     if isinstance(values, (list, tuple)):
         return values[0]
     return values
-
-
-def _operations(values: Any) -> list[Any]:
-    return [v for v in tf.nest.flatten(values) if isinstance(v, (tf.Tensor, tf.Operation))]

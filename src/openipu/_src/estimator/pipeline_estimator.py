@@ -17,12 +17,10 @@ import tensorflow as tf
 from tensorflow.python.util import function_utils
 
 from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
-from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 from openipu._src.estimator.estimator_base import IPUEstimatorBase
-from openipu._src.estimator.model_fn_wrapper import HostSide, element_arguments
+from openipu._src.estimator.model_fn_wrapper import HostSide, LoopWrapperBase, element_arguments
 from openipu._src.estimator.run_config import RunConfig
 from openipu._src.estimator.spec import LOSS_METRIC_KEY, ModeKeys, validate_hooks
-from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.pipelining import pipelining_ops
 
 
@@ -98,23 +96,11 @@ class IPUPipelineEstimatorSpec(
         )
 
 
-class ModelFnPipelineWrapper:
+class ModelFnPipelineWrapper(LoopWrapperBase):
     """The user's model_fn as one pipeline per session run."""
 
-    def __init__(
-        self,
-        model_fn: Callable[..., Any],
-        config: Any,
-        params: dict,
-        infeed: IPUInfeedQueue,
-        outfeed: IPUOutfeedQueue | None,
-    ) -> None:
-        self._model_fn = model_fn
-        self._config = config
-        self._params = params
-        self._infeed = infeed
-        self._outfeed = outfeed
-        self.captured_hooks: tuple[Any, ...] = ()
+    def __init__(self, *args: Any) -> None:  # LoopWrapperBase's arguments
+        super().__init__(*args)
         self._eval_metrics_fn: Callable[..., Any] | None = None
         self._gradient_accumulation_count: int | None = None
 
@@ -171,9 +157,9 @@ class ModelFnPipelineWrapper:
         return training_pipeline
 
     def training_host_side(self, compiled: Any) -> HostSide:
-        assert self._outfeed is not None and self._gradient_accumulation_count
-        with tf.device("/device:CPU:0"), tf.control_dependencies(_operations(compiled)):
-            loss = self._outfeed.dequeue(wait_for_completion=True)
+        assert self._gradient_accumulation_count
+        loss = self._dequeue_after(compiled)
+        with tf.device("/device:CPU:0"):
             # Summed over each repeat's mini-batches: the mean over repeats (and replicas),
             # normalised by the mini-batches of a repeat.
             loss = tf.reduce_mean(tf.cast(loss, tf.float32)) / self._gradient_accumulation_count
@@ -189,10 +175,9 @@ class ModelFnPipelineWrapper:
         return evaluation_pipeline
 
     def evaluation_host_side(self, compiled: Any) -> HostSide:
-        assert self._outfeed is not None and self._eval_metrics_fn is not None
+        assert self._eval_metrics_fn is not None
+        outfed = self._dequeue_after(compiled)
         with tf.device("/device:CPU:0"):
-            with tf.control_dependencies(_operations(compiled)):
-                outfed = self._outfeed.dequeue(wait_for_completion=True)
             # Outside the dependency on the loop: the metrics' values are read once more at
             # the end, which must not run the loop again.
             args, kwargs = element_arguments(outfed)
@@ -216,9 +201,7 @@ class ModelFnPipelineWrapper:
         return prediction_pipeline
 
     def prediction_host_side(self, compiled: Any) -> HostSide:
-        assert self._outfeed is not None
-        with tf.device("/device:CPU:0"), tf.control_dependencies(_operations(compiled)):
-            predictions = self._outfeed.dequeue(wait_for_completion=True)
+        predictions = self._dequeue_after(compiled)
         if isinstance(predictions, (dict, tf.Tensor)):
             return HostSide(predictions=predictions)
         predictions = list(predictions)
@@ -238,14 +221,7 @@ class ModelFnPipelineWrapper:
                 "`labels` arguments. They are instead passed to the first pipeline stage "
                 "function."
             )
-        kwargs: dict[str, Any] = {}
-        if "mode" in names:
-            kwargs["mode"] = mode
-        if "params" in names:
-            kwargs["params"] = self._params
-        if "config" in names:
-            kwargs["config"] = self._config
-        spec = self._model_fn(**kwargs)
+        spec = self._model_fn(**self._model_fn_kwargs(mode))
         if not isinstance(spec, IPUPipelineEstimatorSpec):
             raise TypeError(
                 "The `model_fn` used with `IPUPipelineEstimator` must return "
@@ -269,12 +245,10 @@ def _metric_value(loss: Any) -> tf.Tensor:
     return tf.reduce_mean(tf.cast(loss, tf.float32))
 
 
-def _operations(values: Any) -> list[Any]:
-    return [v for v in tf.nest.flatten(values) if isinstance(v, (tf.Tensor, tf.Operation))]
-
-
 class IPUPipelineEstimator(IPUEstimatorBase):
     """Estimator for pipelining on IPUs: the model_fn returns an `IPUPipelineEstimatorSpec`."""
+
+    _wrapper_class = ModelFnPipelineWrapper
 
     def __init__(
         self,
@@ -286,7 +260,6 @@ class IPUPipelineEstimator(IPUEstimatorBase):
     ) -> None:
         super().__init__(
             model_fn,
-            ModelFnPipelineWrapper,
             model_dir=model_dir,
             config=config,
             params=params,
