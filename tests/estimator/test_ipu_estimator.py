@@ -428,3 +428,42 @@ def test_constructor_keeps_model_dir_and_config():
     assert estimator.latest_checkpoint() is None
     with pytest.raises(ValueError, match="Could not find trained model in model_dir"):
         estimator.get_variable_value("global_step")
+
+
+def test_invalid_prefetch_depth_is_the_infeeds_error():
+    def model_fn(features, labels, mode):
+        del features, labels, mode
+
+    estimator = ipu_estimator.IPUEstimator(
+        model_fn=model_fn,
+        config=ipu_run_config.RunConfig(
+            ipu_run_config=ipu_run_config.IPURunConfig(prefetch_depth=-1)
+        ),
+    )
+    with pytest.raises(ValueError, match="prefetch_depth must be greater than zero"):
+        estimator.train(lambda: tf.data.Dataset.from_tensor_slices(([1.0], [0.0])), steps=1)
+
+
+class _TwoWorkers:
+    """What the estimator reads of a distribution strategy: its replicas in sync."""
+
+    num_replicas_in_sync = 2
+
+
+def test_distribution_needs_one_iteration_per_loop_and_divides_batch_sizes():
+    config = ipu_run_config.RunConfig(
+        ipu_run_config=ipu_run_config.IPURunConfig(iterations_per_loop=2),
+        train_distribute=_TwoWorkers(),
+    )
+    with pytest.raises(
+        NotImplementedError,
+        match=r"iterations_per_loop > 1 \(got 2\) not supported with distribution",
+    ):
+        ipu_estimator.IPUEstimator(model_fn=_regression_model_fn, config=config, params={})
+    config = ipu_run_config.RunConfig(train_distribute=_TwoWorkers())
+    with pytest.raises(
+        ValueError, match=r"must be divisible by num_workers \* num_replicas \(2 \* 1\)"
+    ):
+        ipu_estimator.IPUEstimator(
+            model_fn=_regression_model_fn, config=config, params={}, train_batch_size=3
+        )

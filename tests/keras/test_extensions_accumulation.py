@@ -284,7 +284,7 @@ def test_queue_callback_and_replication_options(strategy):
     model.set_asynchronous_callbacks(True)
     model.set_replication_options(keras.ipu.ReplicatedMetricReductionMethod.MEAN)
     model.set_infeed_queue_options(prefetch_depth=0)  # the default depth, as in the original
-    with pytest.raises(ValueError, match="prefetch_depth must be greater than 0"):
+    with pytest.raises(ValueError, match="prefetch_depth must be greater than zero"):
         model.set_infeed_queue_options(prefetch_depth=-1)
     with pytest.raises(TypeError, match="depth"):  # IPUOutfeedQueue has no such argument
         model.set_outfeed_queue_options(depth=2)
