@@ -61,16 +61,11 @@ def test_an_unknown_name_is_just_absent(module_name):
     assert getattr(module, "no_such_name_in_the_ipu_api", _MISSING) is _MISSING
 
 
-# Modules of the original's ipu package that openipu does not have (the TF1 estimator API,
-# serving, sharding, the embedded runtime): declared as lazy attributes, but not there. A
+# Modules of the original's ipu package that openipu does not have (serving, the embedded
+# runtime): declared as lazy attributes, but not there. A
 # module implemented later must leave this list.
 NOT_IMPLEMENTED = (
-    ("tensorflow.python.ipu", "ipu_estimator"),
-    ("tensorflow.python.ipu", "ipu_pipeline_estimator"),
-    ("tensorflow.python.ipu", "ipu_run_config"),
-    ("tensorflow.python.ipu", "ipu_session_run_hooks"),
     ("tensorflow.python.ipu", "serving"),
-    ("tensorflow.python.ipu", "sharding"),
     ("tensorflow.python.ipu", "embedded_runtime"),
     ("tensorflow.python.ipu.ops", "application_compile_op"),
     ("tensorflow.python.ipu.ops", "embedded_runtime"),

@@ -32,7 +32,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.eager.backprop import GradientCaptureContext, GradientCaptureTape
-from openipu._src.engine import device_loop, device_scope, replication
+from openipu._src.engine import device_loop, device_scope, ipu_placement, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.gradient_accumulation import (
     AccumulatorDType,
@@ -625,18 +625,8 @@ class _PipelinePlan:
         return outputs
 
     def _stage_placer(self, stage_device: str) -> Callable[[ops.Operation], str]:
-        """Places a stage's ops on its IPU's host device, and its variables with the region's.
-
-        A compiled region runs on one device, so variables it uses must live there.
-        """
-        variable_device = (
-            self._variable_device if self._variable_device is not None else stage_device
-        )
-
-        def place(op: ops.Operation) -> str:
-            return variable_device if op.type in _VARIABLE_OPS else stage_device
-
-        return place
+        """Places a stage's ops on its IPU's host device, and its variables with the region's."""
+        return ipu_placement.placer(stage_device, self._variable_device)
 
     @staticmethod
     def _call_with(function: Callable[..., Nested], outputs: Nested) -> Nested:
@@ -716,9 +706,6 @@ class _PipelinePlan:
             kept = [o for o, masked in zip(flat, self.outfeed_mask, strict=True) if not masked]
             return kept or None
         return outputs
-
-
-_VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "VarIsInitializedOp"})
 
 
 class _PerIterationInfeed:
