@@ -717,11 +717,6 @@ def test_8bit_ops(graph):
 
 
 @pytest.mark.follows("testValidSharding")
-@pytest.mark.xfail(
-    strict=True,
-    run=False,  # when it fails it leaves a seed-state tensor of its graph behind for later tests
-    reason="difference: ipu.scopes.ipu_shard with variables made in a TF1 loop body fails ('Attempting to capture an EagerTensor without building a function'); sharding is not implemented yet (not run: after this failure a seed-state tensor of its graph leaks into later programs)",
-)
 @pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_valid_sharding(ipu_system, tf1_graph):
     ipu.utils.move_variable_initialization_to_cpu()

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.python import ipu
 
 from openipu._src.engine import compiled_program
-from openipu._src.engine.cost_model import cost_options, estimate, out_of_memory
+from openipu._src.engine.cost_model import cost_options, cycles, estimate, out_of_memory
 from openipu._src.engine.cost_model.workload import VariableKind
 
 
@@ -165,12 +165,14 @@ def test_replicas_add_all_reduce_cycles_over_the_ipu_links():
 def test_estimate_of_a_hand_made_workload_matches_the_chip_rates():
     from openipu._src.engine.cost_model.workload import Operation, Workload
 
-    # One fp16 matmul of 2 x 1472 x 64 x 2 multiply-adds: exactly 2 cycles of the matrix units.
+    # One fp16 matmul of 2 x 1472 x 64 x 2 multiply-adds: exactly 2 cycles of the matrix
+    # units at their peak, 3 times that at the share of the peak real layers reach.
     flops = 2 * 1472 * 64 * 2
     op = Operation("mm", "MatMul", 0, flops, True, True, 0, 0, (), (("mm:0", 0),))
     cost = estimate.estimate(Workload((op,), ()), cost_options.CostOptions())
-    assert cost.cycles.compute == 2
-    assert cost.cycles.per_step == 2 + cost.chip.sync_cycles
+    assert cycles.MATMUL_CYCLES_PER_PEAK_CYCLE == 3
+    assert cost.cycles.compute == 2 * 3
+    assert cost.cycles.per_step == 2 * 3 + cost.chip.sync_cycles
 
 
 def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, monkeypatch):
@@ -197,3 +199,109 @@ def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, 
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "report.html").read_text()
     assert program.name in page and str(expected["cycles"]["per_step"]) in page
+
+
+def _pipelined_program(schedule, count=4, momentum=False, **options):
+    from tensorflow.python.ipu import pipelining_ops
+
+    _configure(ipus=2)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.ones([64, 256], np.float32), np.ones([64, 1], np.float32))
+    ).batch(4, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(data)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w1 = tf.Variable(tf.ones([256, 512]), name="stage_one_weight")
+        w2 = tf.Variable(tf.ones([512, 1]), name="stage_two_weight")
+
+        def stage1(x, y):
+            return tf.matmul(x, w1), y
+
+        def stage2(h, y):
+            return tf.reduce_mean(tf.square(tf.matmul(h, w2) - y))
+
+        keras_optimizer = tf.keras.optimizers.SGD(0.001, momentum=0.9)
+
+        def optimizer_function(loss):
+            if momentum:
+                return pipelining_ops.OptimizerFunctionOutput(keras_optimizer, loss)
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.001)
+            return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [stage1, stage2],
+                **options,
+                gradient_accumulation_count=count,
+                repeat_count=2,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=optimizer_function,
+                device_mapping=[0, 1],
+                pipeline_schedule=schedule,
+            )
+
+        strategy.run(net)
+    return compiled_program.recent()[-1]
+
+
+def test_a_pipeline_puts_each_stage_on_its_ipu_and_pays_its_schedules_bubble():
+    from tensorflow.python.ipu import pipelining_ops
+
+    grouped = _pipelined_program(pipelining_ops.PipelineSchedule.Grouped).cost()
+    assert len(grouped.memory) == 2 and len(grouped.cycles.per_stage) == 2
+    weights = {v.name.split(":")[0]: v.ipu for v in grouped.workload.variables}
+    assert weights["stage_one_weight"] == 0 and weights["stage_two_weight"] == 1
+    assert grouped.memory[0].categories["weights"] >= 256 * 512 * 4
+    assert grouped.memory[1].categories["weights"] < 256 * 512 * 4
+    assert grouped.workload.pipeline_schedule == "Grouped"
+    assert grouped.workload.gradient_accumulation_count == 4
+    # Grouped: the slowest stage sets the pace; filling and draining 2 stages forwards and
+    # backwards costs 2 (S - 1) of its micro-batch steps per group of 4.
+    slowest = max(grouped.cycles.per_stage)
+    assert grouped.cycles.pipeline_bubble == int(np.ceil(2 * slowest / 4))
+    assert grouped.cycles.per_step == slowest + grouped.cycles.pipeline_bubble
+    ipu.config.reset_ipu_configuration()
+    sequential = _pipelined_program(pipelining_ops.PipelineSchedule.Sequential).cost()
+    # Sequential runs the stages one after another: no overlap, no bubble.
+    assert sequential.cycles.pipeline_bubble == 0
+    assert sequential.cycles.per_step == sum(sequential.cycles.per_stage)
+
+
+def test_pre_compile_estimates_the_program_without_running_it():
+    # DeviceConnectionType.PRE_COMPILE: compiled for the chip, never run (outputs are zeros),
+    # which is how the original profiles a program without an IPU.
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.device_connection.type = ipu.config.DeviceConnectionType.PRE_COMPILE
+    config.device_connection.version = "ipu2"
+    config.configure_ipu_system()
+
+    @tf.function
+    def step(x):
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            return ipu.ipu_compiler.compile(lambda: [tf.matmul(x, x)], [])
+
+    result = step(tf.ones([256, 256]))
+    assert not np.any(np.asarray(result[0]))  # not run
+    cost = compiled_program.recent()[-1].cost()
+    matmuls = [op for op in cost.workload.operations if op.matmul]
+    assert [op.flops for op in matmuls] == [2 * 256**3]
+
+
+def test_offloaded_optimizer_state_lives_in_streaming_memory():
+    from tensorflow.python.ipu import pipelining_ops
+
+    grouped = pipelining_ops.PipelineSchedule.Grouped
+    on_chip = _pipelined_program(grouped, momentum=True).cost()
+    ipu.config.reset_ipu_configuration()
+    offloaded = _pipelined_program(
+        grouped, momentum=True, offload_weight_update_variables=True
+    ).cost()
+    # Momentum keeps one slot per weight: stage one's 256 x 512 floats.
+    assert on_chip.memory[0].categories["optimizer_state"] >= 256 * 512 * 4
+    assert on_chip.memory[0].categories["remote_buffers"] == 0
+    assert offloaded.memory[0].categories["optimizer_state"] == 0
+    assert offloaded.memory[0].categories["remote_buffers"] >= 256 * 512 * 4

@@ -15,13 +15,19 @@ import tf_keras as keras
 from tensorflow.python import ipu
 from tensorflow.python.distribute.cluster_resolver import SimpleClusterResolver
 from tensorflow.python.ipu import distributed
-from tensorflow.python.ipu.distributed.ipu_horovod_strategy import IPUHorovodStrategy
+from tensorflow.python.ipu.distributed.ipu_horovod_strategy import (
+    IPUHorovodExtended,
+    IPUHorovodStrategy,
+)
 from tensorflow.python.ipu.distributed.popdist_strategy import (
     IPUMirroredVariable,
     IPUSyncOnReadVariable,
     PopDistStrategy,
 )
-from tensorflow.python.ipu.ipu_multi_worker_strategy import IPUMultiWorkerStrategy
+from tensorflow.python.ipu.ipu_multi_worker_strategy import (
+    IPUMultiWorkerExtended,
+    IPUMultiWorkerStrategy,
+)
 from tensorflow.python.training.server_lib import ClusterSpec
 
 from openipu._src.distributed import environment
@@ -156,12 +162,14 @@ def test_multi_worker_strategies_with_one_worker(caplog):
         strategy = IPUMultiWorkerStrategy(resolver, variables_on_host=True)
     assert "IPUMultiWorkerStrategyV1 is deprecated: use PopDistStrategy" in caplog.text
     assert strategy.extended.variables_on_host
+    assert isinstance(strategy.extended, IPUMultiWorkerExtended)
     assert strategy.cluster_resolver is resolver
     # One tf.distribute replica per worker (replica id 0), its program's replicas summed:
     # tensorflow/python/ipu/distributed/ipu_multi_worker_strategy.py.
     results = strategy.experimental_local_results(strategy.run(_replica_sum))
     assert [float(r) for r in results] == [2.0]
     horovod = IPUHorovodStrategy()
+    assert isinstance(horovod.extended, IPUHorovodExtended)
     assert horovod.num_replicas_in_sync == 2
 
 

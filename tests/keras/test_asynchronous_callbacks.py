@@ -261,7 +261,7 @@ def test_queue_options_errors_as_the_original():
             model.set_infeed_queue_options(**{name: None})
     with pytest.raises(ValueError, match="`_internal_id` key .* not compatible with Keras"):
         model.set_infeed_queue_options(_internal_id="x")
-    with pytest.raises(ValueError, match="prefetch_depth must be .* got 300"):
+    with pytest.raises(ValueError, match="prefetch_depth must be less than 256, but it is 300"):
         model.set_infeed_queue_options(prefetch_depth=300)
     for name in ("outfeed_mode", "device_ordinal"):
         with pytest.raises(ValueError, match=f"Found `{name}` key .* not compatible with Keras"):

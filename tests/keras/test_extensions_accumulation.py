@@ -131,6 +131,19 @@ def test_pipeline_stage_contexts_assign_functional_layers(strategy):
     assert [layer.name for layer in records[1].inbound_layers] == ["hidden"]
 
 
+def test_nested_model_assignment_records():
+    """The records for a nested model's invocation: its model, node or call index, stage."""
+    inner = keras.Sequential([keras.layers.Dense(2)], name="inner")
+    functional = keras.ipu.FunctionalNestedModelPipelineStageAssignment(inner, 0, 1)
+    assert functional.nested_model is inner and functional.layer is inner
+    assert (functional.node_index, functional.pipeline_stage) == (0, 1)
+    functional.pipeline_stage = 2
+    assert functional.pipeline_stage == 2
+    subclassed = keras.ipu.NestedModelPipelineStageAssignment(inner, 3)
+    assert subclassed.nested_model is inner and subclassed.pipeline_stage is None
+    assert isinstance(subclassed, keras.ipu.ModelLayerPipelineStageAssignment)
+
+
 @pytest.mark.parametrize("ipu_system", [[2, 1]], indirect=True)
 def test_pipelined_model_trains_like_the_unpipelined_one(strategy):
     """The two-stage model on a 2-IPU device, the plain one on a 1-IPU device."""
@@ -271,7 +284,7 @@ def test_queue_callback_and_replication_options(strategy):
     model.set_asynchronous_callbacks(True)
     model.set_replication_options(keras.ipu.ReplicatedMetricReductionMethod.MEAN)
     model.set_infeed_queue_options(prefetch_depth=0)  # the default depth, as in the original
-    with pytest.raises(ValueError, match="prefetch_depth must be greater than 0"):
+    with pytest.raises(ValueError, match="prefetch_depth must be greater than zero"):
         model.set_infeed_queue_options(prefetch_depth=-1)
     with pytest.raises(TypeError, match="depth"):  # IPUOutfeedQueue has no such argument
         model.set_outfeed_queue_options(depth=2)

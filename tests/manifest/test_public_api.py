@@ -33,9 +33,11 @@ IMPLEMENTED_SECTIONS = {
     "21.10",
     "21.11",
     "21.12",
+    "21.13",
     "21.14",
     "21.15",
     "21.16",
+    "21.17",
 }
 
 # Names of landed sections whose implementation is still to come (their issue is open).

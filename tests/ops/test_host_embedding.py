@@ -216,3 +216,31 @@ def test_optimizer_specs():
     assert accumulating._optimizer_name == "SGD+GA"
     # A factor of one accumulates nothing: plain SGD, as in the original.
     assert embedding_ops.HostEmbeddingSGDGAOptimizerSpec(0.25, 1)._optimizer_name == "SGD"
+
+
+def test_replicas_share_the_host_table(tf1_graph):
+    """Two replicas (a 2-IPU device): step i of replica r looks up INDICES[2 i + r], and both
+    replicas' updates of a step land in the one host table, after both looked up."""
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 2
+    config.configure_ipu_system()
+    embedding = embedding_ops.create_host_embedding(
+        "embedding",
+        [TOKENS, ENCODING],
+        np.float32,
+        optimizer_spec=embedding_ops.HostEmbeddingOptimizerSpec(0.1),
+        initializer=TABLE,
+    )
+    optimizer = tf.compat.v1.train.GradientDescentOptimizer(123.0)
+    table, total = run_training(tf1_graph, embedding, optimizer, steps=2)
+    expected, weights, expected_total = TABLE.astype(np.float64), np.arange(1, ENCODING + 1), 0.0
+    for step in range(2):
+        update = np.zeros_like(expected)
+        for replica in range(2):
+            rows = expected[INDICES[2 * step + replica]]
+            if replica == 0:  # the program returns replica 0's loss
+                expected_total += np.sum(rows**2 * weights)
+            np.add.at(update, INDICES[2 * step + replica], -0.1 * 2 * rows * weights)
+        expected = expected + update
+    np.testing.assert_allclose(table, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(total, expected_total, rtol=1e-5)

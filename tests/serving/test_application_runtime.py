@@ -47,6 +47,7 @@ def test_compile_then_start_and_call_eagerly(ipu_system, tmp_path):
     want_y, want_total = _expected(x)
     np.testing.assert_allclose(y.numpy(), want_y, rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), want_total, rtol=1e-6)
+    assert isinstance(context, ipu.embedded_runtime.RuntimeContext)
     assert context.name() == "eager_engine"
     assert context.output_types() == [tf.float32, tf.float32]
     assert [s.name for s in context.signature().streamed_inputs] == ["input_0"]

@@ -65,7 +65,7 @@ def test_hardware_decorators_read_tf_ipu_count(monkeypatch):
 
 
 def test_helpers_that_need_report_files_say_so():
-    with pytest.raises(NotImplementedError, match="report files.*no cost model"):
+    with pytest.raises(NotImplementedError, match="report files.*writes its own estimates"):
         tu.ReportHelper()
     with pytest.raises(NotImplementedError, match="report files"):
         tu.ReportJSON(None)

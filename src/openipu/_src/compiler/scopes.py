@@ -9,7 +9,7 @@ emulated IPU computes in the requested precision where TensorFlow can.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -17,12 +17,14 @@ from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.framework import ops
 
-from openipu._src.engine import device_scope
+from openipu._src.compiler import sharding
+from openipu._src.engine import device_scope, ipu_placement
 from openipu._src.engine import region as region_lib
+from openipu._src.engine.replicas import replicated
 from openipu._src.system import configure, host_devices
 
 FRONTEND_ATTRIBUTES_NAME = "_XlaFrontendAttributes"
-SHARDING_ATTR_NAME = "_XlaSharding"
+SHARDING_ATTR_NAME = sharding.SHARDING_ATTR_NAME
 OUTSIDE_COMPILATION_ATTR_NAME = "_xla_outside_compilation"
 PARTIALS_TYPE_ATTRIBUTE = "PARTIALS_TYPE"
 STOCHASTIC_ROUNDING_ATTRIBUTE = "STOCHASTIC_ROUNDING"
@@ -111,31 +113,73 @@ def ipu_scope(device: str) -> Iterator[None]:
         yield
 
 
-def _sharding_proto(indices: list[int]) -> bytes:
-    sharding = xla_data_pb2.OpSharding()
-    if len(indices) == 1:
-        sharding.type = xla_data_pb2.OpSharding.MAXIMAL
-        sharding.tile_assignment_devices.append(indices[0])
-    else:
-        sharding.type = xla_data_pb2.OpSharding.TUPLE
-        for index in indices:
-            element = sharding.tuple_shardings.add()
-            element.type = xla_data_pb2.OpSharding.MAXIMAL
-            element.tile_assignment_devices.append(index)
-    return sharding.SerializeToString()
-
-
 @contextlib.contextmanager
 def ipu_shard(index: int | Iterable[int]) -> Iterator[None]:
-    """Puts the enclosed operations (and their gradients) on shard `index` of a multi-IPU device."""
+    """Puts the enclosed operations (and their gradients) on shard `index` of a multi-IPU device.
+
+    In a compiled program the ops run on the host device of the shard's IPU (of this
+    replica: a replica spans as many IPUs as the program has shards, so a device of N
+    IPUs runs N / shards replicas, as the original's poplar_compiler.cc).
+    """
     indices = [index] if isinstance(index, int) else list(index)
     for i in indices:
         if isinstance(i, bool) or not isinstance(i, int) or i < 0:
             raise ValueError(f"ipu_shard: the shard index must be an int >= 0, got {index!r}")
-    with _graph_attr_scope(
-        {SHARDING_ATTR_NAME: attr_value_pb2.AttrValue(s=_sharding_proto(indices))}
+    if not indices:
+        raise ValueError(f"ipu_shard: give at least one shard index, got {index!r}")
+    if tf.executing_eagerly():
+        yield  # eager ops carry no attributes: nothing to shard (as the original)
+        return
+    graph = ops.get_default_graph()
+    first_new = len(graph.get_operations())
+    # A replica of this program spans the shards' IPUs (more replicas are built again).
+    replicated.require_ipus_per_replica(max(indices) + 1)
+    with (
+        _graph_attr_scope(
+            {
+                sharding.SHARDING_ATTR_NAME: attr_value_pb2.AttrValue(
+                    s=sharding.sharding_proto(indices)
+                )
+            }
+        ),
+        _on_shard_ipu(indices[0]),
     ):
         yield
+    _make_gradients_sharded(graph.get_operations()[first_new:])
+
+
+def _on_shard_ipu(shard: int) -> contextlib.AbstractContextManager[None]:
+    placement = ipu_placement.replica_ipu_host_device(shard)
+    if placement is None:
+        return contextlib.nullcontext()
+    return ops.device(ipu_placement.placer(*placement))
+
+
+class _ShardedGradient:
+    """An op's gradient function, built in the op's `ipu_shard` (the original's wrapper)."""
+
+    def __init__(self, gradient_fn: Callable[..., object]) -> None:
+        self.gradient_fn = gradient_fn
+
+    def __call__(self, op: ops.Operation, *args: object, **kwargs: object) -> object:
+        shard = sharding.get_sharding(op)
+        if shard is None:
+            return self.gradient_fn(op, *args, **kwargs)
+        with ipu_shard(shard):
+            return self.gradient_fn(op, *args, **kwargs)
+
+
+def _make_gradients_sharded(new_ops: list[ops.Operation]) -> None:
+    """Gradients of `new_ops` (tf.gradients, optimizers) are built on their op's shard."""
+    for op in new_ops:
+        try:
+            gradient_fn = ops.get_gradient_function(op)
+        except LookupError:
+            continue
+        if gradient_fn is None or isinstance(gradient_fn, _ShardedGradient):
+            continue
+        # The op's own gradient function takes precedence over the registry's.
+        op._gradient_function = _ShardedGradient(gradient_fn)  # noqa: SLF001
 
 
 _outside = {"depth": 0}

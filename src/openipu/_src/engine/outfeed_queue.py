@@ -365,12 +365,17 @@ class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
 
     def __del__(self) -> None:
         store = getattr(self, "_store", None)
-        if store is not None:
-            self._store = None
-            try:
-                store.close()
-            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
-                pass
+        if store is None:
+            return
+        self._store = None
+        try:
+            # The collector may run this while another program is being traced: the release
+            # must run eagerly, outside that program's graph.
+            with ops.init_scope():
+                if tf.executing_eagerly():
+                    store.close()
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
+            pass
 
 
 class IPUOutfeedQueueIterator(collections.abc.Iterator[Nested]):

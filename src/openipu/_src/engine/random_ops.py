@@ -56,7 +56,10 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
     Nested uses in one thread keep the outer stream (a one-replica program runs
     its replica in the thread that built the region).
     """
-    if not tf.inside_function() or getattr(_state, "active", False):
+    # A TF1 graph's loop bodies are functions too: TF1 graphs are told apart by their
+    # outermost context, which is not eager.
+    tf1_graph = not tf.compat.v1.executing_eagerly_outside_functions()
+    if not tf.inside_function() or tf1_graph or getattr(_state, "active", False):
         yield
         return
     generator = seeds.generator(device_ordinal, replica)

@@ -17,6 +17,7 @@ marks are removed and it runs as a plain TensorFlow graph instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -95,6 +96,9 @@ class CompiledRegion:
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
         self.fp_bits: frozenset[str] = frozenset()
         self.ipu_ordinal = 0
+        #: A pipeline built in the region: (schedule name, gradient accumulation count,
+        #: whether its optimizer state is offloaded to streaming memory).
+        self.pipeline: tuple[str, int, bool] | None = None
         self._finalizers: list[
             Callable[[list[tf.Tensor | ops.Operation]], list[ops.Operation]]
         ] = []
@@ -210,7 +214,14 @@ def compile_region(
         )()
     eager_context.repair()  # TF1 programs after disable_eager_execution (see the module)
     if connection is DeviceConnectionType.PRE_COMPILE:
-        return _precompiled_outputs(computation, inputs, flat_return_rules)
+        return _precompiled_outputs(
+            computation,
+            inputs,
+            flat_return_rules,
+            _Record(
+                record_as or "ipu_precompiled", device, ipu_ordinal, replicas, ipus_per_replica
+            ),
+        )
     if current_region() is not None:
         # Regions do not nest: an inner compile is part of the outer region.
         return _call_inside_region(computation, inputs, flat_return_rules)
@@ -258,6 +269,14 @@ def compile_region(
                 else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
             workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
+            if workload is not None and region.pipeline is not None:
+                schedule, accumulation, offloaded = region.pipeline
+                workload = dataclasses.replace(
+                    workload,
+                    pipeline_schedule=schedule,
+                    gradient_accumulation_count=accumulation,
+                    offload_optimizer_state=offloaded,
+                )
             if on_mode is not None:
                 on_mode(region.mode, workload)
             else:
@@ -384,19 +403,57 @@ def _device_connection_type() -> DeviceConnectionType | None:
     return None if system is None else system.config.device_connection.type
 
 
+@dataclasses.dataclass(frozen=True)
+class _Record:
+    """How a program compiled without a region is recorded (name, device, replicas)."""
+
+    name: str
+    device: str | None
+    ipu_ordinal: int
+    replicas: int
+    ipus_per_replica: int
+
+
 def _precompiled_outputs(
-    computation: Callable[..., Nested], inputs: Sequence[Nested], flat_return_rules: bool
+    computation: Callable[..., Nested],
+    inputs: Sequence[Nested],
+    flat_return_rules: bool,
+    record: _Record,
 ) -> Nested:
     """PRE_COMPILE: the program is built (and checked) but never runs; outputs are zeros.
 
     In a TF2 function the program is traced as a function that nothing calls; in a
-    TF1 graph it is built but nothing depends on it, so a session never runs it.
+    TF1 graph it is built but nothing depends on it, so a session never runs it. As the
+    original's pre-compilation, it is compiled for the chip: the cost model estimates it
+    (and a program that does not fit fails here), which is how profiles are made without
+    an IPU.
     """
     if tf.executing_eagerly() or tf.inside_function():
         built = tf.function(lambda: computation(*inputs), autograph=False)
-        outputs = built.get_concrete_function().structured_outputs
+        concrete = built.get_concrete_function()
+        outputs = concrete.structured_outputs
+        graph, first_op = concrete.graph, 0
     else:
+        graph = ops.get_default_graph()
+        first_op = len(graph.get_operations())
         outputs = computation(*inputs)
+    workload = _workload(
+        graph, first_op, record.device, record.ipu_ordinal, record.ipus_per_replica
+    )
+    compiled = compiled_program.record(
+        compiled_program.CompiledProgram(
+            name=record.name,
+            executor=compile_policy.CompileMode.XLA,
+            host_device=record.device or "",
+            ipu_ordinal=record.ipu_ordinal,
+            replicas=record.replicas,
+            ipus_per_replica=record.ipus_per_replica,
+            steps_per_call=1,
+            step_schedule=compiled_program.StepSchedule.LOOP,
+            workload=workload,
+        )
+    )
+    check_fits(compiled, record.name)
     zeros = nest.map_structure(
         lambda t: tf.zeros(t.shape, t.dtype) if isinstance(t, tf.Tensor) else None,
         outputs,

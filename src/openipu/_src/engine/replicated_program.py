@@ -9,6 +9,9 @@ outputs reach the host. What was compiled is recorded (`compiled_program.recent`
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
 
 from openipu._src.engine import region
 from openipu._src.engine.replicas import replicated
@@ -32,7 +35,7 @@ def compile_replicated(
                 lambda: computation(*args), replicas, device.num_ipus, ipu_ordinal
             )
 
-        return region.compile_region(
+        return _reusing_variables_if_rebuilt(replicas < device.num_ipus)(
             computation if replicas == 1 else build,
             inputs,
             device.host_device(),
@@ -44,3 +47,21 @@ def compile_replicated(
         )
 
     return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ipu_ordinal}")
+
+
+def _reusing_variables_if_rebuilt(rebuilt: bool) -> Callable[..., Nested]:
+    """`region.compile_region`, finding the variables an abandoned first build made.
+
+    A build with fewer replicas than IPUs follows one that found a replica spans several
+    IPUs (shards, a pipeline) after making some variables (`tf.compat.v1.get_variable`
+    refuses to make them again).
+    """
+    if not rebuilt or tf.executing_eagerly():
+        return region.compile_region
+
+    def compile_again(*args: Any, **kwargs: Any) -> Nested:
+        scope = tf.compat.v1.get_variable_scope()
+        with tf.compat.v1.variable_scope(scope, reuse=tf.compat.v1.AUTO_REUSE):
+            return region.compile_region(*args, **kwargs)
+
+    return compile_again

@@ -28,10 +28,12 @@ def _validate_prefetch_depth(prefetch_depth) -> int | None:
         return None
     if isinstance(prefetch_depth, bool) or not isinstance(prefetch_depth, int):
         raise ValueError(f"prefetch_depth must be an int or None, got {prefetch_depth!r}")
-    if not 0 < prefetch_depth < _MAX_PREFETCH_DEPTH:
+    # The original's messages (ipu_infeed_queue.py).
+    if prefetch_depth <= 0:
+        raise ValueError(f"prefetch_depth must be greater than zero, but it is {prefetch_depth}")
+    if prefetch_depth >= _MAX_PREFETCH_DEPTH:
         raise ValueError(
-            f"prefetch_depth must be greater than 0 and less than {_MAX_PREFETCH_DEPTH}, "
-            f"got {prefetch_depth}"
+            f"prefetch_depth must be less than {_MAX_PREFETCH_DEPTH}, but it is {prefetch_depth}"
         )
     return prefetch_depth
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.framework import ops
 
 from openipu._src.engine import replication
 from openipu._src.feeds.infeed import IPUInfeedQueue
@@ -98,8 +99,12 @@ class IPUOwnedIterator(IPUIterator):
 
     def __del__(self) -> None:
         queue = getattr(self, "_infeed_queue", None)
-        if queue is not None and tf.executing_eagerly():
-            try:
-                queue.deleter  # noqa: B018 - releases the host side
-            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
-                pass
+        if queue is None:
+            return
+        try:
+            # The collector may run this while a program is traced: release eagerly, outside.
+            with ops.init_scope():
+                if tf.executing_eagerly():
+                    queue.deleter  # noqa: B018 - releases the host side
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
+            pass

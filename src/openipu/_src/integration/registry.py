@@ -19,6 +19,7 @@ PATCH_FAMILIES = (
     "keras_node_init",
     "run_errors",
     "session_run",
+    "sharded_gradient_tape",
     "tracing_context",
     "variable_handles",
 )

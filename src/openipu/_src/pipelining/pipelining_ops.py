@@ -32,7 +32,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.eager.backprop import GradientCaptureContext, GradientCaptureTape
-from openipu._src.engine import device_loop, device_scope, replication
+from openipu._src.engine import device_loop, device_scope, ipu_placement, replication
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.gradient_accumulation import (
@@ -370,9 +370,18 @@ def pipeline(
             return plan._mini_batch_in_replica(element[0] if len(element) == 1 else element)  # noqa: SLF001
 
         return capture.take_loop(count * repeats, mini_batch, [], infeed_queue)
+
+    def build() -> Nested:
+        region = region_lib.current_region()
+        if region is not None:  # for the cost model: the schedule's bubble, per group
+            # offload_weight_update_variables=None (remote buffers if the device has them)
+            # is modelled as not offloaded.
+            region.pipeline = (schedule.name, count, offload_weight_update_variables is True)
+        return plan.build(infeed_queue)
+
     if region_lib.current_region() is None:
-        return device_loop._in_own_region(lambda: plan.build(infeed_queue))  # noqa: SLF001
-    return plan.build(infeed_queue)
+        return device_loop._in_own_region(build)  # noqa: SLF001
+    return build()
 
 
 def _check_stages(stages: object) -> list[Callable[..., Nested]]:
@@ -628,18 +637,8 @@ class _PipelinePlan:
         return outputs
 
     def _stage_placer(self, stage_device: str) -> Callable[[ops.Operation], str]:
-        """Places a stage's ops on its IPU's host device, and its variables with the region's.
-
-        A compiled region runs on one device, so variables it uses must live there.
-        """
-        variable_device = (
-            self._variable_device if self._variable_device is not None else stage_device
-        )
-
-        def place(op: ops.Operation) -> str:
-            return variable_device if op.type in _VARIABLE_OPS else stage_device
-
-        return place
+        """Places a stage's ops on its IPU's host device, and its variables with the region's."""
+        return ipu_placement.placer(stage_device, self._variable_device)
 
     @staticmethod
     def _call_with(function: Callable[..., Nested], outputs: Nested) -> Nested:
@@ -719,9 +718,6 @@ class _PipelinePlan:
             kept = [o for o, masked in zip(flat, self.outfeed_mask, strict=True) if not masked]
             return kept or None
         return outputs
-
-
-_VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "VarIsInitializedOp"})
 
 
 class _PerIterationInfeed:

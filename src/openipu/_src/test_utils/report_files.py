@@ -1,9 +1,10 @@
 """The helpers of the original's test_utils that read Poplar's report files (profiles,
 event traces, compute sets, tile memory, cycles).
 
-Emulated IPUs run no Poplar graph and have no cost model yet, so no such report is
-ever written: each of these helpers raises a clear error when used, rather than
-pretending with empty or invented numbers.
+Emulated IPUs run no Poplar graph, so no such report (profile.pop, PVA) is ever written:
+each of these helpers raises a clear error when used, rather than pretending with empty
+or invented numbers. openipu's cost model writes its own reports instead (`*.cost.json`
+with POPLAR_ENGINE_OPTIONS autoReport, rendered by `openipu report`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from openipu._src.errors import unavailable_function
 
 NO_REPORTS = (
     "{name} reads Poplar's report files (graph and execution profiles, event traces), "
-    "which openipu does not write: emulated IPUs run no Poplar graph and openipu has no "
-    "cost model of the IPU yet"
+    "which openipu does not write: emulated IPUs run no Poplar graph. openipu's cost model "
+    "writes its own estimates instead: POPLAR_ENGINE_OPTIONS autoReport writes a *.cost.json "
+    "per compiled program, which `openipu report` renders (see docs/cost-model.md)"
 )
 
 

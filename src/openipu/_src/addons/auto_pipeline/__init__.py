@@ -2,6 +2,6 @@
 
 The partition search works on model profiles (per-layer cycles and memory) as
 the original's does. Producing those profiles needs Poplar's per-layer
-compilation reports, which emulated IPUs do not write and no cost model
-replaces yet: the profiling functions raise saying so (`profiling`).
+compilation reports (PVA), which emulated IPUs do not write (openipu's cost model
+writes reports of its own format): the profiling functions raise saying so (`profiling`).
 """

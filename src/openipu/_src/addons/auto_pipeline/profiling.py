@@ -7,8 +7,8 @@ from openipu._src.errors import unavailable_function
 
 NO_PROFILES = (
     "{name} profiles layers from Poplar's compilation and execution reports (PVA), which "
-    "openipu does not produce: emulated IPUs run no Poplar graph and openipu has no cost "
-    "model of the IPU yet. The partition search (prediction.partition."
+    "openipu does not produce: emulated IPUs run no Poplar graph, and openipu's cost model "
+    "writes its own reports (*.cost.json), not PVA's. The partition search (prediction.partition."
     "get_auto_pipeline_partition_by_cycle_and_transfer) works on a model profile you give it."
 )
 

@@ -2,10 +2,11 @@
 
 The IPU runs bulk-synchronous steps: each operation is a compute phase spread over the
 tiles holding its data, an exchange phase moving its inputs between tiles, and a
-synchronisation. Compute is charged at the matrix units' rate for matrix products and
-convolutions and at the vector rate otherwise, or at the tiles' memory bandwidth when
-that is slower; a matrix product whose temporaries exceed the available memory
-proportion is planned in serial slices. Collectives cross the IPU-Links, streams the
+synchronisation. Compute is charged at the share of the matrix units' rate that real
+layers reach for matrix products and convolutions and at the vector rate otherwise, or at
+the tiles' memory bandwidth when that is slower; a matrix product whose temporaries exceed
+the available memory proportion is planned in serial slices. With recomputation, a
+training step runs its forward pass twice. Collectives cross the IPU-Links, streams the
 host link. Pipelines run their stages concurrently, paying a fill and drain bubble per
 gradient-accumulation group (more with the interleaved and sequential schedules).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from openipu._src.engine.cost_model import op_flops
 from openipu._src.engine.cost_model.chip import Chip
@@ -24,6 +26,16 @@ _BYTES_PER_TILE_CYCLE = 16  # a tile loads 2 x 64 bits per cycle
 _ELEMENTS_PER_TILE = 64  # finer work than this does not spread further over tiles
 _STOCHASTIC_ROUNDING_COST = 1.02
 _MOVED_SHARE = {True: 0.5, False: 0.1}  # share of inputs exchanged: matmul/conv or not
+# Matrix products and convolutions take this many times the cycles of the matrix units'
+# peak rate: PopLibs reaches about a third of the peak in real layers, the rest lost to
+# partitions that leave units idle, loading weights into the units, reducing partials
+# across tiles and the vertices' overheads. Calibrated (docs/cost-model.md): the published
+# ResNet-50, BERT-Large and BERT-Base training throughputs on Bow Pod16 all sit near a
+# fifth of the chip's fp16 peak end to end; with their recomputation and vector work
+# charged, a third of the peak for the matrix work matches each of the three within 5%.
+MATMUL_CYCLES_PER_PEAK_CYCLE = 3
+# The scopes TensorFlow builds gradients in (not a StopGradient op of the forward pass).
+_GRADIENT_SCOPE = re.compile(r"(^|/)(gradients(_[0-9]+)?|gradient_tape)/")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,20 +61,23 @@ class StepCycles:
     per_stage: list[int]
     per_step: int
     operations: list[OperationCycles]
+    recomputation: int = 0  # of the compute, exchange and sync: the forward pass run again
 
 
 def operation_cycles(op: Operation, chip: Chip, options: CostOptions) -> OperationCycles:
     tiles = max(chip.tiles - options.num_io_tiles, 1)
     if op.type in op_flops.VIEWS or (op.flops == 0 and op.output_bytes == 0):
         return OperationCycles(op, 0, 0, 0)
-    elements = max(op.output_bytes // (2 if op.half else 4), 1)
+    # Work spreads over the tiles holding the larger side: a reduction's input (a bias
+    # gradient reads a whole activation to write one vector), a broadcast's output.
+    elements = max(max(op.output_bytes, op.input_bytes) // (2 if op.half else 4), 1)
     used = max(1, min(tiles, math.ceil(elements / _ELEMENTS_PER_TILE)))
     if op.matmul:
         rate = 2 * (chip.half_macs_per_cycle if op.half else chip.float_macs_per_cycle)
         used = tiles  # PopLibs plans matrix products over the whole chip
     else:
         rate = chip.vector_flops_per_cycle * (2 if op.half else 1)
-    compute = op.flops / (used * rate)
+    compute = op.flops * (MATMUL_CYCLES_PER_PEAK_CYCLE if op.matmul else 1) / (used * rate)
     memory = (op.input_bytes + op.output_bytes) / (used * _BYTES_PER_TILE_CYCLE)
     cycles = max(compute, memory)
     if op.matmul:
@@ -84,17 +99,34 @@ def _all_reduce_cycles(size: int, replicas: int, chip: Chip) -> int:
     return math.ceil(seconds * chip.clock_hz)
 
 
+def forward_operations(operations: tuple[Operation, ...]) -> int:
+    """How many operations lead the schedule before the first gradient: the forward pass.
+
+    Operations are in build order and gradients are built after the forward pass, under
+    the scope TensorFlow gives them ("gradients/" in TF1, "gradient_tape/" in TF2).
+    """
+    for position, op in enumerate(operations):
+        if _GRADIENT_SCOPE.search(op.name):
+            return position
+    return 0  # no gradient: nothing is recomputed
+
+
 def step_cycles(
     workload: Workload, chip: Chip, options: CostOptions, replicas: int, training: bool
 ) -> StepCycles:
     costs = [operation_cycles(op, chip, options) for op in workload.operations]
+    # Recomputation runs the forward pass again during the backward pass (the original
+    # recomputes each stage's activations from its checkpoints: at most one more forward).
+    recomputed = costs[: forward_operations(workload.operations)] if (
+        training and options.recomputation) else []  # fmt: skip
     stages = max(workload.ipus_per_replica, 1)
     per_stage = [0] * stages
-    for cost in costs:
+    for cost in costs + recomputed:
         per_stage[min(cost.operation.ipu, stages - 1)] += cost.total
-    compute = sum(c.compute * c.operation.repeats for c in costs)
-    exchange = sum(c.exchange * c.operation.repeats for c in costs)
-    sync = sum(c.sync * c.operation.repeats for c in costs)
+    compute = sum(c.compute * c.operation.repeats for c in costs + recomputed)
+    exchange = sum(c.exchange * c.operation.repeats for c in costs + recomputed)
+    sync = sum(c.sync * c.operation.repeats for c in costs + recomputed)
+    recomputation = sum(c.total for c in recomputed)
     # Gradients are all-reduced across replicas: the collectives the program asks for,
     # or, when the replicas' sums are built in the emulation's own ops, the trainable weights.
     collective_bytes = sum(op.collective_bytes * op.repeats for op in workload.operations)
@@ -130,4 +162,5 @@ def step_cycles(
         per_stage=per_stage,
         per_step=per_step,
         operations=costs,
+        recomputation=recomputation,
     )

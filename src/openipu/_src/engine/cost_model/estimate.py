@@ -67,7 +67,7 @@ class CostEstimate:
         lines += [
             f"Cycles per step: {c.per_step} (compute {c.compute}, exchange {c.exchange}, "
             f"sync {c.sync}, collectives {c.collectives}, host I/O {c.host_io}, "
-            f"pipeline bubble {c.pipeline_bubble})",
+            f"pipeline bubble {c.pipeline_bubble}; recomputation {c.recomputation} of these)",
             f"Cycles per call ({self.steps_per_call} steps): {self.cycles_per_call} "
             f"({self.seconds_per_call() * 1e3:.3f} ms)",
             "Fits in memory: " + ("yes" if self.fits else "NO"),
@@ -136,6 +136,15 @@ def estimate(
     steps_per_call: int = 1,
 ) -> CostEstimate:
     options = options or CostOptions()
+    if workload.pipeline_schedule:
+        # The pipeline's own schedule and accumulation count, as it declared them.
+        options = dataclasses.replace(
+            options,
+            pipeline_schedule=workload.pipeline_schedule,
+            gradient_accumulation_count=max(workload.gradient_accumulation_count, 1),
+        )
+    if workload.offload_optimizer_state:
+        options = dataclasses.replace(options, offload_optimizer_state=True)
     figures = chip(options.version, options.tiles)
     memory = memory_lib.per_ipu(workload, figures, options)
     cycles = cycles_lib.step_cycles(workload, figures, options, replicas, _is_training(workload))

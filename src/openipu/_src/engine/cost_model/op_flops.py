@@ -79,15 +79,35 @@ def convolution_flops(op_type: str, inputs: Sequence[Shape], output: Shape) -> i
     return 2 * _elements(output) * max(per_output, 1)
 
 
-def flops(op_type: str, inputs: Sequence[Shape], outputs: Sequence[Shape]) -> tuple[int, bool]:
-    """(flops of one run, whether it runs on the matrix units)."""
+def einsum_flops(equation: str, inputs: Sequence[Shape]) -> int:
+    """2 x the product of every index's size: each multiply-add of the contraction once
+    (0 when the equation is missing or uses an ellipsis, whose dimensions it does not name)."""
+    operands = equation.replace(" ", "").split("->")[0].split(",") if equation else []
+    if not operands or "." in equation or len(operands) != len(inputs):
+        return 0
+    sizes: dict[str, int] = {}
+    for letters, shape in zip(operands, inputs, strict=True):
+        if len(letters) != len(shape):
+            return 0
+        for letter, size in zip(letters, shape, strict=True):
+            sizes[letter] = max(sizes.get(letter, 1), int(size))
+    return 2 * math.prod(sizes.values())
+
+
+def flops(
+    op_type: str, inputs: Sequence[Shape], outputs: Sequence[Shape], equation: str = ""
+) -> tuple[int, bool]:
+    """(flops of one run, whether it runs on the matrix units); `equation`: an Einsum's."""
     output = outputs[0] if outputs else ()
     if op_type in MATMULS and len(inputs) >= 2:
         return matmul_flops(inputs[0], inputs[1], output), True
     if op_type in CONVOLUTIONS:
         return convolution_flops(op_type, inputs, output), True
     if op_type == "Einsum" and inputs:
-        # Without the equation: the larger operand times the output's last dimension.
+        counted = einsum_flops(equation, inputs)
+        if counted:
+            return counted, True
+        # Without a usable equation: the larger operand times the output's last dimension.
         largest = max(_elements(s) for s in inputs)
         return 2 * max(largest, _elements(output)) * max(int(output[-1]) if output else 1, 1), True
     # Resource inputs are given as their variables' shapes (see tf_workload).

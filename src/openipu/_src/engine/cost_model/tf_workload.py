@@ -95,6 +95,10 @@ class _Walk:
         self.slots: set[str] = set()
         self.ipu_of_tensor: dict[str, int] = {}
         self.known_variables: dict[int, tf.Variable] = {}
+        self.variable_names: dict[str, str] = {}  # handle tensor -> variable name
+        self.read_of: dict[str, str] = {}  # value read -> variable name
+        self.placed: set[str] = set()
+        self.prefix_of_handle = ""
         self.stream_bytes = 0  # outfeed buffers seen (bytes of a whole call)
         self.streams: set[str] = set()
 
@@ -107,14 +111,16 @@ class _Walk:
     def operation(self, op: ops.Operation, repeats: int, prefix: str) -> None:
         name = prefix + op.name
         ipu = self._ipu(op, prefix)
+        self.prefix_of_handle = prefix
         for tensor in op.inputs:
             if tensor.dtype == tf.resource:
                 self._variable(tensor, op, ipu)
         if op.type in _LOOPS | _CONDS | _CALLS:
             self._nested(op, repeats, prefix, ipu)
+        self._place_variables_read(op, prefix, ipu)
         inputs = [_shape(t) for t in op.inputs]
         outputs = [_shape(t) for t in op.outputs]
-        flops, matmul = op_flops.flops(op.type, inputs, outputs)
+        flops, matmul = op_flops.flops(op.type, inputs, outputs, _equation(op))
         half = any(t.dtype in (tf.float16, tf.bfloat16) for t in list(op.outputs) + list(op.inputs))
         produced = tuple((prefix + t.name, _bytes(t)) for t in op.outputs)
         for tensor_id, _ in produced:
@@ -137,6 +143,25 @@ class _Walk:
             )
         )
 
+    def _place_variables_read(self, op: ops.Operation, prefix: str, ipu: int) -> None:
+        """A variable lives on the IPU of the first operation using what was read of it.
+
+        Pipelines and shards read their variables with the region's (so on its first IPU's
+        host device); the stage that computes with a variable holds it on its IPU.
+        """
+        if op.type == "ReadVariableOp" and op.inputs:
+            name = self.variable_names.get(prefix + op.inputs[0].name)
+            if name is not None:
+                self.read_of[prefix + op.outputs[0].name] = name
+            return
+        for tensor in op.inputs:
+            name = self.read_of.get(prefix + tensor.name)
+            if name is not None and name not in self.placed:
+                self.placed.add(name)
+                variable = self.variables.get(name)
+                if variable is not None:
+                    self.variables[name] = dataclasses.replace(variable, ipu=ipu)
+
     def _ipu(self, op: ops.Operation, prefix: str) -> int:
         ipu = self.ipu_of_device(op.device) if op.device else None
         if ipu is not None:
@@ -152,6 +177,7 @@ class _Walk:
         if size == 0:
             return
         name = _variable_name(handle, self.known_variables)
+        self.variable_names[f"{self.prefix_of_handle}{handle.name}"] = name
         if _EMULATION_VARIABLE.search(name):
             return
         if _STREAM_VARIABLE.search(name):
@@ -213,6 +239,16 @@ class _Walk:
             stream_bytes_per_step=stream_bytes,
             stages=stages,
         )
+
+
+def _equation(op: ops.Operation) -> str:
+    """An Einsum's equation (its FLOPs depend on it), "" for other operations."""
+    if op.type != "Einsum":
+        return ""
+    try:
+        return str(op.get_attr("equation").decode())
+    except (ValueError, AttributeError):
+        return ""
 
 
 def _variable_name(handle: tf.Tensor, known: dict[int, tf.Variable]) -> str:

@@ -55,6 +55,11 @@ class Workload:
     ipus_per_replica: int = 1
     stream_bytes_per_step: int = 0  # host <-> device bytes of one step (infeed + outfeed)
     stages: int = 1  # pipeline stages (1: not pipelined)
+    # A pipeline's schedule ("Grouped", "Interleaved", "Sequential") and gradient
+    # accumulation count, as the program's pipeline declares them ("" / 0: none).
+    pipeline_schedule: str = ""
+    gradient_accumulation_count: int = 0
+    offload_optimizer_state: bool = False  # the program keeps it in streaming memory
 
     def largest_variables(self, count: int = 10) -> list[Variable]:
         return sorted(self.variables, key=lambda v: v.bytes, reverse=True)[:count]

@@ -26,6 +26,7 @@ from tensorflow.python.framework import ops
 
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.replicas import lockstep, variable_copies
 
 SGD = "SGD"
 SGD_WITH_ACCUMULATION = "SGD+GA"
@@ -89,13 +90,27 @@ class HostTableState:
                 return tf.stop_gradient(tf.gather(self.table, indices))
 
     def update(self, indices: tf.Tensor, updates: tf.Tensor, optimizer_name: str):
-        """Adds `updates` (already scaled by the learning rate) into the rows `indices`."""
+        """Adds `updates` (already scaled by the learning rate) into the rows `indices`.
+
+        The replicas of a program share the host's table: their updates of a step are
+        added together, once every replica has looked its rows up.
+        """
         if not isinstance(self.table, tf.Variable):
             # A plain tensor has no storage that outlives the step: its updates are lost, as
             # the original's host wrote them into a temporary buffer.
             return tf.no_op()
+
+        def add_all(values: list[tuple[tf.Tensor, tf.Tensor]]) -> list[tf.Operation]:
+            with on_host():
+                all_indices = tf.concat([i for i, _ in values], 0)
+                all_updates = tf.concat([tf.cast(u, self.table.dtype) for _, u in values], 0)
+                added = self._add(all_indices, all_updates, optimizer_name)
+            return [added] * len(values)
+
+        return lockstep.exchange((indices, updates), add_all, "a host embedding's update")
+
+    def _add(self, indices: tf.Tensor, updates: tf.Tensor, optimizer_name: str):
         with on_host():
-            updates = tf.cast(updates, self.table.dtype)
             if (
                 optimizer_name != SGD_WITH_ACCUMULATION
                 or self.pending is None
@@ -134,7 +149,9 @@ def on_host() -> Iterator[None]:
     region = region_lib.current_region()
     if region is not None:
         region.require_graph_mode("host embedding lookups and updates run on the host")
-    with ops.device("/device:CPU:0"):
+    # The table is the host's, one for every replica: replicas read and update it itself,
+    # not copies of it as they do the program's variables.
+    with ops.device("/device:CPU:0"), variable_copies.variables_untouched():
         yield
 
 

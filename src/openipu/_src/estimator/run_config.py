@@ -1,0 +1,343 @@
+"""`IPURunConfig` and `RunConfig` (spec 21.13.3; the original's ipu_run_config.py).
+
+`RunConfig` holds the arguments of the stock `tf.estimator.RunConfig` (gone from
+TensorFlow 2.21) with the same defaults, validation and `TF_CONFIG` reading, plus the
+IPU part.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import os
+from typing import Any
+
+from openipu._src.config.ipu_config import IPUConfig
+
+_USE_DEFAULT = object()
+#: The stock RunConfig's default when neither checkpoint interval is given.
+DEFAULT_SAVE_CHECKPOINTS_SECS = 600
+
+
+def _configured_device_sizes(ipu_options: IPUConfig) -> list[int | None]:
+    """One entry per device the configuration asks for: its IPUs, or None (chosen by index)."""
+    auto = ipu_options.auto_select_ipus
+    auto_list = [auto] if isinstance(auto, int) else list(auto)
+    if auto_list:
+        return [int(n) for n in auto_list]
+    select = ipu_options.select_ipus
+    select_list = [select] if isinstance(select, int) else list(select)
+    return [None for _ in select_list]
+
+
+class IPURunConfig(
+    collections.namedtuple(
+        "IPURunConfig",
+        [
+            "iterations_per_loop",
+            "ipu_options",
+            "num_replicas",
+            "num_shards",
+            "ordinal",
+            "prefetch_depth",
+        ],
+    )
+):
+    """IPU related configuration required by `IPUEstimator`."""
+
+    def __new__(
+        cls,
+        iterations_per_loop: int = 1,
+        ipu_options: IPUConfig | None = None,
+        num_replicas: int = 1,
+        num_shards: int = 1,
+        ordinal: int = 0,
+        prefetch_depth: int | None = None,
+    ) -> IPURunConfig:
+        num_devices = num_replicas * num_shards
+        # The original's checks and messages (ipu_run_config.py).
+        if num_devices > 1 and ipu_options is None:
+            raise ValueError(
+                "IPU configuration requires more than one device, but `ipu_options` is None"
+            )
+        num_configured_devices = 1
+        if ipu_options is not None:
+            if not isinstance(ipu_options, IPUConfig):
+                raise TypeError("ipu_options must be an IPUConfig instance.")
+            sizes = _configured_device_sizes(ipu_options)
+            if ordinal >= len(sizes):
+                raise ValueError(
+                    f"Only {len(sizes)} device(s) available to choose from. You tried to pick "
+                    f"a device at ordinal {ordinal}"
+                )
+            size = sizes[ordinal]
+            # A device chosen by index is checked once it exists (its size is known then).
+            num_configured_devices = size if size is not None else num_devices
+        if num_devices != num_configured_devices:
+            raise ValueError(
+                f"`IPURunConfig` configured with {num_devices} devices ({num_replicas} replicas "
+                f"times {num_shards} shards), but `ipu_options` configured with "
+                f"{num_configured_devices} devices"
+            )
+        return super().__new__(
+            cls,
+            iterations_per_loop=iterations_per_loop,
+            ipu_options=ipu_options,
+            num_replicas=num_replicas,
+            num_shards=num_shards,
+            ordinal=ordinal,
+            prefetch_depth=prefetch_depth,
+        )
+
+
+class RunConfig:
+    """RunConfig with IPU support: the stock estimator RunConfig's arguments, and the IPU's."""
+
+    def __init__(
+        self,
+        ipu_run_config: IPURunConfig | None = None,
+        master: str | None = None,
+        *,
+        model_dir: str | os.PathLike | None = None,
+        tf_random_seed: int | None = None,
+        save_summary_steps: int = 100,
+        save_checkpoints_steps: Any = _USE_DEFAULT,
+        save_checkpoints_secs: Any = _USE_DEFAULT,
+        session_config: Any = None,
+        keep_checkpoint_max: int | None = 5,
+        keep_checkpoint_every_n_hours: float = 10000,
+        log_step_count_steps: int | None = 100,
+        train_distribute: Any = None,
+        device_fn: Any = None,
+        protocol: str | None = None,
+        eval_distribute: Any = None,
+        experimental_distribute: Any = None,
+        experimental_max_worker_delay_secs: int | None = None,
+        session_creation_timeout_secs: int = 7200,
+        checkpoint_save_graph_def: bool = True,
+    ) -> None:
+        if ipu_run_config is not None and not isinstance(ipu_run_config, IPURunConfig):
+            raise TypeError(
+                f"ipu_run_config must be an IPURunConfig, got {type(ipu_run_config).__name__}"
+            )
+        # The stock RunConfig's rule: at most one interval; by default every 600 seconds.
+        if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
+            save_checkpoints_steps, save_checkpoints_secs = None, DEFAULT_SAVE_CHECKPOINTS_SECS
+        else:
+            save_checkpoints_steps = (
+                None if save_checkpoints_steps is _USE_DEFAULT else save_checkpoints_steps
+            )
+            save_checkpoints_secs = (
+                None if save_checkpoints_secs is _USE_DEFAULT else save_checkpoints_secs
+            )
+        if save_checkpoints_steps and save_checkpoints_secs:
+            raise ValueError(
+                "Can not provide both save_checkpoints_steps and save_checkpoints_secs."
+            )
+        if experimental_distribute is not None:
+            train_distribute = train_distribute or getattr(
+                experimental_distribute, "train_distribute", None
+            )
+            eval_distribute = eval_distribute or getattr(
+                experimental_distribute, "eval_distribute", None
+            )
+        self._ipu_run_config = ipu_run_config or IPURunConfig()
+        self._model_dir = os.fspath(model_dir) if model_dir is not None else None
+        self._tf_random_seed = tf_random_seed
+        self._save_summary_steps = save_summary_steps
+        self._save_checkpoints_steps = save_checkpoints_steps
+        self._save_checkpoints_secs = save_checkpoints_secs
+        self._session_config = session_config
+        self._keep_checkpoint_max = keep_checkpoint_max
+        self._keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self._log_step_count_steps = log_step_count_steps
+        self._train_distribute = train_distribute
+        self._eval_distribute = eval_distribute
+        self._device_fn = device_fn
+        self._protocol = protocol
+        self._experimental_distribute = experimental_distribute
+        self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
+        self._session_creation_timeout_secs = session_creation_timeout_secs
+        self._checkpoint_save_graph_def = checkpoint_save_graph_def
+        self._read_tf_config()
+        # master is read from TF_CONFIG; only an explicit argument overrides it.
+        if master is not None:
+            self._master = master
+
+    def _read_tf_config(self) -> None:
+        """The cluster properties from the TF_CONFIG environment variable (stock rules)."""
+        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        cluster: dict[str, list[str]] = tf_config.get("cluster", {}) or {}
+        task = tf_config.get("task", {}) or {}
+        self._task_type: str = task.get("type", "worker")
+        self._task_id: int = int(task.get("index", 0))
+        self._evaluation_master = ""
+        if self._task_type == "evaluator":
+            self._cluster_spec: dict[str, list[str]] = {}
+            self._master = ""
+            self._num_ps_replicas = 0
+            self._num_worker_replicas = 0
+            self._is_chief = False
+            return
+        self._cluster_spec = cluster
+        addresses = cluster.get(self._task_type, [])
+        self._master = (
+            addresses[self._task_id] if cluster and self._task_id < len(addresses) else ""
+        )
+        if self._master and not self._master.startswith("grpc://"):
+            self._master = "grpc://" + self._master
+        self._num_ps_replicas = len(cluster.get("ps", []))
+        self._num_worker_replicas = (
+            len(cluster.get("worker", [])) + len(cluster.get("chief", [])) if cluster else 1
+        )
+        if "chief" in cluster:
+            self._is_chief = self._task_type == "chief"
+        else:
+            self._is_chief = self._task_type == "worker" and self._task_id == 0
+
+    @property
+    def ipu_run_config(self) -> IPURunConfig:
+        return self._ipu_run_config
+
+    @property
+    def master(self) -> str:
+        return self._master
+
+    @property
+    def evaluation_master(self) -> str:
+        return self._evaluation_master
+
+    @property
+    def model_dir(self) -> str | None:
+        return self._model_dir
+
+    @property
+    def tf_random_seed(self) -> int | None:
+        return self._tf_random_seed
+
+    @property
+    def save_summary_steps(self) -> int:
+        return self._save_summary_steps
+
+    @property
+    def save_checkpoints_steps(self) -> int | None:
+        return self._save_checkpoints_steps
+
+    @property
+    def save_checkpoints_secs(self) -> float | None:
+        return self._save_checkpoints_secs
+
+    @property
+    def session_config(self) -> Any:
+        return self._session_config
+
+    @property
+    def keep_checkpoint_max(self) -> int | None:
+        return self._keep_checkpoint_max
+
+    @property
+    def keep_checkpoint_every_n_hours(self) -> float:
+        return self._keep_checkpoint_every_n_hours
+
+    @property
+    def log_step_count_steps(self) -> int | None:
+        return self._log_step_count_steps
+
+    @property
+    def train_distribute(self) -> Any:
+        return self._train_distribute
+
+    @property
+    def eval_distribute(self) -> Any:
+        return self._eval_distribute
+
+    @property
+    def device_fn(self) -> Any:
+        return self._device_fn
+
+    @property
+    def protocol(self) -> str | None:
+        return self._protocol
+
+    @property
+    def experimental_max_worker_delay_secs(self) -> int | None:
+        return self._experimental_max_worker_delay_secs
+
+    @property
+    def session_creation_timeout_secs(self) -> int:
+        return self._session_creation_timeout_secs
+
+    @property
+    def checkpoint_save_graph_def(self) -> bool:
+        return self._checkpoint_save_graph_def
+
+    @property
+    def cluster_spec(self) -> dict[str, list[str]]:
+        return self._cluster_spec
+
+    @property
+    def task_type(self) -> str:
+        return self._task_type
+
+    @property
+    def task_id(self) -> int:
+        return self._task_id
+
+    @property
+    def num_ps_replicas(self) -> int:
+        return self._num_ps_replicas
+
+    @property
+    def num_worker_replicas(self) -> int:
+        return self._num_worker_replicas
+
+    @property
+    def is_chief(self) -> bool:
+        return self._is_chief
+
+    @property
+    def global_id_in_cluster(self) -> int:
+        return self._task_id
+
+    _REPLACEABLE = frozenset(
+        {
+            "model_dir",
+            "tf_random_seed",
+            "save_summary_steps",
+            "save_checkpoints_steps",
+            "save_checkpoints_secs",
+            "session_config",
+            "keep_checkpoint_max",
+            "keep_checkpoint_every_n_hours",
+            "log_step_count_steps",
+            "train_distribute",
+            "device_fn",
+            "protocol",
+            "eval_distribute",
+            "experimental_max_worker_delay_secs",
+            "session_creation_timeout_secs",
+            "checkpoint_save_graph_def",
+        }
+    )
+
+    def replace(self, **kwargs: Any) -> RunConfig:
+        """A copy with the given properties replaced (the stock RunConfig's method)."""
+        for name in kwargs:
+            if name not in self._REPLACEABLE:
+                raise ValueError(
+                    f"Replacing {name} is not supported. Allowed properties are "
+                    f"{sorted(self._REPLACEABLE)}."
+                )
+        steps = kwargs.get("save_checkpoints_steps", self._save_checkpoints_steps)
+        secs = kwargs.get("save_checkpoints_secs", self._save_checkpoints_secs)
+        if steps and secs:
+            raise ValueError(
+                "Can not provide both save_checkpoints_steps and save_checkpoints_secs."
+            )
+        new = copy.copy(self)
+        for name, value in kwargs.items():
+            if name == "model_dir" and value is not None:
+                value = os.fspath(value)
+            setattr(new, f"_{name}", value)
+        return new
