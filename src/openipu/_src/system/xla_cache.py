@@ -9,7 +9,8 @@ The directory names the versions: entries of another TensorFlow or openipu are n
 
 TensorFlow fails a program whose entry is damaged, so each process checks the entries
 when it starts (each must parse as a protocol buffer and match the checksum recorded when
-it was first seen whole) and removes a damaged one with a warning: it is compiled again.
+it was first seen whole, unless another process's whole entry has replaced that file since)
+and removes a damaged one with a warning: it is compiled again.
 TensorFlow writes each entry to a temporary file and renames it, so processes writing
 the same entry at once leave one valid entry; checksums are written the same way.
 
@@ -92,10 +93,14 @@ def _damage(path: str) -> str | None:
         return "lacks its key or its executable"
     try:
         with open(path + _CHECKSUM_SUFFIX) as stream:
-            recorded = stream.read().strip()
+            recorded = stream.read().split()
     except OSError:
         return None  # not seen whole by a process yet: the structure check is all there is
-    if recorded != hashlib.sha256(data).hexdigest():
+    if len(recorded) == 2 and recorded[1] != str(os.stat(path).st_ino):
+        # Another process's whole entry replaced the one checksummed (both wrote it at
+        # once): the checksum is of a file no longer there.
+        return None
+    if not recorded or recorded[0] != hashlib.sha256(data).hexdigest():
         return "does not match the checksum recorded when it was written (corrupted)"
     return None
 
@@ -127,7 +132,11 @@ def record_checksums(directory: str) -> None:
         if os.path.exists(path + _CHECKSUM_SUFFIX) or _damage(path) is not None:
             continue
         with open(path, "rb") as stream:
-            digest = hashlib.sha256(stream.read()).hexdigest()
+            # The file's inode with its checksum: a whole entry another process renames over
+            # this one later is a new inode, not a corruption.
+            digest = (
+                f"{hashlib.sha256(stream.read()).hexdigest()} {os.fstat(stream.fileno()).st_ino}"
+            )
         temporary = None
         try:
             handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
