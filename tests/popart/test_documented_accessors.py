@@ -144,10 +144,10 @@ def test_reports_and_cycle_counts():
     options = popart.SessionOptions()
     options.instrumentWithHardwareCycleCounter = True
     session = _trained_session(options=options)
-    with pytest.raises(popart.popart_exception, match="cycle counts are not available"):
-        session.getCycleCount()
+    # The cost model's estimate of the last run's cycles, and its figures in the reports.
+    assert isinstance(session.getCycleCount(), int) and session.getCycleCount() > 0
     assert session.getReport() is not None
-    assert isinstance(session.getSummaryReport(), str)
+    assert "Cost model:" in session.getSummaryReport()
 
 
 def test_save_executable_and_move_external_tensors(tmp_path):
