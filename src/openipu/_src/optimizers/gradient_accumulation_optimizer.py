@@ -16,6 +16,7 @@ the original did: replicas exchange gradients only when they apply them.
 from __future__ import annotations
 
 import numbers
+import threading
 from collections.abc import Iterable
 
 import tensorflow as tf
@@ -66,6 +67,7 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         )
         self._accumulator_dtype = _check_accumulator_dtype_rule(dtype, what)
         self._reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
+        self._losses = threading.local()
         self._accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
             self._num_mini_batches,
             self._reduction_method,
@@ -77,6 +79,12 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
     @property
     def num_mini_batches(self) -> int:
         return self._num_mini_batches
+
+    def compute_gradients(self, loss, var_list=None, **kwargs) -> list[tuple]:
+        # Kept so that the update waits for the loss (see apply_gradients); per thread, as
+        # replicas are built in threads of their own.
+        self._losses.loss = loss if isinstance(loss, tf.Tensor) else None
+        return super().compute_gradients(loss, var_list=var_list, **kwargs)
 
     @property
     def reduction_method(self) -> GradientAccumulationReductionMethod:
@@ -98,6 +106,16 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         # after every `num_mini_batches`-th call (the engine's counter says when).
         added = self._accumulation.add(pairs)
         complete = self._accumulation.complete_after(added)
+        loss = getattr(self._losses, "loss", None)
+        self._losses.loss = None
+        if loss is not None and getattr(complete, "graph", None) is loss.graph:
+            # The update must not overtake this step's forward pass: a last layer's weight
+            # gradient does not depend on that weight's read, so without this edge a TF1
+            # graph may read the weight for the loss after the update wrote it (the IPU runs
+            # its program in order; the original's loss of the group's last step is the
+            # weights' before the update).
+            with tf.control_dependencies([loss]):
+                complete = tf.identity(complete)
 
         def apply_accumulated() -> tf.Operation:
             return self._accumulation.apply_and_restart(
