@@ -46,31 +46,44 @@ class IpuMemory:
 
 
 def _liveness(operations: list[Operation]) -> tuple[list[int], list[tuple[str, int]]]:
-    """Live bytes after each operation, and the tensors live at the peak."""
+    """Live bytes after each operation, and the (50 largest) tensors live at the peak.
+
+    The schedule is walked once for the curve, then again up to the peak for what is live
+    there (sorting the live set at every new peak would cost a sort per operation of a
+    forward pass, where the peak keeps rising).
+    """
     last_use: dict[str, int] = {}
     for position, op in enumerate(operations):
         for tensor in op.inputs:
             last_use[tensor] = position
-    live: dict[str, int] = {}
-    curve: list[int] = []
-    peak, peak_set = -1, []
-    current = 0
-    for position, op in enumerate(operations):
-        if op.type not in {"ReadVariableOp", "Const"}:  # aliases of always-live data
-            for tensor, size in op.outputs:
-                if size:
-                    live[tensor] = size
-                    current += size
-        curve.append(current)
-        if current > peak:
-            peak, peak_set = current, sorted(live.items(), key=lambda kv: -kv[1])[:50]
-        for tensor, _ in op.outputs:
-            if last_use.get(tensor, -1) <= position and tensor in live:
-                current -= live.pop(tensor)
-        for tensor in op.inputs:
-            if last_use.get(tensor) == position and tensor in live:
-                current -= live.pop(tensor)
-    return curve, peak_set
+
+    def walk(until: int) -> tuple[list[int], dict[str, int]]:
+        live: dict[str, int] = {}
+        curve: list[int] = []
+        current = 0
+        for position, op in enumerate(operations[: until + 1]):
+            if op.type not in {"ReadVariableOp", "Const"}:  # aliases of always-live data
+                for tensor, size in op.outputs:
+                    if size:
+                        live[tensor] = size
+                        current += size
+            curve.append(current)
+            if position == until:
+                break
+            for tensor, _ in op.outputs:
+                if last_use.get(tensor, -1) <= position and tensor in live:
+                    current -= live.pop(tensor)
+            for tensor in op.inputs:
+                if last_use.get(tensor) == position and tensor in live:
+                    current -= live.pop(tensor)
+        return curve, live
+
+    curve, _ = walk(len(operations) - 1)
+    if not curve:
+        return curve, []
+    peak_position = curve.index(max(curve))  # the first time the peak is reached
+    _, live_at_peak = walk(peak_position)
+    return curve, sorted(live_at_peak.items(), key=lambda kv: -kv[1])[:50]
 
 
 def _spread(tile_bytes: np.ndarray, name: str, size: int, tiles: int) -> None:
