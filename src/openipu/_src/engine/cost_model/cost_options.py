@@ -9,8 +9,8 @@ pipeline schedule, and whether an out-of-memory program may compile anyway.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
+
+from openipu._src.engine.cost_model import engine_options
 
 _DEFAULT_AMP = 0.6  # PopLibs' default availableMemoryProportion for matmuls and convolutions
 
@@ -46,24 +46,8 @@ def _partials_half(options: dict[str, object]) -> bool:
 
 
 def engine_options_allow_out_of_memory() -> bool:
-    """POPLAR_ENGINE_OPTIONS asks to compile programs that do not fit (the original sets
-    debug.allowOutOfMemory itself when compiler reports are on: poplar_executor.cc)."""
-    raw = os.environ.get("POPLAR_ENGINE_OPTIONS", "")
-    if not raw:
-        return False
-    try:
-        options = json.loads(raw)
-    except ValueError:
-        return False
-    if not isinstance(options, dict):
-        return False
-    if str(options.get("debug.allowOutOfMemory", "")).lower() == "true":
-        return True
-    return any(
-        key.startswith("autoReport.") and str(value).lower() == "true"
-        for key, value in options.items()
-        if key in {"autoReport.all", "autoReport.outputGraphProfile"}
-    )
+    """POPLAR_ENGINE_OPTIONS asks to compile programs that do not fit (see engine_options)."""
+    return engine_options.allow_out_of_memory(engine_options.poplar_engine_options())
 
 
 def from_config(config: object | None, **overrides: object) -> CostOptions:

@@ -19,6 +19,7 @@ import pathlib
 import re
 import secrets
 
+from openipu._src.engine.cost_model import engine_options
 from openipu._src.engine.cost_model.report_schema import CostReport
 
 #: The environment variable naming the directory the engine writes `*.cost.json` files into.
@@ -41,20 +42,10 @@ def requested_directory() -> pathlib.Path | None:
     directory = report_directory()
     if directory is not None:
         return directory
-    raw = os.environ.get("POPLAR_ENGINE_OPTIONS", "")
-    if not raw:
+    options = engine_options.poplar_engine_options()
+    if not engine_options.auto_report_on(options):
         return None
-    try:
-        options = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(options, dict):
-        return None
-    wanted = any(
-        str(options.get(key, "")).lower() == "true"
-        for key in ("autoReport.all", "autoReport.outputGraphProfile")
-    )
-    return pathlib.Path(str(options.get("autoReport.directory", "."))) if wanted else None
+    return pathlib.Path(str(options.get("autoReport.directory", ".")))
 
 
 def cost_file_name(program_name: str) -> str:
