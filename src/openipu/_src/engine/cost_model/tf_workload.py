@@ -252,8 +252,12 @@ def _equation(op: ops.Operation) -> str:
 
 
 def _variable_name(handle: tf.Tensor, known: dict[int, tf.Variable]) -> str:
-    """A stable name for the variable behind a handle, the same in every nested function."""
-    variables = dict(known)
+    """A stable name for the variable behind a handle, the same in every nested function.
+
+    `known` holds the variables every graph of the region reads (`_variables_read`: the
+    graph, its outer graphs and their functions), so the handle's chain of captures ends
+    at one of them.
+    """
     tensor = handle
     for _ in range(64):  # function nesting depth
         op = getattr(tensor, "op", None)
@@ -265,8 +269,6 @@ def _variable_name(handle: tf.Tensor, known: dict[int, tf.Variable]) -> str:
         graph = getattr(tensor, "graph", None)
         if graph is None:
             break
-        for variable in getattr(graph, "variables", ()):
-            variables.setdefault(id(getattr(variable, "handle", None)), variable)
         outer = None
         for external, internal in getattr(graph, "captures", ()):
             if internal is tensor:
@@ -275,7 +277,7 @@ def _variable_name(handle: tf.Tensor, known: dict[int, tf.Variable]) -> str:
         if outer is None:
             break
         tensor = outer
-    variable = variables.get(id(tensor))
+    variable = known.get(id(tensor))
     if variable is not None:
         return str(variable.name)
     return str(getattr(tensor, "name", None) or id(tensor))
