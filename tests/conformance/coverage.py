@@ -1,8 +1,10 @@
 """How many of the original's test scenarios the conformance suite covers.
 
-Reads `originals.txt` (the manifest: per original test file, the Python-level
-scenarios, i.e. test methods, that need no IPU hardware) and, per file, the test
-module `test_<stem>.py` next to this script, whose tests name the scenario they
+Reads the manifests (`originals.txt` here for graphcore/tensorflow, and one per
+repository's subfolder: `popart/`, `keras/`, `addons/`; each lists, per original test
+file, the Python-level scenarios, i.e. test functions or methods, that need no IPU
+hardware) and, per file, the test module `test_<stem>.py` next to its manifest (or
+the module the file line names), whose tests name the scenario they
 follow with `@pytest.mark.follows("test_method")`. A scenario is covered when some
 test follows it, and passing when none of those tests is an expected failure
 (`pytest.mark.xfail`, a difference from the original) or skipped. Prints a table and the
@@ -10,7 +12,7 @@ totals:
 
     python tests/conformance/coverage.py
 
-Manifest format: a file line `<owner/repo> <path> <count>`, then its scenarios, one
+Manifest format: a file line `<owner/repo> <path> <count> [module]`, then its scenarios, one
 per line, indented: `  name` for one counted, `  -name  reason` for one left out
 (needs hardware). Lines starting with `#` are comments.
 """
@@ -31,6 +33,8 @@ class Original:
     repo: str
     path: str
     count: int
+    folder: pathlib.Path = HERE
+    module_name: str | None = None
     scenarios: list[str] = dataclasses.field(default_factory=list)
     hardware_only: list[str] = dataclasses.field(default_factory=list)
 
@@ -40,7 +44,16 @@ class Original:
 
     @property
     def module(self) -> pathlib.Path:
-        return HERE / f"test_{self.stem}.py"
+        return self.folder / (self.module_name or f"test_{self.stem}.py")
+
+
+def manifests() -> list[pathlib.Path]:
+    """This folder's manifest, then those of its subfolders (one per original repository)."""
+    return [MANIFEST, *sorted(HERE.glob("*/originals.txt"))]
+
+
+def read_all_manifests() -> list[Original]:
+    return [original for path in manifests() for original in read_manifest(path)]
 
 
 def read_manifest(path: pathlib.Path = MANIFEST) -> list[Original]:
@@ -50,8 +63,10 @@ def read_manifest(path: pathlib.Path = MANIFEST) -> list[Original]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if not raw[0].isspace():
-            repo, file_path, count = line.split()
-            originals.append(Original(repo, file_path, int(count)))
+            repo, file_path, count, *module = line.split()
+            originals.append(
+                Original(repo, file_path, int(count), path.parent, module[0] if module else None)
+            )
             continue
         if not originals:
             raise ValueError(f"{path}:{number}: a scenario before any file")
@@ -126,7 +141,7 @@ class Row:
 
 def rows(originals: list[Original] | None = None) -> list[Row]:
     result = []
-    for original in originals if originals is not None else read_manifest():
+    for original in originals if originals is not None else read_all_manifests():
         tests = followed_scenarios(original.module) if original.module.exists() else []
         named = {n for t in tests for n in t.scenarios}
         counted = set(original.scenarios)
@@ -141,7 +156,11 @@ def main() -> int:
     width = max(len(r.original.path) for r in table) if table else 10
     print(f"{'original test file':<{width}}  covered  passing  scenarios")
     covered = passing = total = 0
+    repo = None
     for row in table:
+        if row.original.repo != repo:
+            repo = row.original.repo
+            print(f"[{repo}]")
         n = row.original.count
         print(f"{row.original.path:<{width}}  {len(row.covered):>7}  {len(row.passing):>7}  {n:>9}")
         covered += len(row.covered)
