@@ -175,8 +175,10 @@ def test_a_damaged_executable_file_is_named_in_the_error(ipu_system, tmp_path, d
         ipu.embedded_runtime.embedded_runtime_start(str(path), [], f"damaged_{damage}")
 
 
-def test_a_function_without_a_loop_returns_its_results(ipu_system, tmp_path):
-    # The original's docstring example: `model(x) = x * x` compiled with its input.
+def test_eager_inputs_are_baked_in_and_results_are_the_runs_outputs(ipu_system, tmp_path):
+    # The original's docstring example, `model(x) = x * x`, compiled eagerly: its input is
+    # an eager tensor, so it is baked in as a constant (ops/application_compile_op.py,
+    # `constant_indices`); the returned value is an output of the run, not a stream.
     def model(x):
         return x * x
 
@@ -184,9 +186,70 @@ def test_a_function_without_a_loop_returns_its_results(ipu_system, tmp_path):
     path = ipu.application_compile_op.experimental_application_compile_op(
         model, inputs=[value], output_path=str(tmp_path / "square.poplar_exec")
     )
-    context = ipu.embedded_runtime.embedded_runtime_start(path, [value], "square")
-    (result,) = ipu.embedded_runtime.embedded_runtime_call([], context)
-    np.testing.assert_allclose(result.numpy(), value * value)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "square")
+    signature = context.signature()
+    assert (len(signature.inputs), len(signature.outputs)) == (0, 1)
+    assert signature.outputs[0].shape.dimensions == [2]
+    assert (len(signature.streamed_inputs), len(signature.streamed_outputs)) == (0, 0)
+    assert ipu.embedded_runtime.embedded_runtime_call([], context) == []
+
+
+def test_a_bare_dequeue_and_enqueue_stream_one_element_per_call(ipu_system, tmp_path):
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones(10, np.float32))
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    scale = tf.Variable(3.0)
+
+    @tf.function
+    def program():
+        outfeed.enqueue(infeed._dequeue() * scale)  # noqa: SLF001 - as the original's tests
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "scale.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [np.float32(5.0)], "scale")
+    signature = context.signature()
+    assert [len(signature.inputs), len(signature.streamed_inputs)] == [1, 1]
+    assert [len(signature.outputs), len(signature.streamed_outputs)] == [0, 1]
+    for x in (2.0, -1.5):
+        (y,) = ipu.embedded_runtime.embedded_runtime_call([np.float32(x)], context)
+        assert y.numpy() == np.float32(x * 5.0)  # the start-up value of the variable
+
+
+def test_a_loop_carrying_values_gives_them_as_outputs(ipu_system, tmp_path):
+    # The original's test_compile_infeed_and_outfeed: loops.repeat(10, body, v, infeed).
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones(10, np.float32))
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(total, x):
+        total = total + x
+        return total, outfeed.enqueue(total)
+
+    def program(total):
+        return ipu.loops.repeat(4, body, total, infeed)
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, inputs=[0.0], output_path=str(tmp_path / "sum.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "running_sum", timeout=10**6)
+    signature = context.signature()
+    assert [len(signature.inputs), len(signature.streamed_inputs)] == [0, 1]
+    assert [len(signature.outputs), len(signature.streamed_outputs)] == [1, 1]
+    xs = [1.0, 2.0, 3.0, 4.0]
+    results = [None] * 4
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([np.float32(xs[i])], context)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)  # the calls arrive in order, and one run takes all four
+    for thread in threads:
+        thread.join()
+    # Each call gets the running sum after its own element (the loop carries the total).
+    assert sorted(float(r[0].numpy()) for r in results) == [1.0, 3.0, 6.0, 10.0]
 
 
 def test_without_output_path_a_temporary_file_is_written(ipu_system):

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine.executable import builder, executable_file
@@ -48,9 +49,11 @@ def experimental_application_compile_op(
         executable_file.write(path, executable)
         return tf.constant(path.encode())
     # In a graph the function is traced now, and frozen when the op runs, with the values
-    # its variables then have (read by the graph, handed to the op).
-    inputs = [tf.convert_to_tensor(value) for value in inputs]
-    traced = builder.trace(func, [tf.TensorSpec(t.shape, t.dtype) for t in inputs], name)
+    # its variables then have (read by the graph, handed to the op). Constant inputs are
+    # baked in, the others are the executable's start-up inputs (the original's
+    # `constant_indices`, ops/application_compile_op.py).
+    arguments = [_argument(tf.convert_to_tensor(value)) for value in inputs]
+    traced = builder.trace(func, arguments, name)
     captured = traced.captured_values()
 
     def compile_now(*values: tf.Tensor) -> bytes:
@@ -62,3 +65,9 @@ def experimental_application_compile_op(
     result = tf.py_function(compile_now, [tensor for _, tensor in captured], tf.string, name=name)
     result.set_shape([])
     return result
+
+
+def _argument(tensor: tf.Tensor) -> builder.Argument:
+    if tensor.op.type == "Const":
+        return np.asarray(tf.get_static_value(tensor))
+    return tf.TensorSpec(tensor.shape, tensor.dtype)

@@ -102,7 +102,9 @@ class RuntimeInstance:
         with self._lock:
             inputs = self._inputs
         try:
-            outputs = [o.numpy() for o in self._program.run(inputs, stacked)]
+            # A call gives back the streamed outputs (the run's own outputs come after them).
+            streamed = self._program.run(inputs, stacked)[: len(signature.streamed_outputs)]
+            outputs = [o.numpy() for o in streamed]
         except BaseException as error:  # noqa: BLE001 - every caller of the run sees its error
             for call in batch:
                 call.error = error

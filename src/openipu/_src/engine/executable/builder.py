@@ -11,12 +11,16 @@ as for any region; the decisions are the executable's `CompiledProgram`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import func_graph as func_graph_module
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import compile_policy, device_loop, floating_point_checks
@@ -27,18 +31,28 @@ from openipu._src.engine.executable.signature import StreamSignature, TensorSign
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
 
+Argument: TypeAlias = np.ndarray | tf.TensorSpec
+"""One of the function's inputs: a value baked into the program, or a start-up input."""
+
 
 class _Streams:
-    """What the first trace found: the loop's length and element, and what a step enqueues."""
+    """What the first trace found: the loop's length and element, what a step enqueues,
+    and what the function returns."""
 
     def __init__(self) -> None:
         self.iterations = 1
         self.element_spec: Nested = None  # None: the function has no infeed loop
-        self.output_specs: list[tf.TensorSpec] = []
+        self.step_output_specs: list[tf.TensorSpec] = []  # what the loop's step enqueues
+        self.top_level_output_specs: list[tf.TensorSpec] = []  # enqueued outside the loop
+        self.returned_specs: list[tf.TensorSpec] = []
 
     @property
     def flat_element_spec(self) -> list[tf.TensorSpec]:
         return [] if self.element_spec is None else list(nest.flatten(self.element_spec))
+
+    @property
+    def streamed_output_specs(self) -> list[tf.TensorSpec]:
+        return self.step_output_specs + self.top_level_output_specs
 
 
 @dataclasses.dataclass
@@ -65,27 +79,51 @@ class Traced:
         return values
 
 
-def trace(func: Callable[..., Nested], startup_specs: Sequence[tf.TensorSpec], name: str) -> Traced:
-    """Traces `func(*inputs)` for an executable (see the module docstring)."""
+def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str) -> Traced:
+    """Traces `func(*arguments)` for an executable (see the module docstring).
+
+    As the original's op (ops/application_compile_op.py: `constant_indices`), arguments
+    with a value are baked into the program; the others (`tf.TensorSpec`s: a TF1 graph's
+    placeholders) are the executable's start-up inputs, in order.
+    """
     python_function = getattr(func, "python_function", func)  # a tf.function traces anew
     startup_signatures = [
-        TensorSignature.of(f"input_{i}", spec) for i, spec in enumerate(startup_specs)
+        TensorSignature.of(f"input_{i}", spec)
+        for i, spec in enumerate(a for a in arguments if isinstance(a, tf.TensorSpec))
     ]
     specs = [s.spec() for s in startup_signatures]
+
+    lift_variables = not tf.executing_eagerly()
+
+    def call(startup: Sequence[tf.Tensor]) -> Nested:
+        given = iter(startup)
+        args = [next(given) if isinstance(a, tf.TensorSpec) else tf.constant(a) for a in arguments]
+        if not lift_variables:
+            return python_function(*args)
+        with tf.variable_creator_scope(_in_outer_graph):
+            return python_function(*args)
+
     streams = _Streams()
-    tf.function(lambda *args: _probe(python_function, args, streams)).get_concrete_function(*specs)
+    # Traced twice: first to learn the streams' specs (the program's inputs), then the
+    # program. What the first trace creates is not the program's (see `_variables_of`).
+    with _variables_of_one_trace() as probed:
+        tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
     stream_specs = [
         tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
-        return _program(python_function, args[: len(specs)], args[len(specs) :], streams)
+        with tf.compat.v1.variable_scope(
+            tf.compat.v1.get_variable_scope(), reuse=tf.compat.v1.AUTO_REUSE
+        ):
+            return _program(lambda: call(args[: len(specs)]), args[len(specs) :], streams)
 
     # The IPU's floating-point exception traps, as a region of this system has them; the
     # checks run on the host, so the program runs as a graph.
     fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
     with floating_point_checks.checking(fp_bits):
         concrete = tf.function(program).get_concrete_function(*specs, *stream_specs)
+    _restore_captured(concrete, probed)
     return Traced(concrete, streams, startup_signatures, fp_bits, name)
 
 
@@ -97,9 +135,10 @@ def build(
     kind: str = "application",
     metadata: dict[str, Any] | None = None,
 ) -> Executable:
-    """The executable of `func(*inputs)`, traced and frozen now (eagerly)."""
-    specs = [tf.TensorSpec.from_tensor(tf.convert_to_tensor(value)) for value in inputs]
-    return finish(trace(func, specs, name), freeze_variables, kind, metadata)
+    """The executable of `func(*inputs)`, traced and frozen now (eagerly: the inputs'
+    values are baked into it, as the original's op bakes eager tensors)."""
+    arguments = [np.asarray(tf.convert_to_tensor(value)) for value in inputs]
+    return finish(trace(func, arguments, name), freeze_variables, kind, metadata)
 
 
 def finish(
@@ -157,7 +196,11 @@ def finish(
             for i, spec in enumerate(streams.flat_element_spec)
         ),
         streamed_outputs=tuple(
-            TensorSignature.of(f"output_{i}", spec) for i, spec in enumerate(streams.output_specs)
+            TensorSignature.of(f"output_{i}", spec)
+            for i, spec in enumerate(streams.streamed_output_specs)
+        ),
+        outputs=tuple(
+            TensorSignature.of(f"result_{i}", spec) for i, spec in enumerate(streams.returned_specs)
         ),
     )
     metadata = dict(metadata or {})
@@ -170,78 +213,174 @@ def _spec_name(spec: tf.TensorSpec, default: str) -> str:
     return str(getattr(spec, "name", None) or default)
 
 
-def _probe(function: Callable[..., Nested], args: tuple[tf.Tensor, ...], streams: _Streams) -> None:
-    """Traces `function` once to find its infeed loop and what the loop's step enqueues."""
-    with stream_capture.capturing() as capture:
-        returned = function(*args)
-        loop = _the_loop(capture)
-        if loop is None:
-            streams.output_specs = [_spec(t) for t in _returned_tensors(returned)]
-            return
+def _in_outer_graph(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+    """A TF1 program's function creates its variables in the program's graph, as the
+    original's op (its function graph captures them from outside), not in the traced
+    function (where tf.function allows a variable only on its first trace)."""
+    del next_creator
+    with ops.init_scope():
+        return resource_variable_ops.ResourceVariable(
+            **{k: v for k, v in kwargs.items() if k in _RESOURCE_VARIABLE_ARGUMENTS}
+        )
+
+
+_RESOURCE_VARIABLE_ARGUMENTS = frozenset(
+    (
+        "initial_value",
+        "trainable",
+        "collections",
+        "validate_shape",
+        "caching_device",
+        "name",
+        "dtype",
+        "constraint",
+        "distribute_strategy",
+        "synchronization",
+        "aggregation",
+        "shape",
+    )
+)
+
+
+@contextlib.contextmanager
+def _variables_of_one_trace() -> Iterator[list[tuple[str, Any]]]:
+    """A TF1 program's variables made by a trace that is not the program's leave its
+    graph's collections (so `global_variables()` lists the program's own, as the original's
+    one trace leaves them); TF1 `get_variable` finds them again (the program's trace reuses
+    its scope's variables), so those are put back when the program captures them."""
+    graph = ops.get_default_graph()
+    probed: list[tuple[str, Any]] = []  # (collection, variable) taken out
+    if tf.executing_eagerly() or isinstance(graph, func_graph_module.FuncGraph):
+        yield probed
+        return
+    keys = [ops.GraphKeys.GLOBAL_VARIABLES, ops.GraphKeys.TRAINABLE_VARIABLES]
+    before = {key: list(graph.get_collection(key)) for key in keys}
+    yield probed
+    for key in keys:
+        created = [v for v in graph.get_collection(key) if all(v is not b for b in before[key])]
+        probed.extend((key, v) for v in created)
+        collection = graph.get_collection_ref(key)
+        collection[:] = [v for v in collection if all(v is not c for c in created)]
+
+
+def _restore_captured(concrete: Any, probed: list[tuple[str, Any]]) -> None:
+    """Puts back in their collections the first trace's variables the program uses."""
+    graph = ops.get_default_graph()
+    used = {id(v) for v, _ in program_graph.captured_variables(concrete)}
+    for key, variable in probed:
+        if id(variable) in used and variable not in graph.get_collection(key):
+            graph.add_to_collection(key, variable)
+
+
+def _program(
+    function: Callable[[], Nested],
+    stacked_streams: Sequence[tf.Tensor],
+    streams: _Streams,
+) -> list[tf.Tensor]:
+    """The executable's computation: the function, its loop run over the stacked elements;
+    it gives every step's enqueued tensors (stacked), then what the function returns."""
+    step_outputs: list[tf.Tensor] = []
+
+    def run_loop(loop: stream_capture.CapturedLoop) -> Nested:
+        stacked = nest.pack_sequence_as(streams.element_spec, list(stacked_streams))
+        specs = streams.step_output_specs
+        arrays = [
+            tf.TensorArray(s.dtype, size=loop.iterations, element_shape=s.shape) for s in specs
+        ]
+        carried = [tf.convert_to_tensor(v) for v in device_loop._as_list(loop.carried)]  # noqa: SLF001
+
+        def step(i: tf.Tensor, arrays: list[tf.TensorArray], *values: tf.Tensor) -> Any:
+            element = nest.map_structure(lambda t: t[i], stacked)
+            with capture.collecting() as enqueued:
+                new, operations = _call_step(loop, list(values), element)
+            outputs = stream_capture.flat_outputs(enqueued)
+            with tf.control_dependencies(operations):
+                arrays = [a.write(i, o) for a, o in zip(arrays, outputs, strict=True)]
+                return (i + 1, arrays, *new)
+
+        # One step after another, as the device loop runs them.
+        done, arrays, *values = tf.while_loop(
+            lambda i, *_: i < loop.iterations,
+            step,
+            (tf.constant(0), arrays, *carried),
+            parallel_iterations=1,
+        )
+        step_outputs.extend(a.stack() for a in arrays)
+        with tf.control_dependencies([done]):
+            return _loop_results([tf.identity(v) for v in values], [])
+
+    with stream_capture.capturing(run_loop) as capture:
+        returned = function()
+    top_level = stream_capture.flat_outputs(capture.top_level_enqueues)
+    return [*step_outputs, *(tf.expand_dims(t, 0) for t in top_level), *_returned_tensors(returned)]
+
+
+def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
+    """Traces `function` once to find its infeed loop, what it enqueues and returns."""
+
+    def run_loop(loop: stream_capture.CapturedLoop) -> Nested:
+        _check_one_loop(capture)
         element_spec = getattr(loop.infeed, "element_spec", None)
         if element_spec is None:
             raise ValueError(
                 f"The infeed of the function's device loop ({loop.infeed!r}) has no element_spec"
             )
         zeros = nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), element_spec)
+        carried = [tf.convert_to_tensor(v) for v in device_loop._as_list(loop.carried)]  # noqa: SLF001
         with capture.collecting() as enqueued:
-            _call_body(loop, zeros)
+            values, operations = _call_step(loop, carried, zeros)
         streams.iterations = loop.iterations
         streams.element_spec = element_spec
-        streams.output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
+        streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
+        return _loop_results(values, operations)
+
+    with stream_capture.capturing(run_loop) as capture:
+        returned = function()
+    top_level = stream_capture.flat_outputs(capture.top_level_enqueues)
+    _check_top_level_enqueues(top_level, streams.iterations)
+    streams.top_level_output_specs = [_spec(t) for t in top_level]
+    streams.returned_specs = [_spec(t) for t in _returned_tensors(returned)]
 
 
-def _program(
-    function: Callable[..., Nested],
-    startup: Sequence[tf.Tensor],
-    stacked_streams: Sequence[tf.Tensor],
-    streams: _Streams,
-) -> list[tf.Tensor]:
-    """The executable's computation: the function, its loop run over the stacked elements."""
-    with stream_capture.capturing() as capture:
-        returned = function(*startup)
-        loop = _the_loop(capture)
-        if loop is None:
-            return [tf.expand_dims(t, 0) for t in _returned_tensors(returned)]
-        stacked = nest.pack_sequence_as(streams.element_spec, list(stacked_streams))
-
-        def step(element: Nested) -> list[tf.Tensor]:
-            with capture.collecting() as enqueued:
-                _call_body(loop, element)
-            return stream_capture.flat_outputs(enqueued)
-
-        if not streams.output_specs:
-            raise ValueError(
-                "The function's device loop enqueues nothing to an outfeed: an executable "
-                "must give its results through an IPUOutfeedQueue"
-            )
-        # One step after another, as the device loop runs them.
-        outputs = tf.map_fn(
-            step, stacked, fn_output_signature=streams.output_specs, parallel_iterations=1
-        )
-        return list(outputs)
+def _call_step(
+    loop: stream_capture.CapturedLoop, carried: list[tf.Tensor], element: Nested
+) -> tuple[list[tf.Tensor], list[tf.Operation]]:
+    """The step's new loop values and the operations that must run before the next step."""
+    # A tf.function body is traced as Python here, so that its enqueues are the step's.
+    body = getattr(loop.body, "python_function", loop.body)
+    if carried:
+        return device_loop._call_body(body, carried, element)  # noqa: SLF001
+    # A loop carrying nothing: whatever the step returns (a pipeline's mini-batch gives a
+    # tensor) only has to run.
+    args, kwargs = device_loop._element_args(element)  # noqa: SLF001 - the loop's own rule
+    returned = body(*args, **kwargs)
+    flat = [] if returned is None else nest.flatten(returned)
+    return [], [t if isinstance(t, tf.Operation) else t.op for t in flat]
 
 
-def _the_loop(capture: stream_capture.Capture) -> stream_capture.CapturedLoop | None:
+def _loop_results(values: list[tf.Tensor], operations: list[tf.Operation]) -> Nested:
+    """What `loops.repeat` returns for these final values (its own convention)."""
+    if not values:
+        with tf.control_dependencies(operations):
+            return tf.no_op(name="ipu_loop_done")
+    return values[0] if len(values) == 1 else list(values)
+
+
+def _check_one_loop(capture: stream_capture.Capture) -> None:
     if len(capture.loops) > 1:
         raise ValueError(
             f"The function runs {len(capture.loops)} device loops over infeeds; an executable "
             "streams the elements of one"
         )
-    if not capture.loops:
-        return None
-    loop = capture.loops[0]
-    if device_loop._as_list(loop.carried):  # noqa: SLF001 - the loop's own rule for inputs
+
+
+def _check_top_level_enqueues(top_level: list[tf.Tensor], iterations: int) -> None:
+    if top_level and iterations != 1:
         raise ValueError(
-            "The device loop of an executable's function may carry no values (its inputs "
-            f"were {loop.carried!r}): each call streams its elements in and its results out"
+            f"The function enqueues to an outfeed outside its device loop of {iterations} "
+            "iterations: an executable gives back one outfeed element per streamed element, "
+            "so enqueue inside the loop's body"
         )
-    return loop
-
-
-def _call_body(loop: stream_capture.CapturedLoop, element: Nested) -> None:
-    args, kwargs = device_loop._element_args(element)  # noqa: SLF001 - the loop's own rule
-    loop.body(*args, **kwargs)
 
 
 def _returned_tensors(returned: Nested) -> list[tf.Tensor]:

@@ -60,23 +60,32 @@ class StreamSignature:
     - `inputs`: given once when a runtime starts (the compiled function's arguments, and
       its variables when they were not frozen into it);
     - `streamed_inputs`: one infeed element per call;
-    - `streamed_outputs`: one outfeed element per call.
+    - `streamed_outputs`: one outfeed element per call;
+    - `outputs`: what the compiled function returns at the end of a run (the original's
+      signature lists them; a call gives back only the streamed outputs).
     """
 
     inputs: tuple[TensorSignature, ...]
     streamed_inputs: tuple[TensorSignature, ...]
     streamed_outputs: tuple[TensorSignature, ...]
+    outputs: tuple[TensorSignature, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "inputs": [s.to_dict() for s in self.inputs],
             "streamed_inputs": [s.to_dict() for s in self.streamed_inputs],
             "streamed_outputs": [s.to_dict() for s in self.streamed_outputs],
+            "outputs": [s.to_dict() for s in self.outputs],
         }
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> StreamSignature:
         def entries(key: str) -> tuple[TensorSignature, ...]:
-            return tuple(TensorSignature.from_dict(v) for v in values[key])
+            return tuple(TensorSignature.from_dict(v) for v in values.get(key, ()))
 
-        return cls(entries("inputs"), entries("streamed_inputs"), entries("streamed_outputs"))
+        return cls(
+            entries("inputs"),
+            entries("streamed_inputs"),
+            entries("streamed_outputs"),
+            entries("outputs"),
+        )

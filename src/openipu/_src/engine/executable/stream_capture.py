@@ -2,10 +2,11 @@
 
 An executable runs a function whose device loop reads an infeed and writes outfeeds. Its
 file cannot hold the host's datasets or queues, so while the function is traced for it,
-the device loop reading an infeed is not built: it is handed to the capture
-(`take_loop`), and the executable's builder runs the loop's body itself over the
-stacked elements each call brings. While that body is traced, outfeed enqueues hand
-their tensors to the capture too (`take_enqueue`): they are what the call gives back.
+the device loop reading an infeed is not built by the engine: it is handed to the
+capture (`take_loop`), whose builder (the executable's) runs the loop's body over the
+stacked elements each call brings and returns the loop's results. Outfeed enqueues hand
+their tensors to the capture too (`take_enqueue`): those of the loop's body are what each
+step gives back, those outside any loop what the one step of a loop-less function gives.
 Both hooks are asked from the device loop and the outfeed queue, for the tracing thread only.
 """
 
@@ -36,34 +37,40 @@ class CapturedLoop:
 
 
 class Capture:
-    """What the tracing met: the infeed loops, and the enqueues of the step being traced."""
+    """What the tracing met: the infeed loops, and the enqueues of the step being traced.
 
-    def __init__(self) -> None:
+    `run_loop(loop)` builds a captured loop and returns its results (the loop's final
+    carried values, as `loops.repeat` returns them).
+    """
+
+    def __init__(self, run_loop: Callable[[CapturedLoop], Nested]) -> None:
         self.loops: list[CapturedLoop] = []
-        self._enqueued: list[tuple[Any, Nested]] | None = None
+        self.top_level_enqueues: list[tuple[Any, Nested]] = []
+        self._enqueued = self.top_level_enqueues
+        self._run_loop = run_loop
 
     def take_loop(self, n: int, body: Callable[..., Nested], inputs: Nested, infeed: Infeed) -> Any:
-        self.loops.append(CapturedLoop(n, body, inputs, infeed))
-        return tf.no_op(name="ipu_captured_loop")
+        loop = CapturedLoop(n, body, inputs, infeed)
+        self.loops.append(loop)
+        return self._run_loop(loop)
 
     @property
     def collecting_enqueues(self) -> bool:
-        return self._enqueued is not None
+        return True  # in a loop's step or at the function's top level
 
     def take_enqueue(self, queue: object, tensors: Nested) -> Any:
-        assert self._enqueued is not None  # asked only while collecting (see the outfeed)
         self._enqueued.append((queue, tensors))
         return tf.no_op(name="ipu_captured_enqueue")
 
     @contextlib.contextmanager
     def collecting(self) -> Iterator[list[tuple[Any, Nested]]]:
-        """While the step is traced: the enqueues it makes, in order."""
+        """While a loop's step is traced: the enqueues it makes, in order."""
         enqueued: list[tuple[Any, Nested]] = []
-        self._enqueued = enqueued
+        previous, self._enqueued = self._enqueued, enqueued
         try:
             yield enqueued
         finally:
-            self._enqueued = None
+            self._enqueued = previous
 
 
 def current() -> Capture | None:
@@ -73,9 +80,9 @@ def current() -> Capture | None:
 
 
 @contextlib.contextmanager
-def capturing() -> Iterator[Capture]:
+def capturing(run_loop: Callable[[CapturedLoop], Nested]) -> Iterator[Capture]:
     previous = current()
-    capture = Capture()
+    capture = Capture(run_loop)
     _state.capture = capture
     try:
         yield capture
