@@ -317,12 +317,6 @@ def test_compile_infeed_and_outfeed(tf1_graph):
 
 
 @pytest.mark.follows("test_compile_training_loop")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: a TF1 training loop whose body builds its layers and optimizer inside "
-    "the compiled function does not compile here (the function is traced twice and the TF1 "
-    "optimizer finds no trainable variables in the second trace's function graph)",
-)
 def test_compile_training_loop(tf1_graph):
     dataset = tf.data.Dataset.from_tensor_slices(
         (np.ones((10, 5), dtype=np.float32), np.ones((10, 1), dtype=np.float32))

@@ -5,6 +5,7 @@ configuration, then run the executable from a session with fed placeholders."""
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -242,3 +243,75 @@ def test_start_up_input_errors_are_the_originals(ipu_system, tmp_path):
     ):
         start(path, [np.ones([4, 3], np.float32), np.ones([3], np.int32)], "wrong_type")
     assert os.path.exists(path)
+
+
+def _sgd_losses(w, b, x, y, steps, lr):
+    """numpy: the loss of each SGD step of `mean((x @ w + b - y)^2)`, and the new weights."""
+    losses = []
+    for _ in range(steps):
+        error = x @ w + b - y
+        losses.append(float(np.mean(error**2)))
+        grad = 2.0 * error / error.size
+        w, b = w - lr * x.T @ grad, b - lr * grad.sum(axis=0)
+    return losses, w, b
+
+
+def test_a_training_loop_updates_the_runtimes_variables_run_after_run(tmp_path):
+    # The original's test_compile_training_loop, run: a TF1 loop whose body builds a Dense
+    # layer and a GradientDescentOptimizer; its variables are start-up inputs the runtime
+    # keeps and the program updates, run after run.
+    path = tmp_path / "train.poplar_exec"
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        _configure()
+        dataset = tf.data.Dataset.from_tensors(
+            (np.zeros((1, 3), np.float32), np.zeros((1, 1), np.float32))
+        )
+        infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.repeat())
+        outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def body(lr, x, y):
+            with tf.compat.v1.variable_scope("vs", use_resource=True):
+                predictions = tf.compat.v1.layers.Dense(units=1)(x)
+            loss = tf.reduce_mean(tf.square(predictions - y))
+            train_op = tf.compat.v1.train.GradientDescentOptimizer(lr).minimize(loss)
+            with tf.control_dependencies([train_op]):
+                return lr, outfeed_queue.enqueue(loss)
+
+        compile_op = ipu.application_compile_op.experimental_application_compile_op(
+            lambda lr: ipu.loops.repeat(4, body, lr, infeed_queue),
+            inputs=[0.1],
+            output_path=str(path),
+        )
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(compile_op)
+        ipu.config.reset_ipu_configuration()
+    w = np.array([[0.5], [-0.25], [1.0]], np.float32)
+    b = np.array([0.1], np.float32)
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        str(path),
+        {"XLA_Args/vs/dense/kernel": w, "XLA_Args/vs/dense/bias": b},
+        "trainer",
+        timeout=10**7,
+    )
+    signature = context.signature()
+    assert [len(signature.inputs), len(signature.outputs)] == [2, 3]
+    rng = np.random.RandomState(3)
+    want_w, want_b = w.astype(np.float64), b.astype(np.float64)
+    for run in range(2):
+        # One run's four elements are alike, so the order the calls join it in is free.
+        x, y = rng.rand(1, 3).astype(np.float32), rng.rand(1, 1).astype(np.float32)
+        results = []
+        threads = [
+            threading.Thread(
+                target=lambda: results.append(
+                    ipu.embedded_runtime.embedded_runtime_call([x, y], context)[0].numpy()
+                )
+            )
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        want, want_w, want_b = _sgd_losses(want_w, want_b, x, y, 4, 0.1)
+        np.testing.assert_allclose(sorted(results, reverse=True), want, rtol=1e-5, err_msg=run)

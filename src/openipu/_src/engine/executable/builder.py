@@ -11,9 +11,8 @@ as for any region; the decisions are the executable's `CompiledProgram`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -106,8 +105,9 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     streams = _Streams()
     # Traced twice: first to learn the streams' specs (the program's inputs), then the
     # program. What the first trace creates is not the program's (see `_variables_of`).
-    with _variables_of_one_trace() as probed:
-        tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
+    before = _variable_collections()
+    tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
+    probed = _created_since(before)
     stream_specs = [
         tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
     ]
@@ -123,7 +123,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
     with floating_point_checks.checking(fp_bits):
         concrete = tf.function(program).get_concrete_function(*specs, *stream_specs)
-    _restore_captured(concrete, probed)
+    _drop_unused(probed, concrete)
     return Traced(concrete, streams, startup_signatures, fp_bits, name)
 
 
@@ -160,7 +160,7 @@ def finish(
     frozen = program_graph.freeze(concrete, variables_as_inputs=not freeze_variables, given=given)
     if not freeze_variables and variables:
         # The graph's inputs in the order a run gives them: the start-up inputs, the
-        # variables' values (also given at start-up), then the streams.
+        # variables (their values given at start-up), then the streams.
         names = frozen.inputs
         first, rest = len(startup_signatures), len(names) - len(variables)
         frozen = dataclasses.replace(
@@ -182,12 +182,19 @@ def finish(
         step_schedule=StepSchedule.LOOP,
     )
     variable_inputs = []
+    updated: list[TensorSignature] = []
     if not freeze_variables:
         # Named as the original names a resource argument of its executable
         # (tests/application_runtime_test.py feeds 'XLA_Args/d1/weight').
         variable_inputs = [
             TensorSignature.of(f"XLA_Args/{variable.name.split(':')[0]}", variable)
             for variable, _ in variables
+        ]
+        # The original's executable gives a variable it writes back as an output (its
+        # application_compile_test.py counts them); a call gives only streams.
+        updated = [
+            TensorSignature.of(f"XLA_Retvals/{variable.name.split(':')[0]}", variable)
+            for variable in program_graph.updated_variables(concrete)
         ]
     signature = StreamSignature(
         inputs=(*startup_signatures, *variable_inputs),
@@ -199,11 +206,19 @@ def finish(
             TensorSignature.of(f"output_{i}", spec)
             for i, spec in enumerate(streams.streamed_output_specs)
         ),
-        outputs=tuple(
-            TensorSignature.of(f"result_{i}", spec) for i, spec in enumerate(streams.returned_specs)
+        outputs=(
+            *(
+                TensorSignature.of(f"result_{i}", spec)
+                for i, spec in enumerate(streams.returned_specs)
+            ),
+            *updated,
         ),
     )
     metadata = dict(metadata or {})
+    if variable_inputs:
+        # Which start-up inputs a run holds in variables of its own (updated run to run).
+        first = len(startup_signatures)
+        metadata["variable_inputs"] = list(range(first, first + len(variable_inputs)))
     if fp_bits:
         metadata["floating_point_checks"] = sorted(fp_bits)
     return Executable(kind, record, signature, frozen, metadata=metadata)
@@ -242,34 +257,40 @@ _RESOURCE_VARIABLE_ARGUMENTS = frozenset(
 )
 
 
-@contextlib.contextmanager
-def _variables_of_one_trace() -> Iterator[list[tuple[str, Any]]]:
-    """A TF1 program's variables made by a trace that is not the program's leave its
-    graph's collections (so `global_variables()` lists the program's own, as the original's
-    one trace leaves them); TF1 `get_variable` finds them again (the program's trace reuses
-    its scope's variables), so those are put back when the program captures them."""
+_COLLECTIONS = (ops.GraphKeys.GLOBAL_VARIABLES, ops.GraphKeys.TRAINABLE_VARIABLES)
+
+
+def _variable_collections() -> dict[str, list[Any]] | None:
+    """A TF1 graph's variable collections now (None eagerly: there are none)."""
     graph = ops.get_default_graph()
-    probed: list[tuple[str, Any]] = []  # (collection, variable) taken out
     if tf.executing_eagerly() or isinstance(graph, func_graph_module.FuncGraph):
-        yield probed
-        return
-    keys = [ops.GraphKeys.GLOBAL_VARIABLES, ops.GraphKeys.TRAINABLE_VARIABLES]
-    before = {key: list(graph.get_collection(key)) for key in keys}
-    yield probed
-    for key in keys:
-        created = [v for v in graph.get_collection(key) if all(v is not b for b in before[key])]
-        probed.extend((key, v) for v in created)
-        collection = graph.get_collection_ref(key)
-        collection[:] = [v for v in collection if all(v is not c for c in created)]
+        return None
+    return {key: list(graph.get_collection(key)) for key in _COLLECTIONS}
 
 
-def _restore_captured(concrete: Any, probed: list[tuple[str, Any]]) -> None:
-    """Puts back in their collections the first trace's variables the program uses."""
+def _created_since(before: dict[str, list[Any]] | None) -> list[tuple[str, Any]]:
+    if before is None:
+        return []
+    graph = ops.get_default_graph()
+    return [
+        (key, variable)
+        for key in _COLLECTIONS
+        for variable in graph.get_collection(key)
+        if all(variable is not b for b in before[key])
+    ]
+
+
+def _drop_unused(probed: list[tuple[str, Any]], concrete: Any) -> None:
+    """The first trace's variables that the program does not use leave the TF1 graph's
+    collections, so that `global_variables()` lists the program's own, as the original's
+    one trace leaves them (TF1 `get_variable` variables are found again by the program's
+    trace, which reuses its scope's variables, and stay)."""
     graph = ops.get_default_graph()
     used = {id(v) for v, _ in program_graph.captured_variables(concrete)}
-    for key, variable in probed:
-        if id(variable) in used and variable not in graph.get_collection(key):
-            graph.add_to_collection(key, variable)
+    unused = {id(v) for _, v in probed if id(v) not in used}
+    for key in _COLLECTIONS:
+        collection = graph.get_collection_ref(key)
+        collection[:] = [v for v in collection if id(v) not in unused]
 
 
 def _program(

@@ -1,9 +1,10 @@
 """A program's computation as a frozen TensorFlow graph: written once, loaded without tracing.
 
 `freeze` turns a traced function into a GraphDef of plain TensorFlow ops: variables become
-constants (their values when frozen), or placeholders fed at run time when they are to be
-given as inputs. `load` imports such a graph into a function the engine runs (under XLA or
-as a graph, as the program's record says), with no Python of the original program.
+constants (their values when frozen), or resource inputs that a run gives as the handles
+of its own variables when they are to be given at start-up. `load` imports such a graph
+into a function the engine runs (under XLA or as a graph, as the program's record says),
+with no Python of the original program.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import attr_value_pb2, graph_pb2, tensor_shape_pb2
+from tensorflow.core.framework import graph_pb2
+from tensorflow.python.framework import auto_control_deps_utils as acd_utils
 from tensorflow.python.framework import convert_to_constants
 
 from openipu._src.engine.compile_policy import CompileMode
@@ -34,13 +36,16 @@ def freeze(
     variables_as_inputs: bool,
     given: dict[int, np.ndarray] | None = None,
 ) -> FrozenGraph:
-    """`concrete` as a frozen graph. With `variables_as_inputs`, each variable it reads
-    becomes an input after the function's own, in the order of `captured_variables`.
+    """`concrete` as a frozen graph. With `variables_as_inputs`, each variable it uses
+    stays a resource: an input after the function's own, in the order of
+    `captured_variables`, that a run gives as a variable's handle (so a program that
+    updates its variables, a training loop, updates the runner's copies).
 
-    The captures' values are read eagerly, or taken from `given` (keyed by the id of the
-    captured tensor, a variable's handle): a TF1 graph's, read when the graph runs.
+    The other captures' values are read eagerly, or taken from `given` (keyed by the id
+    of the captured tensor, a variable's handle): a TF1 graph's, read when the graph runs.
     """
-    variable_nodes = [placeholder.op.name for _, placeholder in captured_variables(concrete)]
+    if variables_as_inputs:
+        return _with_variable_inputs(concrete, given)
     if given is None:
         # Control flow stays functional (While, If): XLA compiles only that form.
         frozen = convert_to_constants.convert_variables_to_constants_v2(
@@ -55,16 +60,56 @@ def freeze(
         constants = {id(internal[index]) for index in converted}
         inputs = [t.name for t in concrete.inputs if id(t) not in constants]
         outputs = [t.name for t in concrete.outputs]
-    if variables_as_inputs:
-        # The converter turned each variable's placeholder into a constant of the same name
-        # (convert_to_constants._FunctionConverter): make it a placeholder again, of the value.
-        nodes = {node.name: node for node in graph_def.node}
-        for name in variable_nodes:
-            _make_placeholder(nodes[name])
-            inputs.append(f"{name}:0")
     return FrozenGraph(
         graph_def.SerializeToString(deterministic=True), tuple(inputs), tuple(outputs)
     )
+
+
+def _with_variable_inputs(
+    concrete: tf.types.experimental.ConcreteFunction, given: dict[int, np.ndarray] | None
+) -> FrozenGraph:
+    graph = concrete.graph
+    graph_def = graph.as_graph_def()  # with the functions of its loops and conditionals
+    nodes = {node.name: node for node in graph_def.node}
+    variables = {id(v.handle) for v in graph.variables}
+    captured = {id(internal) for _, internal in graph.captures}
+    variable_inputs = []
+    for external, internal in graph.captures:
+        if id(external) in variables:
+            variable_inputs.append(internal.name)
+            continue
+        if external.dtype == tf.resource:
+            raise ValueError(
+                f"The program captures a resource that is not a variable ({external!r}): "
+                "an executable can hold only tensors and variables"
+            )
+        value = given[id(external)] if given is not None else np.asarray(external)
+        _make_constant(nodes[internal.op.name], np.asarray(value))
+    inputs = [t.name for t in concrete.inputs if id(t) not in captured] + variable_inputs
+    outputs = [t.name for t in concrete.outputs]
+    return FrozenGraph(
+        graph_def.SerializeToString(deterministic=True), tuple(inputs), tuple(outputs)
+    )
+
+
+def updated_variables(concrete: tf.types.experimental.ConcreteFunction) -> list[tf.Variable]:
+    """The captured variables that `concrete` writes (a training loop's weights)."""
+    written = []
+    for variable, internal in captured_variables(concrete):
+        for consumer in internal.consumers():
+            _, writes = acd_utils.get_read_write_resource_inputs(consumer)
+            if any(handle is internal for handle in writes):
+                written.append(variable)
+                break
+    return written
+
+
+def _make_constant(node: graph_pb2.NodeDef, value: np.ndarray) -> None:
+    node.op = "Const"
+    node.ClearField("input")
+    node.ClearField("attr")
+    node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
+    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
 
 
 def captured_variables(
@@ -78,19 +123,6 @@ def captured_variables(
         if variable is not None:
             pairs.append((variable, internal))
     return pairs
-
-
-def _make_placeholder(node: graph_pb2.NodeDef) -> None:
-    value = node.attr["value"].tensor
-    dtype = node.attr["dtype"].type
-    node.op = "Placeholder"
-    node.ClearField("attr")
-    node.attr["dtype"].type = dtype
-    node.attr["shape"].CopyFrom(
-        attr_value_pb2.AttrValue(
-            shape=tensor_shape_pb2.TensorShapeProto(dim=value.tensor_shape.dim)
-        )
-    )
 
 
 def load(frozen: FrozenGraph, executor: CompileMode) -> Callable[..., list[tf.Tensor]]:

@@ -22,6 +22,11 @@ class LoadedProgram:
             raise ValueError(f"The {executable.kind} executable holds no program graph to run")
         self.executable = executable
         self._function = program_graph.load(executable.graph, executable.program.executor)
+        # The program's variables (unfrozen ones): start-up inputs the runner holds in
+        # variables of its own, which the program reads and updates run after run.
+        self._variable_inputs = [int(i) for i in executable.metadata.get("variable_inputs", [])]
+        self._variables: dict[int, tf.Variable] = {}
+        self._assigned: dict[int, object] = {}  # the start-up value each was last given
         if executable.metadata.get("floating_point_checks"):
             floating_point_checks.convert_trap_errors()
 
@@ -48,6 +53,8 @@ class LoadedProgram:
                 strict=True,
             )
         ]
+        for index in self._variable_inputs:
+            values[index] = self._variable(index, inputs[index], values[index]).handle
         try:
             return list(self._function(*values))
         except tf.errors.InvalidArgumentError as error:
@@ -55,3 +62,14 @@ class LoadedProgram:
                 # A trap stops the run with the chip's error, an InternalError (as a region's).
                 raise tf.errors.InternalError(None, None, error.message) from None
             raise
+
+    def _variable(self, index: int, given: object, value: tf.Tensor) -> tf.Variable:
+        """The runner's variable of start-up input `index`: made from its first value,
+        assigned again only when a new start-up value is given (a TF1 graph's feed)."""
+        variable = self._variables.get(index)
+        if variable is None:
+            variable = self._variables[index] = tf.Variable(value, trainable=False)
+        elif self._assigned[index] is not given:
+            variable.assign(value)
+        self._assigned[index] = given
+        return variable
