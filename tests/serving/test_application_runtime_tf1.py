@@ -301,14 +301,11 @@ def test_a_training_loop_updates_the_runtimes_variables_run_after_run(tmp_path):
         # One run's four elements are alike, so the order the calls join it in is free.
         x, y = rng.rand(1, 3).astype(np.float32), rng.rand(1, 1).astype(np.float32)
         results = []
-        threads = [
-            threading.Thread(
-                target=lambda: results.append(
-                    ipu.embedded_runtime.embedded_runtime_call([x, y], context)[0].numpy()
-                )
-            )
-            for _ in range(4)
-        ]
+
+        def call(x=x, y=y, results=results):
+            results.append(ipu.embedded_runtime.embedded_runtime_call([x, y], context)[0].numpy())
+
+        threads = [threading.Thread(target=call) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
