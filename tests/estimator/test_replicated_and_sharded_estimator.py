@@ -143,3 +143,43 @@ def test_sharded_ops_run_on_their_shards_ipu(tmp_path):
     assert devices["matmul"] != devices["loss"]
     kernel, _, _ = plain_tf_training(_global_batches(4, 2), LEARNING_RATE)
     np.testing.assert_allclose(estimator.get_variable_value("vs/kernel"), kernel, rtol=1e-5)
+
+
+def test_replicated_training_without_a_cross_replica_reduction_is_refused(tmp_path):
+    # The original's testReplicatedTrainingWithoutCrossReplicaSumShouldThrow: replicas that
+    # never reduce their gradients would train apart.
+    def input_fn(params):
+        data = np.ones([8, 2], np.float32)
+        return tf.data.Dataset.from_tensor_slices(data).batch(params["batch_size"], True)
+
+    def model_fn(features, mode):
+        loss = tf.reduce_sum(features)
+        return ipu_estimator.IPUEstimatorSpec(mode, loss=loss, train_op=tf.identity(loss))
+
+    estimator = ipu_estimator.IPUEstimator(
+        model_fn=model_fn,
+        config=_config(replicas=2, shards=1, iterations_per_loop=1),
+        model_dir=str(tmp_path),
+        train_batch_size=4,
+    )
+    with pytest.raises(ValueError, match="This is not a valid replicated training graph"):
+        estimator.train(input_fn=input_fn, steps=1)
+
+
+def test_one_replica_trains_without_a_cross_replica_reduction(tmp_path):
+    def input_fn(params):
+        data = np.ones([8, 2], np.float32)
+        return tf.data.Dataset.from_tensor_slices(data).batch(params["batch_size"], True)
+
+    def model_fn(features, mode):
+        loss = tf.reduce_sum(features)
+        return ipu_estimator.IPUEstimatorSpec(mode, loss=loss, train_op=tf.identity(loss))
+
+    estimator = ipu_estimator.IPUEstimator(
+        model_fn=model_fn,
+        config=_config(replicas=1, shards=1, iterations_per_loop=1),
+        model_dir=str(tmp_path),
+        train_batch_size=4,
+    )
+    estimator.train(input_fn=input_fn, steps=1)
+    assert estimator.get_variable_value("global_step") == 1

@@ -162,7 +162,10 @@ class ModelFnWrapper(LoopWrapperBase):
     def create_training_loop(self) -> Callable[[], Any]:
         def training_step(total_loss: tf.Tensor, *args: Any, **kwargs: Any) -> tf.Tensor:
             features, labels = unpack_features_and_labels(args, kwargs)
+            reductions = cross_replica_ops.reductions_built()
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
+            if lockstep.replica_count() > 1 and cross_replica_ops.reductions_built() == reductions:
+                _refuse_unreduced_replicas()
             if spec.loss is None:
                 raise ValueError("EstimatorSpec must contain loss when training")
             if spec.train_op is None:
@@ -296,6 +299,15 @@ class ModelFnWrapper(LoopWrapperBase):
         if not isinstance(spec, IPUEstimatorSpec) and type(spec).__name__ != "EstimatorSpec":
             raise ValueError("`model_fn` must return IPUEstimatorSpec or EstimatorSpec")
         return spec
+
+
+def _refuse_unreduced_replicas() -> None:
+    # The original's check and words (ipu_estimator.py, _validate_replicated_training_graph).
+    raise ValueError(
+        "This is not a valid replicated training graph because no IpuCrossReplicaSum or "
+        "IpuCrossReplicaMean operations were found. Did you remember to use the "
+        "`tensorflow.python.ipu.optimizers.CrossReplicaOptimizer`?"
+    )
 
 
 def _single(values: Any) -> tf.Tensor:

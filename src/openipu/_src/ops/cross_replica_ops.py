@@ -6,6 +6,22 @@ import tensorflow as tf
 
 from openipu._src.ops import collectives
 
+_reductions_built = 0
+
+
+def reductions_built() -> int:
+    """How many cross-replica sums and means have been built (in any graph, any thread).
+
+    A replicated IPUEstimator checks that its model_fn built one (the original looks
+    for IpuCrossReplicaSum/Mean operations in the training graph, ipu_estimator.py).
+    """
+    return _reductions_built
+
+
+def _count_reduction() -> None:
+    global _reductions_built
+    _reductions_built += 1
+
 
 def assume_equal_across_replicas(tensors, inplace: bool = False):
     """Marks `tensors` (a structure) as equal on every replica; the values are unchanged.
@@ -26,6 +42,7 @@ def cross_replica_sum(x, replica_group_size: int | None = None, name: str | None
         group = collectives.replica_group(
             replica_group_size, "replica_group_size", "cross_replica_sum"
         )
+        _count_reduction()
         return collectives.group_reduce("COLLECTIVE_OP_ADD", x, group)
 
 
@@ -39,4 +56,5 @@ def cross_replica_mean(x, replica_group_size: int | None = None, name: str | Non
         group = collectives.replica_group(
             replica_group_size, "replica_group_size", "cross_replica_mean"
         )
+        _count_reduction()
         return collectives.group_reduce("COLLECTIVE_OP_MEAN", x, group)
