@@ -244,3 +244,25 @@ def test_replicas_share_the_host_table(tf1_graph):
         expected = expected + update
     np.testing.assert_allclose(table, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(total, expected_total, rtol=1e-5)
+
+
+def test_lookups_in_a_tf2_program_registered_eagerly():
+    # The original's register() takes no session when executing eagerly (embedding_ops.py);
+    # its table is a TF1 RefVariable, so its host embeddings train in TF1 graphs only.
+    configure()
+    try:
+        embedding = embedding_ops.create_host_embedding(
+            "embedding", [TOKENS, ENCODING], np.float32, initializer=TABLE
+        )
+        strategy = ipu.ipu_strategy.IPUStrategy()
+        with strategy.scope():
+
+            @tf.function(jit_compile=True)
+            def lookup(indices):
+                return embedding.lookup(indices)
+
+            with embedding.register():
+                rows = strategy.run(lookup, args=(INDICES[0],))
+        np.testing.assert_array_equal(rows.numpy(), TABLE[INDICES[0]])
+    finally:
+        ipu.config.reset_ipu_configuration()
