@@ -1,6 +1,11 @@
-"""The original's TF1 uses of application_compile_op and the embedded runtime (its
-tests/application_runtime_test.py, by intent): compile in a session, reset the IPU
-configuration, then run the executable from a session with fed placeholders."""
+"""Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/application_runtime_test.py`.
+
+The original's TF1 uses of application_compile_op and the embedded runtime: compile in a
+session, reset the IPU configuration, then run the executable from sessions (one or
+several, from one thread or several, on one runtime instance or several) with fed
+placeholders. Where the original drives its runtime ops (`gen_application_runtime`)
+directly, these tests use the public `embedded_runtime` functions that wrap them.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +45,133 @@ def _compile(session, function, path):
     ipu.config.reset_ipu_configuration()  # the runtime needs no configured system
 
 
+L1_SIZE, L2_SIZE, L3_SIZE, NUM_PIXELS, BATCH_SIZE = 320, 72, 10, 784, 16
+NUM_ITERATIONS, NUM_ENGINE_ITERATIONS, NUM_ENGINES, NUM_THREADS_PER_ENGINE = 8, 2, 2, 4
+
+
+def _dense_layer(size, inputs, scope):
+    with tf.compat.v1.variable_scope(scope, reuse=tf.compat.v1.AUTO_REUSE, use_resource=True):
+        initializer = tf.compat.v1.glorot_uniform_initializer()
+        w = tf.compat.v1.get_variable("weight", [inputs.shape[-1], size], initializer=initializer)
+        b = tf.compat.v1.get_variable("bias", [size], initializer=initializer)
+        return tf.compat.v1.nn.relu_layer(inputs, w, b)
+
+
+def _mnist_executable(path, pipelined):
+    """The original's three dense layers (pipelined over two IPUs, or in a device loop),
+    compiled with frozen weights; returns the weights by layer name."""
+    dataset = tf.data.Dataset.from_tensors((tf.zeros([NUM_PIXELS]),)).repeat()
+    infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.batch(BATCH_SIZE, True))
+    outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(images):
+        return _dense_layer(L1_SIZE, images, "d1")
+
+    def stage2(relu1):
+        return _dense_layer(L3_SIZE, _dense_layer(L2_SIZE, relu1, "d2"), "d3")
+
+    def my_net():
+        if pipelined:
+            return ipu.pipelining_ops.pipeline(
+                [stage1, stage2],
+                gradient_accumulation_count=2,
+                repeat_count=NUM_ITERATIONS // 2,
+                infeed_queue=infeed_queue,
+                outfeed_queue=outfeed_queue,
+                pipeline_schedule=ipu.pipelining_ops.PipelineSchedule.Interleaved,
+            )
+
+        def body(images):
+            return outfeed_queue.enqueue({"predictions": stage2(stage1(images))})
+
+        return ipu.loops.repeat(NUM_ITERATIONS, body, [], infeed_queue)
+
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        _configure(ipus=2 if pipelined else 1)
+        compile_op = ipu.application_compile_op.experimental_application_compile_op(
+            my_net, output_path=str(path), freeze_variables=True
+        )
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(compile_op)
+        weights = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
+    ipu.config.reset_ipu_configuration()
+    return weights
+
+
+def _mnist_reference(weights, images):
+    x = images
+    for layer in ("d1", "d2", "d3"):
+        x = np.maximum(x @ weights[f"{layer}/weight"] + weights[f"{layer}/bias"], 0.0)
+    return x
+
+
+# The original's combinations that run (its `test` returns early for the others).
+RUNTIME_CASES = [
+    (pipelined, sessions, threads, engines)
+    for pipelined in (False, True)
+    for sessions in (False, True)
+    for threads in (False, True)
+    for engines in (False, True)
+    if not ((sessions or engines or pipelined) and not threads) and not (engines and not sessions)
+]
+
+
+@pytest.mark.follows("test")
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "pipelined,multiple_sessions,multiple_threads,multiple_engines", RUNTIME_CASES
+)
+def test_runtime_from_threads_sessions_and_engines(
+    tmp_path, pipelined, multiple_sessions, multiple_threads, multiple_engines
+):
+    path = str(tmp_path / "application.poplar_exec")
+    weights = _mnist_executable(path, pipelined)
+    threads = (NUM_ENGINES if multiple_engines else 1) * (
+        NUM_THREADS_PER_ENGINE if multiple_threads else 1
+    )
+    calls = NUM_ENGINE_ITERATIONS * NUM_ITERATIONS
+    images = np.random.RandomState(1).rand(threads, calls, BATCH_SIZE, NUM_PIXELS)
+    images = images.astype(np.float32)
+    output = np.zeros([threads, calls, BATCH_SIZE, L3_SIZE], np.float32)
+    prefix = f"engine_pipelined_{pipelined}_{multiple_sessions}_{multiple_threads}"
+
+    def call_op(thread):
+        name = f"{prefix}_{thread % NUM_ENGINES}" if multiple_engines else prefix
+        context = ipu.embedded_runtime.embedded_runtime_start(path, [], name)
+        placeholder = tf.compat.v1.placeholder(tf.float32, [BATCH_SIZE, NUM_PIXELS])
+        return placeholder, ipu.embedded_runtime.embedded_runtime_call([placeholder], context)
+
+    def run_calls(session, placeholder, result, thread):
+        for call in range(calls):
+            (output[thread, call],) = session.run(result, {placeholder: images[thread, call]})
+
+    def in_own_session(thread):
+        with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+            run_calls(session, *call_op(thread), thread)
+
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        shared = call_op(0)
+        session.graph.finalize()
+
+        def worker(thread):
+            if multiple_sessions:
+                in_own_session(thread)
+            else:
+                run_calls(session, *shared, thread)
+
+        if multiple_threads:
+            workers = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+            for thread in workers:
+                thread.start()
+            for thread in workers:
+                thread.join()
+        else:
+            for thread in range(threads):
+                worker(thread)
+    np.testing.assert_allclose(output, _mnist_reference(weights, images), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.follows("test_pipeline_flush")
 def test_pipeline_flush(graph, tmp_path):
     infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing_batches())
     outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
@@ -70,6 +202,7 @@ def test_pipeline_flush(graph, tmp_path):
     np.testing.assert_allclose(twos[0], (np.full([2, 2], 2.0) @ np.ones([2, 2])).sum())
 
 
+@pytest.mark.follows("test_io_overlap_flush")
 def test_io_overlap_flush(graph, tmp_path):
     infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing_batches())
     outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
@@ -92,6 +225,7 @@ def test_io_overlap_flush(graph, tmp_path):
         assert session.run(result, {input_data: np.full([2, 2], 2.0, np.float32)})[0] == 16.0
 
 
+@pytest.mark.follows("test_multiple_infeeds")
 def test_multiple_infeeds(graph, tmp_path):
     a, b, c = (np.array(v, np.float32) for v in ([2, 3], [4, 5], [6, 7]))
     dataset = tf.data.Dataset.from_tensor_slices((a, b, c)).cache().repeat()
@@ -131,6 +265,8 @@ def _dividing_executable(tmp_path):
     return str(path)
 
 
+@pytest.mark.follows("test_embedded_runtime_exception")
+@pytest.mark.follows("test_reset_engine")
 def test_a_floating_point_trap_is_an_internal_error_and_the_next_run_works(graph, tmp_path):
     path = _dividing_executable(tmp_path)
     context = ipu.embedded_runtime.embedded_runtime_start(path, [], "trapping", timeout=1000)
@@ -174,6 +310,7 @@ def _unfrozen_executable(tmp_path):
     return str(path)
 
 
+@pytest.mark.follows("test_embedded_runtime_wrapper")
 def test_start_up_inputs_are_fed_placeholders_named_by_the_variables(graph, tmp_path):
     path = _unfrozen_executable(tmp_path)
     weight = np.arange(12, dtype=np.float32).reshape(4, 3)
@@ -198,7 +335,9 @@ def test_start_up_inputs_are_fed_placeholders_named_by_the_variables(graph, tmp_
     np.testing.assert_allclose(y, x @ weight + bias)
 
 
-def test_start_up_input_errors_are_the_originals(ipu_system, tmp_path):
+@pytest.fixture
+def unfrozen(ipu_system, tmp_path):
+    """An executable of `x @ weight + bias` whose two variables are start-up inputs."""
     weight = tf.Variable(np.ones([4, 3], np.float32), name="d1/weight")
     bias = tf.Variable(np.zeros([3], np.float32), name="d1/bias")
     dataset = tf.data.Dataset.from_tensors(tf.zeros([2, 4])).repeat()
@@ -214,35 +353,113 @@ def test_start_up_input_errors_are_the_originals(ipu_system, tmp_path):
     ipu.application_compile_op.experimental_application_compile_op(
         my_net, output_path=path, freeze_variables=False
     )
-    start = ipu.embedded_runtime.embedded_runtime_start
-    names = [s.name for s in ipu.embedded_runtime.embedded_runtime_start(
-        path, [np.ones([4, 3], np.float32), np.zeros([3], np.float32)], "names"
-    ).signature().inputs]  # fmt: skip
-    assert names == ["XLA_Args/d1/weight", "XLA_Args/d1/bias"]
+    return path
+
+
+def test_start_up_inputs_are_named_by_the_variables(unfrozen):
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        unfrozen, [np.ones([4, 3], np.float32), np.zeros([3], np.float32)], "names"
+    )
+    assert [s.name for s in context.signature().inputs] == [
+        "XLA_Args/d1/weight",
+        "XLA_Args/d1/bias",
+    ]
+
+
+@pytest.mark.follows("test_embedded_runtime_input_error")
+def test_embedded_runtime_input_error(unfrozen):
     with pytest.raises(
         Exception,
         match="Failed to find input tensor with name 'XLA_Args/d1/bias' in input dictionary.",
     ):
-        start(path, {"XLA_Args/d1/weight": np.ones([4, 3], np.float32)}, "missing")
+        ipu.embedded_runtime.embedded_runtime_start(
+            unfrozen, {"XLA_Args/d1/weight": np.ones([4, 3], np.float32)}, "missing"
+        )
+
+
+@pytest.mark.follows("test_embedded_runtime_no_list")
+def test_embedded_runtime_no_list(unfrozen):
     with pytest.raises(Exception, match="Expected the inputs to be a list."):
-        start(path, 4, "no_list")
+        ipu.embedded_runtime.embedded_runtime_start(unfrozen, 4, "no_list")
+
+
+@pytest.mark.follows("test_embedded_runtime_too_many_inputs")
+def test_embedded_runtime_too_many_inputs(unfrozen):
     with pytest.raises(
         Exception, match="Embedded application runtime expects 2 inputs, but 3 were provided."
     ):
-        start(path, [np.ones([3], np.float32)] * 3, "too_many")
+        ipu.embedded_runtime.embedded_runtime_start(
+            unfrozen, [np.ones([3], np.float32)] * 3, "too_many"
+        )
+
+
+@pytest.mark.follows("test_embedded_runtime_too_few_inputs")
+def test_embedded_runtime_too_few_inputs(unfrozen):
+    with pytest.raises(
+        Exception, match="Embedded application runtime expects 2 inputs, but 1 were provided."
+    ):
+        ipu.embedded_runtime.embedded_runtime_start(
+            unfrozen, [np.ones([4, 3], np.float32)], "too_few"
+        )
+
+
+@pytest.mark.follows("test_embedded_runtime_wrong_shape")
+def test_embedded_runtime_wrong_shape(unfrozen):
     with pytest.raises(
         Exception,
         match=r"Mismatched input shape at position 1 \('XLA_Args/d1/bias'\). "
         r"Expected \[3\], but input 1 has shape \[4, 3\].",
     ):
-        start(path, [np.ones([4, 3], np.float32)] * 2, "wrong_shape")
+        ipu.embedded_runtime.embedded_runtime_start(
+            unfrozen, [np.ones([4, 3], np.float32)] * 2, "wrong_shape"
+        )
+
+
+@pytest.mark.follows("test_embedded_runtime_wrong_type")
+def test_embedded_runtime_wrong_type(unfrozen):
     with pytest.raises(
         Exception,
         match=r"Mismatched input dtype at position 1 \('XLA_Args/d1/bias'\). "
         r"Expected <dtype: 'float32'>, but input 1 has dtype int32.",
     ):
-        start(path, [np.ones([4, 3], np.float32), np.ones([3], np.int32)], "wrong_type")
-    assert os.path.exists(path)
+        ipu.embedded_runtime.embedded_runtime_start(
+            unfrozen, [np.ones([4, 3], np.float32), np.ones([3], np.int32)], "wrong_type"
+        )
+    assert os.path.exists(unfrozen)
+
+
+@pytest.mark.follows("test_large_input_count")
+def test_large_input_count(graph, tmp_path):
+    shapes = [(), (1, 5), (5, 1)] + [()] * 9
+    dataset = tf.data.Dataset.from_tensors(tuple(np.ones(s, np.float32) for s in shapes))
+    infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.repeat())
+    outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(*inputs):
+        result = inputs[0] + tf.matmul(inputs[1], inputs[2])
+        for value in inputs[3:]:
+            result = result + value
+        return outfeed_queue.enqueue({"result": result})
+
+    with tf.compat.v1.Session() as session:
+        _configure()
+        _compile(
+            session,
+            lambda: ipu.loops.repeat(16, body, [], infeed_queue),
+            tmp_path / "large.poplar_exec",
+        )
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        str(tmp_path / "large.poplar_exec"), [], "my_engine"
+    )
+    placeholders = [tf.compat.v1.placeholder(np.float32, shape=s) for s in shapes]
+    call_result = ipu.embedded_runtime.embedded_runtime_call(placeholders, context)
+    rng = np.random.RandomState(0)
+    for _ in range(16):
+        values = [np.asarray(rng.rand(*s), np.float32) for s in shapes]
+        with tf.compat.v1.Session() as session:
+            (result,) = session.run(call_result, dict(zip(placeholders, values, strict=True)))
+        expected = values[0] + values[1] @ values[2] + sum(values[3:])
+        np.testing.assert_allclose(result, expected, rtol=1e-5)
 
 
 def _sgd_losses(w, b, x, y, steps, lr):
