@@ -18,7 +18,7 @@ import functools
 import os
 from collections.abc import Iterable, Mapping
 
-from tensorflow.core.framework import attr_value_pb2, function_pb2
+from tensorflow.core.framework import attr_value_pb2, function_pb2, types_pb2
 from tensorflow.python.framework import ops
 from tensorflow.python.util import pywrap_xla_ops
 
@@ -146,6 +146,8 @@ def _op_types_with_called_functions(
     pending: list[str] = []
     for op in operations:
         types.add(op.type)
+        if _uses_strings(op.type, op.node_def.attr):
+            types.add(STRING_TENSORS)
         pending.extend(_called_function_names(op.node_def.attr))
     while pending:
         name = pending.pop()
@@ -157,11 +159,29 @@ def _op_types_with_called_functions(
             continue
         for node in definition.node_def:
             types.add(node.op)
+            if _uses_strings(node.op, node.attr):
+                types.add(STRING_TENSORS)
             pending.extend(_called_function_names(node.attr))
             # A call to a library function appears as an op named after it.
             if _function_definition(graph, node.op) is not None:
                 pending.append(node.op)
     return frozenset(types)
+
+
+# Not an op type: marks a region computing on string tensors, which XLA cannot hold (a
+# serving signature's preprocessing of strings) whatever the op types involved. Assert
+# messages are strings XLA drops with their asserts.
+STRING_TENSORS = "<string tensors>"
+_STRINGS_XLA_DROPS = frozenset({"Const", "Assert"})
+
+
+def _uses_strings(op_type: str, attrs: Mapping[str, attr_value_pb2.AttrValue]) -> bool:
+    if op_type in _STRINGS_XLA_DROPS:
+        return False
+    return any(
+        value.type == types_pb2.DT_STRING or types_pb2.DT_STRING in value.list.type
+        for value in attrs.values()
+    )
 
 
 def _called_function_names(attrs: Mapping[str, attr_value_pb2.AttrValue]) -> list[str]:
