@@ -66,38 +66,31 @@ def test_export_simple_model_no_var_no_defunc(tmp_path):
     assert _listed(_load_and_run(tmp_path, input_data)["out0"]) == list(np.square(input_data))
 
 
-@pytest.mark.follows("test_export_simple_model_no_var_preprocessing")
-def test_export_simple_model_no_var_preprocessing(tmp_path):
+def _square_with(tmp_path, step):
+    """`x * x` exported with `x - 1` as its `step` ("preprocessing" or "postprocessing");
+    returns what the loaded SavedModel gives for 0..14."""
     signature = (Spec((15,), np.float32, name="x"),)
     ipu.serving.export_single_step(
         tf.function(lambda x: x * x),
         tmp_path,
         4,
         signature,
-        preprocessing_step=tf.function(lambda x: x - 1.0),
-        preprocessing_step_signature=signature,
         output_names="out0",
+        **{f"{step}_step": tf.function(lambda x: x - 1.0), f"{step}_step_signature": signature},
     )
+    return _listed(_load_and_run(tmp_path, np.arange(15, dtype=np.float32))["out0"])
+
+
+@pytest.mark.follows("test_export_simple_model_no_var_preprocessing")
+def test_export_simple_model_no_var_preprocessing(tmp_path):
     input_data = np.arange(15, dtype=np.float32)
-    result = _load_and_run(tmp_path, input_data)["out0"]
-    assert _listed(result) == list(np.square(input_data - 1.0))
+    assert _square_with(tmp_path, "preprocessing") == list(np.square(input_data - 1.0))
 
 
 @pytest.mark.follows("test_export_simple_model_no_var_postprocessing")
 def test_export_simple_model_no_var_postprocessing(tmp_path):
-    signature = (Spec((15,), np.float32, name="x"),)
-    ipu.serving.export_single_step(
-        tf.function(lambda x: x * x),
-        tmp_path,
-        4,
-        signature,
-        postprocessing_step=tf.function(lambda x: x - 1.0),
-        postprocessing_step_signature=signature,
-        output_names="out0",
-    )
     input_data = np.arange(15, dtype=np.float32)
-    result = _load_and_run(tmp_path, input_data)["out0"]
-    assert _listed(result) == list(np.square(input_data) - 1.0)
+    assert _square_with(tmp_path, "postprocessing") == list(np.square(input_data) - 1.0)
 
 
 @pytest.mark.follows("test_export_simple_model_no_var_pre_post_processing_transform_strings")
