@@ -242,6 +242,11 @@ class IPUEstimatorBase:
             dataset = input_fn(**kwargs)
         if not isinstance(dataset, tf.data.Dataset):
             raise ValueError("input_fn must return Dataset")
+        element = dataset.element_spec
+        if isinstance(element, (tuple, list)) and len(element) != 2:
+            # The stock Estimator's check (tensorflow_estimator util.parse_iterator_result),
+            # which the original's IPUEstimator.train meets first (ipu_estimator_test.py).
+            raise ValueError("input_fn should return (features, labels) as a len 2 tuple.")
         return dataset
 
     def _build(self, input_fn: Callable[..., Any], mode: str) -> _BuiltProgram:

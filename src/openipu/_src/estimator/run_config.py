@@ -77,7 +77,7 @@ class IPURunConfig(
         if num_devices != num_configured_devices:
             raise ValueError(
                 f"`IPURunConfig` configured with {num_devices} devices ({num_replicas} replicas "
-                f"times {num_shards} shards), but `ipu_options` configured with "
+                f"times {num_shards} shards), but `IpuOptions` configured with "
                 f"{num_configured_devices} devices"
             )
         return super().__new__(

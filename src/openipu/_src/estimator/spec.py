@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.saved_model.model_utils.mode_keys import EstimatorModeKeys
+from tensorflow.python.types import core as core_types
 
 #: 'train', 'eval', 'infer': the estimator modes (`tf.estimator.ModeKeys`).
 ModeKeys = EstimatorModeKeys
@@ -20,12 +21,14 @@ LOSS_METRIC_KEY = "loss"
 
 
 def check_is_tensor_or_operation(value: object, name: str) -> None:
-    if not isinstance(value, (tf.Tensor, tf.Operation)):
+    # Tensor-like as tensorflow_estimator checks it (ops.is_dense_tensor_like: a
+    # `types.core.Tensor`), so a resource variable's `assign_add` result passes.
+    if not isinstance(value, (core_types.Tensor, tf.Operation)):
         raise TypeError(f"{name} must be Operation or Tensor, given: {value}")
 
 
 def check_is_tensor(value: object, name: str) -> None:
-    if not isinstance(value, tf.Tensor):
+    if not isinstance(value, core_types.Tensor):
         raise TypeError(f"{name} must be Tensor, given: {value}")
 
 
