@@ -54,6 +54,6 @@ def _initialize_new(session: tf.compat.v1.Session, run: Callable[..., object]) -
         done = _initialized.get(session, 0)
         _initialized[session] = len(pending)
     if len(pending) > done:
-        with graph.as_default():
-            initializer = tf.group([variable.initializer for variable in pending[done:]])
-        run(initializer)
+        # A list of the initializers, not a new group op: a MonitoredSession's graph is
+        # finalized when it runs.
+        run([variable.initializer for variable in pending[done:]])
