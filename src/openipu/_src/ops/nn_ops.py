@@ -69,13 +69,46 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
     def decorate(inner: Callable) -> Callable:
         @functools.wraps(inner)
         def multi_conv_wrapper(*args):
-            return inner(*args)
+            if tf.executing_eagerly():
+                return inner(*args)
+            graph = tf.compat.v1.get_default_graph()
+            first_new = len(graph.get_operations())
+            result = inner(*args)
+            _check_independent_convolutions(graph.get_operations()[first_new:])
+            return result
 
         # A function attribute, as the original's.
         multi_conv_wrapper.multi_conv_options = dict(options or {})  # type: ignore[attr-defined]
         return multi_conv_wrapper
 
     return decorate if func is None else decorate(func)
+
+
+_CONVOLUTIONS = frozenset(
+    {"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "Conv3DBackpropInputV2"}
+)
+
+
+def _check_independent_convolutions(new_ops: list) -> None:
+    """Refuses a multi-convolution whose convolutions feed each other, as the original's
+    backend does (FailedPreconditionError; its multi_conv_test.py testDataDependencies)."""
+    created = set(new_ops)
+    convolutions = [op for op in new_ops if op.type in _CONVOLUTIONS]
+    for conv in convolutions:
+        seen, pending = set(), [t.op for t in conv.inputs]
+        while pending:
+            op = pending.pop()
+            if op in seen or op not in created:
+                continue
+            seen.add(op)
+            if op.type in _CONVOLUTIONS:
+                raise tf.errors.FailedPreconditionError(
+                    None,
+                    None,
+                    "A MultiConvolution operation requires all convolutions to be independent "
+                    f"of each other. (multi_conv: {conv.name} uses the result of {op.name})",
+                )
+            pending.extend(t.op for t in op.inputs)
 
 
 # --- CTC ---------------------------------------------------------------------------------------
