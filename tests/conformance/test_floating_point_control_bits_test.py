@@ -5,7 +5,7 @@ programs compiled for the IPU: what an invalid operation (NaN cast to int32), a 
 by zero and an overflow give with the exceptions off (the chip's values: the smallest
 int32, NaN, the largest float16 or NaN with `nanoo`), and that each raises ("Tiles in
 excepted state") with its exception on. The stochastic rounding scenarios need the
-hardware's stochastic rounding, which the emulated IPUs (as the IPU model) do not have.
+IPU's stochastic rounding, which the emulated IPUs do not have.
 """
 
 from __future__ import annotations
