@@ -242,7 +242,7 @@ def _ctc_negative_log_likelihood(log_probs, labels, label_length, data_length, b
     # Extended label sequence: blank, l1, blank, l2, ..., blank (2L + 1 states).
     padded_labels = tf.pad(labels, [[0, 0], [0, 1]])
     states = tf.range(2 * tf.shape(labels)[1] + 1)
-    # tf.equal, not ==: under TF1 behaviour (`disable_v2_behavior`) == compares identity.
+    # tf.equal, not ==: in a TF1 graph == compares identity.
     is_label_state = tf.equal(states % 2, 1)
     state_labels = tf.gather(padded_labels, states // 2, axis=1)
     state_labels = tf.clip_by_value(state_labels, 0, tf.shape(log_probs)[2] - 1)
