@@ -11,7 +11,8 @@ from openipu._src.config.enums import (
     StochasticRoundingBehaviour,
 )
 
-IPU_SELECTION = "Union[int, List[int], Tuple[int, ...]]"
+# The original's metadata spells the annotation as written in its source.
+IPU_SELECTION = "typing.Union[int, typing.List[int], typing.Tuple[int, ...]]"
 
 SPEC_OPTIONS = [
     ("allow_recompute", "bool", False),

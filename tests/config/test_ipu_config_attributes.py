@@ -95,7 +95,7 @@ def test_metadata_names_are_relative_to_the_category_but_report_full_names():
     )
     assert config.optimizations.math.get_attribute_metadata("fast").type == "bool"
     assert config.norms.get_attribute_metadata("experimental").name == "norms.experimental"
-    with pytest.raises(ValueError, match="optimizations.optimizations.math.fast"):
+    with pytest.raises(ValueError, match="metadata for 'optimizations.math.fast'"):
         config.optimizations.get_attribute_metadata("optimizations.math.fast")
 
 

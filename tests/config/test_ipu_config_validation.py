@@ -135,7 +135,7 @@ def test_e18_replica_group_size_below_one(group_size):
     message = validation_message(config)
     assert "norms.experimental.distributed_batch_norm_replica_group_size" in message
     assert f"is {group_size}" in message
-    assert ">= 1" in message
+    assert "must be at least 1" in message
 
 
 def test_e18_distributed_batch_norm_with_io_tiles():
@@ -143,7 +143,8 @@ def test_e18_distributed_batch_norm_with_io_tiles():
     config.norms.experimental.distributed_batch_norm_replica_group_size = 2
     config.io_tiles.num_io_tiles = 16
     message = validation_message(config)
-    assert "distributed_batch_norm_replica_group_size is 2" in message
+    assert "distributed_batch_norm_replica_group_size is not supported with I/O tiles" in message
+    assert "It is 2" in message
     assert "io_tiles.num_io_tiles is 16" in message
 
 
@@ -243,13 +244,16 @@ def on_the_ipu_model(monkeypatch):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda c: setattr(c.ipu_model, "version", ""), 'ipu_model.version is "" but must be set'),
+        (
+            lambda c: setattr(c.ipu_model, "version", ""),
+            "ipu_model.version must be set when using the IPUModel",
+        ),
         (lambda c: setattr(c.ipu_model, "version", "ipu9"), "ipu_model.version is 'ipu9'"),
         (lambda c: setattr(c, "select_ipus", [0]), "only be specified with `auto_select_ipus`"),
         (lambda c: setattr(c, "select_ipus", 0), "only be specified with `auto_select_ipus`"),
         (
             lambda c: setattr(c.experimental.multi_replica_distribution, "process_count", 2),
-            "multi-replica distribution is not supported on the IPU model",
+            "Multi-replica distribution is not supported on the IPU model",
         ),
     ],
 )

@@ -66,10 +66,11 @@ def test_serialization_factor_is_converted_with_int(serialization_factor):
 
 def test_serialization_factor_must_divide_the_table():
     with pytest.raises(
-        ValueError, match=r"serialization_factor \(5\) must divide dimension 0 of params \(12\)"
+        ValueError,
+        match=r"The serialization_factor \(5\) must divide the size of the 0th dimension of params \(12\)",
     ):
         embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=5)
-    with pytest.raises(ValueError, match="serialization_factor must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="serialization_factor has to be at least 1, but was 0"):
         embedding_ops.embedding_lookup(PARAMS, IDS, serialization_factor=0)
 
 

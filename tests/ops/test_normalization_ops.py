@@ -287,7 +287,7 @@ def test_undefined_rank_is_rejected(op):  # E51, E56, E58
 def test_undefined_channels_are_rejected(op):  # E52, E57, E58
     traced = tf.function(op, input_signature=[tf.TensorSpec([2, 3, None], tf.float32)])
     with pytest.raises(
-        ValueError, match=r"undefined channels dimension 2 \(shape \(2, 3, None\)\)"
+        ValueError, match=r"undefined channel dimension: -1\. .*dimension 2, shape \(2, 3, None\)"
     ):
         traced.get_concrete_function()
 
@@ -297,20 +297,18 @@ def test_undefined_channels_are_rejected(op):  # E52, E57, E58
     [normalization_ops.group_norm, normalization_ops.instance_norm, normalization_ops.layer_norm],
 )
 def test_channels_must_be_dimension_1_or_last(op):  # E53, E55
-    with pytest.raises(
-        ValueError, match="channels dimension must be 1 or the last.*channels_axis 2"
-    ):
+    with pytest.raises(ValueError, match="^Unsupported data format.*channels_axis 2"):
         op(tf.zeros([2, 3, 4, 5]), channels_axis=2)
 
 
 def test_channels_axis_out_of_bounds():
-    with pytest.raises(ValueError, match="channels_axis 3 is out of bounds for rank 3"):
+    with pytest.raises(ValueError, match="^Axis is out of bounds.*channels_axis 3 is out of bounds for rank 3"):
         normalization_ops.group_norm(tf.zeros([2, 3, 4]), channels_axis=3)
 
 
 @pytest.mark.parametrize(
     "groups, message",
-    [(3, "4 channels is not commensurate with 3 groups"), (8, "invalid groups 8 for 4 channels")],
+    [(3, "4 channels is not commensurate with 3 groups"), (8, "Invalid groups 8 for 4 channels")],
 )
 def test_groups_must_divide_channels(groups, message):  # E54
     with pytest.raises(ValueError, match=message):

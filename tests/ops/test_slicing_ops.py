@@ -82,7 +82,8 @@ def test_sequence_slice_gradients_route_to_the_copied_rows():
 
 def test_inner_dimensions_must_match():
     with pytest.raises(
-        ValueError, match=r"inner dimensions .* dst shape \(6, 6\) and src shape \(6, 5\)"
+        ValueError,
+        match=r"^src and dst inner shapes must match.*dst shape \(6, 6\), src shape \(6, 5\)",
     ):
         slicing_ops.sequence_slice(tf.zeros([6, 6]), tf.zeros([6, 5]), [1], [0], [0], False)
 
@@ -92,6 +93,14 @@ def test_rank_2_is_needed():
         slicing_ops.sequence_slice_unpack(tf.zeros([6]), [1], [0], 1)
 
 
+def test_slice_vectors_need_at_least_one_slice():
+    with pytest.raises(ValueError, match="num_elems, src_offsets and dst_offsets must have"):
+        slicing_ops.sequence_slice(tf.zeros([6, 6]), tf.zeros([4, 6]), [], [], [], False)
+
+
 def test_slice_vectors_must_have_one_entry_per_slice():
-    with pytest.raises(ValueError, match=r"one entry per slice.*\[\[2\], \[1\]\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"^num_elems and dst_offsets must have matching, nonzero shapes of rank 1.*\(2,\).*\(1,\)",
+    ):
         slicing_ops.sequence_slice_pack(tf.zeros([6, 6]), tf.zeros([4, 6]), [2, 2], [1], False)

@@ -96,7 +96,7 @@ def test_histogram_rejects_bad_inputs(inputs, levels, message):  # E61
 @pytest.mark.parametrize(
     "hist, message",
     [
-        (np.zeros(4, np.float16), "hist must be float32, got dtype float16"),
+        (np.zeros(4, np.float16), "hist must be of float32 type \\(got dtype float16\\)"),
         (np.zeros((4, 1), np.float32), r"hist must have rank 1, got shape \(4, 1\)"),
         (np.zeros(3, np.float32), "got 3 bins for 3 levels"),
     ],

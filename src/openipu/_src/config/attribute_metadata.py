@@ -1,6 +1,7 @@
 """`AttributeMetadata`: what is known about one option or category of a config tree."""
 
 import copy
+import inspect
 import logging
 from typing import Any
 
@@ -25,10 +26,13 @@ class AttributeMetadata:
         deprecated_msg: str | None = None,
     ) -> None:
         self._name = name
+        # How deep in the tree: 1 for an option of the root (the original's `_depth`).
+        self._depth = name.count(".") + 1
         self._type_hint = type_hint
         self._default = default
         self._deprecated_msg = deprecated_msg
-        self.__doc__ = doc
+        # The original normalises the indentation of docstrings and has a text for none.
+        self.__doc__ = inspect.cleandoc(doc) if doc.strip() else "No description provided."
 
     @property
     def name(self) -> str:
@@ -69,20 +73,20 @@ class AttributeMetadata:
         """
         if self._type_hint is None:
             raise TypeError(
-                f"'{self._name}' is a category of options, not an option, so it cannot be set "
-                f"(tried with {value!r}); set the options inside it instead"
+                f"{self._name} is a category and cannot be assigned to (tried with {value!r}); "
+                "set the options inside it instead"
             )
         if not value_matches_type_hint(value, self._type_hint):
             raise TypeError(
-                f"Trying to set {self._name} to {value!r} (of type {type(value).__name__}), "
-                f"but it must be of type {self.type}"
+                f"Trying to set {self._name} to {value!r}, but it must be of type {self.type} "
+                f"(got {type(value).__name__})"
             )
         return True
 
     def warn_if_deprecated(self) -> None:
         """Outputs a log warning if this option/category is deprecated."""
         if self.deprecated:
-            logger.warning("%s is deprecated: %s", self._name, self._deprecated_msg)
+            logger.warning("%s has been deprecated: %s", self._name, self._deprecated_msg)
 
     def __repr__(self) -> str:
         if self._type_hint is None:

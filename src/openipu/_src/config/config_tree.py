@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from openipu._src.config.attribute_metadata import AttributeMetadata, logger
 from openipu._src.config.type_hints import (
     TypeHint,
+    check_type_hint,
     from_json_value,
     to_json_value,
     value_matches_type_hint,
@@ -71,6 +72,7 @@ class Option:
             deprecated one; setting this option sets that one to the same value.
           legacy_value: values of another type that are still accepted.
         """
+        check_type_hint(type_hint)
         if not value_matches_type_hint(default, type_hint):
             raise TypeError(f"default {default!r} does not match the type hint {type_hint!r}")
         self.name = ""
@@ -96,9 +98,23 @@ class Option:
 class Subcategory:
     """Declares a nested category of a `ConfigCategory` (a read-only data descriptor)."""
 
-    def __init__(self, category_class: "type[ConfigCategory]", doc: str | None = None) -> None:
+    def __init__(
+        self,
+        category_class: "type[ConfigCategory]",
+        doc: str | None = None,
+        *,
+        deprecated_msg: str | None = None,
+    ) -> None:
+        """
+        Args:
+          category_class: the category's class.
+          doc: the documentation of the category; by default its class's docstring.
+          deprecated_msg: makes the category, and every option and category inside it that has
+            no message of its own, deprecated with this message.
+        """
         self.name = ""
         self.category_class = category_class
+        self.deprecated_msg = deprecated_msg
         self.__doc__ = doc if doc is not None else category_class.__doc__
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -110,9 +126,10 @@ class Subcategory:
         return category._subcategories[self.name]
 
     def __set__(self, category: "ConfigCategory", value: Any) -> None:
+        # The original's words (tensorflow/python/ipu/config.py _ConfigBase).
         raise AttributeError(
-            f"'{category._full_name(self.name)}' is a category of options, not an option, so "
-            f"it cannot be set (tried with {value!r}); set the options inside it instead"
+            f"{category._full_name(self.name)} is a category and cannot be assigned to (tried "
+            f"with {value!r}); set the options inside it instead"
         )
 
 
@@ -146,22 +163,37 @@ class ConfigCategory:
             {name: sub.category_class() for name, sub in self._subcategory_fields.items()},
         )
         # A new category is a root until its parent places it in the tree.
-        self._place_in_tree("", type(self).__name__)
+        self._place_in_tree("", type(self).__name__, None)
 
-    def _place_in_tree(self, path: str, root_name: str) -> None:
+    def _place_in_tree(self, path: str, root_name: str, deprecated_msg: str | None) -> None:
+        """Records where this category sits, and the deprecation it inherits from the nearest
+        deprecated category above it (if any)."""
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_root_name", root_name)
+        object.__setattr__(self, "_inherited_deprecation", deprecated_msg)
         for name, subcategory in self._subcategories.items():
-            subcategory._place_in_tree(self._full_name(name), root_name)
+            field = self._subcategory_fields[name]
+            subcategory._place_in_tree(
+                self._full_name(name), root_name, field.deprecated_msg or deprecated_msg
+            )
 
     def _full_name(self, name: str) -> str:
         return f"{self._path}.{name}" if self._path else name
+
+    def _get_full_name(self, attr: str) -> str:
+        """The name of this category's `attr` relative to the root (the original's name)."""
+        if attr not in self._option_fields and attr not in self._subcategory_fields:
+            raise self._unknown_attribute_error(attr)
+        return self._full_name(attr)
 
     # Attribute access.
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._option_fields and name not in self._subcategory_fields:
             raise self._unknown_attribute_error(name)
+        if name in self._subcategory_fields:
+            # Setting anything inside a deprecated category warns, as the original does.
+            self.get_attribute_metadata(name).warn_if_deprecated()
         object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
@@ -199,7 +231,7 @@ class ConfigCategory:
             doc=option.__doc__ or "",
             type_hint=option.type_hint,
             default=option.default,
-            deprecated_msg=option.deprecated_msg,
+            deprecated_msg=option.deprecated_msg or self._inherited_deprecation,
         )
 
     def get_attribute_metadata(self, attr: str) -> AttributeMetadata:
@@ -214,11 +246,21 @@ class ConfigCategory:
         """
         if not isinstance(attr, str):
             raise TypeError(f"attr must be a dotted attribute name (str), got {attr!r}")
-        category, name = self._resolve(attr)
+        try:
+            category, name = self._resolve(attr)
+        except UnknownAttributeError as error:
+            # The original's words (tensorflow/python/ipu/config.py get_attribute_metadata).
+            raise UnknownAttributeError(
+                f"Could not get attribute metadata for '{attr}': {error}"
+            ) from None
         if name in category._option_fields:
             return category._option_metadata(category._option_fields[name])
         subcategory = category._subcategory_fields[name]
-        return AttributeMetadata(name=category._full_name(name), doc=subcategory.__doc__ or "")
+        return AttributeMetadata(
+            name=category._full_name(name),
+            doc=subcategory.__doc__ or "",
+            deprecated_msg=subcategory.deprecated_msg or category._inherited_deprecation,
+        )
 
     def _resolve(self, dotted_name: str) -> "tuple[ConfigCategory, str]":
         """Returns the category that declares `dotted_name` and its last name component."""
@@ -226,10 +268,10 @@ class ConfigCategory:
         category = self
         for category_name in category_names:
             if category_name not in category._subcategories:
-                raise self._unknown_attribute_error(dotted_name, dotted=True)
+                raise category._unknown_attribute_error(category_name, self, dotted_name)
             category = category._subcategories[category_name]
         if name not in category._option_fields and name not in category._subcategory_fields:
-            raise self._unknown_attribute_error(dotted_name, dotted=True)
+            raise category._unknown_attribute_error(name, self, dotted_name)
         return category, name
 
     def _resolve_option(self, dotted_name: str) -> "tuple[ConfigCategory, Option]":
@@ -248,14 +290,32 @@ class ConfigCategory:
             yield prefix + name
             yield from subcategory._iter_category_names(f"{prefix}{name}.")
 
-    def _unknown_attribute_error(self, name: str, dotted: bool = False) -> UnknownAttributeError:
-        where = f"{self._root_name}.{self._path}" if self._path else self._root_name
-        message = f"'{self._full_name(name)}' is not a valid attribute of {where}."
-        suggestions = [f"'{self._full_name(match)}'" for match in self._closest_names(name, dotted)]
-        if len(suggestions) == 1:
-            message += f" Did you mean {suggestions[0]}?"
-        elif suggestions:
-            message += f" Did you mean one of {', '.join(suggestions)}?"
+    def _unknown_attribute_error(
+        self,
+        name: str,
+        lookup_start: "ConfigCategory | None" = None,
+        dotted_name: str | None = None,
+    ) -> UnknownAttributeError:
+        """The error for `name`, which this category lacks; `dotted_name` is the whole name
+        being looked up from `lookup_start`, when the lookup is by a dotted name."""
+        # First the original's message and suggestion: the closest name in this category
+        # (tensorflow/python/ipu/config.py _ConfigBase.__getattr__).
+        message = f"'{name}' is not a valid attribute of this config."
+        own_names = [*self._option_fields, *self._subcategory_fields]
+        suggestions = [
+            self._full_name(match) for match in difflib.get_close_matches(name, own_names, n=1)
+        ]
+        # Then the names anywhere below the lookup's start that it was probably meant to be,
+        # e.g. `io_tiles.num_io_tiles` for `config.num_io_tiles`.
+        start = lookup_start if lookup_start is not None else self
+        wanted = dotted_name if dotted_name is not None else name
+        for match in start._closest_names(wanted, dotted=dotted_name is not None):
+            if start._full_name(match) not in suggestions:
+                suggestions.append(start._full_name(match))
+        if suggestions:
+            message += f" Did you mean '{suggestions[0]}'?"
+        if len(suggestions) > 1:
+            message += f" Or {', '.join(f'{s!r}' for s in suggestions[1:])}?"
         return UnknownAttributeError(message)
 
     def _closest_names(self, name: str, dotted: bool) -> list[str]:
@@ -291,13 +351,13 @@ class ConfigCategory:
     __hash__ = None  # type: ignore[assignment]  # Mutable.
 
     def __repr__(self) -> str:
-        changed = [
-            f"{name}={_format_value(category._values[option.name])}"
-            for name, category, option in self._iter_options()
-            if category._values[option.name] != option.default
+        # The original's form: the class name, then one indented `name = value` line per
+        # option, with full names.
+        lines = [
+            f"  {category._full_name(option.name)} = {_format_value(category._values[option.name])}"
+            for _, category, option in self._iter_options()
         ]
-        where = f"{self._root_name}.{self._path}" if self._path else self._root_name
-        return f"{where}({', '.join(changed)})"
+        return "\n".join([f"{type(self).__name__}:", *lines])
 
     def __str__(self) -> str:
         where = f"{self._root_name}.{self._path}" if self._path else self._root_name
@@ -313,14 +373,21 @@ class ConfigCategory:
 class ConfigTree(ConfigCategory):
     """The root category of a config tree, which can be exported and restored."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Every option and category, documented under the root class (the nested classes are an
+        # implementation detail), as the original's generated documentation.
+        cls.__doc__ = (cls.__doc__ or "") + "\n\n" + "".join(_document_fields(cls, "", None))
+
     def to_dict(self) -> dict[str, Any]:
         """Export the configuration stored within this configuration object to a dict.
 
         Returns:
           A dictionary containing the configuration: full dotted option names to values.
         """
+        # Enum members are written as their values, as the original writes them.
         return {
-            name: copy.deepcopy(category._values[option.name])
+            name: _enum_as_value(copy.deepcopy(category._values[option.name]))
             for name, category, option in self._iter_options()
         }
 
@@ -334,7 +401,7 @@ class ConfigTree(ConfigCategory):
         Args:
           dct: A dictionary containing a configuration.
         """
-        self._apply_assignments(self._flatten_assignments(dct))
+        self._apply_assignments(self._with_enum_members(self._flatten_assignments(dct)))
 
     def to_json(self) -> str:
         """Export the configuration stored within this configuration object as a JSON string.
@@ -354,16 +421,23 @@ class ConfigTree(ConfigCategory):
         Args:
           json_cfg: A JSON string containing a configuration.
         """
-        assignments = []
-        for name, data in self._flatten_assignments(json.loads(json_cfg)):
+        self._apply_assignments(
+            self._with_enum_members(self._flatten_assignments(json.loads(json_cfg)))
+        )
+
+    def _with_enum_members(self, assignments: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Values as the options hold them: enum values and names become members, JSON lists
+        stand for tuples."""
+        converted = []
+        for name, data in assignments:
             try:
                 _, option = self._resolve_option(name)
             except (UnknownAttributeError, KeyError):
                 # Unknown names and categories fail in _apply_assignments, with the usual message.
-                assignments.append((name, data))
+                converted.append((name, data))
                 continue
-            assignments.append((name, from_json_value(data, option.type_hint)))
-        self._apply_assignments(assignments)
+            converted.append((name, from_json_value(data, option.type_hint)))
+        return converted
 
     def _flatten_assignments(self, dct: Any, prefix: str = "") -> list[tuple[str, Any]]:
         if not isinstance(dct, dict):
@@ -410,6 +484,53 @@ class ConfigTree(ConfigCategory):
             return False
         option = category._option_fields.get(name)
         return option is not None and option.deprecated_msg is not None
+
+
+def _declared_fields(cls: type) -> "list[tuple[str, Option | Subcategory]]":
+    """The options and categories of `cls`, in declaration order (base classes first)."""
+    fields: dict[str, Option | Subcategory] = {}
+    for klass in reversed(cls.__mro__):
+        for name, field in vars(klass).items():
+            if isinstance(field, Option | Subcategory):
+                fields[name] = field
+    return list(fields.items())
+
+
+def _document_fields(cls: type, prefix: str, inherited_deprecation: str | None) -> Iterator[str]:
+    """Sphinx/RST entries for the fields of category `cls`: a label, a `py:attribute::`, the
+    type and default of an option, a note for a deprecated one, its description; indented
+    by depth. Sphinx strips what it takes for a class name from nested attribute names, so
+    the first entry of a category deeper than two gets that part repeated (as the original
+    does)."""
+    for index, (name, field) in enumerate(_declared_fields(cls)):
+        full_name = prefix + name
+        deprecated_msg = field.deprecated_msg or inherited_deprecation
+        metadata = AttributeMetadata(
+            name=full_name,
+            doc=field.__doc__ or "",
+            type_hint=field.type_hint if isinstance(field, Option) else None,
+            default=field.default if isinstance(field, Option) else None,
+            deprecated_msg=deprecated_msg,
+        )
+        shown_name = full_name
+        if index == 0 and metadata._depth > 2:
+            shown_name = full_name.rsplit(".", 2)[0] + "." + full_name
+        lines = [f".. _{full_name}:", f".. py:attribute:: {shown_name}"]
+        if isinstance(field, Option):
+            default = f'"{field.default}"' if isinstance(field.default, str) else field.default
+            lines += [f"   :type: {metadata.type}", f"   :value: {default}"]
+        lines.append("")
+        if metadata.deprecated:
+            lines += ["   .. note::\n", f"      DEPRECATED: {deprecated_msg}\n"]
+        lines += ["   " + line for line in (metadata.__doc__ or "").split("\n")]
+        indent = "   " * (metadata._depth + 1)
+        yield "\n".join(indent + line for line in lines) + "\n\n"
+        if isinstance(field, Subcategory):
+            yield from _document_fields(field.category_class, full_name + ".", deprecated_msg)
+
+
+def _enum_as_value(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def _format_value(value: Any) -> str:

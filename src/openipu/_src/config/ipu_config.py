@@ -16,6 +16,7 @@ from openipu._src.config.enums import (
     SelectionOrder,
     StochasticRoundingBehaviour,
 )
+from openipu._src.config.ipu_options import IpuOptions, ipu_options_from_config
 from openipu._src.config.validation import validate_ipu_config
 
 _IPU_SELECTION = int | list[int] | tuple[int, ...]
@@ -554,6 +555,11 @@ sixteen IPUs.
         """Checks the rules that involve several options; raises a ValueError listing every
         broken rule, each naming the option, its value and what is allowed."""
         validate_ipu_config(self)
+
+    def _create_protobuf(self) -> IpuOptions:
+        """The options record of this config (the original's `IpuOptions` protobuf), after
+        checking the rules that involve several options."""
+        return ipu_options_from_config(self)
 
     def configure_ipu_system(self, device: str = "cpu") -> Any:
         """Configure the IPU system with this config.

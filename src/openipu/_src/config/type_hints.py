@@ -1,7 +1,7 @@
 """The small type-hint language of config options: checking, printing and JSON conversion.
 
 Options are typed with plain classes (`bool`, `int`, `float`, `str`, `dict`, an `enum.Enum`)
-or with unions of them and of homogeneous `list[...]` / `tuple[..., ...]` containers.
+or with unions of them and of `list[...]`, `tuple[X, ...]` and fixed `tuple[X, Y]` containers.
 """
 
 import enum
@@ -23,24 +23,21 @@ def _union_members(hint: TypeHint) -> tuple[TypeHint, ...] | None:
     return None
 
 
-def _homogeneous_tuple_item(hint: TypeHint) -> TypeHint:
-    item_hint, ellipsis = typing.get_args(hint)
-    if ellipsis is not Ellipsis:
-        raise TypeError(f"only tuple[X, ...] hints are supported, got {hint!r}")
-    return item_hint
-
-
 def type_hint_to_string(hint: TypeHint) -> str:
-    """Spells a hint the way the IPU documentation does, e.g. `Union[int, List[int]]`."""
+    """Spells a hint as the original's metadata does (its annotation's source text), e.g.
+    `typing.Union[int, typing.List[int]]`."""
     members = _union_members(hint)
     if members is not None:
-        return f"Union[{', '.join(type_hint_to_string(member) for member in members)}]"
+        return f"typing.Union[{', '.join(type_hint_to_string(member) for member in members)}]"
     origin = _origin(hint)
     if origin is list:
-        (item_hint,) = typing.get_args(hint)
-        return f"List[{type_hint_to_string(item_hint)}]"
+        args = typing.get_args(hint)
+        return f"typing.List[{type_hint_to_string(args[0])}]" if args else "list"
     if origin is tuple:
-        return f"Tuple[{type_hint_to_string(_homogeneous_tuple_item(hint))}, ...]"
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"typing.Tuple[{type_hint_to_string(args[0])}, ...]"
+        return f"typing.Tuple[{', '.join(type_hint_to_string(arg) for arg in args)}]"
     name: str = hint.__name__
     return name
 
@@ -59,17 +56,36 @@ def value_matches_type_hint(value: Any, hint: TypeHint) -> bool:
         (item_hint,) = typing.get_args(hint)
         return type(value) is list and all(value_matches_type_hint(v, item_hint) for v in value)
     if origin is tuple:
-        item_hint = _homogeneous_tuple_item(hint)
-        return type(value) is tuple and all(value_matches_type_hint(v, item_hint) for v in value)
+        args = typing.get_args(hint)
+        if type(value) is not tuple:
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(value_matches_type_hint(v, args[0]) for v in value)
+        # A fixed-length tuple, e.g. Tuple[str]: one value per position.
+        return len(value) == len(args) and all(map(value_matches_type_hint, value, args))
     if hint in (bool, int, float, str):
         return type(value) is hint
     return isinstance(value, hint)
 
 
+def check_type_hint(hint: TypeHint) -> None:
+    """Raises a ValueError for a hint the original refuses: a union of int and an enum, whose
+    serialised (integer) values could not be told apart (tensorflow/python/ipu/config.py)."""
+    members = _union_members(hint)
+    if members is None:
+        return
+    if int in members and any(isinstance(m, type) and issubclass(m, enum.Enum) for m in members):
+        raise ValueError(
+            f"cannot have a Union of int and Enum: deserialising this attribute may be invalid "
+            f"(type hint {type_hint_to_string(hint)})"
+        )
+
+
 def to_json_value(value: Any) -> Any:
-    """Converts an option value to JSON-compatible data; enum members become their names."""
+    """Converts an option value to JSON-compatible data; enum members become their values, as
+    the original's `to_dict`/`to_json` write them."""
     if isinstance(value, enum.Enum):
-        return value.name
+        return value.value
     if isinstance(value, list | tuple):
         return [to_json_value(item) for item in value]
     if isinstance(value, dict):
@@ -91,8 +107,13 @@ def from_json_value(data: Any, hint: TypeHint) -> Any:
             if value_matches_type_hint(converted, member):
                 return converted
         return data
-    if isinstance(hint, type) and issubclass(hint, enum.Enum) and isinstance(data, str):
-        return _enum_member_from_name(hint, data)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum) and not isinstance(data, bool):
+        if isinstance(data, str):
+            return _enum_member_from_name(hint, data)
+        try:
+            return hint(data)  # The member's value, as the original writes it.
+        except ValueError:
+            return data
     if _origin(hint) is list and isinstance(data, list):
         (item_hint,) = typing.get_args(hint)
         return [from_json_value(item, item_hint) for item in data]

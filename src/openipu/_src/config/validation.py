@@ -39,10 +39,11 @@ def _check_device_connection_version(config: "IPUConfig") -> list[str]:
         ]
     if connection.type in _OFFLINE_CONNECTION_TYPES and connection.version == "":
         return [
-            f'device_connection.version is "" but must be one of '
-            f"{', '.join(repr(v) for v in IPU_VERSIONS)} when device_connection.type is "
-            f"{connection.type}: without a device to query, the IPU architecture to compile "
-            "for must be given"
+            "device_connection.version must be set when device_connection.type is "
+            "DeviceConnectionType.NEVER or DeviceConnectionType.PRE_COMPILE (it is "
+            f'"" and device_connection.type is {connection.type}; one of '
+            f"{', '.join(repr(v) for v in IPU_VERSIONS)}): without a device to query, the IPU "
+            "architecture to compile for must be given"
         ]
     if connection.type not in _OFFLINE_CONNECTION_TYPES and connection.version != "":
         warnings.warn(
@@ -65,8 +66,9 @@ def _check_multi_replica_distribution(config: "IPUConfig") -> list[str]:
         ]
     if count > 0 and not 0 <= index < count:
         return [
-            f"experimental.multi_replica_distribution.process_index is {index}, but must be in "
-            f"[0, {count}) because process_count is {count}"
+            "experimental.multi_replica_distribution.process_index must be in the range "
+            "[0, experimental.multi_replica_distribution.process_count) (process_index is "
+            f"{index}, so not in [0, {count}))"
         ]
     return []
 
@@ -77,8 +79,8 @@ def _check_io_tiles(config: "IPUConfig") -> list[str]:
         return [f"io_tiles.num_io_tiles is {io_tiles.num_io_tiles}, but must be >= 0"]
     if io_tiles.place_ops_on_io_tiles and io_tiles.num_io_tiles == 0:
         return [
-            "io_tiles.place_ops_on_io_tiles is True, which needs io_tiles.num_io_tiles > 0, "
-            "but io_tiles.num_io_tiles is 0"
+            "Cannot place ops on I/O tiles when io_tiles.num_io_tiles == 0 "
+            "(io_tiles.place_ops_on_io_tiles is True)"
         ]
     return []
 
@@ -87,12 +89,12 @@ def _check_distributed_batch_norm(config: "IPUConfig") -> list[str]:
     name = "norms.experimental.distributed_batch_norm_replica_group_size"
     group_size = config.norms.experimental.distributed_batch_norm_replica_group_size
     if group_size < 1:
-        return [f"{name} is {group_size}, but must be >= 1"]
+        return [f"{name} must be at least 1 (it is {group_size})"]
     if group_size > 1 and config.io_tiles.num_io_tiles > 0:
         return [
-            f"{name} is {group_size}, but must be 1 when I/O tiles are used "
-            f"(io_tiles.num_io_tiles is {config.io_tiles.num_io_tiles}): distributed batch "
-            "norm is not supported with I/O tiles"
+            f"{name} is not supported with I/O tiles. (It is {group_size} and "
+            f"io_tiles.num_io_tiles is {config.io_tiles.num_io_tiles}; it must be 1 when I/O "
+            "tiles are used)"
         ]
     return []
 
@@ -101,8 +103,8 @@ def _check_ipu_selection(config: "IPUConfig") -> list[str]:
     problems = []
     if _is_set(config.auto_select_ipus) and _is_set(config.select_ipus):
         problems.append(
-            f"auto_select_ipus is {config.auto_select_ipus!r} and select_ipus is "
-            f"{config.select_ipus!r}, but at most one of them may be set"
+            "Only one of `auto_select_ipus` and `select_ipus` can be set. (auto_select_ipus "
+            f"is {config.auto_select_ipus!r} and select_ipus is {config.select_ipus!r})"
         )
     bad_counts = [count for count in _as_list(config.auto_select_ipus) if count < 1]
     if bad_counts:
@@ -120,8 +122,8 @@ def _check_ipu_selection(config: "IPUConfig") -> list[str]:
     duplicates = sorted(index for index, times in Counter(indices).items() if times > 1)
     if duplicates:
         problems.append(
-            f"select_ipus is {config.select_ipus!r}, but each device configuration index may "
-            f"appear once (repeated: {', '.join(map(str, duplicates))})"
+            f"All MultiIPU indices in `select_ipus` must be unique. (select_ipus is "
+            f"{config.select_ipus!r}; repeated: {', '.join(map(str, duplicates))})"
         )
     return problems
 
@@ -136,7 +138,7 @@ def _check_ipu_model(config: "IPUConfig") -> list[str]:
     problems = []
     version = config.ipu_model.version
     if version == "":
-        problems.append('ipu_model.version is "" but must be set when using the IPUModel')
+        problems.append('ipu_model.version must be set when using the IPUModel (it is "")')
     elif version not in IPU_VERSIONS:
         problems.append(
             f"ipu_model.version is {version!r}, but the IPUModel has the versions "
@@ -144,14 +146,14 @@ def _check_ipu_model(config: "IPUConfig") -> list[str]:
         )
     if config.experimental.multi_replica_distribution.process_count > 0:
         problems.append(
-            "experimental.multi_replica_distribution.process_count is "
-            f"{config.experimental.multi_replica_distribution.process_count}, but "
-            "multi-replica distribution is not supported on the IPU model"
+            "Multi-replica distribution is not supported on the IPU model. "
+            "(experimental.multi_replica_distribution.process_count is "
+            f"{config.experimental.multi_replica_distribution.process_count})"
         )
     if _is_set(config.select_ipus):
         problems.append(
-            f"select_ipus is {config.select_ipus!r}, but when using the IPUModel, the devices "
-            "to attach to can only be specified with `auto_select_ipus`"
+            "When using the IPUModel, the devices to attach to can only be specified with "
+            f"`auto_select_ipus`. (select_ipus is {config.select_ipus!r})"
         )
     return problems
 
@@ -170,7 +172,8 @@ def validate_ipu_config(config: "IPUConfig") -> None:
     """Raises a ValueError describing every rule `config` breaks, if any."""
     problems = [problem for rule in _RULES for problem in rule(config)]
     if len(problems) == 1:
-        raise ValueError(f"Invalid IPUConfig: {problems[0]}.")
+        # The message starts with the original's words for the rule, which programs match.
+        raise ValueError(problems[0])
     if problems:
         listing = "\n".join(f"  - {problem}" for problem in problems)
         raise ValueError(f"Invalid IPUConfig, {len(problems)} problems:\n{listing}")

@@ -20,8 +20,10 @@ def embedding_lookup(params, ids, name=None, serialization_factor: int = 1) -> t
     # The original takes int(serialization_factor) (ops/embedding_ops.py).
     serialization_factor = as_int(serialization_factor, "embedding_lookup: serialization_factor")
     if serialization_factor < 1:
+        # The original's words (tensorflow/python/ipu/ops/embedding_ops.py).
         raise ValueError(
-            f"embedding_lookup: serialization_factor must be >= 1, got {serialization_factor}"
+            f"serialization_factor has to be at least 1, but was {serialization_factor}. "
+            "(embedding_lookup)"
         )
     with tf.name_scope(name or "embedding_lookup"):
         params = tf.convert_to_tensor(params)
@@ -45,8 +47,8 @@ def _serialized_lookup(params: tf.Tensor, ids: tf.Tensor, factor: int) -> tf.Ten
         )
     if num_rows % factor:
         raise ValueError(
-            f"embedding_lookup: serialization_factor ({factor}) must divide dimension 0 "
-            f"of params ({num_rows})"
+            f"The serialization_factor ({factor}) must divide the size of the 0th dimension "
+            f"of params ({num_rows}). (embedding_lookup)"
         )
     rows_per_slice = num_rows // factor
     result = None

@@ -62,7 +62,7 @@ def _scale_of(metadata: tf.Tensor) -> tf.Tensor:
 
 
 def _is_f143(metadata: tf.Tensor) -> tf.Tensor:
-    return tf.bitwise.bitwise_and(tf.cast(metadata, tf.int32), FORMAT_BIT) != 0
+    return tf.not_equal(tf.bitwise.bitwise_and(tf.cast(metadata, tf.int32), FORMAT_BIT), 0)
 
 
 def _exponent_of(values: tf.Tensor) -> tf.Tensor:
@@ -92,7 +92,8 @@ def _encode(values: tf.Tensor, layout: Layout, nan_on_overflow: bool) -> tf.Tens
     )
     mantissa = tf.cast(tf.round(fraction * 2.0**layout.mantissa_bits), tf.int32)
     bits = tf.bitwise.bitwise_or(tf.bitwise.left_shift(field, layout.mantissa_bits), mantissa)
-    negative = (values < 0) & (bits != 0)  # no negative zero: its pattern is NaN
+    # tf.equal/tf.not_equal, not ==/!=: in a TF1 graph those compare identity.
+    negative = (values < 0) & tf.not_equal(bits, 0)  # no negative zero: its pattern is NaN
     bits = tf.where(negative, tf.bitwise.bitwise_or(bits, 0x80), bits)
     invalid = tf.math.is_nan(values)
     if nan_on_overflow:
@@ -110,13 +111,13 @@ def _decode(bits: tf.Tensor, layout: Layout) -> tf.Tensor:
     mantissa = tf.cast(tf.bitwise.bitwise_and(bits, mantissa_mask), tf.float32)
     fraction = mantissa / 2.0**layout.mantissa_bits
     magnitude = tf.where(
-        field == 0,
+        tf.equal(field, 0),
         fraction * 2.0**layout.min_exponent,
         (1.0 + fraction) * tf.pow(2.0, tf.cast(field - layout.bias, tf.float32)),
     )
-    negative = tf.bitwise.bitwise_and(bits, 0x80) != 0
+    negative = tf.not_equal(tf.bitwise.bitwise_and(bits, 0x80), 0)
     values = tf.where(negative, -magnitude, magnitude)
-    return tf.where(bits == NAN_BITS, tf.constant(float("nan"), tf.float32), values)
+    return tf.where(tf.equal(bits, NAN_BITS), tf.constant(float("nan"), tf.float32), values)
 
 
 def to_f8_bits(values: tf.Tensor, metadata: tf.Tensor, nan_on_overflow: bool) -> tf.Tensor:

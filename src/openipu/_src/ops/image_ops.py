@@ -20,17 +20,27 @@ def normalise_image(image, channel_offsets, channel_scales, scale=1, name=None) 
                 "normalise_image: image must be uint8, float16 or float32, "
                 f"got dtype {image.dtype.name}"
             )
+        # The original's kernel refuses these with InvalidArgumentError and its words
+        # (compiler/plugin/poplar/kernels/popops/normalise_image.cc); here when building.
         if image.shape.rank is None or image.shape.rank < 1 or image.shape[-1] != 3:
-            raise ValueError(
-                f"normalise_image: image must have 3 channels innermost, got shape {image.shape}"
+            channels = image.shape[-1] if image.shape.rank else None
+            raise tf.errors.InvalidArgumentError(
+                None,
+                None,
+                f"The image has {channels} channels, expected 3. (normalise_image: image must "
+                f"have 3 channels innermost, got shape {image.shape})",
             )
         out_dtype = tf.float16 if image.dtype == tf.uint8 else image.dtype
         offsets = tf.convert_to_tensor(channel_offsets)
         scales = tf.convert_to_tensor(channel_scales)
         for label, vector in (("channel_offsets", offsets), ("channel_scales", scales)):
             if not vector.shape.is_compatible_with([3]):
-                raise ValueError(
-                    f"normalise_image: {label} must have shape [3], got {vector.shape}"
+                size = vector.shape[0] if vector.shape.rank else vector.shape
+                raise tf.errors.InvalidArgumentError(
+                    None,
+                    None,
+                    f"The {label} must be the same size as the number of image channels 3, but "
+                    f"was {size} (normalise_image: {label} shape {vector.shape})",
                 )
         # float32 arithmetic, one rounding to the output type at the end.
         normalised = (tf.cast(image, tf.float32) * tf.cast(scale, tf.float32)) - tf.cast(

@@ -7,9 +7,9 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.ops import resource_variable_ops
 
 from openipu._src.engine import device_loop
+from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.int_like import plain_int
 
 
@@ -31,13 +31,11 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     if not x.shape.is_fully_defined():
         raise ValueError(f"fifo: x must have a fully defined shape, got {x.shape}")
     with tf.init_scope():
-        # Made outside any function being traced: the queue outlives one trace's call.
-        slots = resource_variable_ops.ResourceVariable(
-            tf.zeros([depth, *x.shape], x.dtype), trainable=False, name="fifo_slots"
-        )
-        calls = resource_variable_ops.ResourceVariable(
-            tf.constant(0, tf.int32), trainable=False, name="fifo_calls"
-        )
+        # Made outside any function being traced: the queue outlives one trace's call. Engine
+        # state, as the original's device queue: programs do not initialize it (in a TF1
+        # graph a session does before its first run).
+        slots = engine_variable(tf.zeros([depth, *x.shape], x.dtype), name="fifo_slots")
+        calls = engine_variable(tf.constant(0, tf.int32), name="fifo_calls")
     with tf.name_scope(name or "fifo"):
         slot = calls.read_value() % depth
         oldest = tf.gather(slots.read_value(), slot)

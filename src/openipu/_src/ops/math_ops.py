@@ -15,30 +15,28 @@ def segment_sum(data, segment_ids, num_segments, name=None) -> tf.Tensor:
     `segment_ids` must be sorted (an unsorted one gives an undefined result,
     as on the IPU) and `num_segments` must exceed its largest id.
     """
+    # The original's checks and messages (tensorflow/python/ipu/ops/math_ops.py): its
+    # multi-update needs static shapes.
     with tf.name_scope(name or "segment_sum"):
         data = tf.convert_to_tensor(data)
-        segment_ids = tf.convert_to_tensor(segment_ids)
-        if data.shape.rank is None or segment_ids.shape.rank is None:
+        segment_ids = tf.convert_to_tensor(segment_ids, dtype=tf.int32)
+        if not data.shape.is_fully_defined():
+            raise ValueError(f"Shape of data must be fully defined (got {data.shape})")
+        if not segment_ids.shape.is_fully_defined():
             raise ValueError(
-                "segment_sum: the ranks of data and segment_ids must be fully defined, got "
-                f"data shape {data.shape} and segment_ids shape {segment_ids.shape}"
+                f"Shape of segment_ids must be fully defined (got {segment_ids.shape})"
             )
-        if data.shape.rank < 1:
-            raise ValueError(f"segment_sum: data must have rank >= 1, got shape {data.shape}")
-        if segment_ids.shape.rank != 1:
+        data_shape = data.shape.with_rank_at_least(1)
+        segment_ids_shape = segment_ids.shape.with_rank(1)
+        num_segments = as_int(num_segments, "segment_sum: num_segments")
+        if num_segments <= 0:
+            raise ValueError(f"num_segments must be greater than 0; got {num_segments}")
+        if data_shape[0] != segment_ids_shape[0]:
             raise ValueError(
-                f"segment_sum: segment_ids must have rank 1, got shape {segment_ids.shape}"
+                f"segment_ids (shape {segment_ids_shape}) must have same length as axis 0 of "
+                f"data (shape {data_shape})"
             )
-        if not data.shape[:1].is_compatible_with(segment_ids.shape):
-            raise ValueError(
-                "segment_sum: segment_ids must have the length of dimension 0 of data, got "
-                f"{segment_ids.shape[0]} segment ids for data of shape {data.shape}"
-            )
-        if not segment_ids.dtype.is_integer:
-            raise TypeError(
-                f"segment_sum: segment_ids must be integers, got dtype {segment_ids.dtype.name}"
-            )
-        return tf.math.unsorted_segment_sum(data, tf.cast(segment_ids, tf.int32), num_segments)
+        return tf.math.unsorted_segment_sum(data, segment_ids, num_segments)
 
 
 def serialized_matmul(

@@ -69,13 +69,46 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
     def decorate(inner: Callable) -> Callable:
         @functools.wraps(inner)
         def multi_conv_wrapper(*args):
-            return inner(*args)
+            if tf.executing_eagerly():
+                return inner(*args)
+            graph = tf.compat.v1.get_default_graph()
+            first_new = len(graph.get_operations())
+            result = inner(*args)
+            _check_independent_convolutions(graph.get_operations()[first_new:])
+            return result
 
         # A function attribute, as the original's.
         multi_conv_wrapper.multi_conv_options = dict(options or {})  # type: ignore[attr-defined]
         return multi_conv_wrapper
 
     return decorate if func is None else decorate(func)
+
+
+_CONVOLUTIONS = frozenset(
+    {"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "Conv3DBackpropInputV2"}
+)
+
+
+def _check_independent_convolutions(new_ops: list) -> None:
+    """Refuses a multi-convolution whose convolutions feed each other, as the original's
+    backend does (FailedPreconditionError; its multi_conv_test.py testDataDependencies)."""
+    created = set(new_ops)
+    convolutions = [op for op in new_ops if op.type in _CONVOLUTIONS]
+    for conv in convolutions:
+        seen, pending = set(), [t.op for t in conv.inputs]
+        while pending:
+            op = pending.pop()
+            if op in seen or op not in created:
+                continue
+            seen.add(op)
+            if op.type in _CONVOLUTIONS:
+                raise tf.errors.FailedPreconditionError(
+                    None,
+                    None,
+                    "A MultiConvolution operation requires all convolutions to be independent "
+                    f"of each other. (multi_conv: {conv.name} uses the result of {op.name})",
+                )
+            pending.extend(t.op for t in op.inputs)
 
 
 # --- CTC ---------------------------------------------------------------------------------------
@@ -87,7 +120,7 @@ def ctc_loss_v2(
     """CTC loss (negative log-likelihood of `labels`) per batch entry, from logits."""
     with tf.name_scope(name or "ctc_loss"):
         logits = tf.convert_to_tensor(logits)
-        out_dtype = _ctc_out_dtype(logits.dtype, out_dtype)
+        out_dtype = _ctc_out_dtype(logits.dtype, out_dtype, "logits")
         log_probs = tf.nn.log_softmax(tf.cast(logits, _compute_dtype(logits.dtype)))
         loss = _ctc_negative_log_likelihood(
             log_probs, labels, label_length, logit_length, blank_index
@@ -101,8 +134,11 @@ def ctc_loss_with_log_probs(
     """CTC loss per batch entry, from log-probabilities (`log_softmax` of logits)."""
     with tf.name_scope(name or "ctc_loss"):
         data = tf.convert_to_tensor(data)
-        out_dtype = _ctc_out_dtype(data.dtype, out_dtype)
-        log_probs = tf.cast(data, _compute_dtype(data.dtype))
+        out_dtype = _ctc_out_dtype(data.dtype, out_dtype, "data")
+        # Renormalised: the same values for log probabilities, and the gradient the original
+        # gives for them, that of the loss with respect to logits (exp(data) - posteriors; its
+        # nn_ops_test.py testCTCGradientWithLogProbs compares it with tf.nn.ctc_loss's).
+        log_probs = tf.nn.log_softmax(tf.cast(data, _compute_dtype(data.dtype)))
         loss = _ctc_negative_log_likelihood(
             log_probs, labels, label_length, data_length, blank_index
         )
@@ -119,7 +155,7 @@ def ctc_beam_search_decoder(
 ):
     """CTC beam search from logits.
 
-    Returns `(negative log-probabilities [B, top_paths], label lengths
+    Returns `(log-probabilities [B, top_paths], label lengths
     [B, top_paths], decoded labels [B, top_paths, max_time])`; decoded label
     positions past a path's length hold the blank index.
     """
@@ -149,14 +185,14 @@ def _compute_dtype(dtype: tf.DType) -> tf.DType:
     return tf.float64 if dtype == tf.float64 else tf.float32
 
 
-def _ctc_out_dtype(data_dtype: tf.DType, out_dtype) -> tf.DType:
+def _ctc_out_dtype(data_dtype: tf.DType, out_dtype, data_name: str) -> tf.DType:
     if not data_dtype.is_floating:
         raise TypeError(f"CTC: the data must be floating point, got dtype {data_dtype.name}")
     out_dtype = data_dtype if out_dtype is None else tf.as_dtype(out_dtype)
     if out_dtype == tf.float16 and data_dtype == tf.float32:
+        # The original's words, which name its argument: `logits` or `data`.
         raise ValueError(
-            "CTC: out_dtype cannot be float16 when the data is float32 "
-            f"(out_dtype={out_dtype.name}, data dtype={data_dtype.name})"
+            f"out_dtype cannot be float16 when dtype of {data_name} is float32. (CTC loss)"
         )
     return out_dtype
 
@@ -206,13 +242,14 @@ def _ctc_negative_log_likelihood(log_probs, labels, label_length, data_length, b
     # Extended label sequence: blank, l1, blank, l2, ..., blank (2L + 1 states).
     padded_labels = tf.pad(labels, [[0, 0], [0, 1]])
     states = tf.range(2 * tf.shape(labels)[1] + 1)
-    is_label_state = states % 2 == 1
+    # tf.equal, not ==: in a TF1 graph == compares identity.
+    is_label_state = tf.equal(states % 2, 1)
     state_labels = tf.gather(padded_labels, states // 2, axis=1)
     state_labels = tf.clip_by_value(state_labels, 0, tf.shape(log_probs)[2] - 1)
     extended = tf.where(is_label_state[None, :], state_labels, blank)
     valid_state = states[None, :] < 2 * label_length[:, None] + 1
     two_back = tf.pad(extended, [[0, 0], [2, 0]], constant_values=-1)[:, : tf.shape(extended)[1]]
-    can_skip = is_label_state[None, :] & (extended != two_back)
+    can_skip = is_label_state[None, :] & tf.not_equal(extended, two_back)
 
     batch_major = tf.transpose(log_probs, [1, 0, 2])
     emissions = tf.gather(batch_major, extended, axis=2, batch_dims=1)  # [B, T, S]
@@ -220,7 +257,7 @@ def _ctc_negative_log_likelihood(log_probs, labels, label_length, data_length, b
     log_zero = tf.constant(_LOG_ZERO, dtype)
 
     first = tf.where(valid_state & (states[None, :] < 2), emissions[0], log_zero)
-    nothing_emitted = tf.where(states[None, :] == 0, tf.zeros_like(first), log_zero)
+    nothing_emitted = tf.where(tf.equal(states[None, :], 0), tf.zeros_like(first), log_zero)
     alpha = tf.where(data_length[:, None] > 0, first, nothing_emitted)
 
     def step(previous: tf.Tensor, inputs) -> tf.Tensor:
@@ -278,7 +315,10 @@ def _beam_search(log_probs, lengths, beam_width, top_paths, blank_index, data):
         paths.append(tf.pad(dense, [[0, 0], [0, padding]], constant_values=blank))
         ones = tf.ones_like(path.values, tf.int32)
         path_lengths.append(tf.math.unsorted_segment_sum(ones, path.indices[:, 0], batch_size))
-    probabilities = tf.cast(-log_probability, data.dtype)
+    # The paths' log probabilities as `tf.nn.ctc_beam_search_decoder` gives them: the
+    # original's nn_ops_test.py testCTCBeamSearch compares the two (its docstring's
+    # "negative log probabilities" notwithstanding).
+    probabilities = tf.cast(log_probability, data.dtype)
     return probabilities, tf.stack(path_lengths, axis=1), tf.stack(paths, axis=1)
 
 
@@ -298,17 +338,8 @@ def nce_loss(
 ) -> tf.Tensor:
     """Noise-contrastive estimation loss per example, as `tf.nn.nce_loss`, via the IPU lookup."""
     with tf.name_scope(name):
-        logits, targets = _sampled_logits(
-            weights,
-            biases,
-            labels,
-            inputs,
-            num_sampled,
-            num_classes,
-            num_true,
-            sampled_values,
-            remove_accidental_hits=False,
-            seed=None,
+        logits, targets = _compute_sampled_logits(
+            weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values
         )
         losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
         return tf.reduce_sum(losses, axis=1)
@@ -328,7 +359,7 @@ def sampled_softmax_loss(
 ) -> tf.Tensor:
     """Sampled softmax loss per example, as `tf.nn.sampled_softmax_loss`, via the IPU lookup."""
     with tf.name_scope(name):
-        logits, targets = _sampled_logits(
+        logits, targets = _compute_sampled_logits(
             weights,
             biases,
             labels,
@@ -337,7 +368,6 @@ def sampled_softmax_loss(
             num_classes,
             num_true,
             sampled_values,
-            remove_accidental_hits=True,
             seed=seed,
         )
         return tf.nn.softmax_cross_entropy_with_logits(
@@ -352,19 +382,36 @@ def _concatenated(values) -> tf.Tensor:
     return tf.convert_to_tensor(values)
 
 
-def _sampled_logits(
+def _compute_sampled_logits(
     weights,
     biases,
     labels,
     inputs,
     num_sampled,
     num_classes,
-    num_true,
-    sampled_values,
-    remove_accidental_hits: bool,
-    seed,
+    num_true=1,
+    sampled_values=None,
+    subtract_log_q: bool = True,
+    name=None,
+    seed=None,
 ):
-    """Logits and targets for the true and the sampled classes (`_compute_sampled_logits`)."""
+    """Logits and targets for the true and the sampled classes, the original's helper of
+    `nce_loss` and `sampled_softmax_loss` (its name and arguments; tests import it).
+
+    As the original's (tensorflow/python/ipu/ops/nn_ops.py), and unlike
+    `tf.nn.sampled_softmax_loss`, sampled classes that are also true classes are kept.
+    """
+    with tf.name_scope(name or "compute_sampled_logits"):
+        return _sampled_logits_in_scope(
+            weights, biases, labels, inputs, num_sampled, num_classes, num_true,
+            sampled_values, subtract_log_q, seed,
+        )  # fmt: skip
+
+
+def _sampled_logits_in_scope(
+    weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values,
+    subtract_log_q: bool, seed,
+):  # fmt: skip
     weights = _concatenated(weights)
     biases = _concatenated(biases)
     inputs = tf.convert_to_tensor(inputs)
@@ -397,14 +444,9 @@ def _sampled_logits(
     true_logits += tf.reshape(true_biases, [-1, num_true])
     sampled_logits = tf.matmul(inputs, sampled_weights, transpose_b=True) + sampled_biases
 
-    if remove_accidental_hits:
-        # A sampled class that is also a true class of the example is masked out.
-        hits = tf.reduce_any(labels[:, :, None] == sampled[None, None, :], axis=1)
-        lowest = tf.constant(np.finfo(np.float32).min, sampled_logits.dtype)
-        sampled_logits += tf.where(hits, lowest, tf.zeros_like(sampled_logits))
-
-    true_logits -= tf.math.log(tf.cast(true_expected_count, true_logits.dtype))
-    sampled_logits -= tf.math.log(tf.cast(sampled_expected_count, sampled_logits.dtype))
+    if subtract_log_q:
+        true_logits -= tf.math.log(tf.cast(true_expected_count, true_logits.dtype))
+        sampled_logits -= tf.math.log(tf.cast(sampled_expected_count, sampled_logits.dtype))
     logits = tf.concat([true_logits, sampled_logits], 1)
     targets = tf.concat([tf.ones_like(true_logits) / num_true, tf.zeros_like(sampled_logits)], 1)
     return logits, targets

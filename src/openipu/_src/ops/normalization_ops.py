@@ -121,12 +121,13 @@ def layer_norm(
 def channel_layout(shape: tf.TensorShape, channels_axis: int, what: str) -> tuple[int, int]:
     """The (non-negative channels axis, channel count) of inputs of `shape`, checked.
 
-    Popnn normalises NC... (channels axis 1) or N...C (channels last) data.
+    Popnn normalises NC... (channels axis 1) or N...C (channels last) data. Messages start
+    with the original's words (tensorflow/python/ipu/ops/normalization_ops.py).
     """
     shape = tf.TensorShape(shape)
     rank = shape.rank
     if rank is None:
-        raise ValueError(f"{what}: the inputs have undefined rank (shape {shape})")
+        raise ValueError(f"Inputs have undefined rank ({what}, shape {shape}).")
     if rank < 2:
         raise ValueError(f"{what}: the inputs must have rank >= 2, got shape {shape}")
     # Plain comparisons in the original: NumPy ints work as well as ints.
@@ -134,18 +135,21 @@ def channel_layout(shape: tf.TensorShape, channels_axis: int, what: str) -> tupl
         raise TypeError(f"{what}: channels_axis must be an int, got {channels_axis!r}")
     if not -rank <= channels_axis < rank:
         raise ValueError(
-            f"{what}: channels_axis {channels_axis} is out of bounds for rank {rank} inputs"
+            f"Axis is out of bounds. ({what}: channels_axis {channels_axis} is out of bounds for "
+            f"rank {rank} inputs)"
         )
     axis = int(channels_axis) % rank
     if axis not in (1, rank - 1):
         raise ValueError(
-            f"{what}: unsupported data format, the channels dimension must be 1 or the last "
-            f"({rank - 1}), got channels_axis {channels_axis}"
+            f"Unsupported data format, {what} only supports NCHW (channel axis 1) and NHWC "
+            f"(channel axis -1): the channels dimension must be 1 or the last ({rank - 1}), got "
+            f"channels_axis {channels_axis}"
         )
     channels = shape[axis]
     if channels is None:
         raise ValueError(
-            f"{what}: the inputs have an undefined channels dimension {axis} (shape {shape})"
+            f"Inputs have undefined channel dimension: {channels_axis}. ({what}: undefined "
+            f"channels dimension {axis}, shape {shape})"
         )
     return axis, channels
 
@@ -154,9 +158,12 @@ def check_groups(groups: int, channels: int, what: str) -> None:
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{what}: groups must be an int >= 1, got {groups!r}")
     if groups > channels:
-        raise ValueError(f"{what}: invalid groups {groups} for {channels} channels")
+        raise ValueError(
+            f"Invalid groups {groups} for {channels} channels. ({what}: invalid groups {groups} "
+            f"for {channels} channels, there can be at most one group per channel)"
+        )
     if channels % groups:
-        raise ValueError(f"{what}: {channels} channels is not commensurate with {groups} groups")
+        raise ValueError(f"{channels} channels is not commensurate with {groups} groups. ({what})")
 
 
 def normalize_groups(

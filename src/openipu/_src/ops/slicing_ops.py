@@ -18,7 +18,9 @@ def sequence_slice(dst, src, num_elems, src_offsets, dst_offsets, zero_unused: b
     """
     with tf.name_scope("sequence_slice"):
         dst, src = _checked_tensors(dst, src, "sequence_slice")
-        counts, offsets = _slice_vectors("sequence_slice", num_elems, src_offsets, dst_offsets)
+        counts, offsets = _slice_vectors(
+            "sequence_slice", num_elems, src_offsets=src_offsets, dst_offsets=dst_offsets
+        )
         return _copy_rows(dst, src, counts, offsets[0], offsets[1], zero_unused)
 
 
@@ -26,7 +28,9 @@ def sequence_slice_pack(dst, src, num_elems, dst_offsets, zero_unused: bool) -> 
     """Writes consecutive runs of `src` (lengths `num_elems`) at `dst_offsets` of `dst`."""
     with tf.name_scope("sequence_slice_pack"):
         dst, src = _checked_tensors(dst, src, "sequence_slice_pack")
-        counts, (dst_starts,) = _slice_vectors("sequence_slice_pack", num_elems, dst_offsets)
+        counts, (dst_starts,) = _slice_vectors(
+            "sequence_slice_pack", num_elems, dst_offsets=dst_offsets
+        )
         src_starts = tf.cumsum(counts, exclusive=True)
         return _copy_rows(dst, src, counts, src_starts, dst_starts, zero_unused)
 
@@ -44,7 +48,9 @@ def sequence_slice_unpack(src, num_elems, src_offsets, total_elements: int) -> t
             raise ValueError(
                 f"sequence_slice_unpack: total_elements must be >= 0, got {total_elements}"
             )
-        counts, (src_starts,) = _slice_vectors("sequence_slice_unpack", num_elems, src_offsets)
+        counts, (src_starts,) = _slice_vectors(
+            "sequence_slice_unpack", num_elems, src_offsets=src_offsets
+        )
         dst = tf.zeros(tf.concat([[total_elements], tf.shape(src)[1:]], 0), src.dtype)
         dst_starts = tf.cumsum(counts, exclusive=True)
         return _copy_rows(dst, src, counts, src_starts, dst_starts, zero_unused=True)
@@ -61,28 +67,37 @@ def _checked_tensors(dst, src, what: str) -> tuple[tf.Tensor, tf.Tensor]:
     _check_rank(dst, "dst", what)
     _check_rank(src, "src", what)
     if not dst.shape[1:].is_compatible_with(src.shape[1:]):
+        # The original's words (tensorflow/python/ipu/ops/slicing_ops.py).
         raise ValueError(
-            f"{what}: the inner dimensions of dst and src must match, got dst shape "
-            f"{dst.shape} and src shape {src.shape}"
+            f"src and dst inner shapes must match. ({what}: dst shape {dst.shape}, src shape "
+            f"{src.shape})"
         )
     return dst, src
 
 
-def _slice_vectors(what: str, num_elems, *offset_lists) -> tuple[tf.Tensor, list[tf.Tensor]]:
-    vectors = []
-    for label, values in (("num_elems", num_elems), *(("offsets", o) for o in offset_lists)):
-        vector = tf.convert_to_tensor(values)
+def _slice_vectors(
+    what: str, num_elems, **offset_lists: object
+) -> tuple[tf.Tensor, list[tf.Tensor]]:
+    """num_elems and the offsets as int32 vectors, one entry per slice (at least one)."""
+    named = {"num_elems": tf.convert_to_tensor(num_elems)}
+    named.update({label: tf.convert_to_tensor(values) for label, values in offset_lists.items()})
+    slices = named["num_elems"].shape[:1]
+    if (
+        any(vector.shape.rank != 1 for vector in named.values())
+        or slices[0] == 0
+        or any(not vector.shape.is_compatible_with(slices) for vector in named.values())
+    ):
+        labels = list(named)
+        listed = " and ".join([", ".join(labels[:-1]), labels[-1]])
+        # The original's words (tensorflow/python/ipu/ops/slicing_ops.py).
+        raise ValueError(
+            f"{listed} must have matching, nonzero shapes of rank 1. ({what}: got shapes "
+            f"{', '.join(f'{label} {v.shape}' for label, v in named.items())})"
+        )
+    for label, vector in named.items():
         if not vector.dtype.is_integer:
             raise TypeError(f"{what}: {label} must be integers, got dtype {vector.dtype.name}")
-        if vector.shape.rank != 1:
-            raise ValueError(f"{what}: {label} must have rank 1, got shape {vector.shape}")
-        vectors.append(tf.cast(vector, tf.int32))
-    for vector in vectors[1:]:
-        if not vector.shape.is_compatible_with(vectors[0].shape):
-            raise ValueError(
-                f"{what}: num_elems and the offsets must have one entry per slice, got "
-                f"shapes {[v.shape.as_list() for v in vectors]}"
-            )
+    vectors = [tf.cast(vector, tf.int32) for vector in named.values()]
     return vectors[0], vectors[1:]
 
 

@@ -33,8 +33,9 @@ def histogram(inputs, levels, absolute_of_input: bool = False) -> tf.Tensor:
     """Counts of `inputs` in the len(levels) + 1 bins the levels define."""
     inputs = tf.convert_to_tensor(inputs)
     levels = tf.convert_to_tensor(levels)
-    _check_values(inputs, "inputs", "histogram")
-    _check_values(levels, "levels", "histogram")
+    # The original's checks, in its order and with its words (ops/statistics_ops.py).
+    _check_dtypes({"inputs": inputs, "levels": levels}, "histogram computation")
+    _check_ranks({"inputs": inputs, "levels": levels}, "histogram")
     return _counts(inputs, levels, absolute_of_input)
 
 
@@ -43,16 +44,14 @@ def histogram_update(hist, inputs, levels, absolute_of_input: bool = False) -> t
     hist = tf.convert_to_tensor(hist)
     inputs = tf.convert_to_tensor(inputs)
     levels = tf.convert_to_tensor(levels)
-    _check_values(inputs, "inputs", "histogram_update")
-    _check_values(levels, "levels", "histogram_update")
     if hist.dtype != tf.float32:
-        raise ValueError(f"histogram_update: hist must be float32, got dtype {hist.dtype.name}")
-    if hist.shape.rank != 1:
-        raise ValueError(f"histogram_update: hist must have rank 1, got shape {hist.shape}")
+        raise ValueError(f"hist must be of float32 type (got dtype {hist.dtype.name})")
+    _check_dtypes({"inputs": inputs, "levels": levels}, "histogram update")
+    _check_ranks({"hist": hist, "inputs": inputs, "levels": levels}, "histogram_update")
     if not hist.shape.is_compatible_with([_bin_count(levels)]):
         raise ValueError(
-            "histogram_update: hist must have len(levels) + 1 bins, got "
-            f"{hist.shape[0]} bins for {levels.shape[0]} levels"
+            "hist and levels shapes are incompatible. For n levels, hist must have n+1 "
+            f"elements (got {hist.shape[0]} bins for {levels.shape[0]} levels)."
         )
     return hist + _counts(inputs, levels, absolute_of_input)
 
@@ -61,13 +60,22 @@ def _bin_count(levels: tf.Tensor) -> int | None:
     return None if levels.shape[0] is None else levels.shape[0] + 1
 
 
-def _check_values(values: tf.Tensor, label: str, what: str) -> None:
-    if values.dtype not in _VALUE_DTYPES:
-        raise ValueError(
-            f"{what}: {label} must be float16 or float32, got dtype {values.dtype.name}"
-        )
-    if values.shape.rank != 1:
-        raise ValueError(f"{what}: {label} must have rank 1, got shape {values.shape}")
+def _check_dtypes(values: dict[str, tf.Tensor], computation: str) -> None:
+    for label, value in values.items():
+        if value.dtype not in _VALUE_DTYPES:
+            raise ValueError(
+                f"Only float16 and float32 types are supported for {computation}. ({label} "
+                f"must be float16 or float32, got dtype {value.dtype.name})"
+            )
+
+
+def _check_ranks(values: dict[str, tf.Tensor], what: str) -> None:
+    for label, value in values.items():
+        if value.shape.rank != 1:
+            raise ValueError(
+                f"{what} expects rank-1 tensor inputs. ({label} must have rank 1, got shape "
+                f"{value.shape})"
+            )
 
 
 def _counts(inputs: tf.Tensor, levels: tf.Tensor, absolute_of_input: bool) -> tf.Tensor:
