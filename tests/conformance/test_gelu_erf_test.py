@@ -15,12 +15,6 @@ from tensorflow.python import ipu
 
 v1 = tf.compat.v1
 
-_PLAIN_IPU_DEVICE = (
-    "difference: operations placed with a plain tf.device('/device:IPU:0') (no ipu_scope or "
-    "ipu_compiler) fail in Session.run (no such TensorFlow device); the original runs them on "
-    "the IPU"
-)
-
 
 def _gelu(features):
     return (
@@ -50,12 +44,10 @@ def _run_gelu(dtype, tolerance):
 
 
 @pytest.mark.follows("testFP32")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_fp32(configured):
     _run_gelu(np.float32, 1e-6)
 
 
 @pytest.mark.follows("testFP16")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_fp16(configured):
     _run_gelu(np.float16, 1e-3)

@@ -136,13 +136,6 @@ def test_serialized_matmul_grad(
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
 
 
-_PLAIN_IPU_DEVICE = (
-    "difference: operations placed with a plain tf.device('/device:IPU:0') (no ipu_scope or "
-    "ipu_compiler) fail in Session.run (no such TensorFlow device); the original runs them on "
-    "the IPU"
-)
-
-
 def _run_erf(values):
     with v1.Session() as sess:
         with tf.device("/device:IPU:0"):
@@ -152,19 +145,16 @@ def _run_erf(values):
 
 
 @pytest.mark.follows("test")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_erf(configured):
     _run_erf(np.linspace(-10, 10, 100, dtype="float32"))
 
 
 @pytest.mark.follows("testLargeNegative")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_erf_large_negative(configured):
     _run_erf(np.linspace(-10000, -3, 100, dtype="float32"))
 
 
 @pytest.mark.follows("testLargePositive")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_erf_large_positive(configured):
     _run_erf(np.linspace(3, 10000, 100, dtype="float32"))
 

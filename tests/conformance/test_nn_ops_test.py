@@ -430,20 +430,11 @@ def _run_gelu(approximate):
     np.testing.assert_allclose(result, _gelu_reference(values, approximate), rtol=1e-6, atol=1e-6)
 
 
-_PLAIN_IPU_DEVICE = (
-    "difference: operations placed with a plain tf.device('/device:IPU:0') (no ipu_scope or "
-    "ipu_compiler) fail in Session.run (no such TensorFlow device); the original runs them on "
-    "the IPU"
-)
-
-
 @pytest.mark.follows("testApproximateFalse")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_approximate_false(configured):
     _run_gelu(False)
 
 
 @pytest.mark.follows("testApproximateTrue")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 def test_approximate_true(configured):
     _run_gelu(True)

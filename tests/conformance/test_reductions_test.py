@@ -16,12 +16,6 @@ v1 = tf.compat.v1
 
 
 @pytest.mark.follows("testReduceMean")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: operations placed with a plain tf.device('/device:IPU:0') (no "
-    "ipu_scope or ipu_compiler) fail in Session.run (no such TensorFlow device); the original "
-    "runs them on the IPU",
-)
 def test_reduce_mean(tf1_graph):
     shape = [2, 10000]
     with tf.device("/device:IPU:0"):

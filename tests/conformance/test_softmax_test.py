@@ -14,12 +14,6 @@ from tensorflow.python.ipu.ops import nn_ops
 
 v1 = tf.compat.v1
 
-_PLAIN_IPU_DEVICE = (
-    "difference: operations placed with a plain tf.device('/device:IPU:0') (no ipu_scope or "
-    "ipu_compiler) fail in Session.run (no such TensorFlow device); the original runs them on "
-    "the IPU"
-)
-
 
 @pytest.fixture
 def configured(tf1_graph):
@@ -32,7 +26,6 @@ def configured(tf1_graph):
 
 
 @pytest.mark.follows("testSoftmax")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 @pytest.mark.parametrize("stable", [True, False], ids=["Stable", "Unstable"])
 def test_softmax(configured, stable):
     i_h = np.linspace(-10, 10, 100, dtype="float32")
@@ -45,7 +38,6 @@ def test_softmax(configured, stable):
 
 
 @pytest.mark.follows("testSoftmaxGrad")
-@pytest.mark.xfail(strict=True, reason=_PLAIN_IPU_DEVICE)
 @pytest.mark.parametrize("stable", [True, False], ids=["Stable", "Unstable"])
 def test_softmax_grad(configured, stable):
     x_h = np.linspace(-10, 10, 100, dtype="float32")

@@ -131,12 +131,6 @@ def test_initializer_that_uses_ipu_resource_device_change(tf1_graph, configure):
 
 
 @pytest.mark.follows("testVarsInitializedByStreamsAreLoggedAsOnDevice")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: operations placed with a plain tf.device('/device:IPU:1') outside "
-    "ipu_scope/ipu_compiler fail in Session.run (no such TensorFlow device); the original "
-    "runs them on the IPU (the same program under ipu_scope('/device:IPU:1') passes here)",
-)
 def test_vars_initialized_by_streams_are_logged_as_on_device(tf1_graph, configure):
     w_val1 = np.array([1, 2, 3, 4])
     w_val2 = np.array([4, 3, 2, 1])

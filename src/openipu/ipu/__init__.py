@@ -11,6 +11,9 @@ from openipu._src.system import host_devices
 
 host_devices.ensure_logical_devices()
 
+# A graph's plain tf.device("/device:IPU:<n>") places operations on that emulated IPU.
+from openipu._src.compiler import ipu_device_names as _ipu_device_names  # noqa: E402, F401
+
 # The original exposes `functional_ops.outlined_function` at the top level too
 # (tensorflow/python/ipu/__init__.py).
 from openipu._src.ops.functional_ops import outlined_function as outlined_function  # noqa: E402

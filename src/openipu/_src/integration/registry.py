@@ -10,6 +10,7 @@ from openipu._src.integration.patching import Patch, registered
 PATCH_FAMILIES = (
     "autograph_range_loops",
     "eager_collectives",
+    "ipu_device_names",
     "keras_api_attribute",
     "keras_data_handler",
     "keras_from_config",
