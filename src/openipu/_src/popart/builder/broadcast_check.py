@@ -1,0 +1,66 @@
+"""The IR's numpy-broadcast check of elementwise ops, with the original's message.
+
+PopART types each op while it builds its IR and reports inputs that do not broadcast
+as "np broadcasting failed on '<op>', frames [..] and [..] are not aligned"
+(willow/src/tensorinfo.cpp, npOutExceptionMessage); its tests match on that text
+(operators_test/binaryop_error_test.py). ONNX's checker would report the same
+model with its own words, so this check runs first.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import ModelProto, NodeProto
+
+from openipu._src.popart.builder.shape_types import known_types
+from openipu._src.popart.errors import popart_exception
+
+# ONNX ops whose inputs broadcast numpy-style (multidirectional broadcasting).
+_BROADCASTING_OPS = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal",
+        "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "BitShift",
+        "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Where",
+    }
+)  # fmt: skip
+
+
+def _broadcastable(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool:
+    return all(
+        x is None or y is None or x == y or x == 1 or y == 1
+        for x, y in zip(reversed(a), reversed(b), strict=False)
+    )
+
+
+def _describe(node: NodeProto, model: ModelProto) -> str:
+    """The IR's name of an op: Op(domain.Type:version, inputs=[..], outputs=[..])."""
+    domain = node.domain or "ai.onnx"
+    opset = next((o.version for o in model.opset_import if (o.domain or "ai.onnx") == domain), None)
+    version = ""
+    if opset is not None:
+        try:
+            version = f":{onnx.defs.get_schema(node.op_type, opset, node.domain).since_version}"
+        except onnx.defs.SchemaError:
+            pass
+    return (
+        f"Op({domain}.{node.op_type}{version}, inputs=[{', '.join(node.input)}], "
+        f"outputs=[{', '.join(node.output)}])"
+    )
+
+
+def check_broadcasts(model: ModelProto) -> None:
+    """Raise the IR's error for the first elementwise op of the main graph whose known
+    input shapes do not broadcast together."""
+    types = known_types(model.graph)
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type not in _BROADCASTING_OPS:
+            continue
+        shapes = [types[name].shape for name in node.input if name in types]
+        known = [shape for shape in shapes if shape is not None]
+        for first, second in zip(known, known[1:], strict=False):
+            if not _broadcastable(first, second):
+                frames = [", ".join(str(d) for d in shape) for shape in (first, second)]
+                raise popart_exception(
+                    f"np broadcasting failed on '{_describe(node, model)}', frames "
+                    f"[{frames[0]}] and [{frames[1]}] are not aligned"
+                )

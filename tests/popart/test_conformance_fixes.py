@@ -1,0 +1,42 @@
+"""Behaviours of the original found while porting its integration tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import popart
+
+
+def _infer(builder, output, feeds):
+    session = popart.InferenceSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {output: popart.AnchorReturnType("All")}),
+        deviceInfo=popart.DeviceManager().createCpuDevice(),
+    )
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO(feeds, anchors))
+    return anchors[output]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_incrementmod_keeps_the_sign_of_the_dividend_as_fmod(dtype):
+    x = np.array([5, -5, -7, 1], dtype)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    out = builder.aiGraphcore.incrementmod([i], 3.0, 4.0)
+    builder.addOutputTensor(out)
+    np.testing.assert_array_equal(_infer(builder, out, {i: x}), np.fmod(x + 3, 4).astype(dtype))
+
+
+def test_inputs_that_do_not_broadcast_fail_with_the_irs_message():
+    builder = popart.Builder(opsets={"ai.onnx": 9, "ai.graphcore": 1})
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 2]), "A")
+    b = builder.addInputTensor(popart.TensorInfo("FLOAT", [4]), "B")
+    c = builder.aiOnnx.mul([a, b], "C")
+    builder.addOutputTensor(c)
+    with pytest.raises(popart.popart_exception) as error:
+        _infer(builder, c, {})
+    assert str(error.value).startswith("np broadcasting failed on 'Op(ai.onnx.Mul:7")
+    assert "frames [3, 2] and [4] are not aligned" in str(error.value)
