@@ -21,8 +21,8 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from onnx import GraphProto, ModelProto, TensorProto, TypeProto
 
-from openipu._src.popart.builder.broadcast_check import check_broadcasts
 from openipu._src.popart.builder.graph_walk import iter_graphs
+from openipu._src.popart.builder.ir_shape_checks import check_ir_shapes
 from openipu._src.popart.errors import popart_exception
 
 logger = logging.getLogger("popart.builder")
@@ -65,7 +65,7 @@ def check_model(model: ModelProto, what: str) -> None:
     for graph in iter_graphs(model.graph):
         _check_initializers(graph)
         _check_declared_types(graph)
-    check_broadcasts(model)
+    check_ir_shapes(model)
     _check_with_onnx(model, what)
 
 

@@ -1,10 +1,13 @@
-"""The IR's numpy-broadcast check of elementwise ops, with the original's message.
+"""Shape checks the original's IR makes while typing its ops, with its messages.
 
-PopART types each op while it builds its IR and reports inputs that do not broadcast
-as "np broadcasting failed on '<op>', frames [..] and [..] are not aligned"
-(willow/src/tensorinfo.cpp, npOutExceptionMessage); its tests match on that text
-(operators_test/binaryop_error_test.py). ONNX's checker would report the same
-model with its own words, so this check runs first.
+PopART reports inputs of elementwise ops that do not broadcast as "np broadcasting
+failed on '<op>', frames [..] and [..] are not aligned" (willow/src/tensorinfo.cpp,
+npOutExceptionMessage) and MatMul inputs that do not fit with "<op> contracting
+dimensions unequal: ..." or "<op> doesn't support scalar tensor <id> as the lhs input"
+(willow/src/op/matmul.cpp); its tests match on those texts
+(operators_test/binaryop_error_test.py, matmul_test_mismatched_inputs.py,
+matmul_test_scalar_input.py). ONNX's checker would report the same models in its own
+words, so these checks run first.
 """
 
 from __future__ import annotations
@@ -48,11 +51,35 @@ def _describe(node: NodeProto, model: ModelProto) -> str:
     )
 
 
-def check_broadcasts(model: ModelProto) -> None:
-    """Raise the IR's error for the first elementwise op of the main graph whose known
-    input shapes do not broadcast together."""
+def _dims(shape: tuple[int | None, ...]) -> str:
+    return "[" + " ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _check_matmul(node: NodeProto, model: ModelProto, shapes: list) -> None:
+    if len(shapes) != 2 or None in shapes:
+        return
+    for side, shape, name in zip(("lhs", "rhs"), shapes, node.input, strict=True):
+        if not shape:
+            raise popart_exception(
+                f"{_describe(node, model)} doesn't support scalar tensor {name} as the {side} input"
+            )
+    lhs, rhs = shapes
+    contracted = (lhs[-1], rhs[-2] if len(rhs) > 1 else rhs[0])
+    if None not in contracted and contracted[0] != contracted[1]:
+        raise popart_exception(
+            f"{_describe(node, model)} contracting dimensions unequal: lhs '{node.input[0]}' "
+            f"{_dims(lhs)}, rhs '{node.input[1]}' {_dims(rhs)}"
+        )
+
+
+def check_ir_shapes(model: ModelProto) -> None:
+    """Raise the IR's error for the first op of the main graph whose known input shapes
+    do not fit together (elementwise broadcasting, MatMul)."""
     types = known_types(model.graph)
     for node in model.graph.node:
+        if node.domain in ("", "ai.onnx") and node.op_type == "MatMul":
+            inputs = [types[name].shape if name in types else None for name in node.input]
+            _check_matmul(node, model, inputs)
         if node.domain not in ("", "ai.onnx") or node.op_type not in _BROADCASTING_OPS:
             continue
         shapes = [types[name].shape for name in node.input if name in types]
