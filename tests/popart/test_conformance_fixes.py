@@ -40,3 +40,35 @@ def test_inputs_that_do_not_broadcast_fail_with_the_irs_message():
         _infer(builder, c, {})
     assert str(error.value).startswith("np broadcasting failed on 'Op(ai.onnx.Mul:7")
     assert "frames [3, 2] and [4] are not aligned" in str(error.value)
+
+
+def test_matmul_with_a_scalar_rhs_fails_with_the_irs_message():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 2]), "a")
+    b = builder.addInputTensor(popart.TensorInfo("FLOAT", []), "b")
+    c = builder.aiOnnx.matmul([a, b])
+    builder.addOutputTensor(c)
+    with pytest.raises(popart.popart_exception, match="doesn't support scalar tensor b as the rhs"):
+        _infer(builder, c, {})
+
+
+def test_an_explicit_empty_axes_list_reduces_over_no_axis():
+    x = np.random.rand(2, 3).astype(np.float32)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    out = builder.aiOnnx.reducelogsum([i], axes=[], keepdims=False)
+    all_axes = builder.aiOnnx.reducesum([i], keepdims=False)
+    builder.addOutputTensor(out)
+    builder.addOutputTensor(all_axes)
+    np.testing.assert_allclose(_infer(builder, out, {i: x}), np.log(x), rtol=1e-6)
+    np.testing.assert_allclose(_infer(builder, all_axes, {i: x}), x.sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [-3, 2])
+def test_a_reduction_axis_out_of_range_is_refused(axis):
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+    out = builder.aiOnnx.reducemax([i], axes=[axis])
+    builder.addOutputTensor(out)
+    with pytest.raises(popart.popart_exception, match=r"out of acceptable range \[-2, 1\]"):
+        _infer(builder, out, {})

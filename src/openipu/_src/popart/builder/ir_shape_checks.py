@@ -2,7 +2,7 @@
 
 PopART reports inputs of elementwise ops that do not broadcast as "np broadcasting
 failed on '<op>', frames [..] and [..] are not aligned" (willow/src/tensorinfo.cpp,
-npOutExceptionMessage) and MatMul inputs that do not fit with "<op> contracting
+npOutExceptionMessage) and reduction axes out of range, MatMul inputs that do not fit with "<op> contracting
 dimensions unequal: ..." or "<op> doesn't support scalar tensor <id> as the lhs input"
 (willow/src/op/matmul.cpp); its tests match on those texts
 (operators_test/binaryop_error_test.py, matmul_test_mismatched_inputs.py,
@@ -72,11 +72,29 @@ def _check_matmul(node: NodeProto, model: ModelProto, shapes: list) -> None:
         )
 
 
+def _check_reduce_axes(node: NodeProto, shape: tuple[int | None, ...] | None) -> None:
+    """Reductions refuse axes outside [-rank, rank - 1] (willow/src/op/reduce.cpp,
+    validateReduceAxes; operators_test/reduce_invalid_axes_test.py)."""
+    if shape is None:
+        return
+    rank = len(shape)
+    for attribute in node.attribute:
+        if attribute.name != "axes":
+            continue
+        for axis in attribute.ints:
+            if not -rank <= axis < rank:
+                raise popart_exception(
+                    f"Axis {axis} is out of acceptable range [{-rank}, {rank - 1}]"
+                )
+
+
 def check_ir_shapes(model: ModelProto) -> None:
     """Raise the IR's error for the first op of the main graph whose known input shapes
-    do not fit together (elementwise broadcasting, MatMul)."""
+    do not fit together (elementwise broadcasting, MatMul, reduction axes)."""
     types = known_types(model.graph)
     for node in model.graph.node:
+        if node.op_type.startswith("Reduce") and node.input and node.input[0] in types:
+            _check_reduce_axes(node, types[node.input[0]].shape)
         if node.domain in ("", "ai.onnx") and node.op_type == "MatMul":
             inputs = [types[name].shape if name in types else None for name in node.input]
             _check_matmul(node, model, inputs)

@@ -21,6 +21,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from onnx import GraphProto, ModelProto, TensorProto, TypeProto
 
+from openipu._src.popart.builder.empty_axes import as_onnx_sees_it
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.ir_shape_checks import check_ir_shapes
 from openipu._src.popart.errors import popart_exception
@@ -177,7 +178,7 @@ def _without_untyped_outputs(model: ModelProto) -> ModelProto:
 
 
 def _check_with_onnx(model: ModelProto, what: str) -> None:
-    model = _without_untyped_outputs(model)
+    model = as_onnx_sees_it(_without_untyped_outputs(model))[0]
     if model.ByteSize() > _MAX_CHECKED_BYTES:
         # Only a model whose initializers were read from external files gets here: check the
         # structure without the weights, whose sizes were checked above.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, helper
 
+from openipu._src.popart.builder.empty_axes import as_onnx_sees_it, restore
 from openipu._src.popart.builder.graphcore_shape_rules import TensorType, infer_graphcore_node
 from openipu._src.popart.builder.loop_types import type_loop_body_inputs, type_loop_outputs
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
@@ -38,12 +39,13 @@ def _drop_empty_types(graph: GraphProto) -> None:
 
 
 def _run_onnx_inference(model: ModelProto) -> ModelProto:
+    seen, replaced = as_onnx_sees_it(model)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(seen, strict_mode=False, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         raise popart_exception(f"the model is inconsistent: {error}") from None
     _drop_empty_types(inferred.graph)
-    return inferred
+    return restore(inferred, replaced)
 
 
 def _callee_output_types(node: NodeProto) -> list[TensorType | None]:

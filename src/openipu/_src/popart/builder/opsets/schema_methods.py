@@ -99,6 +99,10 @@ def operator_signature(schema: onnx.defs.OpSchema) -> OperatorSignature:
         has_default = attribute.default_value.type != AttributeProto.UNDEFINED
         if has_default:
             default = attribute_value(attribute.default_value)
+        elif schema.name.startswith("Reduce") and name == "axes":
+            # PopART's reductions tell "no axes given" (reduce all) from an explicit empty
+            # list (reduce nothing): willow/src/op/reduce.cpp, has_default_axes.
+            default = None
         elif attribute.type in (AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS):
             default = []
         else:
@@ -228,7 +232,10 @@ def make_operator_method(
                 value = coercions[parameter.name](value)
             if value is None and parameter.required:
                 raise popart_exception(f"{what}: attribute '{parameter.name}' is required")
-            if _is_unset(value) and not parameter.has_schema_default or value is None:
+            explicit_empty = parameter.default is None and value is not None
+            if (
+                _is_unset(value) and not parameter.has_schema_default and not explicit_empty
+            ) or value is None:
                 continue
             if _equals_default(value, parameter):
                 continue
