@@ -72,3 +72,12 @@ def test_a_reduction_axis_out_of_range_is_refused(axis):
     builder.addOutputTensor(out)
     with pytest.raises(popart.popart_exception, match=r"out of acceptable range \[-2, 1\]"):
         _infer(builder, out, {})
+
+
+def test_flatten_takes_a_negative_axis_before_opset_11():
+    x = np.random.rand(2, 3, 4).astype(np.float32)
+    builder = popart.Builder(opsets={"ai.onnx": 10, "ai.graphcore": 1})
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    out = builder.aiOnnx.flatten([i], axis=-1)
+    builder.addOutputTensor(out)
+    np.testing.assert_array_equal(_infer(builder, out, {i: x}), x.reshape(6, 4))

@@ -21,9 +21,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from onnx import GraphProto, ModelProto, TensorProto, TypeProto
 
-from openipu._src.popart.builder.empty_axes import as_onnx_sees_it
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.ir_shape_checks import check_ir_shapes
+from openipu._src.popart.builder.onnx_view import as_onnx_sees_it
 from openipu._src.popart.errors import popart_exception
 
 logger = logging.getLogger("popart.builder")

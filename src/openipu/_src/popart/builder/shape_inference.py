@@ -10,10 +10,10 @@ from __future__ import annotations
 import onnx
 from onnx import GraphProto, ModelProto, NodeProto, helper
 
-from openipu._src.popart.builder.empty_axes import as_onnx_sees_it, restore
 from openipu._src.popart.builder.graphcore_shape_rules import TensorType, infer_graphcore_node
 from openipu._src.popart.builder.loop_types import type_loop_body_inputs, type_loop_outputs
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
+from openipu._src.popart.builder.onnx_view import as_onnx_sees_it, restore
 from openipu._src.popart.builder.shape_types import (
     known_types,
     knows_more,
