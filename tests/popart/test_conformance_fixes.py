@@ -81,3 +81,26 @@ def test_flatten_takes_a_negative_axis_before_opset_11():
     out = builder.aiOnnx.flatten([i], axis=-1)
     builder.addOutputTensor(out)
     np.testing.assert_array_equal(_infer(builder, out, {i: x}), x.reshape(6, 4))
+
+
+def test_float16_times_a_float32_scalar_is_float16():
+    x = np.array([[1.5], [2.0]], np.float16)
+    s = np.array(3.0, np.float32)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    j = builder.addInputTensor(popart.TensorInfo(s))
+    out = builder.aiOnnx.mul([i, j])
+    builder.addOutputTensor(out)
+    result = _infer(builder, out, {i: x, j: s})
+    assert result.dtype == np.float16
+    np.testing.assert_array_equal(result, x * np.float16(3))
+
+
+def test_squeeze_with_unsorted_axes_before_opset_13():
+    x = np.random.rand(2, 1, 3, 1).astype(np.float32)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    out = builder.aiOnnx.squeeze([i], axes=[3, 1])
+    builder.addOutputTensor(out)
+    assert builder.getTensorShape(out) == [2, 3]
+    np.testing.assert_array_equal(_infer(builder, out, {i: x}), x.reshape(2, 3))

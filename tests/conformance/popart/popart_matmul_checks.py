@@ -8,15 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from popart_op_checks import unbroadcast
 
 import popart
-
-
-def _unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum `grad` over the axes broadcasting added or stretched to reach its shape."""
-    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True).reshape(shape)
 
 
 def matmul_grads(a: np.ndarray, b: np.ndarray, upstream: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -30,8 +24,8 @@ def matmul_grads(a: np.ndarray, b: np.ndarray, upstream: np.ndarray) -> tuple[np
         g = np.expand_dims(g, -2)
     grad_a = g @ np.swapaxes(b2, -1, -2)
     grad_b = np.swapaxes(a2, -1, -2) @ g
-    grad_a = _unbroadcast(grad_a, a2.shape).reshape(a.shape)
-    grad_b = _unbroadcast(grad_b, b2.shape).reshape(b.shape)
+    grad_a = unbroadcast(grad_a, a2.shape).reshape(a.shape)
+    grad_b = unbroadcast(grad_b, b2.shape).reshape(b.shape)
     return grad_a.astype(a.dtype), grad_b.astype(b.dtype)
 
 

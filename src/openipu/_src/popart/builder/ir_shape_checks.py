@@ -12,6 +12,8 @@ words, so these checks run first.
 
 from __future__ import annotations
 
+import math
+
 import onnx
 from onnx import ModelProto, NodeProto
 
@@ -88,6 +90,33 @@ def _check_reduce_axes(node: NodeProto, shape: tuple[int | None, ...] | None) ->
                 )
 
 
+# Elementwise binary ops of the IR whose inputs must have one type (willow/src/op/
+# elementwise.cpp); Mul allows float16 by a one-element float32 (willow/src/op/mul.cpp).
+_SAME_TYPE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow"})
+
+
+def _check_types(node: NodeProto, model: ModelProto, found: list) -> None:
+    if len(found) != 2 or None in found:
+        return
+    first, second = found
+    if first.elem_type == second.elem_type or None in (first.shape, second.shape):
+        return
+    names = {first.elem_type, second.elem_type}
+    single = [t for t in found if t.elem_type == onnx.TensorProto.FLOAT and t.shape is not None
+              and None not in t.shape and math.prod(t.shape) == 1]  # fmt: skip
+    if node.op_type == "Mul" and names == {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}:
+        if single:
+            return
+    # Mul names the op by itself, the others as "Op <op>" (willow/src/op.cpp, prettyNpOut).
+    name = _describe(node, model)
+    where = name if node.op_type == "Mul" else f"Op {name}"
+    type_names = [onnx.TensorProto.DataType.Name(t.elem_type) for t in found]
+    raise popart_exception(
+        f"np broadcasting failed on {where}, incompatible types {type_names[0]} and "
+        f"{type_names[1]} (shapes {_dims(first.shape)} and {_dims(second.shape)})"
+    )
+
+
 def check_ir_shapes(model: ModelProto) -> None:
     """Raise the IR's error for the first op of the main graph whose known input shapes
     do not fit together (elementwise broadcasting, MatMul, reduction axes)."""
@@ -95,6 +124,8 @@ def check_ir_shapes(model: ModelProto) -> None:
     for node in model.graph.node:
         if node.op_type.startswith("Reduce") and node.input and node.input[0] in types:
             _check_reduce_axes(node, types[node.input[0]].shape)
+        if node.domain in ("", "ai.onnx") and node.op_type in _SAME_TYPE_OPS:
+            _check_types(node, model, [types.get(name) for name in node.input])
         if node.domain in ("", "ai.onnx") and node.op_type == "MatMul":
             inputs = [types[name].shape if name in types else None for name in node.input]
             _check_matmul(node, model, inputs)
