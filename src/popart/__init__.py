@@ -190,3 +190,4 @@ from openipu._src.popart.reserved_names import (
     reservedStepPrefix,
     reservedUpdatedVarPrefix,
 )
+from openipu._src.popart.version import packageHash, versionNumber, versionString

@@ -235,7 +235,7 @@ def test_save_initializers_externally(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "source, message",
     [
-        (b"this is not a protobuf \xff\xff\xff", "not a serialized ONNX ModelProto"),
+        (b"this is not a protobuf \xff\xff\xff", "Failed to load a ModelProto from the string"),
         ("/no/such/file.onnx", "no such file"),
         (12, "must be serialized ModelProto bytes or an .onnx file name"),
     ],

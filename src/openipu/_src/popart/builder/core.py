@@ -49,6 +49,9 @@ from openipu._src.popart.builder.tensor_info import (
     lower_case_name,
 )
 from openipu._src.popart.errors import check_tensor_ids, popart_exception
+from openipu._src.popart.logging import TRACE, python_logger
+
+_logger = python_logger("builder")
 
 ROOT_GRAPH_NAME = "BuilderGraph"
 _FLOAT8_TYPES = {
@@ -217,6 +220,12 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._graph.node.append(node)
         self._register_node_outputs(node, len(self._graph.node) - 1)
         self._touch()
+        # The original's builder traces each op it adds (willow/src/builder_impl.cpp; its
+        # logging_test looks for this text at TRACE level).
+        _logger.log(
+            TRACE, "Adding %s.%s, inputs %s, outputs %s", domain or AI_ONNX, op_type,
+            list(inputs), outputs,
+        )  # fmt: skip
         return outputs
 
     def customOp(  # noqa: N802 - the original's name

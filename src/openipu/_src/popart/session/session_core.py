@@ -81,6 +81,16 @@ _MAIN_PROGRAM = ""
 _FORWARD_ONLY_PROGRAM = "implicitPipeliningFwdOnly"
 
 
+def _check_something_is_computed(model: onnx.ModelProto, anchors: list[str]) -> None:
+    """The original prunes the ops no anchor needs and refuses a main graph left empty
+    (willow/src/transforms/prune.cpp; prune_all_error_test)."""
+    needed = set(anchors)
+    for node in reversed(model.graph.node):
+        if needed.intersection(node.output):
+            return
+    raise popart_exception("All operations in the main graph were pruned, nothing to compute")
+
+
 class SessionCore:
     """The members that inference and training sessions share."""
 
@@ -140,6 +150,8 @@ class SessionCore:
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
+        if not self._training:
+            _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)
         self._placement = placement.plan(self._model, self._options, self._device)
         spec = self._device.spec
@@ -167,6 +179,7 @@ class SessionCore:
         option_rules.check_options(
             self._options, self._device, self._data_flow, self._model, self._training
         )
+
         self._patterns.ensureMandatoryPatternsEnabled()
 
     def _after_lowering(self) -> None:
@@ -537,10 +550,11 @@ class SessionCore:
 
     def _refuse_if_constant_weights(self, what: str) -> None:
         if not self._training and self._options.constantWeights:
+            # The original's words (willow/src/session.cpp; constant_weights_error_test).
             raise popart_exception(
-                f"Cannot call {what} when constantWeights is set: the weights of this inference "
-                "session are constants. Create it with SessionOptions.constantWeights = False "
-                "to change them"
+                f"Cannot call {what} when constantWeights is set. Set `constantWeights` to "
+                "False in the `SessionOption`s when initialising the session to enable this "
+                "behaviour."
             )
 
     def _require_device_weights(self, what: str) -> None:
