@@ -49,7 +49,7 @@ def test_context_managers_annotate_nodes_created_inside_and_nest():
 def test_getters_without_a_context_raise():
     builder, _ = _builder_with_input()
     for getter in (builder.getVirtualGraph, builder.getPipelineStage, builder.getExecutionPhase):
-        with pytest.raises(popart.popart_exception, match="no value is set"):
+        with pytest.raises(popart.popart_exception, match="not set in current scope"):
             getter()
 
 

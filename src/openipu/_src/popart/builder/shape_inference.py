@@ -17,6 +17,7 @@ from openipu._src.popart.builder.onnx_view import as_onnx_sees_it, restore
 from openipu._src.popart.builder.shape_types import (
     known_types,
     knows_more,
+    set_value_info,
     tensor_type_of,
     value_info,
 )
@@ -93,7 +94,9 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
     types = known_types(graph)
     added = False
     for node in graph.node:
-        if node.domain != AI_GRAPHCORE or all(output in types for output in node.output if output):
+        if node.domain != AI_GRAPHCORE or all(
+            output in types and types[output].shape is not None for output in node.output if output
+        ):
             continue
         output_types: list[TensorType | None] | None
         if node.op_type == "Call":
@@ -101,8 +104,9 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
         else:
             output_types = infer_graphcore_node(node, [types.get(name) for name in node.input])
         for output, tensor_type in zip(node.output, output_types or [], strict=False):
-            if output and tensor_type is not None and output not in types:
-                graph.value_info.append(value_info(output, tensor_type))
+            if output and tensor_type is not None and knows_more(tensor_type, types.get(output)):
+                # A graph output may be declared with its element type only.
+                set_value_info(graph, value_info(output, tensor_type))
                 types[output] = tensor_type
                 added = True
     return added
