@@ -60,6 +60,7 @@ from openipu._src.popart.session import (
     reports,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.engine_option_names import check_engine_option_names
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_source import read_model
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
@@ -267,6 +268,7 @@ class SessionCore:
         if self._prepared:
             return
         memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
+        check_engine_option_names(self._options.engineOptions)
         if self._options.compileEngine:
             self._place_variables()
             cache_entry = self._engine_cache_entry()
