@@ -194,13 +194,15 @@ def test_node_attribute_api_errors():
     builder, x = _builder_with_input()
     y = builder.aiOnnx.relu([x])
     builder.addNodeAttribute("n", 1, {y})
-    with pytest.raises(popart.popart_exception, match="already has attribute 'n'"):
+    with pytest.raises(popart.popart_exception, match="Node already has attribute n."):
         builder.addNodeAttribute("n", 2, {y})
     with pytest.raises(popart.popart_exception, match="is INT, not FLOAT"):
         builder.getFloatNodeAttribute("n", {y})
-    with pytest.raises(popart.popart_exception, match="has no attribute 'm'"):
+    with pytest.raises(popart.popart_exception, match="Node does not have an attribute m."):
         builder.getInt64NodeAttribute("m", {y})
-    with pytest.raises(popart.popart_exception, match="has no attribute 'm'"):
+    with pytest.raises(
+        popart.popart_exception, match="Cannot remove attribute m as it does not exist."
+    ):
         builder.removeNodeAttribute("m", {y})
     with pytest.raises(popart.popart_exception, match="could not find a unique node"):
         builder.nodeHasAttribute("n", {"Other:0"})

@@ -278,6 +278,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         return tensor_id
 
     def addUntypedInputTensor(self, debugContext: Any = "") -> str:  # noqa: N802, N803
+        if self._parent is None:
+            # willow/src/builder_impl.cpp: only a subgraph's inputs may be typed later.
+            raise popart_exception("Can not add untyped tensors to the top-level graph.")
         tensor_id = self._allocate_id(debug_name(debugContext) or "input")
         self._add_graph_input(onnx.ValueInfoProto(name=tensor_id))
         return tensor_id
