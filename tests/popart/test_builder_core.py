@@ -236,7 +236,7 @@ def test_save_initializers_externally(tmp_path, monkeypatch):
     "source, message",
     [
         (b"this is not a protobuf \xff\xff\xff", "Failed to load a ModelProto from the string"),
-        ("/no/such/file.onnx", "no such file"),
+        ("/no/such/file.onnx", "valid path to an existing onnx model file"),
         (12, "must be serialized ModelProto bytes or an .onnx file name"),
     ],
 )

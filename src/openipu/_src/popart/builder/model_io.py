@@ -33,7 +33,8 @@ def load_model(
     elif isinstance(model_or_filename, (str, os.PathLike)):
         path = os.fspath(model_or_filename)
         if not os.path.isfile(path):
-            raise popart_exception(f"cannot load an ONNX model from {path!r}: no such file")
+            # The original then reads the string as a serialized ModelProto, and fails so.
+            raise popart_exception(_not_a_model_message(path.encode()))
         try:
             model = onnx.load_model(path)
         except (DecodeError, RuntimeError, ValueError, OSError) as error:
@@ -57,6 +58,14 @@ def _printable(data: bytes, limit: int = 100) -> str:
     return shown + ("..." if len(data) > limit else "")
 
 
+def _not_a_model_message(data: bytes) -> str:
+    return (
+        f"Failed to load a ModelProto from the string '{_printable(data)}'.\nCheck that it is "
+        "either a valid path to an existing onnx model file, or is a valid onnx ModelProto "
+        "string."
+    )
+
+
 def _parse(data: bytes, what: str) -> ModelProto:
     model = ModelProto()
     try:
@@ -65,11 +74,7 @@ def _parse(data: bytes, what: str) -> ModelProto:
         # The original's message (willow/src/filereader.cpp; its model_loading_test matches
         # both ends of it); protobuf's reason goes to the log.
         logger.debug("%s are not a serialized ONNX ModelProto: %s", what, error)
-        raise popart_exception(
-            f"Failed to load a ModelProto from the string '{_printable(data)}'.\nCheck that "
-            "it is either a valid path to an existing onnx model file, or is a valid onnx "
-            "ModelProto string."
-        ) from None
+        raise popart_exception(_not_a_model_message(data)) from None
     if not model.HasField("graph"):
         raise popart_exception(f"{what} are not a serialized ONNX ModelProto: it has no graph")
     return model
