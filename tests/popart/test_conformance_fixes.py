@@ -104,3 +104,43 @@ def test_squeeze_with_unsorted_axes_before_opset_13():
     builder.addOutputTensor(out)
     assert builder.getTensorShape(out) == [2, 3]
     np.testing.assert_array_equal(_infer(builder, out, {i: x}), x.reshape(2, 3))
+
+
+def test_gradient_of_an_intermediate_tensor_of_a_model_without_weights():
+    x = np.arange(1, 5, dtype=np.float32)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(x))
+    scaled = builder.aiGraphcore.scale([i], 0.5)
+    square = builder.aiOnnx.mul([scaled, scaled])
+    loss = builder.aiGraphcore.identityloss([square], reduction=popart.ReductionType.Sum)
+    grad = popart.reservedGradientPrefix() + scaled
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {grad: popart.AnchorReturnType("All")}),
+        loss=loss,
+        optimizer=popart.ConstSGD(0.1),
+        deviceInfo=popart.DeviceManager().createCpuDevice(),
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({i: x}, anchors))
+    np.testing.assert_allclose(anchors[grad], 2 * (0.5 * x))  # d(s^2)/ds
+
+
+def test_a_loop_carried_value_keeps_the_loop_inputs_shape():
+    builder = popart.Builder()
+    trips = builder.aiOnnx.constant(np.array(3, np.int64))
+    cond = builder.aiOnnx.constant(np.array(True))
+    start = builder.addInputTensor(popart.TensorInfo("FLOAT", [6]))
+    body = builder.createSubgraphBuilder()
+    body.addInputTensor(popart.TensorInfo("INT64", []))
+    body_cond = body.addInputTensor(popart.TensorInfo("BOOL", []))
+    carried = body.addInputTensor(popart.TensorInfo("FLOAT", [2]))  # declared smaller
+    body.addOutputTensor(body_cond)
+    body.addOutputTensor(body.aiOnnx.add([carried, carried]))
+    out = builder.aiOnnx.loop([trips, cond, start], 1, body)[0]
+    builder.addOutputTensor(out)
+    assert builder.getTensorShape(out) == [6]
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(_infer(builder, out, {start: x}), 8 * x)
