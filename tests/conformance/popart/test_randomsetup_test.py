@@ -173,6 +173,7 @@ def test_distinct_random_behaviour_with_subgraphs():
         _different_mask(run, f"d{a}", 0, run, f"d{b}", 0)
 
 
+@pytest.mark.slow
 @pytest.mark.follows("test_random_op_in_loop_body")
 def test_random_op_in_loop_body():
     steps, iterations = 2, 10

@@ -68,18 +68,18 @@ def getLogger(name: str = "all") -> Logger:  # noqa: N802 - the original's name
     return Logger(name)
 
 
-class _StderrHandler(_logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(_logging.StreamHandler):
     """Writes to whatever sys.stderr is when a message comes (it may be replaced)."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
-    def stream(self):  # type: ignore[no-untyped-def]
+    @property
+    def stream(self):
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value) -> None:  # type: ignore[no-untyped-def]
+    def stream(self, _value) -> None:
         pass
 
 

@@ -44,20 +44,19 @@ def _negative_flatten_axis(node: NodeProto, opset: int) -> int | None:
 def _fp16_operand_of_mixed_mul(node: NodeProto, types: dict[str, TensorType]) -> str | None:
     if node.domain not in ("", "ai.onnx") or node.op_type != "Mul" or len(node.input) != 2:
         return None
-    found = [types.get(name) for name in node.input]
-    if any(t is None or t.shape is None or None in t.shape for t in found):
-        return None
-    half = [
-        name
-        for name, t in zip(node.input, found, strict=True)
-        if t.elem_type == TensorProto.FLOAT16
+    found: list[tuple[str, TensorType, tuple[int, ...]]] = []
+    for name in node.input:
+        known = types.get(name)
+        if known is None or known.shape is None or None in known.shape:
+            return None
+        found.append((name, known, tuple(int(d or 0) for d in known.shape)))
+    half = [(name, shape) for name, t, shape in found if t.elem_type == TensorProto.FLOAT16]
+    single = [
+        shape for _, t, shape in found if t.elem_type == TensorProto.FLOAT and math.prod(shape) == 1
     ]
-    single = [t for t in found if t.elem_type == TensorProto.FLOAT and math.prod(t.shape) == 1]
-    if len(half) != 1 or len(single) != 1:
+    if len(half) != 1 or len(single) != 1 or len(single[0]) > len(half[0][1]):
         return None
-    if len(single[0].shape) > len(types[half[0]].shape):
-        return None
-    return half[0]
+    return half[0][0]
 
 
 def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProto | None:
