@@ -571,6 +571,11 @@ class SessionCore:
         weights = self._weights.current()
         model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
         model_writer.write_model(os.fspath(fn), model, self._external_locations)
+        # The host weights become the written ones, as after resetHostWeights: a later
+        # weightsFromHost carries on from them (willow/src/session.cpp, modelToHost;
+        # train_then_infer_test, test_modelToHost_calls_resetHostWeights).
+        host = self._weights.host
+        host.update({name: np.array(weights[name], copy=True) for name in host if name in weights})
 
     def _extra_initializers(self) -> dict[str, np.ndarray]:
         """Tensors a model file gets beside the model's own (training: optimizer state)."""
