@@ -49,7 +49,7 @@ def test_context_managers_annotate_nodes_created_inside_and_nest():
 def test_getters_without_a_context_raise():
     builder, _ = _builder_with_input()
     for getter in (builder.getVirtualGraph, builder.getPipelineStage, builder.getExecutionPhase):
-        with pytest.raises(popart.popart_exception, match="no value is set"):
+        with pytest.raises(popart.popart_exception, match="not set in current scope"):
             getter()
 
 
@@ -194,13 +194,15 @@ def test_node_attribute_api_errors():
     builder, x = _builder_with_input()
     y = builder.aiOnnx.relu([x])
     builder.addNodeAttribute("n", 1, {y})
-    with pytest.raises(popart.popart_exception, match="already has attribute 'n'"):
+    with pytest.raises(popart.popart_exception, match="Node already has attribute n."):
         builder.addNodeAttribute("n", 2, {y})
     with pytest.raises(popart.popart_exception, match="is INT, not FLOAT"):
         builder.getFloatNodeAttribute("n", {y})
-    with pytest.raises(popart.popart_exception, match="has no attribute 'm'"):
+    with pytest.raises(popart.popart_exception, match="Node does not have an attribute m."):
         builder.getInt64NodeAttribute("m", {y})
-    with pytest.raises(popart.popart_exception, match="has no attribute 'm'"):
+    with pytest.raises(
+        popart.popart_exception, match="Cannot remove attribute m as it does not exist."
+    ):
         builder.removeNodeAttribute("m", {y})
     with pytest.raises(popart.popart_exception, match="could not find a unique node"):
         builder.nodeHasAttribute("n", {"Other:0"})

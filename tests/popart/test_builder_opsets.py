@@ -132,6 +132,8 @@ def _build_every_operator(opset, builder, domain: str, version: int):
         for name, attribute in schema.attributes.items():
             if attribute.required:
                 arguments[name] = _value_for(attribute.type)
+        if op_type == "Pad" and "pads" in arguments:
+            arguments["pads"] = [1, 1, 1, 1]  # two per dim of x, as the builder requires
         method(**arguments)
         yield schema, core_graph.node[-1]
 

@@ -42,7 +42,7 @@ def test_return_type_members():
         (("EVERYN", 0), "Anchor return period must be greater than zero"),
         (("EVERYN", -2), "Anchor return period must be greater than zero"),
         (("ALL", 2), "A return period should not be supplied for this anchor return type"),
-        (("MOST",), "Invalid anchor return type ID supplied: 'MOST'"),
+        (("MOST",), "Invalid anchor return type ID supplied: MOST"),
     ],
 )
 def test_return_type_errors(args, message):

@@ -22,9 +22,7 @@ def session_for(model, device, *, anchors=None, batches_per_step=1, **kwargs):
 
 def test_truncated_model_bytes(small_model, ipu_model_device):
     data_flow = popart.DataFlow(1, [small_model.y])
-    with pytest.raises(
-        popart.popart_exception, match="not a serialized ONNX ModelProto|not a valid"
-    ):
+    with pytest.raises(popart.popart_exception, match="Failed to load a ModelProto|not a valid"):
         popart.InferenceSession(
             small_model.proto[: len(small_model.proto) // 2], data_flow, ipu_model_device
         )
@@ -34,7 +32,7 @@ def test_garbage_model_bytes_and_missing_file(ipu_model_device, tmp_path):
     data_flow = popart.DataFlow(1, ["y"])
     with pytest.raises(popart.popart_exception):
         popart.InferenceSession(b"\x00\x01garbage\xff" * 10, data_flow, ipu_model_device)
-    with pytest.raises(popart.popart_exception, match="no such file"):
+    with pytest.raises(popart.popart_exception, match="valid path to an existing onnx model file"):
         popart.InferenceSession(str(tmp_path / "missing.onnx"), data_flow, ipu_model_device)
     with pytest.raises(popart.popart_exception, match="must be serialized ModelProto bytes"):
         popart.InferenceSession(12, data_flow, ipu_model_device)

@@ -195,7 +195,12 @@ def test_sharded_inference_equals_one_ipu():
         session.prepareDevice()
         session.weightsFromHost()
         arrays = session.initAnchorArrays()
-        session.run(popart.PyStepIO({x: inputs[:, 0], t: targets[:, 0]}, arrays))
+        session.run(
+            popart.PyStepIO(
+                {x: np.ascontiguousarray(inputs[:, 0]), t: np.ascontiguousarray(targets[:, 0])},
+                arrays,
+            )
+        )
         return arrays[loss]
 
     options = popart.SessionOptions()

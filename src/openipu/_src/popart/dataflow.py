@@ -45,10 +45,9 @@ def _return_type_id(value: Any) -> AnchorReturnTypeId:
         return value
     if isinstance(value, str) and value.upper() in _RETURN_TYPE_IDS:
         return _RETURN_TYPE_IDS[value.upper()]
-    raise popart_exception(
-        f"Invalid anchor return type ID supplied: {value!r} (one of FINAL, EVERYN, ALL, SUM; "
-        "case-insensitive)"
-    )
+    # The original's words exactly (willow/src/dataflow.cpp; anchorreturntype_test compares
+    # them); the ids are FINAL, EVERYN, ALL and SUM, in any case.
+    raise popart_exception(f"Invalid anchor return type ID supplied: {value}")
 
 
 class AnchorReturnType:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging as _logging
 import os
+import sys
 
 from openipu._src.popart.errors import popart_exception
 
@@ -67,10 +68,36 @@ def getLogger(name: str = "all") -> Logger:  # noqa: N802 - the original's name
     return Logger(name)
 
 
+class _StderrHandler(_logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a message comes (it may be replaced)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _log_to_stderr() -> None:
+    """PopART writes its log to stderr (spdlog's console sink), whatever the level: a
+    handler of its own, so that TRACE and DEBUG messages show once enabled."""
+    logger = python_logger()
+    if not logger.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(_logging.Formatter("[%(name)s] [%(levelname)s] %(message)s"))
+        logger.addHandler(handler)
+
+
 def _level_from_environment() -> None:
     level = os.environ.get("POPART_LOG_LEVEL", "").strip().upper()
     if level in LEVELS:
         python_logger().setLevel(LEVELS[level])
 
 
+_log_to_stderr()
 _level_from_environment()

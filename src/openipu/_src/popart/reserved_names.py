@@ -37,6 +37,51 @@ reservedLoopIteratorPrefix = _prefix_function("reservedLoopIteratorPrefix", "Loo
 reservedLoopCondPrefix = _prefix_function("reservedLoopCondPrefix", "LoopCond___")
 
 
+# Prefixes of the optimizer's and the accumulators' tensors (willow/include/popart/
+# tensornames.hpp), which the original's binding exposes too.
+OPTIMIZER_PREFIXES = {
+    "reservedAcclFinalOutPrefix": "AcclOutOfAcclUpdate___",
+    "reservedAcclToReducePrefix": "AcclIntoReduce___",
+    "reservedAcclToUpdatePrefix": "AcclIntoUpdate___",
+    "reservedAdamUpdaterPrefix": "AdamUpdater___",
+    "reservedAutomaticLossScalePrefix": "AutomaticLossScaleProxy___",
+    "reservedDefaultAdamBeta1Prefix": "adamBeta1___default___",
+    "reservedDefaultAdamBeta2Prefix": "adamBeta2___default___",
+    "reservedDefaultAdamEpsPrefix": "adamEps___default___",
+    "reservedDefaultDampeningScaleFactor1Prefix": "dampeningScaleFactor1___default___",
+    "reservedDefaultLearningRatePrefix": "learningRate___default___",
+    "reservedDefaultLossScalingPrefix": "lossScaling___default___",
+    "reservedDefaultMaxWeightNormPrefix": "maxWeightNorm___default___",
+    "reservedDefaultScaledLearningRate0Prefix": "scaledLearningRate0___default___",
+    "reservedDefaultScaledLearningRate1Prefix": "scaledLearningRate1___default___",
+    "reservedDefaultScaledMomentum1Prefix": "scaledMomentum1___default___",
+    "reservedDefaultScaledWeightDecay1Prefix": "scaledWeightDecay1___default___",
+    "reservedDefaultStepPrefix": "step___default___",
+    "reservedDefaultWeightDecayPrefix": "weightDecay___default___",
+    "reservedDefaultWeightDecayScaleFactor0Prefix": "weightDecayScaleFactor0___default___",
+    "reservedFinalReducedGradPrefix": "FinalReducedGradient___",
+    "reservedLambR1SqPrefix": "LambR1Sq___",
+    "reservedLambR2SqPrefix": "LambR2Sq___",
+    "reservedSpecificAdamBeta1Prefix": "adamBeta1___specific___",
+    "reservedSpecificAdamBeta2Prefix": "adamBeta2___specific___",
+    "reservedSpecificAdamEpsPrefix": "adamEps___specific___",
+    "reservedSpecificDampeningScaleFactor1Prefix": "dampeningScaleFactor1___specific___",
+    "reservedSpecificLearningRatePrefix": "learningRate___specific___",
+    "reservedSpecificLossScalingPrefix": "lossScaling___specific___",
+    "reservedSpecificMaxWeightNormPrefix": "maxWeightNorm___specific___",
+    "reservedSpecificScaledLearningRate0Prefix": "scaledLearningRate0___specific___",
+    "reservedSpecificScaledLearningRate1Prefix": "scaledLearningRate1___specific___",
+    "reservedSpecificScaledMomentum1Prefix": "scaledMomentum1___specific___",
+    "reservedSpecificScaledWeightDecay1Prefix": "scaledWeightDecay1___specific___",
+    "reservedSpecificStepPrefix": "step___specific___",
+    "reservedSpecificWeightDecayPrefix": "weightDecay___specific___",
+    "reservedSpecificWeightDecayScaleFactor0Prefix": "weightDecayScaleFactor0___specific___",
+}
+globals().update(
+    {name: _prefix_function(name, value) for name, value in OPTIMIZER_PREFIXES.items()}
+)
+
+
 _ALL = (
     reservedGradientPrefix,
     reservedUpdatedVarPrefix,

@@ -26,6 +26,13 @@ from openipu._src.popart.errors import popart_exception
 _NO_VALUE = object()
 
 
+_SCOPE_NAMES = {
+    "getPipelineStage": "Pipeline stage",
+    "getVirtualGraph": "Virtual graph",
+    "getExecutionPhase": "Execution phase",
+}
+
+
 class AttributeContextManager:
     """Applies one attribute to every node created while it is entered; nests and restores."""
 
@@ -114,7 +121,10 @@ class AnnotationMethods:
     def _required_current(self, attribute_name: str, method: str) -> Any:
         value = self._current(attribute_name)
         if value is None:
-            raise popart_exception(f"{method}: no value is set by an enclosing context")
+            # The original's words (willow/src/builder.cpp), e.g. "Virtual graph not set in
+            # current scope." (its context_scope_test matches them).
+            what = _SCOPE_NAMES.get(method, method)
+            raise popart_exception(f"{what} not set in current scope.")
         return value
 
     def virtualGraph(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802

@@ -49,6 +49,9 @@ from openipu._src.popart.builder.tensor_info import (
     lower_case_name,
 )
 from openipu._src.popart.errors import check_tensor_ids, popart_exception
+from openipu._src.popart.logging import TRACE, python_logger
+
+_logger = python_logger("builder")
 
 ROOT_GRAPH_NAME = "BuilderGraph"
 _FLOAT8_TYPES = {
@@ -217,6 +220,12 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._graph.node.append(node)
         self._register_node_outputs(node, len(self._graph.node) - 1)
         self._touch()
+        # The original's builder traces each op it adds (willow/src/builder_impl.cpp; its
+        # logging_test looks for this text at TRACE level).
+        _logger.log(
+            TRACE, "Adding %s.%s, inputs %s, outputs %s", domain or AI_ONNX, op_type,
+            list(inputs), outputs,
+        )  # fmt: skip
         return outputs
 
     def customOp(  # noqa: N802 - the original's name
@@ -269,6 +278,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         return tensor_id
 
     def addUntypedInputTensor(self, debugContext: Any = "") -> str:  # noqa: N802, N803
+        if self._parent is None:
+            # willow/src/builder_impl.cpp: only a subgraph's inputs may be typed later.
+            raise popart_exception("Can not add untyped tensors to the top-level graph.")
         tensor_id = self._allocate_id(debug_name(debugContext) or "input")
         self._add_graph_input(onnx.ValueInfoProto(name=tensor_id))
         return tensor_id

@@ -81,7 +81,15 @@ def type_loop_outputs(graph: GraphProto) -> bool:
                 continue
             shape = body_type.shape if index < carried else (trips, *body_type.shape)
             loop_type = TensorType(body_type.elem_type, shape)
-            if knows_more(loop_type, known):
+            carried_in = types.get(node.input[2 + index]) if index < carried else None
+            if carried_in is not None and carried_in.shape is not None:
+                # A carried value keeps the Loop input's shape: LoopOp types the body's
+                # inputs from the Loop's, whatever the body declared (randomsetup_test's
+                # body declares [100] for a [1000] carried tensor).
+                loop_type = carried_in
+            if knows_more(loop_type, known) or (
+                known is not None and known.shape is not None and loop_type != known
+            ):
                 set_value_info(graph, value_info(output, loop_type))
                 refined = True
     return refined

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import onnx
@@ -14,9 +15,14 @@ from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_checks import check_model
 from openipu._src.popart.errors import popart_exception
 
+logger = logging.getLogger("popart.builder")
 
-def load_model(model_or_filename: Any) -> ModelProto:
-    """A checked ModelProto from serialized bytes, a file name, or a ModelProto."""
+
+def load_model(
+    model_or_filename: Any, refuse: Callable[[ModelProto], None] | None = None
+) -> ModelProto:
+    """A checked ModelProto from serialized bytes, a file name, or a ModelProto; `refuse`
+    (a session's own checks, which come first in the original) runs before ONNX's."""
     if isinstance(model_or_filename, ModelProto):
         model = ModelProto()
         model.CopyFrom(model_or_filename)
@@ -27,7 +33,8 @@ def load_model(model_or_filename: Any) -> ModelProto:
     elif isinstance(model_or_filename, (str, os.PathLike)):
         path = os.fspath(model_or_filename)
         if not os.path.isfile(path):
-            raise popart_exception(f"cannot load an ONNX model from {path!r}: no such file")
+            # The original then reads the string as a serialized ModelProto, and fails so.
+            raise popart_exception(_not_a_model_message(path.encode()))
         try:
             model = onnx.load_model(path)
         except (DecodeError, RuntimeError, ValueError, OSError) as error:
@@ -38,8 +45,25 @@ def load_model(model_or_filename: Any) -> ModelProto:
             "modelProtoOrFilename must be serialized ModelProto bytes or an .onnx file name, "
             f"got {type(model_or_filename).__name__}"
         )
+    if refuse is not None:
+        refuse(model)
     check_model(model, what)
     return model
+
+
+def _printable(data: bytes, limit: int = 100) -> str:
+    """The first `limit` bytes as Python prints a bytes object (willow/src/filereader.cpp,
+    formatModelProtoString)."""
+    shown = repr(data[:limit])[2:-1]
+    return shown + ("..." if len(data) > limit else "")
+
+
+def _not_a_model_message(data: bytes) -> str:
+    return (
+        f"Failed to load a ModelProto from the string '{_printable(data)}'.\nCheck that it is "
+        "either a valid path to an existing onnx model file, or is a valid onnx ModelProto "
+        "string."
+    )
 
 
 def _parse(data: bytes, what: str) -> ModelProto:
@@ -47,7 +71,10 @@ def _parse(data: bytes, what: str) -> ModelProto:
     try:
         model.ParseFromString(data)
     except DecodeError as error:
-        raise popart_exception(f"{what} are not a serialized ONNX ModelProto: {error}") from None
+        # The original's message (willow/src/filereader.cpp; its model_loading_test matches
+        # both ends of it); protobuf's reason goes to the log.
+        logger.debug("%s are not a serialized ONNX ModelProto: %s", what, error)
+        raise popart_exception(_not_a_model_message(data)) from None
     if not model.HasField("graph"):
         raise popart_exception(f"{what} are not a serialized ONNX ModelProto: it has no graph")
     return model

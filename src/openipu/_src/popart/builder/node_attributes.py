@@ -59,10 +59,8 @@ class NodeAttributeMethods:
     ) -> None:
         node = self._find_node(nodeOutputNames)
         if any(attribute.name == attributeName for attribute in node.attribute):
-            raise popart_exception(
-                f"addNodeAttribute: node {node.op_type} with outputs {list(node.output)} "
-                f"already has attribute '{attributeName}'"
-            )
+            # The original's words (willow/src/builder_impl.cpp; builder_test compares them).
+            raise popart_exception(f"Node already has attribute {attributeName}.")
         node.attribute.append(make_attribute(attributeName, attributeValue, f"node {node.op_type}"))
         self._touch()
 
@@ -76,10 +74,7 @@ class NodeAttributeMethods:
         node = self._find_node(nodeOutputNames)
         attribute = _find_attribute(node, attributeName)
         if attribute is None:
-            raise popart_exception(
-                f"removeNodeAttribute: node {node.op_type} with outputs {list(node.output)} "
-                f"has no attribute '{attributeName}'"
-            )
+            raise popart_exception(f"Cannot remove attribute {attributeName} as it does not exist.")
         node.attribute.remove(attribute)
         self._touch()
 
@@ -105,9 +100,7 @@ class NodeAttributeMethods:
         node = self._find_node(node_output_names)
         attribute = _find_attribute(node, name)
         if attribute is None:
-            raise popart_exception(
-                f"node {node.op_type} with outputs {list(node.output)} has no attribute '{name}'"
-            )
+            raise popart_exception(f"Node does not have an attribute {name}.")
         if attribute.type != attribute_type:
             raise popart_exception(
                 f"attribute '{name}' of node {node.op_type} is "

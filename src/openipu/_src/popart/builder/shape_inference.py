@@ -13,9 +13,11 @@ from onnx import GraphProto, ModelProto, NodeProto, helper
 from openipu._src.popart.builder.graphcore_shape_rules import TensorType, infer_graphcore_node
 from openipu._src.popart.builder.loop_types import type_loop_body_inputs, type_loop_outputs
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
+from openipu._src.popart.builder.onnx_view import as_onnx_sees_it, restore
 from openipu._src.popart.builder.shape_types import (
     known_types,
     knows_more,
+    set_value_info,
     tensor_type_of,
     value_info,
 )
@@ -38,12 +40,13 @@ def _drop_empty_types(graph: GraphProto) -> None:
 
 
 def _run_onnx_inference(model: ModelProto) -> ModelProto:
+    seen, replaced = as_onnx_sees_it(model)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(seen, strict_mode=False, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         raise popart_exception(f"the model is inconsistent: {error}") from None
     _drop_empty_types(inferred.graph)
-    return inferred
+    return restore(inferred, replaced)
 
 
 def _callee_output_types(node: NodeProto) -> list[TensorType | None]:
@@ -91,7 +94,9 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
     types = known_types(graph)
     added = False
     for node in graph.node:
-        if node.domain != AI_GRAPHCORE or all(output in types for output in node.output if output):
+        if node.domain != AI_GRAPHCORE or all(
+            output in types and types[output].shape is not None for output in node.output if output
+        ):
             continue
         output_types: list[TensorType | None] | None
         if node.op_type == "Call":
@@ -99,8 +104,9 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
         else:
             output_types = infer_graphcore_node(node, [types.get(name) for name in node.input])
         for output, tensor_type in zip(node.output, output_types or [], strict=False):
-            if output and tensor_type is not None and output not in types:
-                graph.value_info.append(value_info(output, tensor_type))
+            if output and tensor_type is not None and knows_more(tensor_type, types.get(output)):
+                # A graph output may be declared with its element type only.
+                set_value_info(graph, value_info(output, tensor_type))
                 types[output] = tensor_type
                 added = True
     return added

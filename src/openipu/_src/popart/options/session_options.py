@@ -8,6 +8,9 @@ options are checked when a session is created (`session/option_rules.py`).
 
 from __future__ import annotations
 
+from typing import Any
+
+from openipu._src.popart.logging import python_logger
 from openipu._src.popart.options import enums, settings
 from openipu._src.popart.options.typed_fields import (
     BOOL,
@@ -173,6 +176,19 @@ class SessionOptions(TypedOptions):
         "prefetchBufferingDepthMap": "bufferingDepthMap",
         "updatableBuffers": "updatableNamedBuffers",
     }
+
+    # Setting these warns as the original's binding does (python/popart/popart_core/popart.cpp).
+    DEPRECATED = ("defaultPrefetchBufferingDepth", "prefetchBufferingDepthMap")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.DEPRECATED:
+            python_logger("session").warning(
+                "The session option %s has been deprecated and will be removed in a future "
+                "release. Please use the alias %s instead.",
+                name,
+                self.ALIASES[name],
+            )
+        super().__setattr__(name, value)
 
     def enableExplicitIR(self, enable: bool) -> None:  # noqa: N802 - the original's name
         """Sets useHostCopyOps, enableExplicitMainLoops and explicitRecomputation together."""

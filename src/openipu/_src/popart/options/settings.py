@@ -15,6 +15,7 @@ from openipu._src.popart.options.typed_fields import (
     FLOAT,
     INT,
     STR,
+    DictOf,
     EnumOf,
     InstanceOf,
     ListOf,
@@ -152,6 +153,15 @@ class AutodiffSettings(TypedOptions):
 
 
 class ExperimentalSettings(TypedOptions):
-    """Experimental settings: the documentation lists no members."""
+    """Experimental settings: the documentation lists no members; the original's binding
+    has these two (python/popart/popart_core/popart.cpp, python/popart/__init__.py.in)."""
 
-    OPTIONS: ClassVar[dict[str, Option]] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        # Names of custom transforms to run at points of the IR's preparation ("Fwd0", ...);
+        # there are no custom transforms here, so they are recorded only.
+        "customTransformApplierSettings": Option(DictOf(STR, ListOf(STR)), dict),
+        "createHostTransferableTensorWithOffset": Option(BOOL, False),
+    }
+    ALIASES: ClassVar[dict[str, str]] = {
+        "_customTransformApplierSettings": "customTransformApplierSettings"
+    }

@@ -6,7 +6,7 @@ batches of af accumulation steps each). On the host it takes the shape of its re
 | return type | host shape                    | values                                    |
 |-------------|-------------------------------|-------------------------------------------|
 | All         | [bps, af, rf, *shape]         | every batch                               |
-| EveryN (N)  | [bps / N, af, rf, *shape]     | batches N-1, 2N-1, ... (every N-th)       |
+| EveryN (N)  | [bps / N, af, rf, *shape]     | micro-batches N-1, 2N-1, ... (every N-th) |
 | Final       | [rf, *shape]                  | the last batch                            |
 | Sum         | [rf, *shape]                  | the sum over the bps and af batches       |
 
@@ -95,8 +95,13 @@ class AnchorPlan:
         elif kind is AnchorReturnTypeId.Sum:
             selected = steps.sum(axis=(0, 1), dtype=steps.dtype)
         elif kind is AnchorReturnTypeId.EveryN:
+            # The original counts the period in micro-batches (accumulation steps in
+            # order): with bps 2, af 2 and N 2 it returns the second micro-batch of each
+            # batch (its anchorreturntype_test, test_simple_training_session); the host
+            # buffer keeps the documented [bps / N, af, ...] shape, the same count.
             period = self.art.rp()
-            selected = steps[period - 1 :: period]
+            micro_batches = steps.reshape(-1, *steps.shape[2:])
+            selected = micro_batches[period - 1 :: period]
         else:
             selected = steps
         return np.asarray(selected).reshape(self.shape)

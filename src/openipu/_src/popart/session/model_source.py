@@ -14,6 +14,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
+from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_io import load_model
 from openipu._src.popart.errors import popart_exception
 
@@ -30,12 +31,21 @@ class ModelSource:
 
 def read_model(model_or_filename: Any) -> ModelSource:
     """The model of a session's `fnModel` (serialized bytes, a ModelProto or a file name)."""
-    model = load_model(model_or_filename)
+    model = load_model(model_or_filename, refuse_unsupported)
     check_opsets(model)
     locations: dict[str, str] = {}
     if isinstance(model_or_filename, (str, os.PathLike)):
         locations = _external_locations(os.fspath(model_or_filename))
     return ModelSource(model, locations)
+
+
+def refuse_unsupported(model: ModelProto) -> None:
+    """What the original's IR refuses before checking anything else (constant folding of
+    a sparse Constant: willow/src/ces/onnxconstexpr.cpp)."""
+    for graph in iter_graphs(model.graph):
+        for node in graph.node:
+            if node.op_type == "Constant" and any(a.name == "sparse_value" for a in node.attribute):
+                raise popart_exception("The Constant op attribute 'sparse_value' is not supported.")
 
 
 def check_opsets(model: ModelProto) -> dict[str, int]:

@@ -60,6 +60,7 @@ from openipu._src.popart.session import (
     reports,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.engine_option_names import check_engine_option_names
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_source import read_model
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
@@ -79,6 +80,16 @@ logger = logging.getLogger("popart.session")
 # The programs a session can run by handle (`run(programHandle, stepio)`); "" is the main one.
 _MAIN_PROGRAM = ""
 _FORWARD_ONLY_PROGRAM = "implicitPipeliningFwdOnly"
+
+
+def _check_something_is_computed(model: onnx.ModelProto, anchors: list[str]) -> None:
+    """The original prunes the ops no anchor needs and refuses a main graph left empty
+    (willow/src/transforms/prune.cpp; prune_all_error_test)."""
+    needed = set(anchors)
+    for node in reversed(model.graph.node):
+        if needed.intersection(node.output):
+            return
+    raise popart_exception("All operations in the main graph were pruned, nothing to compute")
 
 
 class SessionCore:
@@ -140,6 +151,8 @@ class SessionCore:
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
+        if not self._training:
+            _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)
         self._placement = placement.plan(self._model, self._options, self._device)
         spec = self._device.spec
@@ -167,6 +180,7 @@ class SessionCore:
         option_rules.check_options(
             self._options, self._device, self._data_flow, self._model, self._training
         )
+
         self._patterns.ensureMandatoryPatternsEnabled()
 
     def _after_lowering(self) -> None:
@@ -254,6 +268,7 @@ class SessionCore:
         if self._prepared:
             return
         memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
+        check_engine_option_names(self._options.engineOptions)
         if self._options.compileEngine:
             self._place_variables()
             cache_entry = self._engine_cache_entry()
@@ -537,10 +552,11 @@ class SessionCore:
 
     def _refuse_if_constant_weights(self, what: str) -> None:
         if not self._training and self._options.constantWeights:
+            # The original's words (willow/src/session.cpp; constant_weights_error_test).
             raise popart_exception(
-                f"Cannot call {what} when constantWeights is set: the weights of this inference "
-                "session are constants. Create it with SessionOptions.constantWeights = False "
-                "to change them"
+                f"Cannot call {what} when constantWeights is set. Set `constantWeights` to "
+                "False in the `SessionOption`s when initialising the session to enable this "
+                "behaviour."
             )
 
     def _require_device_weights(self, what: str) -> None:
@@ -555,6 +571,11 @@ class SessionCore:
         weights = self._weights.current()
         model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
         model_writer.write_model(os.fspath(fn), model, self._external_locations)
+        # The host weights become the written ones, as after resetHostWeights: a later
+        # weightsFromHost carries on from them (willow/src/session.cpp, modelToHost;
+        # train_then_infer_test, test_modelToHost_calls_resetHostWeights).
+        host = self._weights.host
+        host.update({name: np.array(weights[name], copy=True) for name in host if name in weights})
 
     def _extra_initializers(self) -> dict[str, np.ndarray]:
         """Tensors a model file gets beside the model's own (training: optimizer state)."""

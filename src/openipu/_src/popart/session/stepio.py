@@ -106,6 +106,17 @@ class StepIO:
         raise NotImplementedError
 
 
+def _require_contiguous(array: Any, tensor_id: str, direction: str) -> None:
+    """The original's PyStepIO takes C-contiguous arrays only (python/popart/popart_core/
+    popart.cpp): a conversion would cost a copy per step."""
+    if isinstance(array, np.ndarray) and not array.flags["C_CONTIGUOUS"]:
+        raise popart_exception(
+            f"PyStepIO is unable to use the numpy {direction} array for tensor '{tensor_id}' "
+            "as it is not c-contiguous (a data conversion here could have a significant "
+            "impact on performance and hence is not allowed)"
+        )
+
+
 class PyStepIO(StepIO):
     """Inputs and anchors in dicts of numpy arrays: `PyStepIO(inputs, outputs)`."""
 
@@ -117,6 +128,7 @@ class PyStepIO(StepIO):
             )
         self._inputs = {}
         for tensor_id, value in inputs.items():
+            _require_contiguous(value, tensor_id, "input")
             try:
                 self._inputs[tensor_id] = np.asarray(value)
             except (TypeError, ValueError) as error:
@@ -124,6 +136,7 @@ class PyStepIO(StepIO):
                     f"PyStepIO input '{tensor_id}' is not convertible to a numpy array: {error}"
                 ) from None
         for tensor_id, value in outputs.items():
+            _require_contiguous(value, tensor_id, "output")
             if not isinstance(value, np.ndarray):
                 raise OptionTypeError(
                     f"PyStepIO output '{tensor_id}' must be a numpy array (written in place), "
@@ -224,6 +237,7 @@ class PyStepIOCallback(StepIO):
         values = []
         for _ in range(plan.fetches):
             array = self._in(plan.tensor_id, False)
+            _require_contiguous(array, plan.tensor_id, "input")
             if array is None:
                 raise popart_exception(
                     f"input_callback returned no data for tensor '{plan.tensor_id}'"
@@ -244,6 +258,7 @@ class PyStepIOCallback(StepIO):
         for plan in plans:
             for value in plan.per_batch(values[plan.tensor_id]):
                 target = self._out(plan.tensor_id)
+                _require_contiguous(target, plan.tensor_id, "output")
                 if not isinstance(target, np.ndarray) or target.size != value.size:
                     got = _describe(target) if isinstance(target, np.ndarray) else repr(target)
                     raise popart_exception(

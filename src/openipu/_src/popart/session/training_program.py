@@ -156,7 +156,11 @@ class _TrainingSteps:
         fetch = self._fetch()
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch(list(trained.values()))
-            tape.watch([inputs[n] for n in self._gradient_targets if n in inputs])
+            # The inputs are watched whenever a gradient is asked for: an intermediate
+            # tensor's gradient (anchored `Gradient___<id>`) is recorded only along
+            # watched paths, and a model may have no weights before it.
+            if self._gradient_targets:
+                tape.watch([v for v in inputs.values() if v.dtype.is_floating])
             results = program.lowered.run(
                 inputs, values, training=True, seed=seed, fetch=fetch, op_scope=program.op_scope
             )

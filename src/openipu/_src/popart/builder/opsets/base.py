@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from onnx import AttributeProto, GraphProto
 
 from openipu._src.popart.builder.core import _BuilderCore
+from openipu._src.popart.builder.shape_types import tensor_type_of
 from openipu._src.popart.errors import popart_exception
 
 
@@ -31,6 +32,20 @@ class Opset:
     @property
     def _core(self) -> _BuilderCore:
         return core_of(self._builder)
+
+    def _known_shape(self, tensor_id: str) -> list[int] | None:
+        """The shape of a graph input, initializer or typed tensor of the builder's graph
+        (None when not known without running shape inference)."""
+        graph = self._core._graph
+        for tensor in graph.initializer:
+            if tensor.name == tensor_id:
+                return list(tensor.dims)
+        for value in (*graph.input, *graph.value_info):
+            if value.name == tensor_id:
+                found = tensor_type_of(value.type)
+                if found is not None and found.shape is not None and None not in found.shape:
+                    return [int(d) for d in found.shape]  # type: ignore[arg-type]
+        return None
 
     def _add_node(
         self,

@@ -33,11 +33,18 @@ import onnx.defs
 from onnx import AttributeProto
 
 from openipu._src.popart.builder.attribute_values import attribute_value, make_typed_attribute
+from openipu._src.popart.builder.opsets.builder_op_checks import BUILDER_CHECKS
 from openipu._src.popart.errors import (
+    IncompatibleArgumentsError,
     check_tensor_ids,
     incompatible_arguments,
     popart_exception,
 )
+
+AI_ONNX = "ai.onnx"
+
+# ONNX's schema says "no maximum" with the largest int32.
+_UNBOUNDED = 2**31 - 1
 
 # Attributes PopART's builder does not expose.
 SKIPPED_ATTRIBUTES = frozenset({"auto_pad"})
@@ -99,6 +106,10 @@ def operator_signature(schema: onnx.defs.OpSchema) -> OperatorSignature:
         has_default = attribute.default_value.type != AttributeProto.UNDEFINED
         if has_default:
             default = attribute_value(attribute.default_value)
+        elif schema.name.startswith("Reduce") and name == "axes":
+            # PopART's reductions tell "no axes given" (reduce all) from an explicit empty
+            # list (reduce nothing): willow/src/op/reduce.cpp, has_default_axes.
+            default = None
         elif attribute.type in (AttributeProto.INTS, AttributeProto.FLOATS, AttributeProto.STRINGS):
             default = []
         else:
@@ -189,20 +200,21 @@ def _python_signature(signature: OperatorSignature) -> inspect.Signature:
 def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outputs: int) -> None:
     check_tensor_ids(what, inputs)
     if not signature.min_inputs <= len(inputs) <= signature.max_inputs:
-        expected = (
-            f"{signature.min_inputs}"
-            if signature.min_inputs == signature.max_inputs
-            else f"{signature.min_inputs} to {signature.max_inputs}"
+        # The original's words (willow/src/builder_impl.cpp; builder_test matches the start).
+        most = "inf" if signature.max_inputs >= _UNBOUNDED else signature.max_inputs
+        raise popart_exception(
+            f"{signature.op_type} has invalid number of inputs {len(inputs)}. Must be between "
+            f"{signature.min_inputs}..{most} ({what})"
         )
-        raise popart_exception(f"{what}: expected {expected} input(s) in args, got {len(inputs)}")
     if isinstance(num_outputs, bool) or not isinstance(num_outputs, (int, np.integer)):
         raise incompatible_arguments(
             what, ["(self, args: List[str], num_outputs: int, ...)"], [inputs, num_outputs]
         )
     if not signature.min_outputs <= num_outputs <= signature.max_outputs:
+        # The original's words (willow/src/builder_impl.hpp).
         raise popart_exception(
-            f"{what}: num_outputs must be between {signature.min_outputs} and "
-            f"{signature.max_outputs}, got {num_outputs}"
+            f"{signature.op_type} has an invalid number of outputs {num_outputs}. Must be "
+            f"between {signature.min_outputs}..{signature.max_outputs} ({what})"
         )
 
 
@@ -213,14 +225,32 @@ def make_operator_method(
     python_signature = _python_signature(signature)
     coercions = coercions or {}
 
+    name = method_name(signature.op_type)
+
     def operator_method(self: Any, *call_args: Any, **call_kwargs: Any) -> Any:
-        bound = python_signature.bind(self, *call_args, **call_kwargs)
+        try:
+            return _add_operator(self, call_args, call_kwargs)
+        except IncompatibleArgumentsError as error:
+            # pybind names the method, e.g. "add(): incompatible function arguments".
+            text = str(error)
+            raise IncompatibleArgumentsError(name + text[text.index("(): ") :]) from None
+
+    def _add_operator(self: Any, call_args: tuple, call_kwargs: dict) -> Any:
+        try:
+            bound = python_signature.bind(self, *call_args, **call_kwargs)
+        except TypeError as error:
+            raise incompatible_arguments(
+                name, [str(python_signature)], list(call_args), str(error)
+            ) from None
         bound.apply_defaults()
         values = bound.arguments
         what = f"{signature.op_type} ({signature.domain or 'ai.onnx'} opset {self.version})"
         inputs = values.get("args", [])
         num_outputs = values.get("num_outputs", signature.max_outputs)
         _check_counts(signature, what, inputs, num_outputs)
+        check = BUILDER_CHECKS.get(signature.op_type) if signature.domain in ("", AI_ONNX) else None
+        if check is not None:
+            check(self._known_shape, list(inputs), values)
         attributes = []
         for parameter in signature.attributes:
             value = values[parameter.name]
@@ -228,7 +258,10 @@ def make_operator_method(
                 value = coercions[parameter.name](value)
             if value is None and parameter.required:
                 raise popart_exception(f"{what}: attribute '{parameter.name}' is required")
-            if _is_unset(value) and not parameter.has_schema_default or value is None:
+            explicit_empty = parameter.default is None and value is not None
+            if (
+                _is_unset(value) and not parameter.has_schema_default and not explicit_empty
+            ) or value is None:
                 continue
             if _equals_default(value, parameter):
                 continue
@@ -240,7 +273,7 @@ def make_operator_method(
         )
         return outputs if signature.returns_list else outputs[0]
 
-    operator_method.__name__ = operator_method.__qualname__ = method_name(signature.op_type)
+    operator_method.__name__ = operator_method.__qualname__ = name
     operator_method.__signature__ = python_signature  # type: ignore[attr-defined]
     returns = "a list of output ids" if signature.returns_list else "the output id"
     operator_method.__doc__ = (

@@ -55,6 +55,10 @@ class Mul(BinaryOp):
     def apply(self, a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
         if a.dtype == tf.bool:
             return tf.logical_and(a, b)
+        # PopART multiplies float16 by a one-element float32 in float16 (willow/src/op/
+        # mul.cpp, getOutputDataType); the model check has refused other mixed types.
+        if {a.dtype, b.dtype} == {tf.float16, tf.float32}:
+            a, b = tf.cast(a, tf.float16), tf.cast(b, tf.float16)
         return widened(tf.multiply, a, b)
 
 

@@ -67,7 +67,12 @@ class ReduceOp(Op):
         if self.opset_version >= self.axes_as_input_since:
             axes_list = self.static_ints(axes, "axes") if axes is not None else []
         else:
-            axes_list = self.attrs.get("axes") or []
+            given = self.attrs.get("axes")
+            if given is not None and len(given) == 0:
+                # An explicit empty `axes` reduces over no axis in PopART (willow/src/op/
+                # reduce.cpp reduces over all only when none were given): ReduceLogSum is log.
+                return type(self).reducer(x, [], bool(self.attrs.keepdims))
+            axes_list = list(given or [])
         if not axes_list:
             if self.attrs.get("noop_with_empty_axes"):
                 return tf.identity(x)

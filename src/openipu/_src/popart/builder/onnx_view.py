@@ -1,0 +1,108 @@
+"""What ONNX's shape inference and checker see of nodes PopART reads more freely.
+
+- Reductions given an explicit empty `axes`: ONNX (before opset 18) reads it as "all
+  axes", PopART as "none" (willow/src/op/reduce.cpp: only absent axes mean all). ONNX
+  sees an Identity, which has the node's shape and type.
+- Mul of float16 by a one-element float32: float16 in PopART (willow/src/op/mul.cpp,
+  getOutputDataType); ONNX sees an Identity of the float16 operand, which has the
+  result's type and (the float32 one being of no higher rank) shape.
+- Squeeze with unsorted axes before opset 13: onnx infers a wrong shape; it sees
+  them sorted.
+- Flatten with a negative axis before opset 11: PopART counts it from the end
+  (willow/src/op/flatten.cpp; operators_test/flatten_test.py); ONNX sees it normalized.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, helper
+
+from openipu._src.popart.builder.shape_types import known_types
+from openipu._src.popart.graphcore_ops.shape_rules import TensorType
+
+_AXES_AS_INPUT_SINCE = 18
+
+
+def _reduces_nothing(node: NodeProto, opset: int) -> bool:
+    if node.domain not in ("", "ai.onnx") or not node.op_type.startswith("Reduce"):
+        return False
+    if opset >= _AXES_AS_INPUT_SINCE and node.op_type != "ReduceSum":
+        return False
+    return any(
+        a.name == "axes" and a.type == AttributeProto.INTS and not a.ints for a in node.attribute
+    )
+
+
+def _negative_flatten_axis(node: NodeProto, opset: int) -> int | None:
+    if node.domain not in ("", "ai.onnx") or node.op_type != "Flatten" or opset >= 11:
+        return None
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    return axis if axis < 0 else None
+
+
+def _fp16_operand_of_mixed_mul(node: NodeProto, types: dict[str, TensorType]) -> str | None:
+    if node.domain not in ("", "ai.onnx") or node.op_type != "Mul" or len(node.input) != 2:
+        return None
+    found: list[tuple[str, TensorType, tuple[int, ...]]] = []
+    for name in node.input:
+        known = types.get(name)
+        if known is None or known.shape is None or None in known.shape:
+            return None
+        found.append((name, known, tuple(int(d or 0) for d in known.shape)))
+    half = [(name, shape) for name, t, shape in found if t.elem_type == TensorProto.FLOAT16]
+    single = [
+        shape for _, t, shape in found if t.elem_type == TensorProto.FLOAT and math.prod(shape) == 1
+    ]
+    if len(half) != 1 or len(single) != 1 or len(single[0]) > len(half[0][1]):
+        return None
+    return half[0][0]
+
+
+def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProto | None:
+    """The node ONNX should see instead of `node`, or None to keep it."""
+    ranks = {name: len(t.shape) for name, t in types.items() if t.shape is not None}
+    half = _fp16_operand_of_mixed_mul(node, types)
+    if half is not None:
+        return helper.make_node("Identity", [half], list(node.output), name=node.name)
+    if node.op_type == "Squeeze" and node.domain in ("", "ai.onnx") and opset < 13:
+        seen = NodeProto()
+        seen.CopyFrom(node)
+        for attribute in seen.attribute:
+            if attribute.name == "axes" and node.input[0] in ranks:
+                rank = ranks[node.input[0]]
+                attribute.ints[:] = sorted(a % rank if a < 0 else a for a in attribute.ints)
+        return seen if seen != node else None
+    if _reduces_nothing(node, opset):
+        return helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)
+    axis = _negative_flatten_axis(node, opset)
+    if axis is not None and node.input[0] in ranks:
+        seen = NodeProto()
+        seen.CopyFrom(node)
+        for attribute in seen.attribute:
+            if attribute.name == "axis":
+                attribute.i = axis + ranks[node.input[0]]
+        return seen
+    return None
+
+
+def as_onnx_sees_it(model: ModelProto) -> tuple[ModelProto, dict[int, NodeProto]]:
+    """`model` (a copy if changed) with those nodes of its main graph as ONNX should see
+    them, and the replaced nodes by position, for `restore`."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    types = known_types(model.graph)
+    seen = {i: _seen(n, opset, types) for i, n in enumerate(model.graph.node)}
+    replacements = {i: n for i, n in seen.items() if n is not None}
+    if not replacements:
+        return model, {}
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for index, node in replacements.items():
+        copy.graph.node[index].CopyFrom(node)
+    return copy, {i: model.graph.node[i] for i in replacements}
+
+
+def restore(model: ModelProto, replaced: dict[int, NodeProto]) -> ModelProto:
+    for index, node in replaced.items():
+        model.graph.node[index].CopyFrom(node)
+    return model

@@ -1,0 +1,26 @@
+"""Running a small inference session on the Cpu device, as many original tests do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import popart
+
+
+def infer(
+    model: Any, anchors: list[str], inputs: dict[str, np.ndarray], options: Any = None
+) -> dict[str, np.ndarray]:
+    """One run of an InferenceSession of `model` (bytes or a file name); its anchors."""
+    session = popart.InferenceSession(
+        fnModel=model,
+        dataFlow=popart.DataFlow(1, {a: popart.AnchorReturnType("All") for a in anchors}),
+        deviceInfo=popart.DeviceManager().createCpuDevice(),
+        userOptions=options or popart.SessionOptions(),
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    arrays = session.initAnchorArrays()
+    session.run(popart.PyStepIO(inputs, arrays))
+    return arrays

@@ -1,0 +1,33 @@
+"""graphcore/popart tests/integration/operators_test/matmul_test_broadcasting_2.py: MatMul
+broadcasting over these pairs of shapes, inference and gradients (Cpu)."""
+
+import pytest
+from popart_matmul_checks import check_matmul_broadcasting
+
+SHAPES = (
+    ([1], [2, 4, 1, 3]),
+    ([4, 3, 1], [1]),
+    ([3, 4], [1, 4, 3]),
+    ([2, 4], [2, 4, 3]),
+    ([2], [4, 1, 2, 3]),
+    ([2, 1, 4, 3], [3]),
+    ([2, 1, 3], [2, 3, 1]),
+    ([3, 1, 4, 2], [4, 2, 1]),
+    ([3, 4], [1, 4, 2]),
+    ([4], [3, 4, 1]),
+    ([3], [1, 4, 3, 2]),
+    ([1, 3], [1, 3, 2]),
+    ([1, 3], [2, 4, 3, 1]),
+    ([4, 3, 1], [1, 2]),
+    ([3, 2, 4], [4]),
+    ([4, 1, 3], [3]),
+    ([3], [2, 1, 3, 4]),
+    ([3, 1], [1, 2]),
+    ([4, 1], [1, 2]),
+)
+
+
+@pytest.mark.slow
+@pytest.mark.follows("test_matmul_broadcasting_2")
+def test_matmul_broadcasting_2(op_tester):
+    check_matmul_broadcasting(op_tester, SHAPES)

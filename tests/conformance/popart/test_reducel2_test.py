@@ -1,0 +1,27 @@
+"""graphcore/popart tests/integration/operators_test/reducel2_test.py: ReduceL2 over
+every combination of axes and keepdims, inference and gradients (Cpu)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from popart_reduce_checks import check_reduce_inference, check_reduce_training
+
+
+def _numpy(x, axis, keepdims):
+    return np.sqrt(np.sum(x**2, axis=axis, keepdims=keepdims))
+
+
+def _tf(x, axis, keepdims):
+    return tf.sqrt(tf.reduce_sum(tf.square(x), axis, keepdims))
+
+
+@pytest.mark.follows("test_reducel2")
+def test_reducel2(op_tester):
+    data = np.random.rand(5, 3, 7).astype(np.float32)
+    check_reduce_inference(op_tester, "l2", _numpy, data)
+
+
+@pytest.mark.follows("test_reducel2_training")
+def test_reducel2_training(op_tester, grad_of):
+    data = np.random.rand(2, 5, 3).astype(np.float32)
+    check_reduce_training(op_tester, "l2", _tf, grad_of, data)
