@@ -35,7 +35,7 @@ from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.host_queue import HostQueue
-from openipu._src.engine.replicas import variable_copies
+from openipu._src.engine.replicas import lockstep, variable_copies
 from openipu._src.engine.value_types import Nested
 
 _names = itertools.count()
@@ -149,7 +149,7 @@ class IPUOutfeedQueue:
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
             enqueued_by = self._enqueue_graphs.setdefault(graph, set())
-            replica = replication.current_replica_index()
+            replica = lockstep.tracing_replica()
             if replica in enqueued_by:
                 raise ValueError(
                     "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
@@ -173,8 +173,15 @@ class IPUOutfeedQueue:
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
-        replica = replication.current_replica_index()
+        # Each replica writes its own buffers and queue slot (a program traced once builds
+        # them for every replica).
+        return lockstep.per_replica(
+            lambda replica, values: self._enqueue_replica(values, specs, store, replica), flat
+        )
 
+    def _enqueue_replica(
+        self, flat: list[tf.Tensor], specs: list[tf.TensorSpec], store: HostQueue, replica: int
+    ) -> tf.Operation:
         iteration = device_loop.flat_iteration()
         region = region_lib.current_region()
         if iteration is not None and region is not None:

@@ -83,6 +83,69 @@ def build(
 _INHERITED = ("variables", "ipus", "ordinal")
 
 
+def build_once(
+    fn: Callable[[int, Any], Any],
+    count: int,
+    per_replica_inputs: list[Any] | None = None,
+    ipus: int | None = None,
+    ipu_ordinal: int | None = None,
+) -> list[Any]:
+    """Every replica's `fn(index, inputs)`, the Python traced once (replica 0's) when it can.
+
+    As `build`, but `fn` depends on its replica only through `per_replica_inputs[r]`
+    (tensors built before, outside the replicas) and what the engine maps per replica
+    (variables, seeds, the replica index): the original traces a replicated program's
+    Python once (`lockstep.run_traced_once`). `index` is the replica whose Python runs.
+    """
+    if count == 1:
+        inputs = per_replica_inputs[0] if per_replica_inputs is not None else None
+        return build(lambda r: fn(r, inputs), 1, ipus, ipu_ordinal)
+    outer: ReplicatedVariables | None = getattr(_state, "variables", None)
+    variables = outer or ReplicatedVariables(count, ops.get_default_graph())
+    ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
+    ordinal = ipu_ordinal if ipu_ordinal is not None else getattr(_state, "ordinal", None)
+
+    def in_replica(index: int, inputs: Any) -> Any:
+        previous = tuple(getattr(_state, name, None) for name in _INHERITED)
+        _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
+        try:
+            seed_stream = processes.index() * count + index
+            if ordinal is not None:
+                random_ops.register_replica_streams(ordinal, processes.index() * count)
+            with variables.replica(index), _seeded(ordinal, seed_stream):
+                return fn(index, inputs)
+        finally:
+            for name, value in zip(_INHERITED, previous, strict=True):
+                setattr(_state, name, value)
+
+    results = lockstep.run_traced_once(in_replica, count, per_replica_inputs)
+    if outer is None:
+        variables.finish()
+    return results
+
+
+def traced_once_or_each(attempt: Callable[[], T]) -> T:
+    """`attempt()`, built again with one Python trace per replica if it cannot be traced once.
+
+    `attempt` builds a whole program (a fresh function or region) whose replicas are
+    built by `build_once`; see `lockstep.TraceEachReplica`.
+    """
+    if lockstep.traces_each_replica():
+        return attempt()
+    try:
+        return attempt()
+    except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
+        if not must_trace_each_replica(error):
+            raise
+    with lockstep.tracing_each_replica():
+        return attempt()
+
+
+def must_trace_each_replica(error: BaseException) -> bool:
+    """Whether `error` says a program must be built with one Python trace per replica."""
+    return _cause(error, lockstep.TraceEachReplica) is not None
+
+
 def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContextManager[None]:
     """Each replica draws from its own seed stream of the device, as on the IPU."""
     if ipu_ordinal is None:
@@ -91,17 +154,21 @@ def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContext
 
 
 def first_replica_outputs(
-    fn: Callable[[], Any], count: int, ipus: int, ipu_ordinal: int | None = None
+    fn: Callable[[Any], Any],
+    count: int,
+    ipus: int,
+    ipu_ordinal: int | None = None,
+    per_replica_inputs: list[Any] | None = None,
 ) -> Any:
-    """Builds `fn()` once per replica; returns replica 0's outputs, made to wait for the others.
+    """`fn(inputs)` for every replica (`build_once`); replica 0's outputs, waiting for the others.
 
     Only replica 0's outputs reach the host, as on the IPU (the original's
     poplar_executor.cc copies replica 0's output buffers); the other replicas' work
     runs because replica 0's outputs depend on it.
     """
+    outputs = build_once(lambda _, inputs: fn(inputs), count, per_replica_inputs, ipus, ipu_ordinal)
     if count == 1:
-        return build(lambda _: fn(), 1, ipus, ipu_ordinal)[0]
-    outputs = build(lambda _: fn(), count, ipus, ipu_ordinal)
+        return outputs[0]
     others = [
         value
         for output in outputs[1:]
@@ -160,9 +227,17 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
 
 def _too_many_replicas(error: BaseException | None) -> TooManyReplicas | None:
     """The `TooManyReplicas` behind `error` (autograph raises its own, the original as context)."""
+    return _cause(error, TooManyReplicas)
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def _cause(error: BaseException | None, kind: type[E]) -> E | None:
+    """The `kind` error behind `error` (autograph raises its own, the original as context)."""
     seen = 0
     while error is not None and seen < 10:
-        if isinstance(error, TooManyReplicas):
+        if isinstance(error, kind):
             return error
         error = error.__cause__ or error.__context__
         seen += 1
