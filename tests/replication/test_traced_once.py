@@ -271,3 +271,29 @@ def test_engine_code_reading_the_replica_index_falls_back_to_one_trace_per_repli
     assert float(total) == 3.0
     # One partial trace (replica 0, traced once), then one per replica.
     assert len(traces) == 3
+
+
+def test_replica_values_inside_a_tensorflow_loop_trace_once(strategy_on):
+    """A plain tf.while_loop (not a device loop) in the replicated function: its body is
+    traced once and shared by the replicas' copies, which feed it their own index and
+    outfeed queue."""
+    strategy = strategy_on(2)
+    traces = []
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def fn():
+        traces.append(1)
+
+        def body(i, total):
+            index = tf.cast(ipu.replication_ops.replication_index(), tf.float32)
+            with tf.control_dependencies([outfeed.enqueue(index + tf.cast(i, tf.float32))]):
+                return i + 1, total + index + 1.0
+
+        _, total = tf.while_loop(lambda i, _: i < 3, body, [0, 0.0])
+        return ipu.cross_replica_ops.cross_replica_sum(total)
+
+    with strategy.scope():
+        total = tf.function(lambda: strategy.run(fn))()
+    assert len(traces) == 1
+    assert float(total) == 3 * 1 + 3 * 2  # replica r adds r + 1 three times
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1], [1, 2], [2, 3]])

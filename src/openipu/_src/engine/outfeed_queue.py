@@ -173,20 +173,20 @@ class IPUOutfeedQueue:
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
-        # Each replica writes its own buffers and queue slot (a program traced once builds
-        # them for every replica).
-        return lockstep.per_replica(
-            lambda replica, values: self._enqueue_replica(values, specs, store, replica), flat
-        )
-
-    def _enqueue_replica(
-        self, flat: list[tf.Tensor], specs: list[tf.TensorSpec], store: HostQueue, replica: int
-    ) -> tf.Operation:
         iteration = device_loop.flat_iteration()
         region = region_lib.current_region()
         if iteration is not None and region is not None:
-            return self._write_loop_buffers(flat, specs, iteration, region, store, replica)
-        return store.enqueue(flat, replica)
+            # Each replica writes buffers of its own (a program traced once builds them for
+            # every replica).
+            return lockstep.per_replica(
+                lambda replica, values: self._write_loop_buffers(
+                    values, specs, iteration, region, store, replica
+                ),
+                flat,
+            )
+        # Each replica enqueues into its own queue (traced once: replica r's copy into r's).
+        store.map_replicas()
+        return store.enqueue(flat, lockstep.tracing_replica())
 
     @staticmethod
     def _structure_of(tensors: Nested) -> Nested:

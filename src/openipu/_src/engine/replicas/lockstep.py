@@ -27,10 +27,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import tensorflow as tf
 from tensorflow.python.distribute import mirrored_run
 from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import variable_scope
+from tensorflow.python.util import nest
 
 from openipu._src.engine import thread_state
 from openipu._src.engine.replicas import traced_once
@@ -175,6 +177,17 @@ def per_replica(builder: Callable[[int, Any], Any], inputs: Any = None) -> Any:
     group = _recording()
     if group is None:
         return builder(replica_index(), inputs)
+    if ops.get_default_graph() is not group.graph:
+        # Inside a function nested in the program (a tf.cond branch, a loop body that is
+        # not a device loop), whose body every replica's copy shares.
+        if any(isinstance(t, (tf.Tensor, ops.Operation)) for t in nest.flatten(inputs)):
+            group.must_trace_each = True
+            raise TraceEachReplica(
+                "per-replica Python inside a function nested in a program traced once"
+            )
+        # A value of the replica's own (its index): made in the program, captured here.
+        with group.graph.as_default():
+            return group.call(builder, inputs)
     return group.call(builder, inputs)
 
 

@@ -57,30 +57,13 @@ def build(
             return lockstep.run_replicas(fn, 1)
         with _seeded(ipu_ordinal, offset):
             return lockstep.run_replicas(fn, 1)
-    outer: ReplicatedVariables | None = getattr(_state, "variables", None)
-    variables = outer or ReplicatedVariables(count, ops.get_default_graph())
-    ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
-    ordinal = ipu_ordinal if ipu_ordinal is not None else getattr(_state, "ordinal", None)
-
-    def in_replica(index: int) -> Any:
-        previous = tuple(getattr(_state, name, None) for name in _INHERITED)
-        _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
-        try:
-            # Seeds follow the global replica, alike in one process or several.
-            seed_stream = processes.index() * count + index
-            with variables.replica(index), _seeded(ordinal, seed_stream):
-                return fn(index)
-        finally:
-            for name, value in zip(_INHERITED, previous, strict=True):
-                setattr(_state, name, value)
-
-    results = lockstep.run_replicas(in_replica, count)
-    if outer is None:
-        variables.finish()
-    return results
-
-
-_INHERITED = ("variables", "ipus", "ordinal")
+    return _replicas(
+        lambda run: lockstep.run_replicas(lambda r: run(r, None), count),
+        lambda index, _: fn(index),
+        count,
+        ipus,
+        ipu_ordinal,
+    )
 
 
 def build_once(
@@ -100,25 +83,50 @@ def build_once(
     if count == 1:
         inputs = per_replica_inputs[0] if per_replica_inputs is not None else None
         return build(lambda r: fn(r, inputs), 1, ipus, ipu_ordinal)
+    return _replicas(
+        lambda run: lockstep.run_traced_once(run, count, per_replica_inputs),
+        fn,
+        count,
+        ipus,
+        ipu_ordinal,
+    )
+
+
+_INHERITED = ("variables", "ipus", "ordinal")
+
+
+def _replicas(
+    run_all: Callable[[Callable[[int, Any], Any]], list[Any]],
+    fn: Callable[[int, Any], Any],
+    count: int,
+    ipus: int | None,
+    ipu_ordinal: int | None,
+) -> list[Any]:
+    """`run_all(in_replica)`, `in_replica(r, inputs)` building `fn(r, inputs)` as replica r.
+
+    Each replica has its own variable copies (those of the outermost build) and seed stream.
+    """
     outer: ReplicatedVariables | None = getattr(_state, "variables", None)
     variables = outer or ReplicatedVariables(count, ops.get_default_graph())
     ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
     ordinal = ipu_ordinal if ipu_ordinal is not None else getattr(_state, "ordinal", None)
+    # Seeds follow the global replica, alike in one process or several.
+    first_stream = processes.index() * count
 
     def in_replica(index: int, inputs: Any) -> Any:
         previous = tuple(getattr(_state, name, None) for name in _INHERITED)
         _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
         try:
-            seed_stream = processes.index() * count + index
             if ordinal is not None:
-                random_ops.register_replica_streams(ordinal, processes.index() * count)
-            with variables.replica(index), _seeded(ordinal, seed_stream):
+                # Traced once: replica r's copies draw from stream first + r.
+                random_ops.register_replica_streams(ordinal, first_stream)
+            with variables.replica(index), _seeded(ordinal, first_stream + index):
                 return fn(index, inputs)
         finally:
             for name, value in zip(_INHERITED, previous, strict=True):
                 setattr(_state, name, value)
 
-    results = lockstep.run_traced_once(in_replica, count, per_replica_inputs)
+    results = run_all(in_replica)
     if outer is None:
         variables.finish()
     return results

@@ -243,14 +243,14 @@ class TracedOnceGroup:
 
         built = self.graph.get_operations()[start:end]
         internal = {id(t) for t in getattr(self.graph, "internal_captures", ())}
-        excluded = sorted(self._excluded)
-        untouched = sorted(self._untouched)
+        excluded = _within(self._excluded, start, end)
+        untouched = _within(self._untouched, start, end)
         events: list[tuple[int, int, tuple[ops.Operation, bool] | _Call]] = [
             (call.position, 0, call) for call in self._calls
         ]
         for offset, op in enumerate(built):
             position = start + offset
-            if any(a <= position < b for a, b in excluded):
+            if excluded[offset]:
                 continue
             if op.type == "Placeholder" and op.outputs and id(op.outputs[0]) in internal:
                 continue  # a capture: mapped, not copied
@@ -264,7 +264,7 @@ class TracedOnceGroup:
                     f"op {op.name} is in a TF1 control flow frame: its copies cannot be made "
                     "op by op"
                 )
-            redirected = not any(a <= position < b for a, b in untouched)
+            redirected = not untouched[offset]
             events.append((position, 1, (op, redirected)))
         events.sort(key=lambda e: (e[0], e[1]))
         return [event for _, _, event in events]
@@ -462,6 +462,16 @@ class TracedOnceGroup:
         if self.parent is not None:
             return self.parent.resolve(external, r, variables)
         return external
+
+
+def _within(ranges: list[tuple[int, int]], start: int, end: int) -> bytearray:
+    """For each position from `start` to `end`, whether one of `ranges` holds it."""
+    marked = bytearray(end - start)
+    for a, b in ranges:
+        a, b = max(a, start), min(b, end)
+        if a < b:
+            marked[a - start : b - start] = b"\x01" * (b - a)
+    return marked
 
 
 def _key(value: Any) -> Any:
