@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
+from tensorflow.python.framework import func_graph, ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import random_ops
@@ -140,13 +140,33 @@ def traced_once_or_each(attempt: Callable[[], T]) -> T:
     """
     if lockstep.traces_each_replica():
         return attempt()
+    graph = None if tf.executing_eagerly() else ops.get_default_graph()
+    before = len(graph.get_operations()) if graph is not None else 0
     try:
         return attempt()
     except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
         if not must_trace_each_replica(error):
             raise
+        if graph is not None and _leaves_stateful_ops(graph, before):
+            # The abandoned trace would run with the function: whoever made the function
+            # builds it again (IPUStrategy.run, LoopProgram), or the user sees why.
+            raise lockstep.TraceEachReplica(
+                f"{error} (in a function traced around the program, which cannot be built "
+                "again with one trace per replica: call IPUStrategy.run outside tf.function, "
+                "or keep per-replica Python out of functions nested in the replicated code)"
+            ) from error
     with lockstep.tracing_each_replica():
         return attempt()
+
+
+def _leaves_stateful_ops(graph: ops.Graph, before: int) -> bool:
+    """Whether the ops built since `before` in a function graph include stateful ones.
+
+    A TF2 function runs every stateful op it holds; a TF1 graph runs what is fetched.
+    """
+    if not isinstance(graph, func_graph.FuncGraph):
+        return False
+    return any(op._is_stateful for op in graph.get_operations()[before:])  # noqa: SLF001
 
 
 def must_trace_each_replica(error: BaseException) -> bool:
