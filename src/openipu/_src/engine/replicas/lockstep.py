@@ -6,8 +6,11 @@ cross-replica sum, an all-gather) and in the device loop they share. From
 tf.distribute's view an `IPUStrategy` has one replica
 (tensorflow/python/ipu/ipu_strategy.py: `num_replicas_in_sync` is 1).
 
-The engine builds the R copies into one graph: `run_replicas(fn, R)` traces `fn` once
-per replica, each in a thread of its own, and the threads take turns: one builds
+The engine builds the R copies into one graph. A program's Python is traced once
+(`run_traced_once`, `traced_once.py`: replica 0 runs it, the others are copies of its
+ops made at each meeting). `run_replicas(fn, R)` (and the fallback of a program that
+cannot be traced once, `TraceEachReplica`) traces `fn` once per replica, each in a
+thread of its own, and the threads take turns: one builds
 until it reaches a meeting point (`exchange`) or ends, then the next. When every
 replica has reached the same meeting point, the last one builds what combines their
 values (a sum, a stack, one shared loop) and each replica goes on with its share.
