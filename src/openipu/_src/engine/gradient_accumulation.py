@@ -123,21 +123,32 @@ class AccumulatorStore:
         device: str | None = None,
     ) -> tf.Variable:
         """A zero-initialized accumulator for `key` (what it accumulates is the owner's)."""
-        full_key = (key, *_context_key())
-        found = self._accumulators.get(full_key)
-        if found is None:
-            found = _own_zeros(shape, dtype, name, device)
-            self._accumulators[full_key] = found
-        return found
+
+        def of_replica(replica: int) -> tf.Variable:
+            full_key = (key, *_context_key(replica))
+            found = self._accumulators.get(full_key)
+            if found is None:
+                found = _own_zeros(shape, dtype, name, device)
+                self._accumulators[full_key] = found
+                # A program traced once maps replica 0's accumulator to replica r's.
+                variable_copies.set_counterparts(found, of_replica)
+            return found
+
+        return of_replica(lockstep.tracing_replica())
 
     def counter(self, device: str | None) -> tf.Variable:
         """The micro-batch counter of the current replica (and graph)."""
-        key = _context_key()
-        found = self._counters.get(key)
-        if found is None:
-            found = _own_zeros([], tf.int32, self._name, device)
-            self._counters[key] = found
-        return found
+
+        def of_replica(replica: int) -> tf.Variable:
+            key = _context_key(replica)
+            found = self._counters.get(key)
+            if found is None:
+                found = _own_zeros([], tf.int32, self._name, device)
+                self._counters[key] = found
+                variable_copies.set_counterparts(found, of_replica)
+            return found
+
+        return of_replica(lockstep.tracing_replica())
 
 
 def _own_zeros(shape: object, dtype: tf.DType, name: str, device: str | None) -> tf.Variable:
@@ -259,7 +270,7 @@ class GradientAccumulation(Generic[Key]):
         return tf.group(restarts)
 
 
-def _context_key() -> tuple[object, ...]:
+def _context_key(replica: int) -> tuple[object, ...]:
     """What makes accumulators distinct besides the variable: the replica, the TF1 graph.
 
     The replica is the compiled program's replica, and the tf.distribute replica when a
@@ -268,7 +279,7 @@ def _context_key() -> tuple[object, ...]:
     with tf.init_scope():
         # TF1 graphs each need their own variables; eager ones are shared.
         graph = None if tf.executing_eagerly() else id(ops.get_default_graph())
-    return (lockstep.replica_index(), _distribute_replica(), graph)
+    return (replica, _distribute_replica(), graph)
 
 
 def _distribute_replica() -> int | None:

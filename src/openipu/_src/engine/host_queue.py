@@ -10,6 +10,8 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
+from openipu._src.engine.replicas import lockstep
+
 _UNBOUNDED = -1  # a negative capacity means no limit: the device never blocks
 
 
@@ -37,6 +39,15 @@ class HostQueue:
         return replicas == self.replicas and [(s.dtype, s.shape) for s in specs] == [
             (s.dtype, s.shape) for s in self.specs
         ]
+
+    def map_replicas(self) -> None:
+        """In a program traced once, replica r's copies of an enqueue use replica r's queue.
+
+        The queue is a resource its enqueue reads: also from a function nested in the
+        program (a loop body), whose copies then get queue r as their input.
+        """
+        queues = self._queues
+        lockstep.register(queues[0].queue_ref, lambda r: queues[r].queue_ref)
 
     def enqueue(self, flat_values: list[tf.Tensor], replica: int = 0) -> ops.Operation | None:
         values = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tensorflow.python.framework import device as tf_device
 from tensorflow.python.framework import ops
 
 from openipu._src.engine import device_scope, region
@@ -45,7 +46,13 @@ def replica_ipu_host_device(ipu_in_replica: int) -> tuple[str, str] | None:
         return None
     device = system.device(ordinal)
     per_replica = max(1, device.num_ipus // max(1, lockstep.replica_count()))
-    ipu = lockstep.replica_index() * per_replica + ipu_in_replica
+    ipu = lockstep.tracing_replica() * per_replica + ipu_in_replica
     if ipu_in_replica >= per_replica or ipu >= device.num_ipus:
         return None
-    return device.host_device(ipu), current.device
+    host = device.host_device(ipu)
+    # A program traced once places replica r's copies of these ops on replica r's IPU.
+    for name in {host, tf_device.DeviceSpec.from_string(host).to_string()}:
+        lockstep.register_device(
+            name, lambda r: device.host_device(r * per_replica + ipu_in_replica)
+        )
+    return host, current.device

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import enum
+import functools
 import itertools
 import threading
 import weakref
@@ -35,7 +36,7 @@ from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.host_queue import HostQueue
-from openipu._src.engine.replicas import variable_copies
+from openipu._src.engine.replicas import lockstep, variable_copies
 from openipu._src.engine.value_types import Nested
 
 _names = itertools.count()
@@ -149,7 +150,7 @@ class IPUOutfeedQueue:
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
             enqueued_by = self._enqueue_graphs.setdefault(graph, set())
-            replica = replication.current_replica_index()
+            replica = lockstep.tracing_replica()
             if replica in enqueued_by:
                 raise ValueError(
                     "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
@@ -173,13 +174,15 @@ class IPUOutfeedQueue:
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
-        replica = replication.current_replica_index()
-
         iteration = device_loop.flat_iteration()
         region = region_lib.current_region()
         if iteration is not None and region is not None:
-            return self._write_loop_buffers(flat, specs, iteration, region, store, replica)
-        return store.enqueue(flat, replica)
+            return self._write_loop_buffers(
+                flat, specs, iteration, region, store, lockstep.tracing_replica()
+            )
+        # Each replica enqueues into its own queue (traced once: replica r's copy into r's).
+        store.map_replicas()
+        return store.enqueue(flat, lockstep.tracing_replica())
 
     @staticmethod
     def _structure_of(tensors: Nested) -> Nested:
@@ -218,11 +221,45 @@ class IPUOutfeedQueue:
         replica: int,
     ) -> tf.Operation:
         index, total = iteration
+        made: dict[int, list[tf.Variable]] = {}
+
+        def buffers_of(r: int) -> list[tf.Variable]:
+            if r not in made:
+                made[r] = self._replica_buffers(specs, total, region, store, r)
+            return made[r]
+
+        buffers = buffers_of(replica)
+        for position, buffer in enumerate(buffers):
+            # Each replica writes buffers of its own: in a program traced once, replica r's
+            # copies of these writes write replica r's (made when the copies are).
+            variable_copies.set_counterparts(
+                buffer, functools.partial(_nth_of, buffers_of, position)
+            )
+        writes = [
+            tf.raw_ops.ResourceScatterUpdate(
+                resource=buffer.handle,
+                indices=tf.reshape(index, [1]),
+                updates=tf.expand_dims(value, 0),
+            )
+            for buffer, value in zip(buffers, flat, strict=True)
+        ]
+        return tf.group(writes, name=f"{self._name}_enqueue")
+
+    def _replica_buffers(
+        self,
+        specs: list[tf.TensorSpec],
+        total: int | tf.Tensor,
+        region: region_lib.CompiledRegion,
+        store: HostQueue,
+        replica: int,
+    ) -> list[tf.Variable]:
+        """Replica `replica`'s device buffers (one slot per iteration), moved to its host queue
+        once the region has run."""
         last_only = self._mode is IPUOutfeedMode.LAST
         # One slot at least: XLA compiles the loop body even if it never runs, and a write to
         # an empty buffer would not compile.
         static_total = isinstance(total, int)
-        with tf.init_scope(), ops.device(region.device or "/device:CPU:0"):
+        with lockstep.unrecorded(), tf.init_scope(), ops.device(region.device or "/device:CPU:0"):
             buffers = [
                 engine_variable(
                     tf.zeros([max(total, 1) if static_total else 1, *spec.shape], spec.dtype),
@@ -236,19 +273,11 @@ class IPUOutfeedQueue:
         if not static_total:
             # The trip count is known once the host has computed it: size the buffers then,
             # before the region runs (automatic control dependencies order the writes after).
-            with region.on_host():
+            with lockstep.unrecorded(), region.on_host():
                 slots = tf.maximum(total, 1)
                 for buffer, spec in zip(buffers, specs, strict=True):
                     buffer.assign(tf.zeros([slots, *spec.shape.as_list()], spec.dtype))
         self._loop_buffers.append(buffers)
-        writes = [
-            tf.raw_ops.ResourceScatterUpdate(
-                resource=buffer.handle,
-                indices=tf.reshape(index, [1]),
-                updates=tf.expand_dims(value, 0),
-            )
-            for buffer, value in zip(buffers, flat, strict=True)
-        ]
 
         def move_to_host(region_outputs: list[tf.Tensor | ops.Operation]) -> list[ops.Operation]:
             with tf.control_dependencies(region_outputs), ops.device("/device:CPU:0"):
@@ -259,7 +288,7 @@ class IPUOutfeedQueue:
                 return [store.enqueue_many([b[:total] for b in buffers], replica)]
 
         region.add_finalizer(move_to_host)
-        return tf.group(writes, name=f"{self._name}_enqueue")
+        return buffers
 
     # Host side.
 
@@ -348,6 +377,12 @@ class IPUOutfeedQueue:
                 "'IPUOutfeedMode.ALL'."
             )
         return IPUOutfeedQueueIterator(self)
+
+
+def _nth_of(
+    buffers_of: collections.abc.Callable[[int], list[tf.Variable]], position: int, replica: int
+) -> tf.Variable:
+    return buffers_of(replica)[position]
 
 
 class ScopedIPUOutfeedQueue(IPUOutfeedQueue):

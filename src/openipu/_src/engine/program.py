@@ -18,6 +18,7 @@ N small computations run one after another.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -87,6 +88,22 @@ class LoopProgram:
 
     def __call__(self, stacked_inputs: Nested) -> Nested:
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
+        if self._trace_each:
+            return self._call(stacked_inputs)
+        try:
+            return self._call(stacked_inputs)
+        except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
+            if not replicated.must_trace_each_replica(error):
+                raise
+        # The replicas' Python could not be traced once: one trace per replica.
+        self._trace_each = True
+        self._last_mode = None
+        self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+        return self._call(stacked_inputs)
+
+    _trace_each = False
+
+    def _call(self, stacked_inputs: Nested) -> Nested:
         if self._together and self._last_mode is None:
             self._together = self._vectorizes(stacked_inputs)
             if not self._together or self._unrolled:
@@ -197,11 +214,7 @@ class LoopProgram:
         def after_group() -> Nested:
             return replication.run_in_replica_context(lambda: _as_token(self._after_group_call()))
 
-        def replica_program() -> Nested:
-            own = stacked
-            if replicas > 1:
-                index = lockstep.replica_index()
-                own = nest.map_structure(lambda t: tf.gather(t, index, axis=replica_axis), own)
+        def replica_program(own: Nested) -> Nested:
             own_input = device_loop.StackedInput(own)
             if grouped:
                 return device_loop.repeat_in_groups(
@@ -210,14 +223,23 @@ class LoopProgram:
             return device_loop.repeat(self.iterations, run_step, [], own_input)
 
         def build() -> Nested:
+            # Each replica's elements, taken before the replicas are built (traced once).
+            per_replica = [stacked]
+            if replicas > 1:
+                per_replica = [
+                    nest.map_structure(lambda t, r=r: tf.gather(t, r, axis=replica_axis), stacked)
+                    for r in range(replicas)
+                ]
             return replicated.first_replica_outputs(
                 replica_program,
                 replicas,
                 replicas * self.spec.ipus_per_replica,
                 self.spec.device_ordinal,
+                per_replica_inputs=per_replica,
             )
 
-        self._compile(build, host_device)
+        with lockstep.tracing_each_replica() if self._trace_each else contextlib.nullcontext():
+            self._compile(build, host_device)
         if not self._has_outputs:
             return None
         return self._outfeed.dequeue()

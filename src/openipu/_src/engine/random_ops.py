@@ -48,6 +48,21 @@ _REPLACED = frozenset(
 )
 
 
+def register_replica_streams(device_ordinal: int, first: int) -> None:
+    """In a program traced once, replica r draws from seed stream `first + r` of the device.
+
+    Replica 0's ops advance stream `first`'s state; replica r's copies of them advance
+    stream `first + r`'s (`variable_copies.set_counterparts`).
+    """
+    # variable_copies reaches this module through the replicas: imported here, not above.
+    from openipu._src.engine.replicas import variable_copies
+
+    state = seeds.generator(device_ordinal, first).state
+    variable_copies.set_counterparts(
+        state, lambda r: seeds.generator(device_ordinal, first + r).state
+    )
+
+
 @contextlib.contextmanager
 def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
     """While building a region, routes stateful random ops to the device's generator.

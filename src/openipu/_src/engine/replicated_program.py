@@ -14,7 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.engine import region
-from openipu._src.engine.replicas import replicated
+from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
 
@@ -32,10 +32,16 @@ def compile_replicated(
     def attempt(replicas: int) -> Nested:
         def build(*args: Nested) -> Nested:
             return replicated.first_replica_outputs(
-                lambda: computation(*args), replicas, device.num_ipus, ipu_ordinal
+                lambda _: computation(*args), replicas, device.num_ipus, ipu_ordinal
             )
 
-        return _reusing_variables_if_rebuilt(replicas < device.num_ipus)(
+        return replicated.traced_once_or_each(lambda: compile_once(build, replicas))
+
+    def compile_once(build: Callable[..., Nested], replicas: int) -> Nested:
+        # A build after an abandoned one (more replicas, or the replicas' Python traced
+        # once) finds the variables it made.
+        rebuilt = replicas < device.num_ipus or lockstep.traces_each_replica()
+        return _reusing_variables_if_rebuilt(rebuilt)(
             computation if replicas == 1 else build,
             inputs,
             device.host_device(),

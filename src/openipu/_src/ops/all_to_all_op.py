@@ -57,8 +57,13 @@ def all_to_all(
                 f"a multiple of replication_factor={group.size}"
             )
         senders = collectives.group_gather(x, group)
-        received = [
-            tf.split(senders[sender], group.size, axis=split_dimension)[group.position]
-            for sender in range(group.size)
-        ]
-        return tf.concat(received, axis=concat_dimension)
+
+        def receive(index: int, gathered: tf.Tensor) -> tf.Tensor:
+            position = group.in_replica(index).position
+            received = [
+                tf.split(gathered[sender], group.size, axis=split_dimension)[position]
+                for sender in range(group.size)
+            ]
+            return tf.concat(received, axis=concat_dimension)
+
+        return collectives.per_replica(receive, senders)

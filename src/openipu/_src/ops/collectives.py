@@ -18,6 +18,8 @@ failed while compiling).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -61,13 +63,32 @@ def reduce_stack(op: str, stacked: tf.Tensor) -> tf.Tensor:
     return _STACK_REDUCTIONS[op](stacked)
 
 
+def per_replica(build: Callable[[int, Any], Any], inputs: Any = None) -> Any:
+    """`build(replica index, inputs)`: what depends on the replica (among every process's).
+
+    A program traced once builds it for each of its replicas (`lockstep.per_replica`).
+    """
+    if _on_engine_replicas():
+        return lockstep.per_replica(
+            lambda local, value: build(exchange_ops.global_index(local), value), inputs
+        )
+    return build(_slot_index(), inputs)
+
+
 @dataclasses.dataclass(frozen=True)
 class ReplicaGroup:
-    """Where the replica being built sits among R replicas split into groups of k."""
+    """Where the replica being built sits among R replicas split into groups of k.
+
+    Its `replica_index` (its number and position) is Python of one replica: read it in
+    `per_replica` (`in_replica`), where a program traced once knows the replica.
+    """
 
     replica_count: int
     size: int
-    replica_index: int
+
+    @property
+    def replica_index(self) -> int:
+        return replica_index()
 
     @property
     def number(self) -> int:
@@ -81,6 +102,19 @@ class ReplicaGroup:
     @property
     def group_count(self) -> int:
         return self.replica_count // self.size
+
+    def in_replica(self, index: int) -> ReplicaGroup:
+        """This group as seen by replica `index` (a global index)."""
+        return _IndexedGroup(self.replica_count, self.size, index)
+
+
+@dataclasses.dataclass(frozen=True)
+class _IndexedGroup(ReplicaGroup):
+    index: int = 0
+
+    @property
+    def replica_index(self) -> int:
+        return self.index
 
 
 def _on_engine_replicas() -> bool:
@@ -139,7 +173,7 @@ def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
             f"{what}: the {count} replicas cannot be split into groups of {parameter}="
             f"{group_size}: the replica count must be a multiple of the group size"
         )
-    return ReplicaGroup(count, group_size, replica_index())
+    return ReplicaGroup(count, group_size)
 
 
 def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:

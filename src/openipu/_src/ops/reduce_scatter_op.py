@@ -35,5 +35,9 @@ def _reduce_scatter(x: tf.Tensor, group: collectives.ReplicaGroup, op: str) -> t
     slice_length = -(-x.shape[0] // group.size)
     padded = tf.pad(x, [[0, slice_length * group.size - x.shape[0]]])
     reduced = collectives.group_reduce(op, padded, group)
-    start = group.position * slice_length
-    return reduced[start : start + slice_length]
+
+    def own_slice(index: int, value: tf.Tensor) -> tf.Tensor:
+        start = group.in_replica(index).position * slice_length
+        return value[start : start + slice_length]
+
+    return collectives.per_replica(own_slice, reduced)

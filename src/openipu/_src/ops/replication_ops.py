@@ -10,4 +10,5 @@ from openipu._src.ops import collectives
 def replication_index(name: str | None = None) -> tf.Tensor:
     """An int32 scalar: the index of this replica, 0 to R - 1 (0 without replication)."""
     with tf.name_scope(name or "replication_index"):
-        return tf.constant(collectives.replica_index(), tf.int32)
+        # Each replica's own constant (a program traced once builds one per replica).
+        return collectives.per_replica(lambda index, _: tf.constant(index, tf.int32))

@@ -450,8 +450,8 @@ class _PipelinePlan:
     _variable_device: str | None = dataclasses.field(default=None, init=False)
 
     def _state(self) -> _ReplicaState:
-        """What this replica's trace built (replicas trace the same plan in their own threads)."""
-        replica = lockstep.replica_index()
+        """What this replica's trace built (replicas traced each trace the same plan)."""
+        replica = lockstep.tracing_replica()
         return self._replica_states.setdefault(replica, _ReplicaState())
 
     # Building ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ program they change nothing. `run` returns replica 0's outputs.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import numpy as np
@@ -29,7 +30,7 @@ from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
 from openipu._src.engine import device_scope, region, replicated_program
-from openipu._src.engine.replicas import exchange_ops, lockstep
+from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
 from openipu._src.system import configure, host_devices
 
 
@@ -137,12 +138,15 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
         kwargs = kwargs or {}
         with device_scope.building_for(self.extended.ipu_ordinal):
             if tf.executing_eagerly():
-                function = self._region_function(fn)
-                if isinstance(fn, polymorphic_function.Function):
-                    _validate_dtypes(tf.nest.flatten((args, kwargs)), "input")
-                    concrete = function.get_concrete_function(*args, **kwargs)
-                    _validate_dtypes(concrete.outputs, "output")
-                return function(*args, **kwargs)
+                try:
+                    return self._call_region_function(fn, args, kwargs)
+                except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own
+                    if not replicated.must_trace_each_replica(error):
+                        raise
+                # Its replicas' Python cannot be traced once: a function tracing each replica
+                # (the abandoned trace is dropped with its graph).
+                self._region_function(fn, trace_each=True)
+                return self._call_region_function(fn, args, kwargs)
             # Already inside a function being traced: the region joins it.
             return self._run_in_region(fn, args, kwargs, options)
 
@@ -164,23 +168,34 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
             flat_return_rules=False,
         )
 
-    def _region_function(self, fn):
+    def _call_region_function(self, fn, args, kwargs):
+        function = self._region_function(fn)
+        if isinstance(fn, polymorphic_function.Function):
+            _validate_dtypes(tf.nest.flatten((args, kwargs)), "input")
+            concrete = function.get_concrete_function(*args, **kwargs)
+            _validate_dtypes(concrete.outputs, "output")
+        return function(*args, **kwargs)
+
+    def _region_function(self, fn, trace_each: bool = False):
         """A tf.function (cached per `fn` and configuration) that runs `fn` as one program.
 
         A reconfigured system compiles the program again: its replica count follows the
         configuration in force, as the original recompiles for the configured device.
+        `trace_each` makes (and caches) one whose replicas' Python is traced per replica.
         """
         system = configure.maybe_current_system()
         try:
             cached = self._region_functions.get(fn)
         except TypeError:  # not weak-referenceable
             cached = None
-        if cached is not None and cached[0] is system:
+        if cached is not None and cached[0] is system and not trace_each:
             return cached[1]
         strategy = self
+        each = lockstep.tracing_each_replica if trace_each else contextlib.nullcontext
 
         def run_everywhere(*args, **kwargs):
-            return strategy._run_in_region(fn, args, kwargs)
+            with each():
+                return strategy._run_in_region(fn, args, kwargs)
 
         signature = fn.input_signature if isinstance(fn, polymorphic_function.Function) else None
         function = tf.function(run_everywhere, autograph=False, input_signature=signature)

@@ -151,7 +151,12 @@ def global_replica_count() -> int:
 
 def global_replica_index() -> int:
     """The replica being built among every process's replicas."""
-    return processes.index() * lockstep.replica_count() + lockstep.replica_index()
+    return global_index(lockstep.replica_index())
+
+
+def global_index(local_index: int) -> int:
+    """Local replica `local_index` among every process's replicas."""
+    return processes.index() * lockstep.replica_count() + local_index
 
 
 def replica_sum(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
@@ -179,10 +184,10 @@ def replica_gather(x: tf.Tensor, group_size: int | None = None) -> tf.Tensor:
     if not (x.dtype.is_floating or x.dtype.is_complex):
         return _stack_within_groups(x, size, "an all-gather")
 
-    position = global_replica_index() % size
-
     def gradient(upstream: tf.Tensor) -> tf.Tensor:
-        return _sum_within_groups(upstream, size, "the gradient of an all-gather")[position]
+        summed = _sum_within_groups(upstream, size, "the gradient of an all-gather")
+        # This replica's slice: Python of the replica (a program traced once copies it).
+        return lockstep.per_replica(lambda index, value: value[global_index(index) % size], summed)
 
     if _differentiated_by_tapes():
 

@@ -6,8 +6,11 @@ cross-replica sum, an all-gather) and in the device loop they share. From
 tf.distribute's view an `IPUStrategy` has one replica
 (tensorflow/python/ipu/ipu_strategy.py: `num_replicas_in_sync` is 1).
 
-The engine builds the R copies into one graph: `run_replicas(fn, R)` traces `fn` once
-per replica, each in a thread of its own, and the threads take turns: one builds
+The engine builds the R copies into one graph. A program's Python is traced once
+(`run_traced_once`, `traced_once.py`: replica 0 runs it, the others are copies of its
+ops made at each meeting). `run_replicas(fn, R)` (and the fallback of a program that
+cannot be traced once, `TraceEachReplica`) traces `fn` once per replica, each in a
+thread of its own, and the threads take turns: one builds
 until it reaches a meeting point (`exchange`) or ends, then the next. When every
 replica has reached the same meeting point, the last one builds what combines their
 values (a sum, a stack, one shared loop) and each replica goes on with its share.
@@ -27,12 +30,15 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import tensorflow as tf
 from tensorflow.python.distribute import mirrored_run
 from tensorflow.python.eager import context
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import variable_scope
+from tensorflow.python.util import nest
 
 from openipu._src.engine import thread_state
+from openipu._src.engine.replicas import traced_once
 
 _state = threading.local()
 
@@ -41,13 +47,21 @@ class ReplicaDivergenceError(RuntimeError):
     """Replicas of one program did not meet at the same collectives."""
 
 
+class TraceEachReplica(Exception):
+    """A program traced once cannot be: it is built again with one Python trace per replica.
+
+    Raised where replica 0's ops cannot be copied for the others (`traced_once`); the
+    builders of whole programs catch it (`replicated.traced_once_or_each`).
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class ReplicaContext:
     """The replica being built: its index among `count`, and the group building them."""
 
     index: int
     count: int
-    group: _ReplicaGroup
+    group: _ReplicaGroup | traced_once.TracedOnceGroup
 
 
 def current() -> ReplicaContext | None:
@@ -56,8 +70,34 @@ def current() -> ReplicaContext | None:
 
 
 def replica_index() -> int:
+    """The index of the replica being built, for Python that depends on it.
+
+    In a program traced once, replica 0's Python stands for every replica: reading the
+    index there (outside a per-replica call, `per_replica`) makes the program be built
+    again with one trace per replica.
+    """
     replica = current()
-    return 0 if replica is None else replica.index
+    if replica is None:
+        return 0
+    group = replica.group
+    if isinstance(group, traced_once.TracedOnceGroup) and group.replaying is None:
+        if not group.calling:
+            group.must_trace_each = True
+            raise TraceEachReplica(
+                "engine code read the replica index in Python while the replicas' Python "
+                "was traced once"
+            )
+    return replica.index
+
+
+def tracing_replica() -> int:
+    """The replica whose Python runs: 0 in a program traced once (it stands for all)."""
+    replica = current()
+    if replica is None:
+        return 0
+    if isinstance(replica.group, traced_once.TracedOnceGroup):
+        return 0 if replica.group.replaying is None else replica.index
+    return replica.index
 
 
 def replica_count() -> int:
@@ -71,9 +111,127 @@ def run_replicas(fn: Callable[[int], Any], count: int) -> list[Any]:
     With one replica `fn(0)` runs in the calling thread.
     """
     if count == 1:
-        with _replica_scope(None):
+        with replica_scope(None):
             return [fn(0)]
     return _ReplicaGroup(count).run(fn)
+
+
+@traced_once.not_converted  # as the threads: the caller converts `fn` itself
+def run_traced_once(
+    fn: Callable[[int, Any], Any], count: int, per_replica_inputs: Sequence[Any] | None = None
+) -> list[Any]:
+    """Every replica's `fn(index, inputs)`, the Python traced once when it can be.
+
+    `per_replica_inputs[r]` are replica r's inputs (tensors built before, outside the
+    replicas: the replica's own loop values, its share of an infeed). The program's
+    Python runs once, as replica 0 (`traced_once`), unless it is built with one trace per
+    replica (`tracing_each_replica`, or replicas nested in replicas traced each), where
+    `fn(r, per_replica_inputs[r])` runs in lock-step threads as `run_replicas`.
+    """
+    inputs = list(per_replica_inputs) if per_replica_inputs is not None else [None] * count
+    if count == 1:
+        with replica_scope(None):
+            return [fn(0, inputs[0])]
+    enclosing = getattr(_state, "enclosing", None)
+    traced_each = traces_each_replica() or (
+        enclosing is not None and not isinstance(enclosing, traced_once.TracedOnceGroup)
+    )
+    if traced_each:
+        return _ReplicaGroup(count).run(lambda r: fn(r, inputs[r]))
+    group = traced_once.TracedOnceGroup(count, per_replica_inputs, enclosing)
+    with replica_scope(ReplicaContext(0, count, group)):
+        result = fn(0, inputs[0])
+    if group.must_trace_each:  # the signal was caught on its way (by user code)
+        raise TraceEachReplica("the replicas' Python could not be traced once")
+    return group.finish(result)
+
+
+def traces_each_replica() -> bool:
+    """Whether programs built now trace their Python once per replica (the fallback)."""
+    return bool(getattr(_state, "trace_each", False))
+
+
+@contextlib.contextmanager
+def tracing_each_replica() -> Iterator[None]:
+    """Programs built within trace their Python once per replica, in lock-step threads."""
+    previous = getattr(_state, "trace_each", False)
+    _state.trace_each = True
+    try:
+        yield
+    finally:
+        _state.trace_each = previous
+
+
+def _recording() -> traced_once.TracedOnceGroup | None:
+    """The group traced once whose replica 0 is being built here, if any."""
+    replica = current()
+    if replica is None or not isinstance(replica.group, traced_once.TracedOnceGroup):
+        return None
+    group = replica.group
+    return group if group.replaying is None and not group.calling else None
+
+
+def per_replica(builder: Callable[[int, Any], Any], inputs: Any = None) -> Any:
+    """`builder(index, inputs)` for the replica being built: Python that depends on it.
+
+    In a program traced once it runs for replica 0 and again for every other replica,
+    with that replica's counterparts of `inputs`, when its copy is made.
+    """
+    group = _recording()
+    if group is None:
+        return builder(replica_index(), inputs)
+    if ops.get_default_graph() is not group.graph:
+        # Inside a function nested in the program (a tf.cond branch, a loop body that is
+        # not a device loop), whose body every replica's copy shares.
+        if any(isinstance(t, (tf.Tensor, ops.Operation)) for t in nest.flatten(inputs)):
+            group.must_trace_each = True
+            raise TraceEachReplica(
+                "per-replica Python inside a function nested in a program traced once"
+            )
+        # A value of the replica's own (its index): made in the program, captured here.
+        with group.graph.as_default():
+            return group.call(builder, inputs)
+    return group.call(builder, inputs)
+
+
+def register(tensor: Any, builder: Callable[[int], Any], variable: bool = False) -> None:
+    """In a program traced once, replica r's counterpart of `tensor` is `builder(r)`.
+
+    A `variable` handle's counterpart is used where variables resolve to the replica's
+    copies (see `untouched`).
+    """
+    group = _recording()
+    if group is not None:
+        group.register(tensor, builder, variable)
+
+
+@contextlib.contextmanager
+def untouched() -> Iterator[None]:
+    """Ops built within read variables themselves in every replica (not their copies)."""
+    group = _recording()
+    if group is None:
+        yield
+        return
+    with group.untouched():
+        yield
+
+
+def register_device(device: str, builder: Callable[[int], str]) -> None:
+    """In a program traced once, replica r's copies of ops on `device` go to `builder(r)`."""
+    group = _recording()
+    if group is not None:
+        group.register_device(device, builder)
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """Ops built within are shared by every replica (not copied for the others)."""
+    group = _recording()
+    if group is None:
+        yield
+        return
+    with group.unrecorded():
+        yield
 
 
 def exchange(value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: str) -> Any:
@@ -87,7 +245,12 @@ def exchange(value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: st
     replica = current()
     if replica is None:
         return combine([value])[0]
-    return replica.group.meet(replica.index, value, combine, kind)
+    group = replica.group
+    if isinstance(group, traced_once.TracedOnceGroup):
+        if group.replaying is not None or group.calling:
+            raise AssertionError(f"{kind}: replicas cannot meet inside a per-replica call")
+        return group.meet(value, combine, kind)
+    return group.meet(replica.index, value, combine, kind)
 
 
 @contextlib.contextmanager
@@ -99,15 +262,21 @@ def outside_replicas() -> Iterator[None]:
     """
     replica = current()
     scope = replica.group.variable_scope if replica is not None else None
+    previous = getattr(_state, "enclosing", None)
+    _state.enclosing = replica.group if replica is not None else None
     with (
-        _replica_scope(None),
+        replica_scope(None),
         variable_scope.variable_scope(scope) if scope is not None else contextlib.nullcontext(),
     ):
-        yield
+        try:
+            yield
+        finally:
+            _state.enclosing = previous
 
 
 @contextlib.contextmanager
-def _replica_scope(replica: ReplicaContext | None) -> Iterator[None]:
+def replica_scope(replica: ReplicaContext | None) -> Iterator[None]:
+    """Within this context, the calling thread builds `replica` (None: no replica)."""
     previous = getattr(_state, "replica", None)
     _state.replica = replica
     try:
@@ -242,7 +411,7 @@ class _ReplicaThread(threading.Thread):
             if self._stopping:
                 return
             replica = ReplicaContext(self.index, self.group.count, self.group)
-            with self._caller.entered(), _replica_scope(replica):
+            with self._caller.entered(), replica_scope(replica):
                 self.result = self._fn(self.index)
         except _Stopped:
             pass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
+from tensorflow.python.framework import func_graph, ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import random_ops
@@ -57,30 +57,121 @@ def build(
             return lockstep.run_replicas(fn, 1)
         with _seeded(ipu_ordinal, offset):
             return lockstep.run_replicas(fn, 1)
+    return _replicas(
+        lambda run: lockstep.run_replicas(lambda r: run(r, None), count),
+        lambda index, _: fn(index),
+        count,
+        ipus,
+        ipu_ordinal,
+    )
+
+
+def build_once(
+    fn: Callable[[int, Any], Any],
+    count: int,
+    per_replica_inputs: list[Any] | None = None,
+    ipus: int | None = None,
+    ipu_ordinal: int | None = None,
+) -> list[Any]:
+    """Every replica's `fn(index, inputs)`, the Python traced once (replica 0's) when it can.
+
+    As `build`, but `fn` depends on its replica only through `per_replica_inputs[r]`
+    (tensors built before, outside the replicas) and what the engine maps per replica
+    (variables, seeds, the replica index): the original traces a replicated program's
+    Python once (`lockstep.run_traced_once`). `index` is the replica whose Python runs.
+    """
+    if count == 1:
+        inputs = per_replica_inputs[0] if per_replica_inputs is not None else None
+        return build(lambda r: fn(r, inputs), 1, ipus, ipu_ordinal)
+    return _replicas(
+        lambda run: lockstep.run_traced_once(run, count, per_replica_inputs),
+        fn,
+        count,
+        ipus,
+        ipu_ordinal,
+    )
+
+
+_INHERITED = ("variables", "ipus", "ordinal")
+
+
+def _replicas(
+    run_all: Callable[[Callable[[int, Any], Any]], list[Any]],
+    fn: Callable[[int, Any], Any],
+    count: int,
+    ipus: int | None,
+    ipu_ordinal: int | None,
+) -> list[Any]:
+    """`run_all(in_replica)`, `in_replica(r, inputs)` building `fn(r, inputs)` as replica r.
+
+    Each replica has its own variable copies (those of the outermost build) and seed stream.
+    """
     outer: ReplicatedVariables | None = getattr(_state, "variables", None)
     variables = outer or ReplicatedVariables(count, ops.get_default_graph())
     ipus = ipus if ipus is not None else getattr(_state, "ipus", None)
     ordinal = ipu_ordinal if ipu_ordinal is not None else getattr(_state, "ordinal", None)
+    # Seeds follow the global replica, alike in one process or several.
+    first_stream = processes.index() * count
 
-    def in_replica(index: int) -> Any:
+    def in_replica(index: int, inputs: Any) -> Any:
         previous = tuple(getattr(_state, name, None) for name in _INHERITED)
         _state.variables, _state.ipus, _state.ordinal = variables, ipus, ordinal
         try:
-            # Seeds follow the global replica, alike in one process or several.
-            seed_stream = processes.index() * count + index
-            with variables.replica(index), _seeded(ordinal, seed_stream):
-                return fn(index)
+            if ordinal is not None:
+                # Traced once: replica r's copies draw from stream first + r.
+                random_ops.register_replica_streams(ordinal, first_stream)
+            with variables.replica(index), _seeded(ordinal, first_stream + index):
+                return fn(index, inputs)
         finally:
             for name, value in zip(_INHERITED, previous, strict=True):
                 setattr(_state, name, value)
 
-    results = lockstep.run_replicas(in_replica, count)
+    results = run_all(in_replica)
     if outer is None:
         variables.finish()
     return results
 
 
-_INHERITED = ("variables", "ipus", "ordinal")
+def traced_once_or_each(attempt: Callable[[], T]) -> T:
+    """`attempt()`, built again with one Python trace per replica if it cannot be traced once.
+
+    `attempt` builds a whole program (a fresh function or region) whose replicas are
+    built by `build_once`; see `lockstep.TraceEachReplica`.
+    """
+    if lockstep.traces_each_replica():
+        return attempt()
+    graph = None if tf.executing_eagerly() else ops.get_default_graph()
+    before = len(graph.get_operations()) if graph is not None else 0
+    try:
+        return attempt()
+    except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
+        if not must_trace_each_replica(error):
+            raise
+        if graph is not None and _leaves_stateful_ops(graph, before):
+            # The abandoned trace would run with the function: whoever made the function
+            # builds it again (IPUStrategy.run, LoopProgram), or the user sees why.
+            raise lockstep.TraceEachReplica(
+                f"{error} (in a function traced around the program, which cannot be built "
+                "again with one trace per replica: call IPUStrategy.run outside tf.function, "
+                "or keep per-replica Python out of functions nested in the replicated code)"
+            ) from error
+    with lockstep.tracing_each_replica():
+        return attempt()
+
+
+def _leaves_stateful_ops(graph: ops.Graph, before: int) -> bool:
+    """Whether the ops built since `before` in a function graph include stateful ones.
+
+    A TF2 function runs every stateful op it holds; a TF1 graph runs what is fetched.
+    """
+    if not isinstance(graph, func_graph.FuncGraph):
+        return False
+    return any(op._is_stateful for op in graph.get_operations()[before:])  # noqa: SLF001
+
+
+def must_trace_each_replica(error: BaseException) -> bool:
+    """Whether `error` says a program must be built with one Python trace per replica."""
+    return _cause(error, lockstep.TraceEachReplica) is not None
 
 
 def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContextManager[None]:
@@ -91,17 +182,21 @@ def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContext
 
 
 def first_replica_outputs(
-    fn: Callable[[], Any], count: int, ipus: int, ipu_ordinal: int | None = None
+    fn: Callable[[Any], Any],
+    count: int,
+    ipus: int,
+    ipu_ordinal: int | None = None,
+    per_replica_inputs: list[Any] | None = None,
 ) -> Any:
-    """Builds `fn()` once per replica; returns replica 0's outputs, made to wait for the others.
+    """`fn(inputs)` for every replica (`build_once`); replica 0's outputs, waiting for the others.
 
     Only replica 0's outputs reach the host, as on the IPU (the original's
     poplar_executor.cc copies replica 0's output buffers); the other replicas' work
     runs because replica 0's outputs depend on it.
     """
+    outputs = build_once(lambda _, inputs: fn(inputs), count, per_replica_inputs, ipus, ipu_ordinal)
     if count == 1:
-        return build(lambda _: fn(), 1, ipus, ipu_ordinal)[0]
-    outputs = build(lambda _: fn(), count, ipus, ipu_ordinal)
+        return outputs[0]
     others = [
         value
         for output in outputs[1:]
@@ -160,9 +255,17 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
 
 def _too_many_replicas(error: BaseException | None) -> TooManyReplicas | None:
     """The `TooManyReplicas` behind `error` (autograph raises its own, the original as context)."""
+    return _cause(error, TooManyReplicas)
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def _cause(error: BaseException | None, kind: type[E]) -> E | None:
+    """The `kind` error behind `error` (autograph raises its own, the original as context)."""
     seen = 0
     while error is not None and seen < 10:
-        if isinstance(error, TooManyReplicas):
+        if isinstance(error, kind):
             return error
         error = error.__cause__ or error.__context__
         seen += 1

@@ -35,7 +35,7 @@ def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
         branches = [branch for _, branch in values]
 
         def taken() -> tf.Tensor:
-            done = replicated.build(lambda r: done_after(branches[r]()), replicas)
+            done = replicated.build_once(lambda r, _: done_after(branches[r]()), replicas)
             return tf.reduce_all(tf.stack(done))
 
         with lockstep.outside_replicas(), variables_untouched():

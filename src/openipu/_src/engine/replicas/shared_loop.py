@@ -65,21 +65,30 @@ def repeat(
 
         def shared_body(*args: Nested) -> list[tf.Tensor | tf.Operation]:
             element = args[count * replicas :]
-
-            def replica_body(index: int) -> tuple[list[tf.Tensor], tf.Tensor]:
-                # device_loop calls this module: importing it at the top would be a cycle.
-                from openipu._src.engine import device_loop
-
+            # Each replica's loop values and infeed element, made before its body is built.
+            per_replica = []
+            for index in range(replicas):
                 own = list(args[index * count : (index + 1) * count])
-                own_element = nest.map_structure(lambda t: t[index], element[0]) if source else None
+                own_element = (
+                    nest.map_structure(lambda t, i=index: t[i], element[0]) if source else None
+                )
                 if buffer is not None:
                     # A device buffer's element is one argument, whatever its structure.
                     own_element = (own_element,)
+                per_replica.append((own, own_element))
+
+            def replica_body(
+                index: int, inputs: tuple[list[tf.Tensor], Nested]
+            ) -> tuple[list[tf.Tensor], tf.Tensor]:
+                # device_loop calls this module: importing it at the top would be a cycle.
+                from openipu._src.engine import device_loop
+
+                own, own_element = inputs
                 tensors, operations = device_loop._call_body(bodies[index], own, own_element)  # noqa: SLF001
                 with tf.control_dependencies(operations):
                     return tensors, tf.constant(0)
 
-            outputs = replicated.build(replica_body, replicas)
+            outputs = replicated.build_once(replica_body, replicas, per_replica)
             flat = [t for tensors, _ in outputs for t in tensors]
             return flat + [tf.group([done for _, done in outputs])]
 
@@ -124,17 +133,26 @@ def while_loop(
             flat = list(args[:-1])
             element = source.fetch_iteration() if source is not None else None
 
-            def replica_body(index: int) -> tuple[list[tf.Tensor], tf.Tensor]:
+            per_replica = [
+                (
+                    flat[index * count : (index + 1) * count],
+                    nest.map_structure(lambda t, i=index: t[i], element) if source else None,
+                )
+                for index in range(replicas)
+            ]
+
+            def replica_body(
+                index: int, inputs: tuple[list[tf.Tensor], Nested]
+            ) -> tuple[list[tf.Tensor], tf.Tensor]:
                 # device_loop calls this module: importing it at the top would be a cycle.
                 from openipu._src.engine import device_loop
 
-                own = flat[index * count : (index + 1) * count]
-                own_element = nest.map_structure(lambda t: t[index], element) if source else None
+                own, own_element = inputs
                 tensors, operations = device_loop._call_body(bodies[index], own, own_element)  # noqa: SLF001
                 with tf.control_dependencies(operations):
                     return tensors, tf.constant(0)
 
-            outputs = replicated.build(replica_body, replicas)
+            outputs = replicated.build_once(replica_body, replicas, per_replica)
             new_flat = [t for tensors, _ in outputs for t in tensors]
             with tf.control_dependencies([done for _, done in outputs]), variables_untouched():
                 return new_flat + [replica_zero_condition(new_flat)]

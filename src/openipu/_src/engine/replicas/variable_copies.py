@@ -29,9 +29,11 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 
 from openipu._src.engine.engine_variables import engine_variable
+from openipu._src.engine.replicas import lockstep
 from openipu._src.integration import variable_handles
 
 _ATTRIBUTE = "_openipu_replica_copies"
+_COUNTERPARTS = "_openipu_replica_counterparts"
 _INTERNAL = "_openipu_internal"
 
 
@@ -66,8 +68,11 @@ class _Copies:
 
 @contextlib.contextmanager
 def outside_programs() -> Iterator[None]:
-    """Where hidden variables are created: the outermost context, outside any region."""
-    with ops.init_scope():
+    """Where hidden variables are created: the outermost context, outside any region.
+
+    A program traced once shares what is built there (TF1: the same graph) among replicas.
+    """
+    with lockstep.unrecorded(), ops.init_scope():
         graph = ops.get_default_graph()
         saved = graph._get_control_flow_context()  # noqa: SLF001 - TF1 regions set one
         graph._set_control_flow_context(None)  # noqa: SLF001
@@ -75,6 +80,24 @@ def outside_programs() -> Iterator[None]:
             yield
         finally:
             graph._set_control_flow_context(saved)  # noqa: SLF001
+
+
+def set_counterparts(
+    variable: tf.Variable, of_replica: Callable[[int], tf.Variable]
+) -> tf.Variable:
+    """`of_replica(r)` is replica r's own variable standing for `variable` (replica 0's).
+
+    For engine state kept per replica (accumulators, seed streams): in a program traced
+    once, replica r's copy of replica 0's ops uses `of_replica(r)` where they used
+    `variable` (see `ReplicatedVariables._handle`).
+    """
+    setattr(variable, _COUNTERPARTS, of_replica)
+    return variable
+
+
+def _counterpart(variable: tf.Variable, replica: int) -> tf.Variable:
+    of_replica = getattr(variable, _COUNTERPARTS, None)
+    return variable if of_replica is None else of_replica(replica)
 
 
 def own_variable(variable: tf.Variable) -> tf.Variable:
@@ -139,6 +162,14 @@ class ReplicatedVariables:
             yield
 
     def _handle(self, variable: tf.Variable, index: int) -> tf.Tensor:
+        if index == 0:
+            # A program traced once: replica r's copies of ops reading this handle read
+            # that of replica r's copy (or counterpart) of the variable.
+            lockstep.register(
+                variable_handles.stock_handle(variable),
+                lambda r: self._handle(_counterpart(variable, r), r),
+                variable=True,
+            )
         if not _is_user_variable(variable):
             return variable_handles.stock_handle(variable)
         copies = self._prepare(variable)
@@ -149,7 +180,7 @@ class ReplicatedVariables:
     def _prepare(self, variable: resource_variable_ops.BaseResourceVariable) -> _Copies:
         """The variable's copies, refreshed at the program's start if the host changed it."""
         key = id(variable)
-        with variables_untouched():
+        with variables_untouched(), lockstep.unrecorded():
             copies = _copies_of(variable)
             if key in self._touched:
                 return copies
@@ -254,5 +285,5 @@ def _differs(value: tf.Tensor, shadow: tf.Tensor) -> tf.Tensor:
 @contextlib.contextmanager
 def variables_untouched() -> Iterator[None]:
     """Within this context, variables resolve to themselves (the engine's own reads)."""
-    with variable_handles.redirected(None):
+    with variable_handles.redirected(None), lockstep.untouched():
         yield
