@@ -13,12 +13,6 @@ from tensorflow.python import ipu
 
 
 @pytest.mark.follows("testCrossReplicaSumOp")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: TF1 ops placed with tf.device('/device:IPU:0') outside "
-    "ipu_compiler.compile cannot run: the emulated IPUs are host devices and "
-    "TensorFlow's runtime has no /device:IPU:0 (the original runs such ops on the IPU)",
-)
 def test_cross_replica_sum_op(tf1_graph, ipu_system):
     with tf1_graph.device("/device:IPU:0"):
         t1 = tf.random.uniform([1000], dtype=tf.float32)

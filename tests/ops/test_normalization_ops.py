@@ -302,7 +302,9 @@ def test_channels_must_be_dimension_1_or_last(op):  # E53, E55
 
 
 def test_channels_axis_out_of_bounds():
-    with pytest.raises(ValueError, match="^Axis is out of bounds.*channels_axis 3 is out of bounds for rank 3"):
+    with pytest.raises(
+        ValueError, match="^Axis is out of bounds.*channels_axis 3 is out of bounds for rank 3"
+    ):
         normalization_ops.group_norm(tf.zeros([2, 3, 4]), channels_axis=3)
 
 

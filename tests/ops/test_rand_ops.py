@@ -89,12 +89,16 @@ def test_rate_may_be_any_real_number(rate):
 
 @pytest.mark.parametrize("rate", [1.0, -0.1, 1.5])
 def test_rate_must_be_a_probability_below_one(rate):
-    with pytest.raises(ValueError, match=f"The rate must be in the range \\[0, 1\\), but was {rate}"):
+    with pytest.raises(
+        ValueError, match=f"The rate must be in the range \\[0, 1\\), but was {rate}"
+    ):
         rand_ops.dropout(X, rate=rate)
 
 
 def test_seed_must_be_a_pair():
-    with pytest.raises(ValueError, match=r"Expected the seed to have a shape \[2\], but got \(3,\)"):
+    with pytest.raises(
+        ValueError, match=r"Expected the seed to have a shape \[2\], but got \(3,\)"
+    ):
         rand_ops.dropout(X, seed=[1, 2, 3])
 
 

@@ -126,6 +126,7 @@ class TracedOnceGroup:
         if self._top_context is not None and (
             self._top_context.IsWhileContext() or self._top_context.IsCondContext()
         ):
+            # import cycle: lockstep imports this module
             from openipu._src.engine.replicas import lockstep
 
             raise lockstep.TraceEachReplica("replicas built inside a TF1 control flow frame")
@@ -194,6 +195,7 @@ class TracedOnceGroup:
 
     @_not_converted
     def meet(self, value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: str) -> Any:
+        # import cycle: lockstep imports this module
         from openipu._src.engine.replicas import lockstep
 
         if ops.get_default_graph() is not self.graph:
@@ -239,6 +241,7 @@ class TracedOnceGroup:
         self._start = self._op_count()
 
     def _segment(self, start: int, end: int) -> list[tuple[ops.Operation, bool] | _Call]:
+        # import cycle: lockstep imports this module
         from openipu._src.engine.replicas import lockstep
 
         built = self.graph.get_operations()[start:end]
@@ -280,6 +283,7 @@ class TracedOnceGroup:
 
     @contextlib.contextmanager
     def _replaying(self, replica: int) -> Iterator[None]:
+        # import cycle: lockstep imports this module
         from openipu._src.engine.replicas import lockstep
 
         graph = self.graph
