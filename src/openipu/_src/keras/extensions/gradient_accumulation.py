@@ -56,10 +56,15 @@ class AccumulatingOptimizer:
         optimizer = self._optimizer
         if hasattr(optimizer, "compute_gradients"):
             grads_and_vars = optimizer.compute_gradients(loss, var_list, tape=tape)
-        else:  # legacy optimizers
+        elif hasattr(optimizer, "_compute_gradients"):  # legacy optimizers
             grads_and_vars = keras_internals.legacy_compute_gradients(
                 optimizer, loss, var_list=var_list, tape=tape
             )
+        else:
+            # A TF1 optimizer given to compile (Keras wraps it in a TFOptimizer): the
+            # gradients come from the step's tape, as TFOptimizer.minimize takes them.
+            variables = tf.nest.flatten(var_list)
+            grads_and_vars = list(zip(tape.gradient(loss, variables), variables, strict=True))
         return self.apply_gradients(grads_and_vars)
 
     def apply_gradients(self, grads_and_vars, *args, **kwargs):

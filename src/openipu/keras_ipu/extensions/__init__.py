@@ -1,4 +1,7 @@
-"""`tf.keras.ipu.extensions`: the IPU extensions of Keras models (re-exports only)."""
+"""`tf.keras.ipu.extensions`: the IPU extensions of Keras models (re-exports only).
+
+As the original's package, it also holds the modules of the three extension classes.
+"""
 
 from openipu._src.keras.extensions.pipeline_stages import (
     FunctionalLayerPipelineStageAssignment,
@@ -9,6 +12,11 @@ from openipu._src.keras.extensions.pipeline_stages import (
     SequentialLayerPipelineStageAssignment,
 )
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
+
+# The package's own modules, as the original's package has them.
+from openipu.keras_ipu.extensions import functional_extensions as functional_extensions
+from openipu.keras_ipu.extensions import model_extensions as model_extensions
+from openipu.keras_ipu.extensions import sequential_extensions as sequential_extensions
 
 __all__ = [
     "FunctionalLayerPipelineStageAssignment",
