@@ -14,6 +14,7 @@ from openipu._src.keras.extensions.pipeline_stages import (
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 
 # The package's own modules, as the original's package has them.
+from openipu.keras_ipu.extensions import extensions_base as extensions_base
 from openipu.keras_ipu.extensions import functional_extensions as functional_extensions
 from openipu.keras_ipu.extensions import model_extensions as model_extensions
 from openipu.keras_ipu.extensions import sequential_extensions as sequential_extensions

@@ -59,6 +59,14 @@ def _positive_int_or_none(value, name: str) -> int | None:
     return value
 
 
+def _accumulation_dtype(value):
+    """An accumulation dtype as the original takes it: a dtype, or a callable giving the
+    dtype of a variable's accumulator (its `gradient_accumulation_dtype`)."""
+    if value is None or (callable(value) and not isinstance(value, tf.DType)):
+        return value
+    return tf.as_dtype(value)
+
+
 class IPUModelState:
     """The IPU options of one model."""
 
@@ -66,7 +74,7 @@ class IPUModelState:
         self.device_ordinal = device_ordinal
         self.gradient_accumulation_steps: int | None = None
         self.gradient_accumulation_reduction = GradientAccumulationReductionMethod.SUM
-        self.gradient_accumulation_dtype: tf.DType | None = None
+        self.gradient_accumulation_dtype: Any = None  # a DType or a callable (see above)
         self.gradient_accumulation_kwargs: dict = {}
         self.accumulator_store = AccumulatorStore("gradient_accumulation_counter")
         self.pipelining_steps: int | None = None
@@ -151,7 +159,7 @@ class KerasExtensions(_KerasModel):
             )
         self._ipu.gradient_accumulation_steps = steps
         self._ipu.gradient_accumulation_reduction = reduction
-        self._ipu.gradient_accumulation_dtype = None if dtype is None else tf.as_dtype(dtype)
+        self._ipu.gradient_accumulation_dtype = _accumulation_dtype(dtype)
         self._ipu.gradient_accumulation_kwargs = dict(
             kwargs,
             use_v2_gradient_accumulation_optimizer=bool(use_v2_gradient_accumulation_optimizer),
@@ -537,12 +545,13 @@ class KerasExtensions(_KerasModel):
             if pipelined
             else self._ipu.gradient_accumulation_reduction
         )
+        dtype = (
+            _accumulation_dtype(self._ipu.pipelining_kwargs.get("gradient_accumulation_dtype"))
+            if pipelined
+            else self._ipu.gradient_accumulation_dtype
+        )
         return AccumulatingOptimizer(
-            self.optimizer,
-            steps,
-            reduction,
-            self._ipu.accumulator_store,
-            None if pipelined else self._ipu.gradient_accumulation_dtype,
+            self.optimizer, steps, reduction, self._ipu.accumulator_store, dtype
         )
 
     @contextlib.contextmanager
