@@ -16,18 +16,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
-
-
-def _dataset(length=None, batch_size=1, x_val=1.0, y_val=0.2):
-    x = tf.constant(x_val, shape=[32])
-    y = tf.constant(y_val, shape=[2])
-    ds = tf.data.Dataset.from_tensors((x, y)).repeat(length)
-    return ds.batch(batch_size, drop_remainder=True)
-
-
-def _inference_dataset(length=None, batch_size=1, x_val=1.0):
-    ds = tf.data.Dataset.from_tensors(tf.constant(x_val, shape=[32])).repeat(length)
-    return ds.batch(batch_size, drop_remainder=True)
+from keras_pipeline_checks import (
+    BatchCallbackCounter,
+    check_accumulated_outfeed_changes_nothing,
+    check_fit_twice,
+    check_history_of_floats,
+    dataset,
+    inference_dataset,
+)
 
 
 def _simple_pipeline():
@@ -50,15 +46,6 @@ def _fixed_weight_pipeline(dtype=None):
     model = _fixed_weight_model(dtype)
     model.set_pipeline_stage_assignment([0, 1])
     return model
-
-
-class BatchCallbackCounter(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def on_batch_end(self, batch, logs=None):
-        self.count += 1
 
 
 @pytest.fixture
@@ -88,7 +75,7 @@ def test_gradient_accumulation_steps(strategy):
             r"training, however the current `steps_per_execution` value \(set to 16\) is not "
             r"divisible by `gradient_accumulation_steps_per_replica` \(7\)",
         ):
-            model.fit(_dataset(length=64), epochs=4, verbose=0)
+            model.fit(dataset(length=64), epochs=4, verbose=0)
 
 
 @pytest.mark.follows("testFitCpuMatch")
@@ -96,11 +83,11 @@ def test_fit_cpu_match(strategy):
     class_weight = {0: 0.0, 1: 0.1, 2: 0.9}
     cpu = _fixed_weight_model()
     cpu.compile("sgd", loss="mse")
-    cpu.fit(_dataset(length=96, batch_size=8), epochs=2, class_weight=class_weight, verbose=0)
+    cpu.fit(dataset(length=96, batch_size=8), epochs=2, class_weight=class_weight, verbose=0)
     with strategy.scope():
         model = _pipelined()
         model.compile("sgd", loss="mse", steps_per_execution=16)
-        model.fit(_dataset(length=96), epochs=2, class_weight=class_weight, verbose=0)
+        model.fit(dataset(length=96), epochs=2, class_weight=class_weight, verbose=0)
     for ours, theirs in zip(model.get_weights(), cpu.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
@@ -110,38 +97,24 @@ def test_fit_history_steps_per_run(strategy):
     with strategy.scope():
         model = _pipelined()
         model.compile("sgd", loss="mse", steps_per_execution=16)
-        model.fit(_dataset(length=96), epochs=2, verbose=0)
+        model.fit(dataset(length=96), epochs=2, verbose=0)
         callback = BatchCallbackCounter()
-        model.fit(_dataset(length=96), callbacks=[callback], verbose=0)
+        model.fit(dataset(length=96), callbacks=[callback], verbose=0)
     assert callback.count == 96 // 16
 
 
 @pytest.mark.follows("testFitTwice")
 def test_fit_twice(strategy):
     with strategy.scope():
-        dataset = _dataset()
         model = _pipelined()
         model.compile("sgd", loss="mse", steps_per_execution=16)
-        first_loss = model.fit(dataset, steps_per_epoch=16, verbose=0).history["loss"][0]
-        w_1 = model.get_weights()
-        assert first_loss > model.fit(dataset, steps_per_epoch=16, verbose=0).history["loss"][0]
-        w_2 = model.get_weights()
-        assert all(np.any(a != b) for a, b in zip(w_1, w_2, strict=True))
-        assert first_loss > model.fit(_dataset(), steps_per_epoch=16, verbose=0).history["loss"][0]
-        w_3 = model.get_weights()
-        assert all(np.any(a != b) for a, b in zip(w_2, w_3, strict=True))
+        check_fit_twice(model, dataset())
 
 
 @pytest.mark.follows("testFitWithMetrics")
 def test_fit_with_metrics(strategy):
     with strategy.scope():
-        model = _pipelined()
-        model.compile("sgd", loss="mse", metrics=["accuracy"], steps_per_execution=16)
-        history = model.fit(_dataset(), steps_per_epoch=16, epochs=2, verbose=0)
-    assert list(history.history.keys()) == ["loss", "accuracy"]
-    for values in history.history.values():
-        assert type(values) is list and len(values) == 2
-        assert all(type(v) is float for v in values)
+        check_history_of_floats(_pipelined())
 
 
 @pytest.mark.follows("testFitAndEvaluateAccumulateOutfeed")
@@ -154,23 +127,7 @@ def test_fit_and_evaluate_accumulate_outfeed(strategy):
             gradient_accumulation_steps_per_replica=8, accumulate_outfeed=True
         )
         optimizer = keras.optimizers.legacy.SGD(learning_rate=0.0001)
-        for m in (model, accumulating):
-            m.compile(optimizer, loss="mse", metrics=["accuracy"], steps_per_execution=16)
-        counts = [BatchCallbackCounter(), BatchCallbackCounter()]
-        histories = [
-            m.fit(_dataset(), steps_per_epoch=16, epochs=10, callbacks=[c], verbose=0).history
-            for m, c in zip((model, accumulating), counts, strict=True)
-        ]
-        for key in histories[0]:
-            np.testing.assert_allclose(histories[0][key], histories[1][key], rtol=1e-6)
-        assert counts[0].count == counts[1].count
-        counts = [BatchCallbackCounter(), BatchCallbackCounter()]
-        results = [
-            m.evaluate(_dataset(length=96), callbacks=[c], verbose=0)
-            for m, c in zip((model, accumulating), counts, strict=True)
-        ]
-        np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
-        assert counts[0].count == counts[1].count
+        check_accumulated_outfeed_changes_nothing(model, accumulating, optimizer)
 
 
 @pytest.mark.follows("testEval_CpuMatch")
@@ -178,10 +135,10 @@ def test_eval_cpu_match(strategy):
     with strategy.scope():
         model = _fixed_weight_pipeline()
         model.compile("sgd", loss="mse", steps_per_execution=32)
-        result = model.evaluate(_dataset(length=96), verbose=0)
+        result = model.evaluate(dataset(length=96), verbose=0)
     cpu = _fixed_weight_model()
     cpu.compile("sgd", loss="mse", steps_per_execution=32)
-    np.testing.assert_allclose(result, cpu.evaluate(_dataset(length=96), verbose=0), rtol=1e-6)
+    np.testing.assert_allclose(result, cpu.evaluate(dataset(length=96), verbose=0), rtol=1e-6)
 
 
 @pytest.mark.follows("testPredict_CpuMatch")
@@ -189,10 +146,10 @@ def test_predict_cpu_match(strategy):
     with strategy.scope():
         model = _fixed_weight_pipeline()
         model.compile(steps_per_execution=32)
-        result = model.evaluate(_inference_dataset(length=96), verbose=0)
+        result = model.evaluate(inference_dataset(length=96), verbose=0)
     cpu = _fixed_weight_model()
     cpu.compile(steps_per_execution=32)
-    np.testing.assert_allclose(result, cpu.evaluate(_inference_dataset(length=96), verbose=0))
+    np.testing.assert_allclose(result, cpu.evaluate(inference_dataset(length=96), verbose=0))
 
 
 @pytest.mark.follows("testGradientAccumulationDtype")
@@ -218,7 +175,7 @@ def test_gradient_accumulation_dtype(strategy):
         )
         model.compile(CastSGD(), loss="mse", steps_per_execution=24)
         model.fit(
-            _dataset(x_val=np.float16(1.0), y_val=np.float16(0.2), length=48), epochs=1, verbose=0
+            dataset(x_val=np.float16(1.0), y_val=np.float16(0.2), length=48), epochs=1, verbose=0
         )
     assert seen_variables and set(seen_variables) == {tf.float16}
     assert seen_gradients and set(seen_gradients) == {tf.float32}

@@ -101,6 +101,7 @@ class IPUModelState:
         self.replacing = 0
         self.layer_replacement = False  # the pipelined first API's option, kept
         self.real_optimizer = None
+        self.warned_batch_normalization = False
 
 
 class KerasExtensions(_KerasModel):
@@ -519,6 +520,11 @@ class KerasExtensions(_KerasModel):
                     "models will perform gradient accumulation when training."
                 )
             pipeline_stages.validate(self, records, self._ipu.pipelining_device_mapping)
+            pipeline_stages.check_weights_on_one_ipu(records, self._ipu.pipelining_device_mapping)
+            if not self._ipu.warned_batch_normalization:
+                self._ipu.warned_batch_normalization = pipeline_stages.warn_of_batch_normalization(
+                    records
+                )
         accumulation = self._accumulation_steps()
         if accumulation is not None and steps_per_execution % accumulation:
             mode = "pipelined " if records is not None else ""
