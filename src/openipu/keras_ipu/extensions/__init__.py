@@ -3,6 +3,11 @@
 As the original's package, it also holds the modules of the three extension classes.
 """
 
+from openipu._src.keras.extensions.extension_kinds import (
+    FunctionalExtension,
+    ModelExtension,
+    SequentialExtension,
+)
 from openipu._src.keras.extensions.pipeline_stages import (
     FunctionalLayerPipelineStageAssignment,
     FunctionalNestedModelPipelineStageAssignment,
@@ -20,6 +25,9 @@ from openipu.keras_ipu.extensions import model_extensions as model_extensions
 from openipu.keras_ipu.extensions import sequential_extensions as sequential_extensions
 
 __all__ = [
+    "FunctionalExtension",
+    "ModelExtension",
+    "SequentialExtension",
     "FunctionalLayerPipelineStageAssignment",
     "FunctionalNestedModelPipelineStageAssignment",
     "ModelLayerPipelineStageAssignment",
