@@ -77,7 +77,7 @@ def check_weights_round_trip(model, make_optimizer, policy: str, directory) -> N
 
 
 def reset_policy():
-    keras.mixed_precision.set_global_policy("float32")
+    keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
 
 
 def slow_beyond(cases, quick: int) -> list:

@@ -189,7 +189,7 @@ def test_no_override_minimize_with_gradient_accumulation(strategy_on, mixed):
             with pytest.raises(ValueError, match="must not override OptimizerV2.minimize"):
                 model.fit(*data, epochs=1, verbose=False)
     finally:
-        keras.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
 
 
 assert ipu  # the IPU module configures the emulated devices

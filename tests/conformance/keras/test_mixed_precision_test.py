@@ -28,7 +28,7 @@ def _run_model():
         history = model.fit(x, y, batch_size=2, steps_per_epoch=1, epochs=1, verbose=0)
         return history.history["loss"], model.layers[1].kernel.dtype
     finally:
-        keras.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
 
 
 def _reference_loss():
@@ -44,7 +44,7 @@ def _reference_loss():
         y = np.full([60], 1.0, dtype=np.single)
         return model.fit(x, y, batch_size=2, steps_per_epoch=1, epochs=1, verbose=0).history["loss"]
     finally:
-        keras.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
 
 
 def _check(strategy):

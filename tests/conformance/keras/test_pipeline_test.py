@@ -470,4 +470,4 @@ def test_no_override_minimize_with_pipelining(two_ipus, mixed):
             with pytest.raises(ValueError, match="must not override OptimizerV2.minimize"):
                 model.fit(*[np.ones((64, 1), np.float16)] * 2, epochs=1, verbose=False)
     finally:
-        keras.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
