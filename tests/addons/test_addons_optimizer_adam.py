@@ -296,7 +296,7 @@ def test_mixed_precision_model_keeps_float32_state():
         model.compile(optimizer=AdamIpuOptimizer(0.05), loss="mse")
         losses = model.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
     finally:
-        tf_keras.mixed_precision.set_global_policy("float32")
+        tf_keras.mixed_precision.set_global_policy(None)  # back to the default (floatx) policy
     assert losses.history["loss"][-1] < losses.history["loss"][0]
     slots = [w for w in model.optimizer.weights if w.dtype != tf.int64]
     assert len(slots) == 4 and all(w.dtype == tf.float32 for w in slots)

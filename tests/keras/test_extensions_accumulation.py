@@ -68,12 +68,28 @@ def test_accumulation_equals_stock_keras_on_the_larger_batch(strategy, method, l
     _assert_weights(model.get_weights(), _stock_large_batch(x, y, 32, 0.1))
 
 
+class _CastingSGD(keras.optimizers.legacy.SGD):
+    """Casts gradients to their variables' dtype, as the original's documentation of
+    `gradient_accumulation_dtype` asks of the optimizer; records the dtypes it got."""
+
+    received: list = []
+
+    def apply_gradients(self, grads_and_vars, name=None, **kwargs):
+        pairs = list(grads_and_vars)
+        self.received.extend(g.dtype for g, _ in pairs)
+        return super().apply_gradients([(tf.cast(g, v.dtype), v) for g, v in pairs], name, **kwargs)
+
+
 def test_accumulator_dtype_option(strategy):
     x, y = _data()
     with strategy.scope():
-        model = _compiled(_functional, steps_per_execution=8)
+        keras.utils.set_random_seed(11)  # as `_compiled`
+        model = _functional()
+        model.compile(_CastingSGD(0.1), "mse", steps_per_execution=8)
         model.set_gradient_accumulation_options(4, "mean", dtype=tf.float64)
         model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    # The optimizer gets the accumulated gradients in the accumulators' dtype.
+    assert set(_CastingSGD.received) == {tf.float64}
     store = model._ipu.accumulator_store  # noqa: SLF001
     assert {a.dtype for a in store.accumulators()} == {tf.float64}
     _assert_weights(model.get_weights(), _stock_large_batch(x, y, 32, 0.1, epochs=1))
@@ -84,8 +100,11 @@ def test_accumulation_count_must_divide_steps_per_execution(strategy):
     with strategy.scope():
         model = _compiled(_functional, steps_per_execution=8)
         model.set_gradient_accumulation_options(3)
+        # keras/ipu/extensions/extensions_base.py: a RuntimeError with this text.
         with pytest.raises(
-            ValueError, match=r"steps_per_execution \(8\) must be divisible .* \(3\)"
+            RuntimeError,
+            match=r"`steps_per_execution` value \(set to 8\) is not divisible by "
+            r"`gradient_accumulation_steps_per_replica` \(3\)",
         ):
             model.fit(x, y, batch_size=8, epochs=1, verbose=0)
 
@@ -170,7 +189,7 @@ def test_fit_of_a_pipelined_model_needs_pipelining_options(strategy):
     x, y = _data()
     with strategy.scope():
         model = _compiled(lambda: _functional(pipelined=True), steps_per_execution=8)
-        with pytest.raises(ValueError, match="is pipelined: call set_pipelining_options"):
+        with pytest.raises(ValueError, match="is pipelined, however `gradient_accumulation_steps"):
             model.fit(x, y, batch_size=8, epochs=1, verbose=0)
 
 

@@ -85,7 +85,9 @@ def test_compute_output_shape_and_config():
 
 @pytest.mark.parametrize("rate", [1.0, -0.5])
 def test_rate_must_be_in_zero_one(rate):
-    with pytest.raises(ValueError, match=f"rate must be in \\[0, 1\\), got {rate}"):
+    with pytest.raises(
+        ValueError, match=f"The rate must be in the range \\[0, 1\\), but was {rate}"
+    ):
         Dropout(rate)
 
 

@@ -83,7 +83,10 @@ def test_unsupported_keras_arguments(argument):
 
 
 def test_inputs_must_be_rank_2():
-    with pytest.raises(ValueError, match=r"\(batch_size, input_length\), got shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"The input shape should be a tensor of shape \[batch, input_length\], got shape \(4,\)",
+    ):
         Embedding(12, 5)(np.zeros(4, np.int32))
 
 

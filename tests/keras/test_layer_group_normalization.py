@@ -58,7 +58,7 @@ def test_contiguous_grouping_matches_keras_group_normalization_with_weights():
     ours.build(x.shape)
     stock.build(x.shape)
     gamma, beta = RNG.normal(size=6).astype(np.float32), RNG.normal(size=6).astype(np.float32)
-    ours.set_weights([beta, gamma])
+    ours.set_weights([gamma, beta])  # the original's order
     stock.set_weights([gamma, beta])
     with tf.GradientTape(persistent=True) as tape:
         xt = tf.constant(x)

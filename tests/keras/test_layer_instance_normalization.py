@@ -32,7 +32,7 @@ def test_gamma_and_beta_are_per_channel():
     layer = InstanceNormalization(epsilon=1e-5)
     layer.build(x.shape)
     beta, gamma = np.array([1.0, 2.0, 3.0], np.float32), np.array([0.5, -1.0, 2.0], np.float32)
-    layer.set_weights([beta, gamma])
+    layer.set_weights([gamma, beta])  # the original's order
     expected = numpy_instance_norm(x.astype(np.float64), 1e-5) * gamma + beta
     np.testing.assert_allclose(layer(x), expected, rtol=1e-4, atol=1e-5)
 

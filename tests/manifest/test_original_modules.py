@@ -91,11 +91,6 @@ PENDING_NAMES = [
     ("tensorflow.python.ipu.utils", "import_data_in_live_session"),
     ("tensorflow.python.ipu.utils", "import_data_in_live_model"),
     ("tensorflow.keras.ipu", "SequentialNestedModelPipelineStageAssignment"),
-    ("tensorflow.keras.ipu.extensions", "FunctionalExtension"),
-    ("tensorflow.keras.ipu.extensions", "SequentialExtension"),
-    ("tensorflow.keras.ipu.extensions", "ModelExtension"),
-    # The FP8-capable Dense of ipu_tensorflow_addons/keras/layers/dense.py.
-    ("ipu_tensorflow_addons.keras.layers", "Dense"),
 ]
 
 

@@ -14,6 +14,7 @@ from openipu._src.addons.keras.layers.ctc_loss import CTCLoss
 from openipu._src.addons.keras.layers.ctc_predictions_layer import CTCPredictionsLayer
 from openipu._src.addons.keras.layers.effective_transformer import EffectiveTransformer
 from openipu._src.addons.keras.layers.f8_convert import ConvertFromF8, ConvertToF8
+from openipu._src.addons.keras.layers.f8_dense import Dense
 from openipu._src.addons.keras.layers.serial_dense import SerialDense
 from openipu._src.keras.layers.assume_equal_across_replicas import AssumeEqualAcrossReplicas
 from openipu._src.keras.layers.dropout import Dropout
@@ -27,6 +28,7 @@ __all__ = [
     "CTCPredictionsLayer",
     "ConvertFromF8",
     "ConvertToF8",
+    "Dense",
     "Dropout",
     "EffectiveTransformer",
     "Embedding",

@@ -16,6 +16,7 @@ import threading
 import tensorflow as tf
 from tensorflow.python.util import nest
 
+from openipu._src.config import poplar_flags
 from openipu._src.engine.program import LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.integration import keras_internals
@@ -48,7 +49,12 @@ class ExecutionFunction:
             element = nest.map_structure(lambda t: tf.repeat(t, replicas, axis=0), element)
         batches = int(nest.flatten(element)[0].shape[0])
         steps = batches // replicas
-        outputs = self._program(steps, replicas, _inner_shapes(element), every_step)(element)
+        synthetic = poplar_flags.is_synthetic("outfeed")
+        outputs = self._program(steps, replicas, _inner_shapes(element), every_step, synthetic)(
+            element
+        )
+        if synthetic:
+            outputs = _synthetic_outputs(outputs, steps, replicas, self._kind, every_step)
         if every_step:
             return steps, replicas, outputs
         if self._kind == "predict":
@@ -116,12 +122,17 @@ class ExecutionFunction:
     # -- programs ---------------------------------------------------------------------------
 
     def _program(
-        self, steps: int, replicas: int, inner_shapes: tuple, every_step: bool = False
+        self,
+        steps: int,
+        replicas: int,
+        inner_shapes: tuple,
+        every_step: bool = False,
+        synthetic: bool = False,
     ) -> LoopProgram:
         # One program per shape of the data's batches: data whose inner dimensions vary
         # between executions (a generator's `[batch, None, 1]`) gives each execution
         # static shapes, as IPU programs need (the original compiles one per shape too).
-        key = (steps, replicas, inner_shapes, every_step)
+        key = (steps, replicas, inner_shapes, every_step, synthetic)
         program = self._programs.get(key)
         if program is None:
             stand_in = None
@@ -143,7 +154,9 @@ class ExecutionFunction:
                     step,
                     steps,
                     device_ordinal=self._model._ipu.device_ordinal,  # noqa: SLF001
-                    outputs="all" if self._kind == "predict" or every_step else "last",
+                    # With synthetic outfeeds only the all-steps mode gives the host
+                    # anything (empty results; `_synthetic_outputs`).
+                    outputs="all" if self._kind == "predict" or every_step or synthetic else "last",
                     group_size=group_size,
                     after_group=stand_in.apply_accumulated if stand_in is not None else None,
                     replicas=replicas,
@@ -208,6 +221,24 @@ class _Ahead:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _synthetic_outputs(outputs, steps: int, replicas: int, kind: str, every_step: bool):
+    """Zeros in place of the results no outfeed brings back with synthetic data.
+
+    As the original's keras/ipu/extensions/extensions_base.py (`_get_last_batch_results`,
+    `_get_all_batch_results` with synthetic outfeeds): every step's results are zeros of
+    their shapes, so fit/evaluate report zeros and predict returns zeros for every sample.
+    """
+    lead = [steps] + ([replicas] if replicas > 1 else [])
+
+    def zeros(t):
+        return tf.zeros(lead + list(t.shape[len(lead) :]), t.dtype)
+
+    outputs = nest.map_structure(zeros, outputs)
+    if kind == "predict" or every_step:
+        return outputs
+    return nest.map_structure(lambda t: t[-1], outputs)
 
 
 def _inner_shapes(element) -> tuple:

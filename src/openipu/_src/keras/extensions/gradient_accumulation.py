@@ -12,8 +12,9 @@ conditional surrounds it. Reduction methods follow the spec (see
 
 Standing in for the optimizer (rather than replacing `train_step`) keeps
 user-written `train_step`s working, and the loss-scale optimizer of mixed
-precision still unscales the accumulated gradients when it applies them (in the
-variables' own type).
+precision still unscales the accumulated gradients when it applies them. The
+optimizer gets them in the accumulators' dtype (`gradient_accumulation_dtype`), as on
+the original.
 """
 
 from __future__ import annotations
@@ -56,10 +57,15 @@ class AccumulatingOptimizer:
         optimizer = self._optimizer
         if hasattr(optimizer, "compute_gradients"):
             grads_and_vars = optimizer.compute_gradients(loss, var_list, tape=tape)
-        else:  # legacy optimizers
+        elif hasattr(optimizer, "_compute_gradients"):  # legacy optimizers
             grads_and_vars = keras_internals.legacy_compute_gradients(
                 optimizer, loss, var_list=var_list, tape=tape
             )
+        else:
+            # A TF1 optimizer given to compile (Keras wraps it in a TFOptimizer): the
+            # gradients come from the step's tape, as TFOptimizer.minimize takes them.
+            variables = tf.nest.flatten(var_list)
+            grads_and_vars = list(zip(tape.gradient(loss, variables), variables, strict=True))
         return self.apply_gradients(grads_and_vars)
 
     def apply_gradients(self, grads_and_vars, *args, **kwargs):
@@ -75,7 +81,8 @@ class AccumulatingOptimizer:
         args, kwargs = self._apply_args
 
         def apply(accumulated):
-            in_variable_types = [(tf.cast(value, v.dtype), v) for value, v in accumulated]
-            return self._optimizer.apply_gradients(in_variable_types, *args, **kwargs)
+            # In the accumulators' dtype, as the original hands them over
+            # (gradient_accumulation_optimizer.py: casting back is the optimizer's part).
+            return self._optimizer.apply_gradients(list(accumulated), *args, **kwargs)
 
         return self._accumulation.apply_and_restart(apply)

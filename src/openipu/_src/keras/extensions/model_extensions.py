@@ -20,6 +20,7 @@ import tensorflow as tf
 from tf_keras.src.engine import functional, sequential
 from tf_keras.src.utils import tf_utils
 
+from openipu._src.config import poplar_flags
 from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulationReductionMethod,
@@ -28,7 +29,12 @@ from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 from openipu._src.feeds import infeed
 from openipu._src.int_like import plain_int
 from openipu._src.integration import keras_internals
-from openipu._src.keras.extensions import data_handler, pipeline_stages
+from openipu._src.keras.extensions import (
+    data_handler,
+    optimizer_checks,
+    overrides,
+    pipeline_stages,
+)
 from openipu._src.keras.extensions.execution import ExecutionFunction
 from openipu._src.keras.extensions.gradient_accumulation import AccumulatingOptimizer
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
@@ -53,6 +59,14 @@ def _positive_int_or_none(value, name: str) -> int | None:
     return value
 
 
+def _accumulation_dtype(value):
+    """An accumulation dtype as the original takes it: a dtype, or a callable giving the
+    dtype of a variable's accumulator (its `gradient_accumulation_dtype`)."""
+    if value is None or (callable(value) and not isinstance(value, tf.DType)):
+        return value
+    return tf.as_dtype(value)
+
+
 class IPUModelState:
     """The IPU options of one model."""
 
@@ -60,7 +74,7 @@ class IPUModelState:
         self.device_ordinal = device_ordinal
         self.gradient_accumulation_steps: int | None = None
         self.gradient_accumulation_reduction = GradientAccumulationReductionMethod.SUM
-        self.gradient_accumulation_dtype: tf.DType | None = None
+        self.gradient_accumulation_dtype: Any = None  # a DType or a callable (see above)
         self.gradient_accumulation_kwargs: dict = {}
         self.accumulator_store = AccumulatorStore("gradient_accumulation_counter")
         self.pipelining_steps: int | None = None
@@ -87,6 +101,7 @@ class IPUModelState:
         self.replacing = 0
         self.layer_replacement = False  # the pipelined first API's option, kept
         self.real_optimizer = None
+        self.warned_batch_normalization = False
 
 
 class KerasExtensions(_KerasModel):
@@ -145,7 +160,7 @@ class KerasExtensions(_KerasModel):
             )
         self._ipu.gradient_accumulation_steps = steps
         self._ipu.gradient_accumulation_reduction = reduction
-        self._ipu.gradient_accumulation_dtype = None if dtype is None else tf.as_dtype(dtype)
+        self._ipu.gradient_accumulation_dtype = _accumulation_dtype(dtype)
         self._ipu.gradient_accumulation_kwargs = dict(
             kwargs,
             use_v2_gradient_accumulation_optimizer=bool(use_v2_gradient_accumulation_optimizer),
@@ -277,6 +292,60 @@ class KerasExtensions(_KerasModel):
             )
         self._ipu.replicated_metric_reduction = method
 
+    # The original's private attributes ----------------------------------------------------------
+    # Programs (and the original's own tests) read the options back through these names of
+    # keras/ipu/extensions/extensions_base.py; here they are views of the model's IPU state.
+
+    @property
+    def _gradient_accumulation_steps_per_replica(self) -> int | None:
+        return self._ipu.gradient_accumulation_steps
+
+    @property
+    def _gradient_accumulation_reduction_method(self) -> GradientAccumulationReductionMethod:
+        return self._ipu.gradient_accumulation_reduction
+
+    @property
+    def _gradient_accumulation_optimizer_kwargs(self) -> dict:
+        kwargs = dict(self._ipu.gradient_accumulation_kwargs)
+        kwargs.pop("use_v2_gradient_accumulation_optimizer", None)
+        if self._ipu.gradient_accumulation_dtype is not None:
+            kwargs["dtype"] = self._ipu.gradient_accumulation_dtype
+        return kwargs
+
+    @property
+    def _use_v2_gradient_accumulation_optimizer(self) -> bool:
+        return bool(
+            self._ipu.gradient_accumulation_kwargs.get("use_v2_gradient_accumulation_optimizer")
+        )
+
+    @property
+    def _pipelining_gradient_accumulation_steps_per_replica(self) -> int | None:
+        return self._ipu.pipelining_steps
+
+    @property
+    def _pipelining_device_mapping(self) -> list[int] | None:
+        return self._ipu.pipelining_device_mapping
+
+    @property
+    def _pipelining_accumulate_outfeed(self) -> bool | None:
+        return self._ipu.pipelining_accumulate_outfeed
+
+    @property
+    def _pipelining_kwargs(self) -> dict:
+        return dict(self._ipu.pipelining_kwargs)
+
+    @property
+    def _infeed_kwargs(self) -> dict:
+        return dict(self._ipu.infeed_options)
+
+    @property
+    def _outfeed_kwargs(self) -> dict:
+        return dict(self._ipu.outfeed_options)
+
+    @property
+    def _asynchronous_callbacks(self) -> bool:
+        return self._ipu.asynchronous_callbacks
+
     # fit / evaluate / predict ------------------------------------------------------------------
 
     # Serving -----------------------------------------------------------------------------------
@@ -307,16 +376,25 @@ class KerasExtensions(_KerasModel):
 
     def fit(self, *args, **kwargs):
         self._check_fit_options()
+        self._check_overrides("fit")
         with self._ipu_execution("fit"):
             return super().fit(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
+        self._check_overrides("evaluate")
         with self._ipu_execution("evaluate"):
             return super().evaluate(*args, **kwargs)
 
     def predict(self, *args, **kwargs):
+        self._check_overrides("predict")
         with self._ipu_execution("predict"):
             return super().predict(*args, **kwargs)
+
+    def _check_overrides(self, mode: str) -> None:
+        if not self._ipu_original_step_rules:
+            return  # the first API's models (api_v1) define their own functions
+        cls = overrides.user_class(self, KerasExtensions)
+        overrides.check(self, cls, mode, pipelined=self._pipeline_records() is not None)
 
     @contextlib.contextmanager
     def _ipu_execution(self, mode: str) -> Iterator[None]:
@@ -363,7 +441,11 @@ class KerasExtensions(_KerasModel):
     def _validate_and_get_metrics_result(self, logs):
         # Keras re-reads its metrics summed over all replicas; replicated IPU models
         # report what their replicas' steps reported (`set_replication_options`).
-        if self._ipu.executing and self._ipu_replica_count() > 1:
+        # With synthetic outfeeds, they report the zeros the executions gave (as the
+        # original, whose logs are the outfeed's results), not the metrics' variables.
+        if self._ipu.executing and (
+            self._ipu_replica_count() > 1 or poplar_flags.is_synthetic("outfeed")
+        ):
             return tf_utils.sync_to_numpy_or_python_type(logs)
         return super()._validate_and_get_metrics_result(logs)
 
@@ -429,17 +511,34 @@ class KerasExtensions(_KerasModel):
         )
         if records is not None:
             if self._ipu.pipelining_steps is None:
+                # keras/ipu/extensions/extensions_base.py
+                # `_verify_and_get_gradient_accumulation_steps_per_replica`.
                 raise ValueError(
-                    f"Model {self.name!r} is pipelined: call set_pipelining_options("
-                    "gradient_accumulation_steps_per_replica=...) before fit"
+                    "The model which you are attempting to train is pipelined, however "
+                    "`gradient_accumulation_steps_per_replica` has not been set through "
+                    "`set_pipelining_options()`. You need to set this value as pipelined "
+                    "models will perform gradient accumulation when training."
                 )
             pipeline_stages.validate(self, records, self._ipu.pipelining_device_mapping)
+            pipeline_stages.check_weights_on_one_ipu(records, self._ipu.pipelining_device_mapping)
+            if not self._ipu.warned_batch_normalization:
+                self._ipu.warned_batch_normalization = pipeline_stages.warn_of_batch_normalization(
+                    records
+                )
         accumulation = self._accumulation_steps()
         if accumulation is not None and steps_per_execution % accumulation:
-            raise ValueError(
-                f"steps_per_execution ({steps_per_execution}) must be divisible by the gradient "
-                f"accumulation steps per replica ({accumulation}) of model {self.name!r}"
+            mode = "pipelined " if records is not None else ""
+            raise RuntimeError(
+                f"The {mode}model has been configured to use gradient accumulation for "
+                "training, however the current `steps_per_execution` value (set to "
+                f"{steps_per_execution}) is not divisible by "
+                f"`gradient_accumulation_steps_per_replica` ({accumulation}). You need to "
+                "adjust either `steps_per_execution` or `gradient_accumulation_steps_per_replica` "
+                "to make sure that `steps_per_execution` is divisible by "
+                "`gradient_accumulation_steps_per_replica`."
             )
+        if records is not None or (accumulation or 1) > 1:
+            optimizer_checks.check_minimize_not_overridden(self.optimizer)
 
     def _ipu_accumulating_optimizer(self) -> AccumulatingOptimizer | None:
         """A stand-in optimizer that accumulates, if the model accumulates gradients."""
@@ -452,12 +551,13 @@ class KerasExtensions(_KerasModel):
             if pipelined
             else self._ipu.gradient_accumulation_reduction
         )
+        dtype = (
+            _accumulation_dtype(self._ipu.pipelining_kwargs.get("gradient_accumulation_dtype"))
+            if pipelined
+            else self._ipu.gradient_accumulation_dtype
+        )
         return AccumulatingOptimizer(
-            self.optimizer,
-            steps,
-            reduction,
-            self._ipu.accumulator_store,
-            None if pipelined else self._ipu.gradient_accumulation_dtype,
+            self.optimizer, steps, reduction, self._ipu.accumulator_store, dtype
         )
 
     @contextlib.contextmanager

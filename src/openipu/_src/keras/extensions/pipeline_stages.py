@@ -18,8 +18,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
+import tensorflow as tf
 import tf_keras
+from tensorflow.python.platform import tf_logging
 from tf_keras.src.engine import functional, sequential
 
 from openipu._src.integration import keras_internals, keras_layer_call, keras_node_init
@@ -293,6 +296,57 @@ def validate(
             f"{model.name!r} has {len(stages)} pipeline stages: give one IPU per stage"
         )
     return len(stages)
+
+
+def warn_of_batch_normalization(records) -> bool:
+    """Warns (as the original's extensions_base.py) when a pipelined model trains batch
+    normalization layers with moving statistics; returns whether it warned."""
+    for record in records:
+        layer = record.layer
+        if isinstance(layer, tf_keras.layers.BatchNormalization) and 0 < layer.momentum < 1:
+            tf_logging.warning(
+                "The moving statistics for keras.BatchNormalization layers in pipelined models "
+                "are not properly updated when training. This means that during evaluation or "
+                "inference, these batch normalization layers will not necessarily normalize "
+                "their input data in a way that is consistent with the distribution of the "
+                "data they saw when training."
+            )
+            return True
+    return False
+
+
+def check_weights_on_one_ipu(records, device_mapping: list[int] | None) -> None:
+    """A layer's weights may only be used by stages on one IPU.
+
+    As the original's compiler (poplar/driver/tools/pipeline_util.cc): a variable is an
+    input of every stage that uses it, and stages on different IPUs cannot share one; it
+    fails with an UnimplementedError that says so.
+    """
+    stages_of: dict[int, tuple[Any, list[int]]] = {}
+    for record in records:
+        if record.layer.weights and record.pipeline_stage is not None:
+            stages_of.setdefault(id(record.layer), (record.layer, []))[1].append(
+                record.pipeline_stage
+            )
+
+    def ipu_of(stage: int) -> int:
+        return device_mapping[stage] if device_mapping else stage
+
+    for layer, stages in stages_of.values():
+        first = stages[0]
+        for other in stages[1:]:
+            if ipu_of(other) != ipu_of(first):
+                raise tf.errors.UnimplementedError(
+                    None,
+                    None,
+                    f"The pipeline stage {other} is trying to use an input (a weight of layer "
+                    f"{layer.name!r}) which is already used by the pipeline stage {first}. This "
+                    "violates the dataflow constraints because an input can only be used by "
+                    "pipeline stages on the same IPU.\nIf the model requires for multiple "
+                    "pipeline stages to access the same `tf.Variable` then these pipeline "
+                    "stages need to placed onto the same IPU using the `device_mapping` "
+                    "argument.",
+                )
 
 
 def _check_data_flow_order(model, records) -> None:

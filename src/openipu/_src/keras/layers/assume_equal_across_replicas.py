@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import tf_keras
 
-from openipu._src.ops.cross_replica_ops import assume_equal_across_replicas
-
 
 @tf_keras.utils.register_keras_serializable(package="openipu")
 class AssumeEqualAcrossReplicas(tf_keras.layers.Layer):
@@ -22,7 +20,11 @@ class AssumeEqualAcrossReplicas(tf_keras.layers.Layer):
         self.inplace = inplace
 
     def call(self, inputs, **kwargs):
-        return assume_equal_across_replicas(inputs, self.inplace)
+        # Looked up on the public module at each call, as the original's layer does, so
+        # that programs (and the original's tests) can patch the op there.
+        from openipu.ipu.ops import cross_replica_ops
+
+        return cross_replica_ops.assume_equal_across_replicas(inputs, self.inplace)
 
     def compute_output_shape(self, input_shape):
         return input_shape

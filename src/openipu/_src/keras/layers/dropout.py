@@ -32,7 +32,8 @@ class Dropout(tf_keras.layers.Layer):
         if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating)):
             raise TypeError(f"Dropout: rate must be a float in [0, 1), got {rate!r}")
         if not 0.0 <= rate < 1.0:
-            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+            # The original's text (tensorflow/python/ipu/ops/rand_ops.py `dropout`).
+            raise ValueError(f"The rate must be in the range [0, 1), but was {rate}")
         self.rate = float(rate)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = None if seed is None else _seed_pair(seed)

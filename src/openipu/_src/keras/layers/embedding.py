@@ -70,8 +70,9 @@ class Embedding(tf_keras.layers.Layer):
     def build(self, input_shape) -> None:
         input_shape = tf.TensorShape(input_shape)
         if input_shape.rank != 2:
+            # The original's text (ipu_tensorflow_addons/keras/layers/embedding_lookup.py).
             raise ValueError(
-                "The IPU Embedding layer takes inputs of shape (batch_size, input_length), "
+                "The input shape should be a tensor of shape [batch, input_length], "
                 f"got shape {input_shape}"
             )
         self.embeddings = self.add_weight(

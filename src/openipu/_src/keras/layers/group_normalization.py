@@ -26,7 +26,7 @@ class GroupNormalization(tf_keras.layers.Layer):
 
     def __init__(
         self,
-        dtype=tf.float32,
+        dtype=None,  # Keras's floatx, as the original's layers (which take it from **kwargs)
         groups: int = 2,
         channels_axis: int = -1,
         center: bool = True,
@@ -63,20 +63,21 @@ class GroupNormalization(tf_keras.layers.Layer):
         self._num_groups = self._groups_for(channels)
         normalization_ops.check_groups(self._num_groups, channels, what)
         self.beta = self.gamma = None
-        if self.center:
-            self.beta = self.add_weight(
-                "beta",
-                shape=(channels,),
-                dtype=self.dtype,
-                initializer=self.beta_initializer or "zeros",
-                trainable=True,
-            )
+        # Gamma first, then beta: the original's order, which set_weights follows.
         if self.scale:
             self.gamma = self.add_weight(
                 "gamma",
                 shape=(channels,),
                 dtype=self.dtype,
                 initializer=self.gamma_initializer or "ones",
+                trainable=True,
+            )
+        if self.center:
+            self.beta = self.add_weight(
+                "beta",
+                shape=(channels,),
+                dtype=self.dtype,
+                initializer=self.beta_initializer or "zeros",
                 trainable=True,
             )
         super().build(input_shape)

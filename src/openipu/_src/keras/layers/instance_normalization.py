@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
 import tf_keras
 
 from openipu._src.keras.layers.group_normalization import GroupNormalization
@@ -18,7 +17,7 @@ class InstanceNormalization(GroupNormalization):
 
     def __init__(
         self,
-        dtype=tf.float32,
+        dtype=None,  # Keras's floatx, as the original's layers (which take it from **kwargs)
         channels_axis: int = -1,
         center: bool = True,
         scale: bool = True,

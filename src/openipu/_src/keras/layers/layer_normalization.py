@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import tensorflow as tf
 import tf_keras
 
@@ -13,13 +11,14 @@ class LayerNormalization(tf_keras.layers.Layer):
     """Layer normalisation (https://arxiv.org/abs/1607.06450) over `axis`, with beta and gamma.
 
     The numbers are those of `tf.keras.layers.LayerNormalization`. As in the
-    original, beta and gamma are flat: shape `[prod(dims of axis)]`, which is
-    Keras' shape when `axis` is a single axis.
+    original (ipu_tensorflow_addons/keras/layers/normalization.py), gamma and beta
+    (created in that order) have the dimensions of `axis` in the order given, which
+    is Keras' shape, so the weights of either layer load into the other.
     """
 
     def __init__(
         self,
-        dtype=tf.float32,
+        dtype=None,  # Keras's floatx, as the original's layers (which take it from **kwargs)
         axis=-1,
         epsilon: float = 0.001,
         center: bool = True,
@@ -83,15 +82,18 @@ class LayerNormalization(tf_keras.layers.Layer):
                 f"must be known, got shape {input_shape}"
             )
         self._param_broadcast = [input_shape[a] if a in self._axes else 1 for a in range(rank)]
-        params_shape = (math.prod(dims),)
+        given = [a % rank for a in axes]
+        params_shape = tuple(input_shape[a] for a in given)
+        # From the order given to the inputs' order, before broadcasting.
+        self._param_permutation = sorted(range(len(given)), key=given.__getitem__)
         self.beta = self.gamma = None
-        if self.center:
-            self.beta = self.add_weight(
-                "beta", shape=params_shape, dtype=self.dtype, initializer=self.beta_initializer
-            )
         if self.scale:
             self.gamma = self.add_weight(
                 "gamma", shape=params_shape, dtype=self.dtype, initializer=self.gamma_initializer
+            )
+        if self.center:
+            self.beta = self.add_weight(
+                "beta", shape=params_shape, dtype=self.dtype, initializer=self.beta_initializer
             )
         super().build(input_shape)
 
@@ -101,10 +103,14 @@ class LayerNormalization(tf_keras.layers.Layer):
         mean, variance = tf.nn.moments(values, axes=self._axes, keepdims=True)
         normalized = (values - mean) * tf.math.rsqrt(variance + self.epsilon)
         if self.gamma is not None:
-            normalized *= tf.reshape(tf.cast(self.gamma, compute_dtype), self._param_broadcast)
+            normalized *= self._broadcast(self.gamma, compute_dtype)
         if self.beta is not None:
-            normalized += tf.reshape(tf.cast(self.beta, compute_dtype), self._param_broadcast)
+            normalized += self._broadcast(self.beta, compute_dtype)
         return tf.cast(normalized, inputs.dtype)
+
+    def _broadcast(self, parameter, dtype):
+        ordered = tf.transpose(tf.cast(parameter, dtype), self._param_permutation)
+        return tf.reshape(ordered, self._param_broadcast)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -51,8 +51,10 @@ class GradientAccumulationOptimizer(OptimizerWrapper):
         self._accumulation = ga.GradientAccumulationOptimizerV2(
             applying,
             num_mini_batches,
-            offload_weight_update_variables=offload_weight_update_variables,
-            replicated_optimizer_state_sharding=replicated_optimizer_state_sharding,
+            offload_weight_update_variables=_from_three_state(offload_weight_update_variables),
+            replicated_optimizer_state_sharding=_from_three_state(
+                replicated_optimizer_state_sharding
+            ),
             dtype=dtype,
             reduction_method=reduction_method,
         )
@@ -110,6 +112,21 @@ class ALSGradientAccumulationOptimizer(GradientAccumulationOptimizer):
     def als_optimizer(self):
         return self._opt
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The reverse of `get_config` (as the original's, for an ALSOptimizer inside)."""
+        del custom_objects
+        config = dict(config)
+        if "inner_optimizer_config" not in config or "inner_optimizer_type" not in config:
+            OptimizerWrapper.inner_from_config(config)  # raises the wrapper's error
+        inner_config = config.pop("inner_optimizer_config")
+        if config.pop("inner_optimizer_type") is not ALSOptimizer:
+            raise ValueError(
+                "ALSGradientAccumulationOptimizer.from_config can only be used with "
+                "configurations that have ALSOptimizer as the specified inner_type."
+            )
+        return ALSGradientAccumulationOptimizer(ALSOptimizer.from_config(inner_config), **config)
+
     @property
     def supports_captured_grads(self) -> bool:
         return True
@@ -145,3 +162,16 @@ class ALSGradientAccumulationOptimizer(GradientAccumulationOptimizer):
         "als_optimizer", "accumulate_statistics_over_update_period"
     )
     ratio_threshold = delegated("als_optimizer", "ratio_threshold")
+
+
+#: Poplar's ThreeState names, in which the original's Keras optimizer keeps these options
+#: (keras/ipu/optimizers/gradient_accumulation_optimizer.py `bool_to_three_state`), so its
+#: configs, and programs that pass them on, give them as strings.
+_THREE_STATES = {"THREESTATE_ON": True, "THREESTATE_OFF": False, "THREESTATE_UNDEFINED": None}
+
+
+def _from_three_state(value):
+    """A bool option given as a ThreeState name becomes the bool (or None) it names."""
+    if isinstance(value, str) and value in _THREE_STATES:
+        return _THREE_STATES[value]
+    return value

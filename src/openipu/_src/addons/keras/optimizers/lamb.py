@@ -104,6 +104,16 @@ class LAMBIpuOptimizer(base.IpuOptimizerBase):
         for var in var_list:
             self.add_slot(var, "v")
 
+    # The original's names for the two exclusion checks (lamb_optimizer.py), which
+    # programs subclassing the optimizer override.
+    def _do_use_weight_decay(self, param_name: str) -> bool:
+        """Whether the variable named `param_name` gets weight decay."""
+        return not _matches_any(self.exclude_from_weight_decay, param_name)
+
+    def _do_layer_adaptation(self, param_name: str) -> bool:
+        """Whether the update of the variable named `param_name` is scaled by its trust ratio."""
+        return not _matches_any(self.exclude_from_layer_adaptation, param_name)
+
     def _resource_apply_dense(self, grad, var, apply_state=None):
         stage_1_dtype, stage_2_dtype = self.opt_dtypes
         variable_name = _VARIABLE_NAME_SUFFIX.sub("", var.name)
@@ -113,11 +123,11 @@ class LAMBIpuOptimizer(base.IpuOptimizerBase):
         weights = tf.cast(var, stage_1_dtype)
         m_hat, v_hat, updates = adam_moments.updated_moments(self, grad, var, stage_1_dtype)
         update = m_hat / (tf.sqrt(v_hat) + epsilon)
-        if not _matches_any(self.exclude_from_weight_decay, variable_name):
+        if self._do_use_weight_decay(variable_name):
             update += self._get_hyper("weight_decay_rate", stage_1_dtype) * weights
 
         ratio = tf.constant(1.0, stage_1_dtype)
-        if not _matches_any(self.exclude_from_layer_adaptation, variable_name):
+        if self._do_layer_adaptation(variable_name):
             weight_norm = tf.norm(weights, ord=2)
             if self.weight_norm_clip is not None:
                 weight_norm = tf.minimum(

@@ -1,0 +1,5 @@
+"""`tf.keras.ipu.extensions.functional_extensions` (re-exports only)."""
+
+from openipu._src.keras.extensions.extension_kinds import FunctionalExtension
+
+__all__ = ["FunctionalExtension"]
