@@ -76,3 +76,10 @@ def test_the_manifest_names_the_original_test_methods():
         checked += 1
     if not checked:
         pytest.skip("no mirror of the original's sources on this machine")
+
+
+def test_test_module_names_are_unique_across_the_suite():
+    # pytest imports test modules by their base name (the folders have no __init__.py):
+    # two modules of one name stop the whole run ("import file mismatch").
+    names = [p.name for p in HERE.parent.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

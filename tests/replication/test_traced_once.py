@@ -143,10 +143,6 @@ class _CountingModel(keras.Model):
         self.traces["call"] += 1
         return self.dense(inputs)
 
-    def train_step(self, data):
-        self.traces["train_step"] += 1
-        return super().train_step(data)
-
 
 def _fit_traces(replicas):
     config = ipu.config.IPUConfig()
@@ -157,12 +153,19 @@ def _fit_traces(replicas):
         rng = np.random.default_rng(0)
         x = rng.normal(size=(32, 4)).astype(np.float32)
         y = rng.normal(size=(32, 2)).astype(np.float32)
+        # The train step's Python is counted through its loss (the original's Keras refuses
+        # a model that overrides train_step, keras/ipu/extensions).
         traces = {"call": 0, "train_step": 0}
+
+        def counting_mse(y_true, y_pred):
+            traces["train_step"] += 1
+            return keras.losses.mean_squared_error(y_true, y_pred)
+
         with strategy.scope():
             keras.utils.set_random_seed(1)
             model = _CountingModel(traces)
             model.build((None, 4))
-            model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=2)
+            model.compile(keras.optimizers.SGD(0.1), counting_mse, steps_per_execution=2)
             built_calls = traces["call"]
             model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
             weights = model.get_weights()

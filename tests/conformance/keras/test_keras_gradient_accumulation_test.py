@@ -80,10 +80,6 @@ def _optimizer(use_v2_gao, lr=0.1):
 #: here, with or without accumulation: inside the optimizer's merge_call,
 #: `Optimizer._distributed_apply` gets a tensor, not an op, for the global step's update
 #: from the IPU strategy's `extended.update`, and tests it as a Python bool.
-TF1_OPTIMIZER_REPLICATED = (
-    "replicated fit with a TF1 optimizer: the strategy's extended.update of the global step "
-    "returns a tensor in merge_call (OperatorNotAllowedInGraphError)"
-)
 # One of each kind stays in the quick run; the rest are marked slow.
 QUICK = {
     "_sequential-1-MEAN-True",
@@ -118,9 +114,6 @@ def test_models(strategy_on, tmp_path, model_fn, replicas, reduction, use_v2_gao
 
 
 @pytest.mark.follows("testModels")
-@pytest.mark.xfail(
-    strict=True, raises=tf.errors.OperatorNotAllowedInGraphError, reason=TF1_OPTIMIZER_REPLICATED
-)
 @pytest.mark.parametrize("model_fn", [_sequential, _functional, _subclassed])
 def test_models_replicated_with_a_tf1_optimizer(strategy_on, tmp_path, model_fn):
     _train_and_compare(
