@@ -327,8 +327,7 @@ def _program(
             parallel_iterations=1,
         )
         step_outputs.extend(a.stack() for a in arrays)
-        with tf.control_dependencies([done]):
-            return _loop_results([tf.identity(v) for v in values], [])
+        return device_loop._loop_results(values, done)  # noqa: SLF001 - the loop's own results
 
     with stream_capture.capturing(run_loop) as capture:
         returned = function()
@@ -353,7 +352,7 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
         streams.iterations = loop.iterations
         streams.element_spec = element_spec
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
-        return _loop_results(values, operations)
+        return device_loop._loop_results(values, tf.group(*operations))  # noqa: SLF001
 
     with stream_capture.capturing(run_loop) as capture:
         returned = function()
@@ -377,14 +376,6 @@ def _call_step(
     returned = body(*args, **kwargs)
     flat = [] if returned is None else nest.flatten(returned)
     return [], [t if isinstance(t, tf.Operation) else t.op for t in flat]
-
-
-def _loop_results(values: list[tf.Tensor], operations: list[tf.Operation]) -> Nested:
-    """What `loops.repeat` returns for these final values (its own convention)."""
-    if not values:
-        with tf.control_dependencies(operations):
-            return tf.no_op(name="ipu_loop_done")
-    return values[0] if len(values) == 1 else list(values)
 
 
 def _check_one_loop(capture: stream_capture.Capture) -> None:
