@@ -18,7 +18,7 @@ from tensorflow.python.framework import func_graph, ops
 from tensorflow.python.util import nest
 
 from openipu._src.engine import random_ops
-from openipu._src.engine.replicas import lockstep, processes
+from openipu._src.engine.replicas import abandoned_build, lockstep, processes
 from openipu._src.engine.replicas.variable_copies import ReplicatedVariables
 
 _state = threading.local()
@@ -142,6 +142,7 @@ def traced_once_or_each(attempt: Callable[[], T]) -> T:
         return attempt()
     graph = None if tf.executing_eagerly() else ops.get_default_graph()
     before = len(graph.get_operations()) if graph is not None else 0
+    collections = abandoned_build.snapshot()
     try:
         return attempt()
     except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
@@ -155,6 +156,7 @@ def traced_once_or_each(attempt: Callable[[], T]) -> T:
                 "again with one trace per replica: call IPUStrategy.run outside tf.function, "
                 "or keep per-replica Python out of functions nested in the replicated code)"
             ) from error
+    collections.restore()
     with lockstep.tracing_each_replica():
         return attempt()
 
@@ -236,6 +238,7 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
     replicas (the original's poplar_compiler.cc: replication factor = IPUs / shards).
     """
     ipus_per_replica = 1
+    collections = abandoned_build.snapshot()
     while True:
         try:
             return attempt(max(1, ipus // ipus_per_replica))
@@ -243,6 +246,7 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
             retry = _too_many_replicas(error)
             if retry is None:
                 raise
+            collections.restore()
             if retry.ipus_per_replica > ipus:
                 raise ValueError(
                     f"The program needs {retry.ipus_per_replica} IPUs per replica but its "

@@ -20,10 +20,17 @@ Then the meeting's combine runs once with every replica's value, as with lock-st
 threads, and replica r's share of its result is mapped to replica 0's. So the ops are
 created in the order lock-step threads create them and compile into one computation.
 
-What cannot be copied op by op makes the program be built again with one Python
-trace per replica (`lockstep.TraceEachReplica`): TF1 control flow (v1 `Enter`/`Merge`
-frames) inside the recorded ops, and engine code that reads the replica index in
-Python outside a per-replica call.
+TF1 control flow (a v1 `cond` or `while_loop`: Switch/Merge, Enter/Exit frames, and
+the gradient loops TF1 builds for them) is copied op by op too: the copies of a frame's
+ops are wired as replica 0's, without the frame's Python object (`_create_in_frame`),
+inputs and control inputs made after their op are added once copied, and each copy of
+a while loop gets a frame name of its own.
+
+What cannot be copied makes the program be built again with one Python trace per
+replica (`lockstep.TraceEachReplica`; a TF1 graph's collections are then restored,
+`abandoned_build`): engine code that reads the replica index in Python outside a
+per-replica call (PopART's builders), and collectives or per-replica engine code inside
+a TF1 frame.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any, TypeVar, cast
 
 import tensorflow as tf
 from tensorflow import autograph
+from tensorflow.core.framework import attr_value_pb2
 from tensorflow.python.framework import func_graph, ops
 from tensorflow.python.ops import handle_data_util, variable_scope
 from tensorflow.python.util import nest
@@ -44,8 +52,9 @@ Builder = Callable[[int, Any], Any]
 # Colocation with replica 0's ops; the compile context's mark (it marks the copy itself).
 _NOT_COPIED_ATTRS = frozenset({"_class", "_xla_compile_id"})
 
-# The ops of TF1 control flow frames, whose copies would need their frames rebuilt.
-_V1_CONTROL_FLOW = frozenset(
+# The ops that make TF1 frames: their copies are wired as replica 0's, never through
+# a frame's Python object (which would add an Enter of its own for their inputs).
+_FRAME_OPS = frozenset(
     {
         "Enter",
         "RefEnter",
@@ -105,6 +114,13 @@ class TracedOnceGroup:
         self.graph = ops.get_default_graph()
         self.parent = parent
         self._top_context = self.graph._get_control_flow_context()  # noqa: SLF001
+        # The TF1 while loops around the program (a device loop the replicas share).
+        self._shared_frames = set()
+        context = self._top_context
+        while context is not None:
+            if context.IsWhileContext():
+                self._shared_frames.add(context.name)
+            context = getattr(context, "outer_context", None)
         scope = self.graph.get_name_scope()
         self._scope = f"{scope}/" if scope else ""
         # Per replica r: ref of replica 0's tensor (or its op) -> replica r's.
@@ -117,19 +133,16 @@ class TracedOnceGroup:
         self._devices: dict[str, Callable[[int], str]] = {}
         self._excluded: list[tuple[int, int]] = []
         self._calls: list[_Call] = []
+        self._copying: set[ops.Operation] = set()  # the ops of the segment being copied
+        # (copy, input index, replica 0's input, redirected): inputs made after their op.
+        self._later_inputs: list[tuple[ops.Operation, int, tf.Tensor, bool]] = []
+        self._later_controls: list[tuple[ops.Operation, ops.Operation]] = []
         self._start = self._op_count()
         self.replaying: int | None = None  # the replica whose copy is being built
         self.calling = False  # inside a per-replica call of replica 0
         self.must_trace_each = False  # set when replica 0 read the replica index
         self._captured: dict[int, Any] = {}  # id of a capture placeholder -> outer tensor
         self._captures_seen = -1
-        if self._top_context is not None and (
-            self._top_context.IsWhileContext() or self._top_context.IsCondContext()
-        ):
-            # import cycle: lockstep imports this module
-            from openipu._src.engine.replicas import lockstep
-
-            raise lockstep.TraceEachReplica("replicas built inside a TF1 control flow frame")
         if per_replica_inputs is not None:
             for r in range(1, count):
                 self._bind(per_replica_inputs[0], per_replica_inputs[r], r)
@@ -152,6 +165,7 @@ class TracedOnceGroup:
     @_not_converted
     def call(self, builder: Builder, inputs: Any) -> Any:
         """`builder(0, inputs)` now; `builder(r, inputs_r)` in replica r's copy."""
+        self._refuse_in_frame("per-replica Python")
         control = list(self.graph._current_control_dependencies())  # noqa: SLF001
         start = self._op_count()
         self.calling = True
@@ -204,6 +218,7 @@ class TracedOnceGroup:
                 "replicas can only meet at the top level of their program or of a device loop "
                 "(ipu.loops.repeat, a pipeline, Keras' steps)"
             )
+        self._refuse_in_frame(kind)
         self.replay_segment()
         values = [value] + [self.mapped(value, r) for r in range(1, self.count)]
         with self.unrecorded():
@@ -228,16 +243,23 @@ class TracedOnceGroup:
         """Copies the ops replica 0 built since the last meeting for every other replica."""
         end = self._op_count()
         events = self._segment(self._start, end)
+        self._copying = {event[0] for event in events if not isinstance(event, _Call)}
         self._excluded = []
         self._calls = []
         self._untouched = []
         for r in range(1, self.count):
             with self._replaying(r):
+                self._later_inputs = []
+                self._later_controls = []
                 for event in events:
                     if isinstance(event, _Call):
                         self._replay_call(event, r)
                     else:
                         self._copy(*event, r)
+                for copy, index, tensor, redirected in self._later_inputs:
+                    copy._update_input(index, self.resolve(tensor, r, redirected))  # noqa: SLF001
+                for copy, control in self._later_controls:
+                    copy._add_control_input(self.resolve_op(control, r))  # noqa: SLF001
         self._start = self._op_count()
 
     def _segment(self, start: int, end: int) -> list[tuple[ops.Operation, bool] | _Call]:
@@ -261,16 +283,34 @@ class TracedOnceGroup:
                 continue
             context = op._get_control_flow_context()  # noqa: SLF001
             outside = context is not self._top_context and self._encloses(context)
-            if op.type in _V1_CONTROL_FLOW or (context is not self._top_context and not outside):
+            if context is not self._top_context and not outside and not self._in_frame(context):
                 self.must_trace_each = True
                 raise lockstep.TraceEachReplica(
-                    f"op {op.name} is in a TF1 control flow frame: its copies cannot be made "
-                    "op by op"
+                    f"op {op.name} is in a control flow context the program does not hold"
                 )
             redirected = not untouched[offset]
             events.append((position, 1, (op, redirected)))
         events.sort(key=lambda e: (e[0], e[1]))
         return [event for _, _, event in events]
+
+    def _in_frame(self, context: Any) -> bool:
+        """Whether `context` is a TF1 control flow frame (a v1 cond or while) of the program."""
+        while context is not None:
+            context = getattr(context, "outer_context", None)
+            if context is self._top_context:
+                return True
+        return False
+
+    def _refuse_in_frame(self, what: str) -> None:
+        """Inside a TF1 cond or while of the program, `what` (built for each replica, or
+        combining them, outside the frame) cannot be: one Python trace per replica then."""
+        context = self.graph._get_control_flow_context()  # noqa: SLF001
+        if context is not self._top_context and self._in_frame(context):
+            # import cycle: lockstep imports this module
+            from openipu._src.engine.replicas import lockstep
+
+            self.must_trace_each = True
+            raise lockstep.TraceEachReplica(f"{what} inside a TF1 control flow frame")
 
     def _encloses(self, context: Any) -> bool:
         """Whether `context` (an op's control flow context) is outside the program's."""
@@ -330,6 +370,13 @@ class TracedOnceGroup:
     def _copy(self, op: ops.Operation, redirected: bool, r: int) -> None:
         graph = self.graph
         inputs = [self.resolve(t, r, redirected) for t in op.inputs]
+        # TF1 control flow gives ops inputs made after them (a cond's Switch, a while
+        # loop's NextIteration): the copy takes replica 0's until they are copied too.
+        later = [
+            (index, tensor)
+            for index, tensor in enumerate(op.inputs)
+            if tensor.op in self._copying and self._maps[r].get(tensor.op) is None
+        ]
         name = op.name
         if self._scope and name.startswith(self._scope):
             name = name[len(self._scope) :]
@@ -338,20 +385,36 @@ class TracedOnceGroup:
         attrs = {
             key: value for key, value in op.node_def.attr.items() if key not in _NOT_COPIED_ATTRS
         }
-        # Ops replica 0 built outside the program's context (on the host, outside the
-        # compiled region) are copied there too.
         context = op._get_control_flow_context()  # noqa: SLF001
-        graph._set_control_flow_context(context)  # noqa: SLF001
-        try:
-            copy = self._create_copy(op, inputs, unique, attrs)
-        finally:
-            graph._set_control_flow_context(self._top_context)  # noqa: SLF001
+        # Control inputs made after the op (TF1 gradients make a loop's ops wait for
+        # later ones) are added once they are copied.
+        later_controls = [
+            c for c in op.control_inputs if c in self._copying and self._maps[r].get(c) is None
+        ]
+        controls = [self.resolve_op(c, r) for c in op.control_inputs if c not in later_controls]
+        if "frame_name" in attrs:
+            frame = op.get_attr("frame_name").decode()
+            if frame not in self._shared_frames:
+                # The copies of a TF1 while loop of the program are told apart by their
+                # frames' names, which is what the runtime and XLA read.
+                attrs["frame_name"] = attr_value_pb2.AttrValue(
+                    s=f"{self._scope}replica_{r}/{frame}".encode()
+                )
+        if op.type in _FRAME_OPS or (context is not self._top_context and self._in_frame(context)):
+            copy = self._create_in_frame(op, inputs, controls, unique, attrs)
+        else:
+            # Ops replica 0 built outside the program's context (on the host, outside the
+            # compiled region) are copied there too.
+            graph._set_control_flow_context(context)  # noqa: SLF001
+            try:
+                copy = self._create_copy(op, inputs, unique, attrs)
+            finally:
+                graph._set_control_flow_context(self._top_context)  # noqa: SLF001
+            if controls:
+                copy._add_control_inputs(controls)  # noqa: SLF001
         device = op.device
         builder = self._devices.get(device)
         copy._set_device(builder(r) if builder is not None else device)  # noqa: SLF001
-        controls = [self.resolve_op(c, r) for c in op.control_inputs]
-        if controls:
-            copy._add_control_inputs(controls)  # noqa: SLF001
         for original, copied in zip(op.outputs, copy.outputs, strict=True):
             try:
                 copied.set_shape(original.shape)
@@ -361,6 +424,39 @@ class TracedOnceGroup:
                 handle_data_util.copy_handle_data(original, copied)
             self._maps[r][_key(original)] = copied
         self._maps[r][op] = copy
+        self._later_inputs.extend((copy, index, tensor, redirected) for index, tensor in later)
+        self._later_controls.extend((copy, control) for control in later_controls)
+
+    def _create_in_frame(
+        self,
+        op: ops.Operation,
+        inputs: list[Any],
+        controls: list[ops.Operation],
+        name: str,
+        attrs: dict[str, Any],
+    ) -> ops.Operation:
+        """The copy of an op of a TF1 cond or while frame (replica 0's `op`).
+
+        The frame's Python object knows replica 0's ops: adding the copy to it would
+        route the copy's inputs into replica 0's frame. So the copy is made as TensorFlow
+        makes ops it imports (no context processing), is given `op`'s context (engine
+        code that orders the program, `variable_copies.finish`, reads it), and is marked
+        by the program's compile context as inner ops of frames are.
+        """
+        node_def = ops._NodeDef(op.type, name, attrs)  # noqa: SLF001
+        c_op = ops._create_c_op(self.graph, node_def, inputs, controls, op_def=op.op_def)  # noqa: SLF001
+        copy = self.graph._create_op_from_tf_operation(c_op, compute_device=False)  # noqa: SLF001
+        context = op._get_control_flow_context()  # noqa: SLF001
+        copy._set_control_flow_context(context)  # noqa: SLF001
+        if self._top_context is not None:
+            self._top_context.AddInnerOp(copy)
+        # The frames and the program's loop know the copy's outputs as their own values
+        # (else a copy of an op outside the frame, its Merge or Exit, would enter them).
+        names = [t.name for t in copy.outputs]
+        while context is not None:
+            context._values.update(names)  # noqa: SLF001
+            context = context.outer_context
+        return copy
 
     def _create_copy(
         self, op: ops.Operation, inputs: list[Any], name: str, attrs: dict[str, Any]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -236,14 +237,15 @@ class ReplicatedVariables:
             at_top = frame is self._top_context
             if at_top:
                 top_level.append(op)
-            if not at_top and not (op.type == "Enter" and frame.outer_context is self._top_context):
+            waiting = self._waiting_op(op, frame)
+            if waiting is None:
                 continue
             for tensor in op.inputs:
                 key = handles.get(id(tensor))
                 if key is not None:
                     refresh = self._touched[key][1]
-                    if refresh not in op.control_inputs:
-                        op._add_control_input(refresh)  # noqa: SLF001 - ordering a built op
+                    if refresh not in waiting.control_inputs:
+                        waiting._add_control_input(refresh)  # noqa: SLF001 - ordering a built op
         with (
             variables_untouched(),
             self._graph.as_default(),
@@ -252,6 +254,23 @@ class ReplicatedVariables:
         ):
             for variable, _ in self._touched.values():
                 _copies_of(variable).shadow.assign(variable.read_value())
+
+    def _waiting_op(self, op: tf.Operation, frame: Any) -> tf.Operation | None:
+        """The op that waits for the refreshes of the variables `op` reads, or None.
+
+        At the top level, `op` itself; of a TF1 frame, where the variable enters it: a while
+        loop's `Enter`, or a cond's predicate when `op` is the cond's `Switch` of the handle
+        (a control edge into a cond's Switch breaks XLA's reading of the cond).
+        """
+        if frame is self._top_context:
+            return op
+        if getattr(frame, "outer_context", None) is not self._top_context:
+            return None
+        if op.type == "Enter":
+            return op
+        if op.type in ("Switch", "RefSwitch"):
+            return op.inputs[1].op
+        return None
 
     def _handle_tensors(self) -> dict[int, int]:
         """id of each tensor that is a touched variable's (or its copy's) handle in the graph."""
