@@ -123,3 +123,32 @@ def test_losses_collection_holds_one_trace(v1_control_flow):
             assert session.run(summed) == 4.0  # each replica's |2 w| = 2
     finally:
         ipu.config.reset_ipu_configuration()
+
+
+def test_a_rebuilt_program_leaves_its_first_build_out_of_the_collections(tf1_graph):
+    """On 2 IPUs a program sharded over 2 IPUs is one replica: found while building (the
+    shard scope), so the first build (2 replicas assumed) is abandoned. Its losses must
+    not stay in the graph's LOSSES collection (`get_total_loss` would add them)."""
+    _configure(2)
+    try:
+
+        def program():
+            with ipu.scopes.ipu_shard(0):
+                x = tf.constant([[1.0, 2.0]])
+                with tf.compat.v1.variable_scope("", use_resource=True):
+                    w = tf.compat.v1.get_variable(
+                        "w", shape=[2, 1], initializer=tf.constant_initializer(0.5)
+                    )
+                y = tf.matmul(x, w)
+            with ipu.scopes.ipu_shard(1):
+                tf.compat.v1.losses.mean_squared_error(tf.zeros_like(y), y)
+                return tf.compat.v1.losses.get_total_loss()
+
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            (loss,) = ipu.ipu_compiler.compile(program)
+        assert len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)) == 1
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            np.testing.assert_allclose(session.run(loss), 1.5**2)  # (1 * 0.5 + 2 * 0.5)^2
+    finally:
+        ipu.config.reset_ipu_configuration()
