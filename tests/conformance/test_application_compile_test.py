@@ -239,11 +239,6 @@ def test_compile_nonexistent_directory(tf1_graph, tmp_path):
 
 
 @pytest.mark.follows("test_compile_unsupported_dtype")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: float64 programs compile here (TensorFlow's CPU kernels run them); "
-    "the IPU has no 64-bit floating point and the original refuses the graph",
-)
 def test_compile_unsupported_dtype(tf1_graph):
     v = tf.compat.v1.placeholder(np.float64, shape=(2,))
     result = compile_op(lambda x: x * x, inputs=[v])
@@ -253,11 +248,6 @@ def test_compile_unsupported_dtype(tf1_graph):
 
 
 @pytest.mark.follows("test_compile_scalar_elementwise_graph")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: a scalar elementwise graph is serialised here; Poplar cannot "
-    "serialise one and the original refuses it",
-)
 def test_compile_scalar_elementwise_graph(tf1_graph):
     v = tf.compat.v1.placeholder(np.float32, shape=())
     result = compile_op(lambda x: x + x, inputs=[v])

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tf_keras as keras
 from tensorflow.python import ipu
 
+from openipu._src.engine import compiled_program
 from openipu._src.engine.replicas import lockstep
 from openipu._src.pipelining import pipelining_ops
 
@@ -192,9 +193,10 @@ def test_keras_fit_on_two_replicas_traces_train_step_once():
 
 
 def test_pipeline_stages_on_two_replicas_trace_once(strategy_on):
-    """A 2-stage pipeline on 4 IPUs: 2 replicas, each stage's Python traced once."""
+    """A 2-stage pipeline on 4 IPUs: 2 replicas, the function's and each stage's Python
+    traced once (the replica count is decided when the pipeline says it spans 2 IPUs)."""
     strategy = strategy_on(4)
-    traces = {"stage1": 0, "stage2": 0}
+    traces = {"net": 0, "stage1": 0, "stage2": 0}
     dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(
         1, drop_remainder=True
     )
@@ -212,12 +214,15 @@ def test_pipeline_stages_on_two_replicas_trace_once(strategy_on):
 
         @tf.function(jit_compile=True)
         def net():
+            traces["net"] += 1
             return pipelining_ops.pipeline(
                 [stage1, stage2], 2, repeat_count=2, infeed_queue=infeed, outfeed_queue=outfeed
             )
 
         strategy.run(net)
-    assert traces == {"stage1": 1, "stage2": 1}
+    assert traces == {"net": 1, "stage1": 1, "stage2": 1}
+    compiled = compiled_program.recent("IPUStrategy.run")[-1]
+    assert (compiled.replicas, compiled.ipus_per_replica) == (2, 2)
     totals, indices, values = (t.numpy() for t in outfeed.dequeue())
     # Mini-batch g of repeat i on replica r holds element (i * 2 + g) * 2 + r.
     elements = np.arange(8, dtype=np.float32).reshape(4, 2, 1)

@@ -11,6 +11,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
 
+from openipu._src.engine.executable import executable_file
+
 WEIGHTS = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
 
 
@@ -318,3 +320,26 @@ def test_a_missing_directory_is_named(ipu_system, tmp_path):
             lambda x: x * x, inputs=[np.zeros([2], np.float32)], output_path=str(path)
         )
     assert not path.parent.exists()
+
+
+def test_programs_the_ipu_cannot_hold_are_refused_as_the_original_does(ipu_system, tmp_path):
+    """float64 (the IPU has none) and a bare scalar elementwise graph (no Poplar engine to
+    serialize) are the original's refusals; a scalar program with a side effect (it
+    updates a variable) is a real program and compiles."""
+    compile_op = ipu.application_compile_op.experimental_application_compile_op
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Detected unsupported operations"):
+        compile_op(lambda x: x * 2.0, [np.ones([3], np.float64)], str(tmp_path / "f64"))
+    with pytest.raises(tf.errors.FailedPreconditionError, match="scalar elementwise graph"):
+        compile_op(lambda x: x * 2.0 + 1.0, [np.float32(3.0)], str(tmp_path / "scalar"))
+    assert not os.path.exists(tmp_path / "scalar")  # nothing written
+
+    counter = tf.Variable(1.0)
+
+    def count(x):
+        return counter.assign_add(x)
+
+    path = compile_op(count, [np.float32(3.0)], str(tmp_path / "counter"), freeze_variables=False)
+    signature = executable_file.read(path.numpy().decode()).signature
+    # The variable is a start-up input, and an output as it is written.
+    assert [s.name for s in signature.inputs] == ["XLA_Args/Variable"]
+    assert [s.name for s in signature.outputs] == ["result_0", "XLA_Retvals/Variable"]

@@ -39,6 +39,7 @@ from openipu._src.engine import (
 )
 from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workload
 from openipu._src.engine.cost_model.workload import Workload
+from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import eager_context
 from openipu._src.system import configure
@@ -173,6 +174,7 @@ def compile_region(
     record_as: str | None = None,
     replicas: int = 1,
     ipus_per_replica: int = 1,
+    layout: ReplicaLayout | None = None,
 ) -> Nested:
     """Builds `computation(*inputs)` as one compiled region and returns its outputs.
 
@@ -184,7 +186,8 @@ def compile_region(
     `on_mode(mode, workload)` learns which one the region got, and what it does (for the
     cost model; its caller checks that it fits). Without `on_mode` the region's
     decisions are recorded (`compiled_program.record`) under the name `record_as` (its
-    cluster's by default) with `replicas` replicas of `ipus_per_replica` IPUs.
+    cluster's by default) with `replicas` replicas of `ipus_per_replica` IPUs, or as
+    `layout` says once the region is built (a replicated program decides while building).
     """
     if inputs is None:
         inputs = []
@@ -209,6 +212,7 @@ def compile_region(
                 record_as=record_as,
                 replicas=replicas,
                 ipus_per_replica=ipus_per_replica,
+                layout=layout,
             ),
             autograph=False,
         )()
@@ -219,7 +223,12 @@ def compile_region(
             inputs,
             flat_return_rules,
             _Record(
-                record_as or "ipu_precompiled", device, ipu_ordinal, replicas, ipus_per_replica
+                record_as or "ipu_precompiled",
+                device,
+                ipu_ordinal,
+                replicas,
+                ipus_per_replica,
+                layout,
             ),
         )
     if current_region() is not None:
@@ -268,6 +277,8 @@ def compile_region(
                 if region.graph_mode_reasons
                 else compile_policy.choose_mode(graph, context.marked_ops, requested=mode)
             )
+            if layout is not None:
+                replicas, ipus_per_replica = layout.replicas, layout.ipus_per_replica
             workload = _workload(graph, first_op, device, ipu_ordinal, ipus_per_replica)
             if workload is not None and region.pipeline is not None:
                 schedule, accumulation, offloaded = region.pipeline
@@ -412,6 +423,15 @@ class _Record:
     ipu_ordinal: int
     replicas: int
     ipus_per_replica: int
+    layout: ReplicaLayout | None = None
+
+    def as_built(self) -> _Record:
+        """The record once the program is built (its replicas decided by then)."""
+        if self.layout is None:
+            return self
+        return dataclasses.replace(
+            self, replicas=self.layout.replicas, ipus_per_replica=self.layout.ipus_per_replica
+        )
 
 
 def _precompiled_outputs(
@@ -437,6 +457,7 @@ def _precompiled_outputs(
         graph = ops.get_default_graph()
         first_op = len(graph.get_operations())
         outputs = computation(*inputs)
+    record = record.as_built()
     workload = _workload(
         graph, first_op, record.device, record.ipu_ordinal, record.ipus_per_replica
     )

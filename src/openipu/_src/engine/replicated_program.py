@@ -8,6 +8,7 @@ outputs reach the host. What was compiled is recorded (`compiled_program.recent`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import tensorflow as tf
 
 from openipu._src.engine import region
 from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
 
@@ -30,9 +32,13 @@ def compile_replicated(
     device = configure.current_system(purpose).device(ipu_ordinal)
 
     def attempt(replicas: int) -> Nested:
-        def build(*args: Nested) -> Nested:
+        def build(layout: ReplicaLayout, *args: Nested) -> Nested:
             return replicated.first_replica_outputs(
-                lambda _: computation(*args), replicas, device.num_ipus, ipu_ordinal
+                lambda _: computation(*args),
+                replicas,
+                device.num_ipus,
+                ipu_ordinal,
+                layout=layout,
             )
 
         return replicated.traced_once_or_each(lambda: compile_once(build, replicas))
@@ -41,8 +47,10 @@ def compile_replicated(
         # A build after an abandoned one (more replicas, or the replicas' Python traced
         # once) finds the variables it made.
         rebuilt = replicas < device.num_ipus or lockstep.traces_each_replica()
+        # The replicas may become fewer while the program is built (a pipeline in it).
+        layout = ReplicaLayout(replicas, device.num_ipus)
         return _reusing_variables_if_rebuilt(rebuilt)(
-            computation if replicas == 1 else build,
+            computation if replicas == 1 else functools.partial(build, layout),
             inputs,
             device.host_device(),
             ipu_ordinal=ipu_ordinal,
@@ -50,6 +58,7 @@ def compile_replicated(
             record_as=purpose,
             replicas=replicas,
             ipus_per_replica=device.num_ipus // replicas,
+            layout=layout,
         )
 
     return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ipu_ordinal}")

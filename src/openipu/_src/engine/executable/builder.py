@@ -24,7 +24,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import compile_policy, device_loop, floating_point_checks
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
-from openipu._src.engine.executable import program_graph, stream_capture
+from openipu._src.engine.executable import poplar_limits, program_graph, stream_capture
 from openipu._src.engine.executable.executable_file import Executable
 from openipu._src.engine.executable.signature import StreamSignature, TensorSignature
 from openipu._src.engine.value_types import Nested
@@ -167,6 +167,9 @@ def finish(
             frozen, inputs=(*names[:first], *names[rest:], *names[first:rest])
         )
     graph = concrete.graph
+    poplar_limits.check(
+        graph, name, bool(streams.flat_element_spec or streams.streamed_output_specs)
+    )
     executor = compile_policy.choose_mode(graph, graph.get_operations())
     if fp_bits:
         executor = compile_policy.CompileMode.GRAPH

@@ -102,7 +102,26 @@ def tracing_replica() -> int:
 
 def replica_count() -> int:
     replica = current()
-    return 1 if replica is None else replica.count
+    if replica is None:
+        return 1
+    if isinstance(replica.group, traced_once.TracedOnceGroup):
+        replica.group.count_read = True  # the count can no longer change in place
+    return replica.count
+
+
+def shrink_in_place(count: int) -> bool:
+    """Builds the program being traced once with `count` replicas from now on, if nothing
+    depended on its replica count yet (see `layout.py`); whether it could."""
+    replica = current()
+    if replica is None or not isinstance(replica.group, traced_once.TracedOnceGroup):
+        return False
+    group = replica.group
+    if getattr(_state, "enclosing", None) is not None or not group.may_shrink():
+        return False
+    group.shrink(count)
+    # One replica is no replica: the program goes on as one built without replication.
+    _state.replica = ReplicaContext(0, count, group) if count > 1 else None
+    return True
 
 
 def run_replicas(fn: Callable[[int], Any], count: int) -> list[Any]:

@@ -9,6 +9,7 @@ replicas) reuse the outer part's variable copies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import random_ops
 from openipu._src.engine.replicas import abandoned_build, lockstep, processes
+from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.replicas.variable_copies import ReplicatedVariables
 
 _state = threading.local()
@@ -72,6 +74,7 @@ def build_once(
     per_replica_inputs: list[Any] | None = None,
     ipus: int | None = None,
     ipu_ordinal: int | None = None,
+    layout: ReplicaLayout | None = None,
 ) -> list[Any]:
     """Every replica's `fn(index, inputs)`, the Python traced once (replica 0's) when it can.
 
@@ -79,6 +82,8 @@ def build_once(
     (tensors built before, outside the replicas) and what the engine maps per replica
     (variables, seeds, the replica index): the original traces a replicated program's
     Python once (`lockstep.run_traced_once`). `index` is the replica whose Python runs.
+    A `layout` learns how many replicas the program got (fewer if a pipeline in it
+    spans several IPUs: see `require_ipus_per_replica`).
     """
     if count == 1:
         inputs = per_replica_inputs[0] if per_replica_inputs is not None else None
@@ -89,6 +94,7 @@ def build_once(
         count,
         ipus,
         ipu_ordinal,
+        layout,
     )
 
 
@@ -101,6 +107,7 @@ def _replicas(
     count: int,
     ipus: int | None,
     ipu_ordinal: int | None,
+    layout: ReplicaLayout | None = None,
 ) -> list[Any]:
     """`run_all(in_replica)`, `in_replica(r, inputs)` building `fn(r, inputs)` as replica r.
 
@@ -126,7 +133,13 @@ def _replicas(
             for name, value in zip(_INHERITED, previous, strict=True):
                 setattr(_state, name, value)
 
-    results = run_all(in_replica)
+    shrinkable = _Shrinkable(layout, variables) if outer is None and layout else None
+    previous = getattr(_state, "shrinkable", None)
+    _state.shrinkable = shrinkable
+    try:
+        results = run_all(in_replica)
+    finally:
+        _state.shrinkable = previous
     if outer is None:
         variables.finish()
     return results
@@ -189,6 +202,7 @@ def first_replica_outputs(
     ipus: int,
     ipu_ordinal: int | None = None,
     per_replica_inputs: list[Any] | None = None,
+    layout: ReplicaLayout | None = None,
 ) -> Any:
     """`fn(inputs)` for every replica (`build_once`); replica 0's outputs, waiting for the others.
 
@@ -196,7 +210,9 @@ def first_replica_outputs(
     poplar_executor.cc copies replica 0's output buffers); the other replicas' work
     runs because replica 0's outputs depend on it.
     """
-    outputs = build_once(lambda _, inputs: fn(inputs), count, per_replica_inputs, ipus, ipu_ordinal)
+    outputs = build_once(
+        lambda _, inputs: fn(inputs), count, per_replica_inputs, ipus, ipu_ordinal, layout
+    )
     if count == 1:
         return outputs[0]
     others = [
@@ -277,8 +293,32 @@ def _cause(error: BaseException | None, kind: type[E]) -> E | None:
 
 
 def require_ipus_per_replica(count: int) -> None:
-    """Called by code that spans `count` IPUs (a pipeline): too many replicas are rebuilt."""
-    replicas = lockstep.replica_count()
+    """Called by code that spans `count` IPUs (a pipeline): too many replicas go on as
+    fewer if nothing depended on their count yet (`layout.py`), else are rebuilt."""
+    replica = lockstep.current()
+    replicas = 1 if replica is None else replica.count
     ipus = getattr(_state, "ipus", None)
     if replicas > 1 and ipus is not None and replicas * count > ipus:
+        if _shrunk(max(1, ipus // count)):
+            return
         raise TooManyReplicas(count)
+
+
+def _shrunk(count: int) -> bool:
+    """Whether the program being built goes on with `count` replicas, in place."""
+    shrinkable: _Shrinkable | None = getattr(_state, "shrinkable", None)
+    if shrinkable is None or shrinkable.variables.touched or processes.count() > 1:
+        return False
+    if not lockstep.shrink_in_place(count):
+        return False
+    shrinkable.variables.shrink(count)
+    shrinkable.layout.replicas = count
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shrinkable:
+    """The outermost replicated build of a program whose replicas may become fewer."""
+
+    layout: ReplicaLayout
+    variables: ReplicatedVariables

@@ -141,6 +141,9 @@ class TracedOnceGroup:
         self.replaying: int | None = None  # the replica whose copy is being built
         self.calling = False  # inside a per-replica call of replica 0
         self.must_trace_each = False  # set when replica 0 read the replica index
+        self.count_read = False  # set when engine code read the replica count
+        self._met = False  # set at the first meeting (the replicas' copies made)
+        self._inputs_given = per_replica_inputs is not None
         self._captured: dict[int, Any] = {}  # id of a capture placeholder -> outer tensor
         self._captures_seen = -1
         if per_replica_inputs is not None:
@@ -205,6 +208,24 @@ class TracedOnceGroup:
         if device:
             self._devices.setdefault(device, builder)
 
+    # The replica count ---------------------------------------------------------------
+
+    def may_shrink(self) -> bool:
+        """Whether nothing built so far depends on the replica count."""
+        return (
+            self.parent is None
+            and self.replaying is None
+            and not self.calling
+            and not self.count_read
+            and not self._met
+            and not self._inputs_given
+        )
+
+    def shrink(self, count: int) -> None:
+        """From now on the program has `count` replicas (no copy was made yet)."""
+        self.count = count
+        del self._maps[count:], self._built[count:], self._captures_made[count:]
+
     # Meetings -------------------------------------------------------------------------
 
     @_not_converted
@@ -219,6 +240,7 @@ class TracedOnceGroup:
                 "(ipu.loops.repeat, a pipeline, Keras' steps)"
             )
         self._refuse_in_frame(kind)
+        self._met = True
         self.replay_segment()
         values = [value] + [self.mapped(value, r) for r in range(1, self.count)]
         with self.unrecorded():

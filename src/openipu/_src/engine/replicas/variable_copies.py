@@ -162,7 +162,18 @@ class ReplicatedVariables:
         ):
             yield
 
+    @property
+    def touched(self) -> bool:
+        """Whether the program has read or written a variable (its copies are made)."""
+        return bool(self._touched)
+
+    def shrink(self, replicas: int) -> None:
+        """The program has `replicas` replicas after all (no variable touched yet)."""
+        self._replicas = replicas
+
     def _handle(self, variable: tf.Variable, index: int) -> tf.Tensor:
+        if self._replicas == 1:  # shrunk to one replica (`shrink`): no copies
+            return variable_handles.stock_handle(variable)
         if index == 0:
             # A program traced once: replica r's copies of ops reading this handle read
             # that of replica r's copy (or counterpart) of the variable.
