@@ -34,10 +34,10 @@ def _run_body_repeatedly(body, inputs, infeed, iterations, replicas):
         return sess.run(res)
 
 
-_COLLECTIVE_IN_COND = (
-    "difference: the engine refuses a cross-replica sum inside a tf.cond or tf.while_loop "
-    "(ReplicaDivergenceError: replicas meet only at the top level of a program or device "
-    "loop), even when the condition is declared equal across replicas; the original runs it"
+_COLLECTIVE_IN_LOOP = (
+    "difference: the engine refuses a cross-replica sum inside a tf.while_loop that is not "
+    "a device loop (ReplicaDivergenceError), even when the replicas agree on its trip "
+    "count; the original runs it"
 )
 
 
@@ -48,7 +48,7 @@ def graph(tf1_graph):
 
 
 @pytest.mark.follows("testNoDivergenceWithSlicedTensor")
-@pytest.mark.xfail(strict=True, reason=_COLLECTIVE_IN_COND)
+@pytest.mark.xfail(strict=True, reason=_COLLECTIVE_IN_LOOP)
 def test_no_divergence_with_sliced_tensor(graph):
     input_shape = [10]
     infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(_repeating_dataset(1.0, input_shape))
@@ -84,7 +84,6 @@ def test_no_divergence_with_sliced_tensor(graph):
 
 
 @pytest.mark.follows("testNoDivergenceWithSingleTensor")
-@pytest.mark.xfail(strict=True, reason=_COLLECTIVE_IN_COND)
 @pytest.mark.parametrize("inplace", [True, False])
 def test_no_divergence_with_single_tensor(graph, inplace):
     input_shape = [2, 4]
@@ -107,7 +106,6 @@ def test_no_divergence_with_single_tensor(graph, inplace):
 
 
 @pytest.mark.follows("testNoDivergenceWithNestedTensors")
-@pytest.mark.xfail(strict=True, reason=_COLLECTIVE_IN_COND)
 @pytest.mark.parametrize("inplace", [True, False])
 def test_no_divergence_with_nested_tensors(graph, inplace):
     input_shape = [2, 4]

@@ -305,3 +305,38 @@ def test_replica_values_inside_a_tensorflow_loop_trace_once(strategy_on):
     assert len(traces) == 1
     assert float(total) == 3 * 1 + 3 * 2  # replica r adds r + 1 three times
     np.testing.assert_array_equal(outfeed.dequeue().numpy(), [[0, 1], [1, 2], [2, 3]])
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_collectives_inside_a_conditional_the_replicas_agree_on(replicas, strategy_on):
+    """As on the IPU, a cross-replica sum may sit in a `tf.cond` (or autograph `if`) whose
+    predicate the replicas agree on (`assume_equal_across_replicas`); a conditional on a
+    replica's own value, without collectives, still takes each replica's own branch."""
+    strategy = strategy_on(replicas)
+    traces = []
+    with strategy.scope():
+        weight = tf.Variable(2.0)
+
+    def fn(threshold):
+        traces.append(1)
+        mine = tf.cast(ipu.replication_ops.replication_index(), tf.float32) + 1.0
+        agreed = ipu.cross_replica_ops.assume_equal_across_replicas(threshold > 0.0)
+        if agreed:  # autograph: a tf.cond holding a collective
+            summed = ipu.cross_replica_ops.cross_replica_sum(mine * weight)
+        else:
+            summed = -mine
+        own = tf.cond(mine > 1.5, lambda: mine * 10.0, lambda: mine)  # per replica
+        return summed, ipu.cross_replica_ops.cross_replica_sum(own)
+
+    @tf.function
+    def program(threshold):
+        return strategy.run(fn, args=(threshold,))
+
+    with strategy.scope():
+        on = [float(t) for t in program(tf.constant(1.0))]
+        off = [float(t) for t in program(tf.constant(-1.0))]
+    mine = np.arange(1, replicas + 1, dtype=np.float32)
+    own = np.where(mine > 1.5, mine * 10.0, mine).sum()
+    assert on == [float((mine * 2.0).sum()), float(own)]
+    assert off == [-1.0, float(own)]  # replica 0's branch: -(0 + 1)
+    assert len(traces) == 1

@@ -15,7 +15,11 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.engine import region
-from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
+    lockstep,
+    replicated,
+    shared_cond,  # noqa: F401
+)
 from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure

@@ -186,7 +186,7 @@ def _leaves_stateful_ops(graph: ops.Graph, before: int) -> bool:
 
 def must_trace_each_replica(error: BaseException) -> bool:
     """Whether `error` says a program must be built with one Python trace per replica."""
-    return _cause(error, lockstep.TraceEachReplica) is not None
+    return cause(error, lockstep.TraceEachReplica) is not None
 
 
 def _seeded(ipu_ordinal: int | None, replica: int) -> contextlib.AbstractContextManager[None]:
@@ -275,13 +275,13 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
 
 def _too_many_replicas(error: BaseException | None) -> TooManyReplicas | None:
     """The `TooManyReplicas` behind `error` (autograph raises its own, the original as context)."""
-    return _cause(error, TooManyReplicas)
+    return cause(error, TooManyReplicas)
 
 
 E = TypeVar("E", bound=BaseException)
 
 
-def _cause(error: BaseException | None, kind: type[E]) -> E | None:
+def cause(error: BaseException | None, kind: type[E]) -> E | None:
     """The `kind` error behind `error` (autograph raises its own, the original as context)."""
     seen = 0
     while error is not None and seen < 10:

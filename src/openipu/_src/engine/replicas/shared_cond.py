@@ -12,12 +12,15 @@ meet; so a conditional built by a replica is a meeting point where the replicas 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.util import nest
 
-from openipu._src.engine.replicas import lockstep, replicated
+from openipu._src.engine.replicas import lockstep, replicated, traced_once
 from openipu._src.engine.replicas.variable_copies import variables_untouched
 from openipu._src.engine.value_types import Nested
+from openipu._src.integration import replicated_conds
 
 
 def cond(pred: tf.Tensor, true_fn: Callable[[], tf.Tensor]) -> tf.Tensor:
@@ -51,3 +54,73 @@ def done_after(effects: Nested) -> tf.Tensor:
     effects = [e for e in tf.nest.flatten(effects) if e is not None]
     with tf.control_dependencies(effects):
         return tf.constant(True)
+
+
+def _user_cond(
+    stock: Callable[..., Any],
+    pred: Any,
+    true_fn: Callable[[], Any],
+    false_fn: Callable[[], Any],
+    name: Any = None,
+) -> Any:
+    """A `tf.cond` of the user's: as TensorFlow builds it, unless its branches hold a
+    collective in a program traced once; then one cond for every replica (`_shared`).
+
+    The replicas are assumed to agree on the predicate, as the original requires of a
+    conditional around a collective (`assume_equal_across_replicas`): replica 0's decides.
+    """
+    group = _group_building_here()
+    if group is None:
+        return stock(pred, true_fn, false_fn, name)
+    try:
+        with group.branches_may_meet():
+            return stock(pred, true_fn, false_fn, name)
+    except Exception as error:  # noqa: BLE001 - autograph re-raises it as its own error
+        if replicated.cause(error, traced_once.MeetingInBranch) is None:
+            raise
+    return _shared(pred, true_fn, false_fn)
+
+
+def _group_building_here() -> traced_once.TracedOnceGroup | None:
+    """The group traced once whose replica 0 builds at its top level here, if any."""
+    replica = lockstep.current()
+    if replica is None or replica.count == 1:
+        return None
+    group = replica.group
+    if not isinstance(group, traced_once.TracedOnceGroup):
+        return None
+    if group.replaying is not None or group.calling:
+        return None
+    if tf.compat.v1.get_default_graph() is not group.graph:
+        return None
+    return group
+
+
+def _shared(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+    """One conditional on replica 0's predicate whose branches build every replica's."""
+
+    def combine(values: list[tuple[Any, Any, Any]]) -> list[Any]:
+        replicas = len(values)
+        structure: list[Any] = []
+
+        def every_replica(fn: Callable[[], Any]) -> Callable[[], list[tf.Tensor]]:
+            def build() -> list[tf.Tensor]:
+                outputs = replicated.build_once(lambda r, _: fn(), replicas)
+                structure[:] = [outputs[0]]
+                flat = [nest.flatten(output) for output in outputs]
+                return [tf.stack(values) for values in zip(*flat, strict=True)]
+
+            return build
+
+        with lockstep.outside_replicas(), variables_untouched():
+            decided = tf.convert_to_tensor(values[0][0])
+            stacked = tf.cond(decided, every_replica(true_fn), every_replica(false_fn))
+        return [
+            nest.pack_sequence_as(structure[0], [tensor[r] for tensor in stacked])
+            for r in range(replicas)
+        ]
+
+    return lockstep.exchange((pred, true_fn, false_fn), combine, "a conditional")
+
+
+replicated_conds.install(_user_cond)

@@ -89,6 +89,10 @@ def not_converted(function: F) -> F:
 _not_converted = not_converted
 
 
+class MeetingInBranch(Exception):
+    """Replicas met inside a conditional's branch: it is built for every replica instead."""
+
+
 @dataclasses.dataclass
 class _Call:
     """A per-replica call recorded in replica 0: replayed as `builder(r, inputs_r)`."""
@@ -144,6 +148,7 @@ class TracedOnceGroup:
         self.count_read = False  # set when engine code read the replica count
         self._met = False  # set at the first meeting (the replicas' copies made)
         self._inputs_given = per_replica_inputs is not None
+        self._branches_may_meet = False
         self._captured: dict[int, Any] = {}  # id of a capture placeholder -> outer tensor
         self._captures_seen = -1
         if per_replica_inputs is not None:
@@ -208,6 +213,18 @@ class TracedOnceGroup:
         if device:
             self._devices.setdefault(device, builder)
 
+    @contextlib.contextmanager
+    def branches_may_meet(self) -> Iterator[None]:
+        """Within, replicas meeting in a function nested in the program (a `tf.cond`'s
+        branch) raise `MeetingInBranch`: the conditional is then built for every replica
+        (`shared_cond`)."""
+        previous = self._branches_may_meet
+        self._branches_may_meet = True
+        try:
+            yield
+        finally:
+            self._branches_may_meet = previous
+
     # The replica count ---------------------------------------------------------------
 
     def may_shrink(self) -> bool:
@@ -234,6 +251,8 @@ class TracedOnceGroup:
         from openipu._src.engine.replicas import lockstep
 
         if ops.get_default_graph() is not self.graph:
+            if self._branches_may_meet:
+                raise MeetingInBranch(kind)
             raise lockstep.ReplicaDivergenceError(
                 f"{kind} was called inside a loop or conditional that is not a device loop: "
                 "replicas can only meet at the top level of their program or of a device loop "
