@@ -123,15 +123,28 @@ def _increasing_infeed():
     return ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.repeat())
 
 
-def _summing_loop(body):
+def _summing_loop(tf1_graph, replicated, outfed_values):
+    """Runs 5 steps of `v = cross_replica_sum(v + x)` over the increasing infeed, outfeeding
+    `outfed_values(v_before, v_after)`; returns the loop's result and the outfeed's."""
+    infeed = _increasing_infeed()
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(v, x):
+        out = cross_replica_sum(v + x)
+        return out, outfeed.enqueue(outfed_values(v, out))
+
     def my_net():
         v = tf.constant(0.0, shape=SHAPE, dtype=np.float32)
         return ipu.loops.repeat(5, body, [v], infeed)
 
-    infeed = _increasing_infeed()
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         res = ipu.ipu_compiler.compile(my_net, inputs=[])
-    return infeed, res
+    outfed = outfeed.dequeue()
+    replicated()
+    with v1.Session(graph=tf1_graph) as sess:
+        sess.run(infeed.initializer)
+        result = sess.run(res)
+        return result, sess.run(outfed)
 
 
 # Replica r reads elements 2k + r of 0, 1, 2, 0, 1, 2, ...: the running cross-replica sums
@@ -149,61 +162,26 @@ def _assert_per_step(outfed, expected):
 
 @pytest.mark.follows("testCreateSimpleReplicatedInfeedOutfeed")
 def test_create_simple_replicated_infeed_outfeed(tf1_graph, replicated):
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-
-    def body(v, x):
-        v = cross_replica_sum(v + x)
-        return v, outfeed.enqueue(v)
-
-    infeed, res = _summing_loop(body)
-    outfed = outfeed.dequeue()
-    replicated()
-    with v1.Session(graph=tf1_graph) as sess:
-        sess.run(infeed.initializer)
-        result = sess.run(res)
-        np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
-        _assert_per_step(sess.run(outfed), SUMS)
+    result, outfed = _summing_loop(tf1_graph, replicated, lambda _, out: out)
+    np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
+    _assert_per_step(outfed, SUMS)
 
 
 @pytest.mark.follows("testCreateSimpleReplicatedInfeedOutfeedTuple")
 def test_create_simple_replicated_infeed_outfeed_tuple(tf1_graph, replicated):
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-
-    def body(v, x):
-        out = cross_replica_sum(v + x)
-        return out, outfeed.enqueue((v, out))
-
-    infeed, res = _summing_loop(body)
-    outfed = outfeed.dequeue()
-    replicated()
-    with v1.Session(graph=tf1_graph) as sess:
-        sess.run(infeed.initializer)
-        result = sess.run(res)
-        np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
-        last, this = sess.run(outfed)
-        _assert_per_step(last, [0] + SUMS[:-1])
-        _assert_per_step(this, SUMS)
+    result, (last, this) = _summing_loop(tf1_graph, replicated, lambda v, out: (v, out))
+    np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
+    _assert_per_step(last, [0] + SUMS[:-1])
+    _assert_per_step(this, SUMS)
 
 
 @pytest.mark.follows("testCreateSimpleReplicatedInfeedOutfeedDict")
 def test_create_simple_replicated_infeed_outfeed_dict(tf1_graph, replicated):
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-
-    def body(v, x):
-        out = cross_replica_sum(v + x)
-        return out, outfeed.enqueue({"last": v, "this": out})
-
-    infeed, res = _summing_loop(body)
-    outfed = outfeed.dequeue()
-    replicated()
-    with v1.Session(graph=tf1_graph) as sess:
-        sess.run(infeed.initializer)
-        result = sess.run(res)
-        np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
-        outfed_result = sess.run(outfed)
-        assert set(outfed_result) == {"last", "this"}
-        _assert_per_step(outfed_result["last"], [0] + SUMS[:-1])
-        _assert_per_step(outfed_result["this"], SUMS)
+    result, outfed = _summing_loop(tf1_graph, replicated, lambda v, out: {"last": v, "this": out})
+    np.testing.assert_allclose(result[0], np.broadcast_to(48, SHAPE))
+    assert set(outfed) == {"last", "this"}
+    _assert_per_step(outfed["last"], [0] + SUMS[:-1])
+    _assert_per_step(outfed["this"], SUMS)
 
 
 @pytest.mark.follows("testCreateCombinedReplicatedSumGraph")
