@@ -19,13 +19,6 @@ REPLICAS = 4
 
 @pytest.mark.parametrize("op, scale", [("COLLECTIVE_OP_ADD", 4), ("COLLECTIVE_OP_MEAN", 1)])
 @pytest.mark.follows("test_reduce_scatter")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: a TF1 program built before configure_ipu_system is built at once for "
-    "1 replica, where reduce_scatter's replication_factor=4 is refused ('the 1 replicas cannot "
-    "be split into groups of replication_factor=4'); the original builds it and runs it on the "
-    "4 replicas configured before the first run",
-)
 def test_reduce_scatter(tf1_graph, op, scale):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
