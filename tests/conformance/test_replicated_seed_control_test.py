@@ -83,7 +83,8 @@ def test_experimental_identical_compute(tf1_graph):
             np.testing.assert_array_equal(result, replica_results[0])
     # Each step adds the same input to what the previous step left, scaled by 0.01.
     np.testing.assert_allclose(
-        results[1][0], (np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]) + results[0][0]) * 0.01,
+        results[1][0],
+        (np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]) + results[0][0]) * 0.01,
         rtol=2e-3,
         atol=1e-6,
     )
