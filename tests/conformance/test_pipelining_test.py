@@ -168,7 +168,10 @@ def _sum_stage(x, c):
 @pytest.mark.follows("testPipelineIterationsNotMultiple")
 @pytest.mark.xfail(
     strict=True,
-    reason="difference: a pipeline built in a TF1 graph before configure_ipu_system (4 IPUs) and rebuilt at its first run reads a variable that was never initialized ('Could not find variable vs/conv1/bias_1') instead of the original's FailedPreconditionError 'The number of iterations of the pipeline must be a multiple of 3'",
+    reason="difference: the interleaved pipeline runs 10 iterations over its 3 stages; the "
+    "original refuses a count that is not a multiple of its overlap length "
+    "(FailedPreconditionError 'The number of iterations of the pipeline must be a multiple of 3', "
+    "poplar driver's visitors/pipeline_visitor.cc)",
 )
 def test_pipeline_iterations_not_multiple(tf1_graph):
     infeed = _dict_infeed()
@@ -316,24 +319,8 @@ def _run_inference_pipeline(
         ipu.config.reset_ipu_configuration()
 
 
-_BUILT_BEFORE_CONFIGURATION = (
-    "difference: a pipeline of Keras layers built in a TF1 graph before configure_ipu_system "
-    "is built again at its first run, which makes new, uninitialized Keras variables "
-    "('Could not find variable vs/conv1/bias_1'); the original builds it once"
-)
-
-
 @pytest.mark.follows("testPipelineWithDeviceMapping")
-@pytest.mark.parametrize(
-    "configure_first",
-    [
-        pytest.param(
-            False, marks=pytest.mark.xfail(strict=True, reason=_BUILT_BEFORE_CONFIGURATION)
-        ),
-        True,
-    ],
-    ids=["built-first", "configured-first"],
-)
+@pytest.mark.parametrize("configure_first", [False, True], ids=["built-first", "configured-first"])
 def test_pipeline_with_device_mapping(tf1_graph, configure_first):
     # The original also checks each stage ran on its IPU in the profile (awaiting the cost model).
     losses = _run_inference_pipeline(
@@ -344,7 +331,6 @@ def test_pipeline_with_device_mapping(tf1_graph, configure_first):
 
 
 @pytest.mark.follows("testPipelineWithDeviceMappingSameIpu")
-@pytest.mark.xfail(strict=True, reason=_BUILT_BEFORE_CONFIGURATION)
 def test_pipeline_with_device_mapping_same_ipu(tf1_graph):
     losses = _run_inference_pipeline(tf1_graph, device_mapping=[2, 2, 2])
     np.testing.assert_allclose(losses, _expected_inference_losses(12), rtol=1e-6)
@@ -367,8 +353,7 @@ def test_pipeline_with_device_mapping_same_ipu(tf1_graph):
     ids=["Fixed", "Dynamic"],
 )
 def test_pipeline_with_infeeds_kwargs(tf1_graph, dynamic_count):
-    # Configured before building (see _BUILT_BEFORE_CONFIGURATION for the original's order).
-    losses = _run_inference_pipeline(tf1_graph, dynamic_count=dynamic_count, configure_first=True)
+    losses = _run_inference_pipeline(tf1_graph, dynamic_count=dynamic_count)
     np.testing.assert_allclose(losses, _expected_inference_losses(12), rtol=1e-6)
 
 

@@ -111,18 +111,22 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
     name_scope = ops.get_default_graph().get_name_scope()
     provisional_device = deferred_builds.unconfigured_host_device(ordinal)
     built_once: list[bool] = []
+    made = _VariablesMade()
 
     def build():
         if not built_once:
             built_once.append(True)
-            return region.compile_region(
-                computation, inputs, provisional_device, ipu_ordinal=ordinal
-            )
-        # Again, in the scopes it was built in: its variables are found, not made again.
+            with tf.variable_creator_scope(made.record):
+                return region.compile_region(
+                    computation, inputs, provisional_device, ipu_ordinal=ordinal
+                )
+        # Again, in the scopes it was built in: its variables are found, not made again
+        # (those of `get_variable` by its reuse, the others, such as Keras layers', by name).
         with (
             tf.compat.v1.variable_scope(variable_scope, reuse=tf.compat.v1.AUTO_REUSE),
             ops.name_scope(f"{name_scope}/" if name_scope else None),
             scopes.ipu_scope(f"/device:IPU:{ordinal}"),
+            tf.variable_creator_scope(made.reuse),
         ):
             return _compile_configured(computation, inputs, ordinal)
 
@@ -131,6 +135,38 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
         return device.num_ipus > 1 or device.host_device() != provisional_device
 
     return deferred_builds.build_deferred(build, needs_rebuild)
+
+
+class _VariablesMade:
+    """The variables a provisional build made, by name scope and requested name, so that
+    building it again takes them instead of making uninitialised twins (a Keras layer
+    makes its variables with `tf.Variable`, which a variable scope's reuse does not
+    reach)."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, tf.Variable] = {}
+
+    @staticmethod
+    def _key(kwargs: dict) -> str | None:
+        name = kwargs.get("name")
+        if not isinstance(name, str):
+            return None
+        scope = ops.get_default_graph().get_name_scope()
+        return f"{scope}/{name}" if scope else name
+
+    def record(self, next_creator: Callable, **kwargs):
+        variable = next_creator(**kwargs)
+        key = self._key(kwargs)
+        if key is not None:
+            self._made.setdefault(key, variable)
+        return variable
+
+    def reuse(self, next_creator: Callable, **kwargs):
+        key = self._key(kwargs)
+        made = self._made.pop(key, None) if key is not None else None
+        if made is None:
+            return next_creator(**kwargs)
+        return made
 
 
 def _replicates_here() -> bool:
