@@ -21,12 +21,15 @@ def _constant(value):
     return v1.constant_initializer(value)
 
 
-def compare1(gradient_accumulation_count=8, repeat_count=2):
-    """testPipelineCompare1: a 1x1 convolution, a scaling, two dense layers; SGD."""
+def _images_dataset():
+    dataset = increasing(7, [4, 4, 2]).batch(2, drop_remainder=True)
+    return dataset.map(lambda value: (value / 7, value[0][0][0][0]))
 
-    def dataset_fn():
-        dataset = increasing(7, [4, 4, 2]).batch(2, drop_remainder=True)
-        return dataset.map(lambda value: (value / 7, value[0][0][0][0]))
+
+def compare1(gradient_accumulation_count=8, repeat_count=2, print_in_stage2=False):
+    """testPipelineCompare1: a 1x1 convolution, a scaling, two dense layers; SGD. With
+    `print_in_stage2` (the recomputation tests' testPipelineCompare4) the second stage
+    also prints its input, a stateful op."""
 
     def stage1(c, img, label):
         with v1.variable_scope("stage1", use_resource=True):
@@ -64,7 +67,49 @@ def compare1(gradient_accumulation_count=8, repeat_count=2):
         input_values=[10.01],
         repeat_count=repeat_count,
         gradient_accumulation_count=gradient_accumulation_count,
-        dataset_fn=dataset_fn,
+        dataset_fn=_images_dataset,
+        optimizer_fn=lambda: v1.train.GradientDescentOptimizer(0.01),
+    )
+
+
+def _print_tensor(x):
+    from tensorflow.python import ipu
+
+    return ipu.internal_ops.print_tensor(x)
+
+
+def _dense_half(x):
+    return layers.Dense(2, kernel_initializer=_constant(0.5), bias_initializer=_constant(0.5))(x)
+
+
+def compare5(gradient_accumulation_count=8, repeat_count=2):
+    """The recomputation tests' testPipelineCompare5: stages 1 and 2 have no variables
+    (no backward stage), the second prints its input; SGD."""
+
+    def stage1(c, img, label):
+        with v1.variable_scope("stage1", use_resource=True):
+            return img, c, label
+
+    def stage2(x, c, label):
+        with v1.variable_scope("stage2", use_resource=True):
+            with tf.control_dependencies([_print_tensor(x)]):
+                return tf.identity(x), c, label
+
+    def stage3(x, c, label):
+        with v1.variable_scope("stage3", use_resource=True):
+            return _dense_half(x), c, label
+
+    def stage4(x, c, label):
+        with v1.variable_scope("stage4", use_resource=True):
+            return tf.reduce_sum(x) + c + label
+
+    return dict(
+        stages=[stage1, stage2, stage3, stage4],
+        inputs_fn=placeholder_inputs(([], np.float32)),
+        input_values=[10.01],
+        repeat_count=repeat_count,
+        gradient_accumulation_count=gradient_accumulation_count,
+        dataset_fn=_images_dataset,
         optimizer_fn=lambda: v1.train.GradientDescentOptimizer(0.01),
     )
 
@@ -146,8 +191,9 @@ def compare2(gradient_accumulation_count=6, repeat_count=2):
     )
 
 
-def compare3(gradient_accumulation_count=8, repeat_count=2):
-    """testPipelineCompare3: an embedding lookup of a trained table, then a softmax; SGD."""
+def compare3(gradient_accumulation_count=8, repeat_count=2, width=12):
+    """testPipelineCompare3: an embedding lookup of a trained table (`width` wide: 12, or
+    1216 in the recomputation tests), then a softmax; SGD."""
     from tensorflow.python import ipu
 
     def dataset_fn():
@@ -162,7 +208,7 @@ def compare3(gradient_accumulation_count=8, repeat_count=2):
     def stage1(idx, label):
         with v1.variable_scope("stage1", use_resource=True):
             embedding = v1.get_variable(
-                "c", shape=[10, 12], dtype=np.float32, initializer=_constant(10.01)
+                "c", shape=[10, width], dtype=np.float32, initializer=_constant(10.01)
             )
             return ipu.embedding_ops.embedding_lookup(embedding, idx), label
 
@@ -455,3 +501,35 @@ def duplicate_inputs_outputs(schedule):
                 return sess.run(dequeued), x.shape, y.shape
         finally:
             ipu.config.reset_ipu_configuration()
+
+
+def int8_shared_weights(gradient_accumulation_count=8, repeat_count=2):
+    """The recomputation tests' testPipelineCompareSharedWeights: int8 images, the first
+    stage's weight used again by the last stage (both on IPU 0); Momentum."""
+
+    def dataset_fn():
+        dataset = increasing(7, [4, 4])
+        dataset = dataset.map(
+            lambda value: (tf.cast(value, np.int8), tf.cast(value[0][0] % 4, np.int32))
+        )
+        return dataset.batch(2, drop_remainder=True)
+
+    def stage1(x, label):
+        return _matmul_weight("w0", tf.cast(x, np.float32)), label
+
+    def stage4(x, label):
+        logits = tf.reduce_sum(_matmul_weight("w0", x, reuse=True), axis=[1])
+        return tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(logits=logits, labels=label)
+        )
+
+    return dict(
+        stages=[stage1, lambda x, label: (x**2, label), lambda x, label: (x + 1, label), stage4],
+        inputs_fn=placeholder_inputs(),
+        input_values=[],
+        repeat_count=repeat_count,
+        gradient_accumulation_count=gradient_accumulation_count,
+        dataset_fn=dataset_fn,
+        optimizer_fn=lambda: v1.train.MomentumOptimizer(0.01, 0.98),
+        device_mapping=[0, 1, 2, 0],
+    )
