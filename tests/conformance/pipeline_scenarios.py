@@ -533,3 +533,45 @@ def int8_shared_weights(gradient_accumulation_count=8, repeat_count=2):
         optimizer_fn=lambda: v1.train.MomentumOptimizer(0.01, 0.98),
         device_mapping=[0, 1, 2, 0],
     )
+
+
+def single_pixel_conv(gradient_accumulation_count=8, repeat_count=2):
+    """The sequential recomputation tests' testPipelineCompare5: a 1x1 convolution of
+    single-pixel images, two pass-through stages, a sum; SGD."""
+
+    def dataset_fn():
+        dataset = increasing(128, [1, 1, 1]).batch(1, drop_remainder=True)
+        return dataset.map(lambda value: (value, value[0][0][0][0]))
+
+    def stage1(c, img, label):
+        with v1.variable_scope("stage1", use_resource=True):
+            y = layers.Conv2D(
+                2,
+                1,
+                use_bias=True,
+                kernel_initializer=_constant(0.5),
+                bias_initializer=_constant(0.5),
+                name="conv1",
+            )(img)
+            return y, c, label
+
+    def passing(name):
+        def stage(x, c, label):
+            with v1.variable_scope(name, use_resource=True):
+                return x, c, label
+
+        return stage
+
+    def stage4(x, c, label):
+        with v1.variable_scope("stage4", use_resource=True):
+            return tf.reduce_sum(x) + c + label
+
+    return dict(
+        stages=[stage1, passing("stage2"), passing("stage3"), stage4],
+        inputs_fn=placeholder_inputs(([], np.float32)),
+        input_values=[10.01],
+        repeat_count=repeat_count,
+        gradient_accumulation_count=gradient_accumulation_count,
+        dataset_fn=dataset_fn,
+        optimizer_fn=lambda: v1.train.GradientDescentOptimizer(0.01),
+    )
