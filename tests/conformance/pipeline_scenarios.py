@@ -82,9 +82,10 @@ def _dense_half(x):
     return layers.Dense(2, kernel_initializer=_constant(0.5), bias_initializer=_constant(0.5))(x)
 
 
-def compare5(gradient_accumulation_count=8, repeat_count=2):
+def compare5(gradient_accumulation_count=8, repeat_count=2, scale=1.0):
     """The recomputation tests' testPipelineCompare5: stages 1 and 2 have no variables
-    (no backward stage), the second prints its input; SGD."""
+    (no backward stage), the second prints its input (and scales it: the grouped
+    recomputation tests' testPipelineCompare7 by 20); SGD."""
 
     def stage1(c, img, label):
         with v1.variable_scope("stage1", use_resource=True):
@@ -93,7 +94,7 @@ def compare5(gradient_accumulation_count=8, repeat_count=2):
     def stage2(x, c, label):
         with v1.variable_scope("stage2", use_resource=True):
             with tf.control_dependencies([_print_tensor(x)]):
-                return tf.identity(x), c, label
+                return x * scale, c, label
 
     def stage3(x, c, label):
         with v1.variable_scope("stage3", use_resource=True):
@@ -147,7 +148,7 @@ def _residual_block(name, first_stride, out_filters, count, x):
     return x
 
 
-def compare2(gradient_accumulation_count=6, repeat_count=2):
+def compare2(gradient_accumulation_count=6, repeat_count=2, classes=51):
     """testPipelineCompare2: a small ResNet-like network in 3 stages; SGD."""
 
     def dataset_fn():
@@ -174,7 +175,7 @@ def compare2(gradient_accumulation_count=6, repeat_count=2):
             # 51 classes where the original has 50: its labels (image means) reach 50, which
             # the IPU takes without a check and TensorFlow's CPU kernels refuse.
             x = layers.Dense(
-                51, kernel_initializer=_constant(0.1), bias_initializer=_constant(0.0)
+                classes, kernel_initializer=_constant(0.1), bias_initializer=_constant(0.0)
             )(x)
             return tf.reduce_mean(
                 tf.nn.sparse_softmax_cross_entropy_with_logits(logits=x, labels=label)
