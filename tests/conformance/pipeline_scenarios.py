@@ -576,3 +576,51 @@ def single_pixel_conv(gradient_accumulation_count=8, repeat_count=2):
         dataset_fn=dataset_fn,
         optimizer_fn=lambda: v1.train.GradientDescentOptimizer(0.01),
     )
+
+
+# The checks of the scenarios each schedule's file repeats.
+
+ORIGINAL_INFERENCE_LOSSES = [410.01, 730.01, 650.01, 570.01, 890.01] * 2 + [410.01, 730.01]
+
+ILLEGAL_CAPTURE_DIFFERENCE = (
+    "difference: a pipeline stage may capture a tensor from outside the pipeline (a "
+    "placeholder); the original raises ValueError 'Trying to capture the tensor ...'"
+)
+
+
+def check_no_outfeed_refused(schedule, training: bool) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="The last computational stage has tensor outputs"):
+        no_outfeed_pipeline(schedule, training=training)
+
+
+def check_inference_losses(schedule, device_mapping=None) -> None:
+    """The 3-stage inference pipeline's losses are the original's (summed accumulation)."""
+    from pipeline_comparison import GA
+
+    losses = inference_losses(schedule, device_mapping, reduction_method=GA.SUM)
+    np.testing.assert_allclose(losses, ORIGINAL_INFERENCE_LOSSES, rtol=1e-6)
+    np.testing.assert_allclose(losses, expected_inference_losses(12), rtol=1e-6)
+
+
+def check_illegal_capture_refused(schedule) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="Trying to capture the tensor"):
+        illegal_capture(schedule)
+
+
+def check_only_one_stage_refused(schedule) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="Pipeline requires at least two"):
+        only_one_stage(schedule)
+
+
+def check_duplicate_inputs_outputs(schedule) -> None:
+    (xs, ys), x_shape, y_shape = duplicate_inputs_outputs(schedule)
+    assert len(xs) == len(ys) == 12
+    for x, y in zip(xs, ys, strict=True):
+        np.testing.assert_array_equal(x, np.ones(x_shape))
+        np.testing.assert_array_equal(y, np.ones(y_shape))
