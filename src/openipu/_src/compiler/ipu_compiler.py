@@ -64,8 +64,8 @@ def _compile_placed_by_computation(computation: Callable, inputs):
     """A graph's computation compiled outside any IPU scope, as the original allows: it
     builds the computation, then refuses it unless the computation placed some of its ops
     on an IPU (a device scope inside it) or made NoOps only
-    (tensorflow/python/ipu/ipu_compiler.py). Built for IPU 0, the original's JIT scope."""
-    placed: list[bool] = []
+    (tensorflow/python/ipu/ipu_compiler.py). Built for IPU 0, the original's JIT scope;
+    refused as soon as the computation is built, so that no program waits for its run."""
 
     @functools.wraps(computation)
     def watched(*args, **kwargs):
@@ -75,14 +75,12 @@ def _compile_placed_by_computation(computation: Callable, inputs):
         outputs = computation(*args, **kwargs)
         entered_an_ipu = device_scope.scopes_entered() > scopes_before
         new_ops = graph.get_operations()[first_new_op:]
-        placed.append(entered_an_ipu or all(op.type == "NoOp" for op in new_ops))
+        if not entered_an_ipu and not all(op.type == "NoOp" for op in new_ops):
+            raise _not_placed_on_an_ipu()
         return outputs
 
     with scopes.ipu_scope("/device:IPU:0"):
-        result = compile(watched, inputs)
-    if not placed[0]:
-        raise _not_placed_on_an_ipu()
-    return result
+        return compile(watched, inputs)
 
 
 def _ipu_of_device_scope() -> int | None:
