@@ -142,7 +142,7 @@ class _VariablesMade:
     reach)."""
 
     def __init__(self) -> None:
-        self._made: dict[str, tf.Variable] = {}
+        self._made: dict[str, list[tf.Variable]] = {}  # in the order they were made
 
     @staticmethod
     def _key(kwargs: dict) -> str | None:
@@ -156,15 +156,15 @@ class _VariablesMade:
         variable = next_creator(**kwargs)
         key = self._key(kwargs)
         if key is not None:
-            self._made.setdefault(key, variable)
+            self._made.setdefault(key, []).append(variable)
         return variable
 
     def reuse(self, next_creator: Callable, **kwargs):
         key = self._key(kwargs)
-        made = self._made.pop(key, None) if key is not None else None
-        if made is None:
+        made = self._made.get(key) if key is not None else None
+        if not made:
             return next_creator(**kwargs)
-        return made
+        return made.pop(0)
 
 
 def _replicates_here() -> bool:
