@@ -447,12 +447,6 @@ def test_compare6_sgd():
 
 @pytest.mark.follows("testCompare6Adam")
 @pytest.mark.parametrize("sharding", [False, True])
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: TF1 AdamOptimizer inside CrossReplicaGradientAccumulationOptimizerV2 on "
-    "2 replicas fails: replica 1's copy of Adam's non-slot variable beta1_power is never "
-    "initialized ('Read variable failure replica_1/beta1_power')",
-)
 def test_compare6_adam(sharding):
     _compare6(v1.train.AdamOptimizer, sharding)
 

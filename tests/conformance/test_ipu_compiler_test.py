@@ -27,11 +27,6 @@ def test_compile_wrong_device_raises_exception(tf1_graph):
 
 
 @pytest.mark.follows("testCompileNoopOnWrongDeviceIsOK")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: ipu_compiler.compile outside an IPU device scope is refused before "
-    "the computation is built; the original builds it and accepts a computation of NoOps only",
-)
 def test_compile_noop_on_wrong_device_is_ok(tf1_graph):
     with tf.device("/device:CPU:0"):
         ipu.ipu_compiler.compile(lambda: tf.no_op())

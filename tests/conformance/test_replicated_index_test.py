@@ -2,8 +2,9 @@
 
 Each of 2 replicas slices its own element of the input by `replication_index()`; the
 cross-replica sum of the slices is the sum of the input, 2 + 4 = 6. The program is
-built before the system is configured, as in the original. The second test is the same
-scenario with `compile` inside an `ipu_scope`, the form openipu accepts.
+built before the system is configured, as in the original (the IPU device scope inside
+the computation). The second test is the same scenario with `compile` inside an
+`ipu_scope`.
 """
 
 from __future__ import annotations
@@ -40,12 +41,6 @@ def _sum_of_slices(tf1_graph, compile_in_ipu_scope: bool):
 
 
 @pytest.mark.follows("testReplicatedIndex")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: ipu_compiler.compile called outside an IPU device scope is refused "
-    "even when the computation places its ops on /device:IPU:0 itself; the original "
-    "accepts any computation with an op placed on an IPU",
-)
 def test_replicated_index(tf1_graph):
     np.testing.assert_allclose(_sum_of_slices(tf1_graph, compile_in_ipu_scope=False)[0], [6.0])
 

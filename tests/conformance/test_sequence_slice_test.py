@@ -180,14 +180,6 @@ def test_pack_backward_pass(configured, case):
     )
 
 
-_NO_IPU_SCOPE = (
-    "difference: ipu_compiler.compile outside an IPU device scope is refused before the "
-    "computation is built, so the operation's own ValueError does not surface; the original "
-    "builds the computation first (the same program under ipu_scope raises the original's "
-    "message here)"
-)
-
-
 def _compile_refused(f, shapes, message):
     placeholders = [v1.placeholder(np.float16, shape) for shape in shapes]
     with pytest.raises(ValueError, match=message):
@@ -195,7 +187,6 @@ def _compile_refused(f, shapes, message):
 
 
 @pytest.mark.follows("testMismatchedArgsSlice")
-@pytest.mark.xfail(strict=True, reason=_NO_IPU_SCOPE)
 def test_mismatched_args_slice(tf1_graph):
     _compile_refused(
         lambda y, x: sequence_slice(y, x, [0, 1], [0], [0, 1], False),
@@ -205,7 +196,6 @@ def test_mismatched_args_slice(tf1_graph):
 
 
 @pytest.mark.follows("testMismatchedArgsUnpack")
-@pytest.mark.xfail(strict=True, reason=_NO_IPU_SCOPE)
 def test_mismatched_args_unpack(tf1_graph):
     _compile_refused(
         lambda x: sequence_slice_unpack(x, [0, 1], [0], 0),
@@ -215,7 +205,6 @@ def test_mismatched_args_unpack(tf1_graph):
 
 
 @pytest.mark.follows("testMismatchedArgsPack")
-@pytest.mark.xfail(strict=True, reason=_NO_IPU_SCOPE)
 def test_mismatched_args_pack(tf1_graph):
     _compile_refused(
         lambda y, x: sequence_slice_pack(y, x, [0], [0, 1], False),
@@ -225,7 +214,6 @@ def test_mismatched_args_pack(tf1_graph):
 
 
 @pytest.mark.follows("testShapeMismatchSlice")
-@pytest.mark.xfail(strict=True, reason=_NO_IPU_SCOPE)
 def test_shape_mismatch_slice(tf1_graph):
     _compile_refused(
         lambda y, x: sequence_slice(y, x, [0, 1], [0, 1], [0, 1], False),
@@ -235,7 +223,6 @@ def test_shape_mismatch_slice(tf1_graph):
 
 
 @pytest.mark.follows("testShapeMismatchPack")
-@pytest.mark.xfail(strict=True, reason=_NO_IPU_SCOPE)
 def test_shape_mismatch_pack(tf1_graph):
     _compile_refused(
         lambda y, x: sequence_slice_pack(y, x, [0, 1], [0, 1], False),

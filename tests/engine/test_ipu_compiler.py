@@ -20,6 +20,28 @@ def test_compile_outside_an_ipu_device_raises(ipu_system, tf1_graph):
         ipu.ipu_compiler.compile(lambda: tf.constant(1.0), [])
 
 
+def test_a_computation_placing_itself_on_an_ipu_needs_no_scope(tf1_graph):
+    # As the original: the device scope may be inside the computation, and the program may be
+    # built before the configuration; a refused computation leaves no program to finish.
+    x = tf.compat.v1.placeholder(np.float32, [2])
+    with pytest.raises(ValueError, match="not placed on an IPU device"):
+        ipu.ipu_compiler.compile(lambda a: a * 3.0, [x])
+
+    def placed(a):
+        with tf.device("/device:IPU:0"):
+            return a * 2.0
+
+    result = ipu.ipu_compiler.compile(placed, [x])
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.configure_ipu_system()
+    try:
+        got = _session_run(tf1_graph, result, {x: [1.0, 2.0]})
+    finally:
+        ipu.config.reset_ipu_configuration()
+    np.testing.assert_array_equal(got[0], [2.0, 4.0])
+
+
 def test_compile_in_a_plain_ipu_device_scope(ipu_system, tf1_graph):
     # As the original: `tf.device('/device:IPU:0')` (also under a job's scope) is an IPU scope.
     x = tf.compat.v1.placeholder(np.float32, [2])

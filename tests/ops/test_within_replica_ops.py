@@ -53,22 +53,26 @@ def test_reduce_scatter_spec_example():
 def test_reduce_scatter_and_all_reduce_match_numpy(shard_count, length, op):
     shards = [RNG.normal(size=length).astype(np.float32) for _ in range(shard_count)]
     reduced = OPS[op](padded_stack(shards))
-    slice_length = -(-length // shard_count)
-    slices = np.split(np.pad(reduced, (0, slice_length * shard_count - length)), shard_count)
-    # The spec's placement: shard 0 gets the last slice, the last shard the first.
+    column_length = -(-length // shard_count)
+    # Dealt out in turn: element j to column j mod S (the original's within_replicas_test).
+    padded = np.pad(reduced, (0, column_length * shard_count - length))
+    columns = padded.reshape(column_length, shard_count).T
+    # The spec's placement: shard 0 gets the last column, the last shard the first.
     placement = list(range(shard_count))
     placement[0], placement[-1] = placement[-1], placement[0]
 
     scattered = within_replica_ops.reduce_scatter(shards, op)
-    for shard, slice_index in enumerate(placement):
-        np.testing.assert_allclose(scattered[shard], slices[slice_index], rtol=1e-5)
+    for shard, column in enumerate(placement):
+        np.testing.assert_allclose(scattered[shard], columns[column], rtol=1e-5)
     for shard in within_replica_ops.all_reduce(shards, op):
         np.testing.assert_allclose(shard, reduced, rtol=1e-5)
 
 
-def test_all_reduce_of_scalars_is_a_scalar():
+def test_all_reduce_takes_scalars_as_shape_1():
+    # As the original (within_replica_ops.py reshapes scalars to [1]).
     got = within_replica_ops.all_reduce([tf.constant(1), tf.constant(2)], "COLLECTIVE_OP_ADD")
-    assert got[0].shape == () and int(got[1]) == 3
+    assert got[0].shape == (1,)
+    np.testing.assert_array_equal(got[1], [3])
     mixed = within_replica_ops.all_reduce([tf.constant(1), tf.constant([2, 5])], "add")
     np.testing.assert_array_equal(mixed[0], [3, 5])
 
@@ -84,12 +88,28 @@ def test_logical_ops():
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
-def test_all_gather_gives_every_shard_the_concatenation(axis):
+def test_all_gather_gives_every_shard_the_flat_gather_in_the_concatenated_shape(axis):
+    # As the original: the shards are flattened, gathered in shard order, then reshaped to
+    # the shape tf.concat would give (so along axis 1 the rows are not interleaved).
     shards = [RNG.normal(size=(2, 3)).astype(np.float32) for _ in range(3)]
     got = within_replica_ops.all_gather(shards, axis=axis)
-    assert isinstance(got, tuple) and len(got) == 3
+    assert isinstance(got, list) and len(got) == 3
+    shape = np.concatenate(shards, axis=axis).shape
     for shard in got:
-        np.testing.assert_array_equal(shard, np.concatenate(shards, axis=axis))
+        np.testing.assert_array_equal(
+            shard, np.concatenate([s.ravel() for s in shards]).reshape(shape)
+        )
+
+
+def test_all_gather_of_scalars_is_a_vector():
+    got = within_replica_ops.all_gather([tf.constant(1), tf.constant(2)])
+    for shard in got:
+        np.testing.assert_array_equal(shard, [1, 2])
+
+
+def test_all_gather_refuses_shapes_that_differ_outside_the_axis():
+    with pytest.raises(ValueError, match="must be equal except in dimension 0"):
+        within_replica_ops.all_gather([tf.ones([1, 2]), tf.ones([1, 3])])
 
 
 def test_gradients_are_the_transposed_collectives():

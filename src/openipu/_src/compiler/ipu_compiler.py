@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -38,19 +39,48 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
         if plain is not None:  # as if in `ipu_scope`: the ops go to the IPU's host device
             with scopes.ipu_scope(f"/device:IPU:{plain}"):
                 return compile(computation, inputs)
-    if ordinal is None:
-        # The original's message (its tests match on its start); ValueError is an Exception,
-        # which is what the original raises.
-        raise ValueError(
-            "A computation has been compiled, however it was not placed on an IPU device. "
-            "ipu_compiler.compile must be called for an IPU device: build it inside "
-            "`with ipu.scopes.ipu_scope('/device:IPU:0'):` (or an IPUStrategy scope)"
-        )
     if not callable(computation):
         raise TypeError(f"computation must be callable, got {computation!r}")
+    if ordinal is None:
+        if tf.executing_eagerly():
+            raise _not_placed_on_an_ipu()
+        return _compile_placed_by_computation(computation, inputs)
     if deferred_builds.is_deferred_here():
         return _built_before_configuration(computation, inputs, ordinal)
     return _compile_configured(computation, inputs, ordinal)
+
+
+def _not_placed_on_an_ipu() -> ValueError:
+    # The original's message (its tests match on its start); ValueError is an Exception,
+    # which is what the original raises.
+    return ValueError(
+        "A computation has been compiled, however it was not placed on an IPU device. "
+        "ipu_compiler.compile must be called for an IPU device: build it inside "
+        "`with ipu.scopes.ipu_scope('/device:IPU:0'):` (or an IPUStrategy scope)"
+    )
+
+
+def _compile_placed_by_computation(computation: Callable, inputs):
+    """A graph's computation compiled outside any IPU scope, as the original allows: it
+    builds the computation, then refuses it unless the computation placed some of its ops
+    on an IPU (a device scope inside it) or made NoOps only
+    (tensorflow/python/ipu/ipu_compiler.py). Built for IPU 0, the original's JIT scope;
+    refused as soon as the computation is built, so that no program waits for its run."""
+
+    @functools.wraps(computation)
+    def watched(*args, **kwargs):
+        graph = ops.get_default_graph()
+        first_new_op = len(graph.get_operations())
+        scopes_before = device_scope.scopes_entered()
+        outputs = computation(*args, **kwargs)
+        entered_an_ipu = device_scope.scopes_entered() > scopes_before
+        new_ops = graph.get_operations()[first_new_op:]
+        if not entered_an_ipu and not all(op.type == "NoOp" for op in new_ops):
+            raise _not_placed_on_an_ipu()
+        return outputs
+
+    with scopes.ipu_scope("/device:IPU:0"):
+        return compile(watched, inputs)
 
 
 def _ipu_of_device_scope() -> int | None:
@@ -79,18 +109,22 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
     name_scope = ops.get_default_graph().get_name_scope()
     provisional_device = deferred_builds.unconfigured_host_device(ordinal)
     built_once: list[bool] = []
+    made = _VariablesMade()
 
     def build():
         if not built_once:
             built_once.append(True)
-            return region.compile_region(
-                computation, inputs, provisional_device, ipu_ordinal=ordinal
-            )
-        # Again, in the scopes it was built in: its variables are found, not made again.
+            with tf.variable_creator_scope(made.record):
+                return region.compile_region(
+                    computation, inputs, provisional_device, ipu_ordinal=ordinal
+                )
+        # Again, in the scopes it was built in: its variables are found, not made again
+        # (those of `get_variable` by its reuse, the others, such as Keras layers', by name).
         with (
             tf.compat.v1.variable_scope(variable_scope, reuse=tf.compat.v1.AUTO_REUSE),
             ops.name_scope(f"{name_scope}/" if name_scope else None),
             scopes.ipu_scope(f"/device:IPU:{ordinal}"),
+            tf.variable_creator_scope(made.reuse),
         ):
             return _compile_configured(computation, inputs, ordinal)
 
@@ -99,6 +133,38 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
         return device.num_ipus > 1 or device.host_device() != provisional_device
 
     return deferred_builds.build_deferred(build, needs_rebuild)
+
+
+class _VariablesMade:
+    """The variables a provisional build made, by name scope and requested name, so that
+    building it again takes them instead of making uninitialised twins (a Keras layer
+    makes its variables with `tf.Variable`, which a variable scope's reuse does not
+    reach)."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, list[tf.Variable]] = {}  # in the order they were made
+
+    @staticmethod
+    def _key(kwargs: dict) -> str | None:
+        name = kwargs.get("name")
+        if not isinstance(name, str):
+            return None
+        scope = ops.get_default_graph().get_name_scope()
+        return f"{scope}/{name}" if scope else name
+
+    def record(self, next_creator: Callable, **kwargs):
+        variable = next_creator(**kwargs)
+        key = self._key(kwargs)
+        if key is not None:
+            self._made.setdefault(key, []).append(variable)
+        return variable
+
+    def reuse(self, next_creator: Callable, **kwargs):
+        key = self._key(kwargs)
+        made = self._made.get(key) if key is not None else None
+        if not made:
+            return next_creator(**kwargs)
+        return made.pop(0)
 
 
 def _replicates_here() -> bool:

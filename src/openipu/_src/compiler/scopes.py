@@ -130,6 +130,9 @@ def ipu_shard(index: int | Iterable[int]) -> Iterator[None]:
     if tf.executing_eagerly():
         yield  # eager ops carry no attributes: nothing to shard (as the original)
         return
+    # The original enables sharded tapes when `ipu` is imported (its __init__.py); they
+    # matter from the first shard on, so here they are enabled then.
+    sharding.enable_sharded_gradient_tape()
     graph = ops.get_default_graph()
     first_new = len(graph.get_operations())
     # A replica of this program spans the shards' IPUs (more replicas are built again).

@@ -16,10 +16,11 @@ says to configure before the graph's first run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import tensorflow as tf
@@ -42,6 +43,7 @@ class _Deferred:
     build: Callable[[], Any]  # builds the outputs for the configuration in force
     needs_rebuild: Callable[[], bool]  # whether the configuration changes them
     anchors: list[tf.Tensor | tf.Operation]  # identities and no-ops the user holds
+    program: object  # its builds' `BuildAttempt.program`
 
 
 def unconfigured_host_device(ordinal: int) -> str:
@@ -62,6 +64,63 @@ def is_deferred_here() -> bool:
         return bool(_pending.get(ops.get_default_graph()))
 
 
+@dataclasses.dataclass(frozen=True)
+class BuildAttempt:
+    """One build of a deferred program: `generation` 0 is the provisional one."""
+
+    program: object  # the same for every build of one program
+    generation: int
+
+
+@dataclasses.dataclass
+class _Building:
+    attempt: BuildAttempt
+    has_stand_ins: bool = False  # it holds stand-ins for what needs the configuration
+
+
+_building = threading.local()
+
+
+def _building_stack() -> list[_Building]:
+    stack: list[_Building] = _building.__dict__.setdefault("stack", [])
+    return stack
+
+
+@contextlib.contextmanager
+def _attempt(program: object, generation: int) -> Iterator[_Building]:
+    building = _Building(BuildAttempt(program, generation))
+    _building_stack().append(building)
+    try:
+        yield building
+    finally:
+        _building_stack().pop()
+
+
+def current_attempt() -> BuildAttempt | None:
+    """The build of a deferred program under way in this thread, if any."""
+    stack = _building_stack()
+    return stack[-1].attempt if stack else None
+
+
+def building_provisionally() -> bool:
+    """Whether a deferred program's first build, before any configuration, is under way."""
+    attempt = current_attempt()
+    return (
+        attempt is not None and attempt.generation == 0 and configure.maybe_current_system() is None
+    )
+
+
+def uses_stand_in() -> None:
+    """The provisional build in progress holds a stand-in for something only the configured
+    system decides (such as a collective over more replicas than one): it is built again
+    at the first run, whatever the configuration, and any error shows then."""
+    _building_stack()[-1].has_stand_ins = True
+
+
+def _always() -> bool:
+    return True
+
+
 def build_deferred(
     build: Callable[[], Any], needs_rebuild: Callable[[], bool], shapes_may_change: bool = False
 ) -> Any:
@@ -72,14 +131,18 @@ def build_deferred(
     With `shapes_may_change` (a dequeue gains a replica axis) the outputs' shapes are left
     unknown until they run.
     """
-    outputs = build()
+    program = object()
+    with _attempt(program, 0) as provisional:
+        outputs = build()
+    if provisional.has_stand_ins:
+        needs_rebuild = _always
     graph = ops.get_default_graph()
     anchored = nest.map_structure(
         lambda value: _anchor(value, shapes_may_change), outputs, expand_composites=False
     )
     anchors = [value for value in nest.flatten(anchored) if value is not None]
     with _lock:
-        _pending.setdefault(graph, []).append(_Deferred(build, needs_rebuild, anchors))
+        _pending.setdefault(graph, []).append(_Deferred(build, needs_rebuild, anchors, program))
     session_run.add_before_run(_finish_pending, order=BEFORE_RUN_ORDER)
     return anchored
 
@@ -119,7 +182,7 @@ def _finish(graph: tf.Graph, deferred: _Deferred, first_run: bool) -> None:
             "program built again, and TensorFlow does not allow a graph to change once a "
             "session ran it. Configure the IPU system before the first session.run of the graph."
         )
-    with graph.as_default():
+    with graph.as_default(), _attempt(deferred.program, 1):
         outputs = deferred.build()
     new = [value for value in nest.flatten(outputs) if value is not None]
     for anchor, value in zip(deferred.anchors, new, strict=True):

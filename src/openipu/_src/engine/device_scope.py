@@ -20,10 +20,17 @@ def _stack() -> list[int]:
 def building_for(ordinal: int) -> Iterator[None]:
     """Within this context, code is built for `/device:IPU:<ordinal>`."""
     _stack().append(ordinal)
+    _state.entered = scopes_entered() + 1
     try:
         yield
     finally:
         _stack().pop()
+
+
+def scopes_entered() -> int:
+    """How many times this thread has entered `building_for` (to learn whether code did)."""
+    entered: int = _state.__dict__.get("entered", 0)
+    return entered
 
 
 def current_ipu_ordinal() -> int | None:

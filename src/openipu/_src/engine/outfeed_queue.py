@@ -64,6 +64,18 @@ def _validate_structure(tensors: Nested) -> Nested:
         ) from None
 
 
+def _superseded(enqueued_in: deferred_builds.BuildAttempt | None) -> bool:
+    """Whether an enqueue made in `enqueued_in` belongs to an earlier build of the deferred
+    program now built again (the graph keeps the abandoned build's ops)."""
+    now = deferred_builds.current_attempt()
+    return (
+        enqueued_in is not None
+        and now is not None
+        and enqueued_in.program is now.program
+        and enqueued_in.generation < now.generation
+    )
+
+
 class IPUOutfeedQueue:
     """Generates outfeed enqueue operations on the device and dequeue operations on the host."""
 
@@ -92,9 +104,9 @@ class IPUOutfeedQueue:
         self._structure: Nested = None  # of tf.TensorSpec, once enqueued
         self._store: HostQueue | None = None
         # Graphs already holding an enqueue, with the replicas that made them.
-        self._enqueue_graphs: weakref.WeakKeyDictionary[ops.Graph, set[int]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._enqueue_graphs: weakref.WeakKeyDictionary[
+            ops.Graph, dict[int, deferred_builds.BuildAttempt | None]
+        ] = weakref.WeakKeyDictionary()
         self._enqueuing_thread: int | None = None
         self._enqueuing_graph: ops.Graph | None = None
         # Keeps device buffers alive as long as the queue.
@@ -149,15 +161,15 @@ class IPUOutfeedQueue:
             return capture.take_enqueue(self, tensors)
         graph = ops.get_default_graph()
         if not tf.executing_eagerly():
-            enqueued_by = self._enqueue_graphs.setdefault(graph, set())
+            enqueued_by = self._enqueue_graphs.setdefault(graph, {})
             replica = lockstep.tracing_replica()
-            if replica in enqueued_by:
+            if replica in enqueued_by and not _superseded(enqueued_by[replica]):
                 raise ValueError(
                     "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
                     "can be enqueued only once per program (enqueue a tuple or a dictionary to "
                     "send several tensors)"
                 )
-            enqueued_by.add(replica)
+            enqueued_by[replica] = deferred_builds.current_attempt()
             self._enqueuing_thread = threading.get_ident()
             self._enqueuing_graph = graph
         flat = nest.flatten(tensors)

@@ -92,6 +92,7 @@ class CompiledRegion:
         self.graph = graph
         self.context = context
         self.device = device
+        self.built_on_host: set[ops.Operation] = set()  # by `on_host`: not the region's
         self.mode: compile_policy.CompileMode | None = None
         self.graph_mode_reasons: list[str] = []
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
@@ -109,6 +110,7 @@ class CompiledRegion:
         """Builds the enclosed operations outside the region, on the host."""
         saved = self.graph._get_control_flow_context()  # noqa: SLF001
         self.graph._set_control_flow_context(self.context.outer_context)  # noqa: SLF001
+        first = len(self.graph.get_operations())
         try:
             # The region's graph even from a function nested in it (a loop body).
             with (
@@ -119,6 +121,7 @@ class CompiledRegion:
                 yield
         finally:
             self.graph._set_control_flow_context(saved)  # noqa: SLF001
+            self.built_on_host.update(self.graph.get_operations()[first:])
 
     def move_to_host(self, op: ops.Operation, host_inputs: list[tf.Tensor]) -> None:
         """Moves an op the region does not use out of it, fed by host values instead.
@@ -326,9 +329,38 @@ def compile_region(
             tensors = [tf.identity(t) for t in tensors]
         else:
             _unmark(context)
+            # The original compiles the whole computation (xla.compile), so its side effects
+            # run whatever it returns; a graph runs only what its outputs need.
+            operations += _side_effects(region, first_op)
         region_outputs = tensors + operations
         host_after = [op for finalize in region._finalizers for op in finalize(region_outputs)]  # noqa: SLF001
         return _pack_outputs(tensors, operations + host_after, structure, name)
+
+
+def _side_effects(region: CompiledRegion, first_op: int) -> list[ops.Operation]:
+    """The region's operations that only have effects (stateful, without outputs: variable
+    updates, prints) at its own control-flow level; not the initializers of the variables
+    it made, nor what it built on the host."""
+    graph = region.graph
+    initializers = {
+        variable.initializer
+        for key in (ops.GraphKeys.GLOBAL_VARIABLES, ops.GraphKeys.LOCAL_VARIABLES)
+        for variable in graph.get_collection(key)
+        if getattr(variable, "initializer", None) is not None
+    }
+    # A region built in its compile context holds its ops there (even when it then runs
+    # as a graph); one built for graph mode only, in the enclosing context.
+    context = region.context
+    level = context if isinstance(context, _RegionContext) else context.outer_context
+    return [
+        op
+        for op in graph.get_operations()[first_op:]
+        if not op.outputs
+        and op._is_stateful  # noqa: SLF001 - TensorFlow's own flag
+        and op._get_control_flow_context() is level  # noqa: SLF001
+        and op not in initializers
+        and op not in region.built_on_host
+    ]
 
 
 def _call_inside_region(

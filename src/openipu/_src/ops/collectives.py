@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.engine import deferred_builds
 from openipu._src.engine.replicas import exchange_ops, lockstep, processes
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
@@ -85,6 +86,9 @@ class ReplicaGroup:
 
     replica_count: int
     size: int
+    #: In a provisional build (`engine/deferred_builds.py`): this replica's value stands for
+    #: every replica's, so that the collectives have their shapes until the real build.
+    stand_in: bool = False
 
     @property
     def replica_index(self) -> int:
@@ -105,7 +109,7 @@ class ReplicaGroup:
 
     def in_replica(self, index: int) -> ReplicaGroup:
         """This group as seen by replica `index` (a global index)."""
-        return _IndexedGroup(self.replica_count, self.size, index)
+        return _IndexedGroup(self.replica_count, self.size, self.stand_in, index)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,10 +173,24 @@ def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
     if group_size < 1:
         raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
     if count % group_size:
-        raise ValueError(
+        if deferred_builds.building_provisionally():
+            # A TF1 program built before the configuration: its replicas are known at its
+            # first run, when it is built again (the original decides them when Poplar
+            # compiles, at the first run).
+            deferred_builds.uses_stand_in()
+            return ReplicaGroup(group_size, group_size, stand_in=True)
+        message = (
             f"{what}: the {count} replicas cannot be split into groups of {parameter}="
-            f"{group_size}: the replica count must be a multiple of the group size"
+            f"{group_size}: The replica group size (got {group_size}) does not evenly divide "
+            f"the total number of replicas (got {count})"
         )
+        attempt = deferred_builds.current_attempt()
+        if attempt is not None and attempt.generation > 0:
+            # Built at the session's first run, where the original compiles the program and
+            # fails with this InvalidArgumentError and message
+            # (tensorflow/python/ipu/tests/replication_grouped_collectives_test.py).
+            raise tf.errors.InvalidArgumentError(None, None, message)
+        raise ValueError(message)
     return ReplicaGroup(count, group_size)
 
 
@@ -180,6 +198,8 @@ def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """The sum of `x` over the replicas of `group`, by one all-reduce."""
     if group.size == 1:
         return tf.identity(x)
+    if group.stand_in:
+        return tf.reduce_sum(_stand_in_gather(x, group), axis=0)
     if _on_engine_replicas():
         return exchange_ops.replica_sum(x, group.size)
     context = tf.distribute.get_replica_context()
@@ -197,6 +217,8 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     """`[k, *x.shape]`: the `x` of every replica of `group`, in replica order."""
     if group.size == 1:
         return tf.identity(x)[None]
+    if group.stand_in:
+        return _stand_in_gather(x, group)
     if _on_engine_replicas():
         return exchange_ops.replica_gather(x, group.size)
     context = tf.distribute.get_replica_context()
@@ -204,6 +226,10 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
     everyone = context.all_gather(x[None], axis=0)
     first = group.number * group.size
     return everyone[first : first + group.size]
+
+
+def _stand_in_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
+    return tf.repeat(x[None], group.size, axis=0)
 
 
 def _check_same_shapes(x: tf.Tensor, context) -> None:

@@ -10,53 +10,80 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.compiler import sharding
 from openipu._src.ops import collectives
 
 
-def all_gather(input_shards, axis: int = 0) -> tuple:
-    """Every shard gets `tf.concat(input_shards, axis)`."""
+def all_gather(input_shards, axis: int = 0) -> list | tuple:
+    """Every shard gets the shards' elements, flattened and concatenated in shard order,
+    in the shape of `tf.concat(input_shards, axis)` (a list); scalars gather into a vector
+    (a tuple). The original gathers the flattened shards and reshapes the result
+    (tensorflow/python/ipu/ops/within_replica_ops.py), so for `axis` > 0 the elements are
+    in shard order, not interleaved as a concatenation would place them."""
     shards = _check_shards(input_shards, "all_gather")
     ranks = {shard.shape.rank for shard in shards}
     if len(ranks) != 1:
         raise ValueError(f"all_gather: input_shards must all have the same rank, got {ranks}")
-    gathered = tf.concat(shards, axis=axis)
-    return tuple(tf.identity(gathered) for _ in shards)
+    gathered = tf.concat([tf.reshape(shard, [-1]) for shard in shards], axis=0)
+    if shards[0].shape.rank == 0:
+        return tuple(tf.identity(gathered) for _ in shards)
+    shape = _concatenated_shape(shards, axis)
+    return [tf.reshape(gathered, shape) for _ in shards]
+
+
+def _concatenated_shape(shards: list[tf.Tensor], axis: int) -> list[int]:
+    shape = shards[0].shape.as_list()
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(
+            f"all_gather: axis must be in [{-len(shape)}, {len(shape)}) for input_shards of "
+            f"rank {len(shape)}, got {axis}"
+        )
+    axis %= len(shape)
+    for index, shard in enumerate(shards[1:], start=1):
+        other = shard.shape.as_list()
+        if other[:axis] != shape[:axis] or other[axis + 1 :] != shape[axis + 1 :]:
+            raise ValueError(
+                f"all_gather: the shards' shapes must be equal except in dimension {axis}, "
+                f"got {shards[0].shape.as_list()} (shard 0) and {other} (shard {index})"
+            )
+        shape[axis] += other[axis]
+    return shape
 
 
 def all_reduce(input_shards, op: str) -> tuple:
     """Every shard gets the elementwise `op` of all shards, shorter ones zero-padded.
 
-    Inputs have rank 0 (one element) or 1; the result has the length of the
-    longest input, and is a scalar when every input is.
+    Inputs have rank 0 (one element, taken as shape [1], as the original does) or 1; the
+    result has the length of the longest input.
     """
     shards = _check_shards(input_shards, "all_reduce")
     op = collectives.check_collective_op(op, "all_reduce")
     reduced = _reduce_padded(shards, op, "all_reduce")
-    if all(shard.shape.rank == 0 for shard in shards):
-        reduced = tf.reshape(reduced, [])
     return tuple(tf.identity(reduced) for _ in shards)
 
 
 def reduce_scatter(input_shards, op: str) -> tuple:
-    """The elementwise `op` of all shards, cut into one zero-padded slice per shard.
+    """The elementwise `op` of all shards, scattered over the shards, zero-padded.
 
-    With S shards and n reduced elements, slice j holds elements
-    [j * m, (j + 1) * m) with m = ceil(n / S). The spec's one example (four
-    shards, three elements) places them out of order: shard 0 gets the last
-    slice, the last shard the first, the others their own; openipu follows
-    that placement for every shard count.
+    With S shards and n reduced elements, the elements are dealt out in turn into S
+    columns (element j to column j mod S, at position j // S; each column holds
+    ceil(n / S), padded with zeros). The spec's one example (four shards, three elements)
+    places the columns out of order: shard 0 gets the last column, the last shard the
+    first, the others their own; openipu follows that placement for every shard count.
+    The dealing follows the original's within_replicas_test.py, whose expected results
+    spread more elements than shards one per shard in turn.
     """
     shards = _check_shards(input_shards, "reduce_scatter")
     op = collectives.check_collective_op(op, "reduce_scatter")
     reduced = _reduce_padded(shards, op, "reduce_scatter")
     count = len(shards)
-    slice_length = -(-reduced.shape[0] // count)
-    padded = tf.pad(reduced, [[0, slice_length * count - reduced.shape[0]]])
-    slices = tf.split(padded, count)
-    return tuple(tf.identity(slices[_slice_of_shard(shard, count)]) for shard in range(count))
+    column_length = -(-reduced.shape[0] // count)
+    padded = tf.pad(reduced, [[0, column_length * count - reduced.shape[0]]])
+    columns = tf.unstack(tf.reshape(padded, [column_length, count]), axis=1)
+    return tuple(tf.identity(columns[_column_of_shard(shard, count)]) for shard in range(count))
 
 
-def _slice_of_shard(shard: int, count: int) -> int:
+def _column_of_shard(shard: int, count: int) -> int:
     if shard == 0:
         return count - 1
     if shard == count - 1:
@@ -82,7 +109,26 @@ def _check_shards(input_shards, what: str) -> list[tf.Tensor]:
     if len(dtypes) != 1:
         names = sorted(dtype.name for dtype in dtypes)
         raise ValueError(f"{what}: input_shards must all have the same dtype, got {names}")
+    _check_shard_order(shards)
     return shards
+
+
+def _check_shard_order(shards: list[tf.Tensor]) -> None:
+    """Input i must be on shard i where `ipu_shard` placed the inputs, as the original's
+    compiler checks (FailedPreconditionError, its message; poplar driver's
+    custom_ops/popops/within_replicas.cc). Raised when the program is built."""
+    if tf.executing_eagerly():
+        return
+    for index, shard in enumerate(shards):
+        placed = sharding.get_sharding(shard.op)
+        if placed is not None and placed != [index]:
+            raise tf.errors.FailedPreconditionError(
+                None,
+                None,
+                f"'{shard.op.name}' has sharding {placed} but expected it to be on shard "
+                f"{index}. Operands can only be sharded on 1 device and must be provided in "
+                "incrementing shard order.",
+            )
 
 
 def _reduce_padded(shards: list[tf.Tensor], op: str, what: str) -> tf.Tensor:

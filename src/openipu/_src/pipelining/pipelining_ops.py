@@ -312,18 +312,23 @@ def pipeline(
         raise NotImplementedError(
             "continuous_weight_updates is not implemented (nor was it in the original)"
         )
+    # The original's messages first (ops/pipelining_ops.py).
     if serialization > 1 and schedule is not PipelineSchedule.Sequential:
         raise NotImplementedError(
+            "Batch serialization is only supported with the `Sequential` schedule: "
             "batch_serialization_iterations > 1 needs the Sequential pipeline schedule"
         )
     if serialization > 1 and len(set(mapping)) > 1:
         raise NotImplementedError(
-            "batch_serialization_iterations > 1 needs every stage on the same IPU"
+            "When using batch serialization, all the pipeline stages need to be mapped to a "
+            "single IPU: batch_serialization_iterations > 1 needs every stage on the same IPU"
         )
     training = optimizer_function is not None
     if schedule is PipelineSchedule.Interleaved and training and len(set(mapping)) < len(mapping):
         raise NotImplementedError(
-            "The Interleaved schedule cannot train a pipeline with two stages on the same IPU"
+            "The pipelining schedule 'Interleaved' does not currently support multiple "
+            "pipeline stages on the same device for training graphs. Please use a different "
+            "pipeline schedule."
         )
     if outfeed_loss and not training:
         raise ValueError("outfeed_loss needs an optimizer_function (a training pipeline)")
