@@ -255,7 +255,9 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
 
     inputs = _input_specs(keras_internals.build_input_shape(model))
     with keras_layer_call.intercepted(recording_call):
-        concrete = tf.function(lambda x: model.call(x)).get_concrete_function(inputs)
+        # Through `__call__`, not `call`: a model whose `call` adds metrics or losses needs
+        # Keras's call context (the next real call clears the traced losses).
+        concrete = tf.function(lambda x: model(x)).get_concrete_function(inputs)
         del concrete
     return invocations
 
