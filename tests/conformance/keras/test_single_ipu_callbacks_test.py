@@ -1,0 +1,429 @@
+"""Conformance: graphcore/keras `keras/ipu/extensions/single_ipu/callbacks_test.py`.
+
+Stock Keras callbacks with models inside an IPUStrategy: every hook is called as often
+as in stock Keras for fit, evaluate and predict, early stopping (modes, reuse, baseline,
+restoring the best weights), learning-rate scheduling and reduction on plateau (the
+optimizer's rate read back), checkpoints (the saved weights are the model's), the CSV
+log (the history's values), stopping on NaN, a lambda callback, float logs and stopping
+within an epoch.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from single_ipu_checks import MODEL_TYPES, assert_close, model_from_layers, stock
+
+pytestmark = pytest.mark.usefixtures("ipu_scope")
+
+TRAIN_SAMPLES = 10
+TEST_SAMPLES = 10
+NUM_CLASSES = 2
+INPUT_DIM = 3
+NUM_HIDDEN = 5
+BATCH_SIZE = 5
+
+CALLBACK_HOOKS = [
+    "on_batch_begin", "on_batch_end", "on_epoch_begin", "on_epoch_end",
+    "on_predict_batch_begin", "on_predict_batch_end", "on_predict_begin", "on_predict_end",
+    "on_test_batch_begin", "on_test_batch_end", "on_test_begin", "on_test_end",
+    "on_train_batch_begin", "on_train_batch_end", "on_train_begin", "on_train_end",
+]  # fmt: skip
+
+
+class Counter(keras.callbacks.Callback):
+    """Counts the calls of each hook."""
+
+    def __init__(self):
+        super().__init__()
+        self.method_counts = collections.defaultdict(int)
+        for name in CALLBACK_HOOKS:
+            setattr(self, name, self._counting(name, getattr(self, name)))
+
+    def _counting(self, name, method):
+        def call_and_count(*args, **kwargs):
+            self.method_counts[name] += 1
+            return method(*args, **kwargs)
+
+        return call_and_count
+
+
+def _check_counts(counter, expected):
+    assert {name: counter.method_counts[name] for name in expected} == expected
+
+
+def _counted_model(model_type):
+    layers = [
+        keras.layers.Dense(10, activation="relu"),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ]
+    model = model_from_layers(layers, (10,), model_type)
+    model.compile(tf.compat.v1.train.AdamOptimizer(0.001), "binary_crossentropy")
+    return model
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_fit")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_callback_hooks_are_called_in_fit(model_type):
+    counter = Counter()
+    _counted_model(model_type).fit(
+        np.ones((10, 10)),
+        np.ones((10, 1)),
+        validation_data=(np.ones((4, 10)), np.ones((4, 1))),
+        batch_size=2,
+        steps_per_epoch=5,
+        epochs=5,
+        callbacks=[counter],
+        verbose=0,
+    )
+    _check_counts(
+        counter,
+        {
+            "on_batch_begin": 25, "on_batch_end": 25, "on_epoch_begin": 5, "on_epoch_end": 5,
+            "on_predict_batch_begin": 0, "on_predict_batch_end": 0, "on_predict_begin": 0,
+            "on_predict_end": 0, "on_test_batch_begin": 10, "on_test_batch_end": 10,
+            "on_test_begin": 5, "on_test_end": 5, "on_train_batch_begin": 25,
+            "on_train_batch_end": 25, "on_train_begin": 1, "on_train_end": 1,
+        },
+    )  # fmt: skip
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_evaluate")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_callback_hooks_are_called_in_evaluate(model_type):
+    counter = Counter()
+    _counted_model(model_type).evaluate(
+        np.ones((10, 10)), np.ones((10, 1)), batch_size=2, callbacks=[counter], verbose=0
+    )
+    _check_counts(
+        counter,
+        {"on_test_batch_begin": 5, "on_test_batch_end": 5, "on_test_begin": 1, "on_test_end": 1},
+    )
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_predict")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_callback_hooks_are_called_in_predict(model_type):
+    counter = Counter()
+    _counted_model(model_type).predict(
+        np.ones((10, 10)), batch_size=2, callbacks=[counter], verbose=0
+    )
+    _check_counts(
+        counter,
+        {
+            "on_predict_batch_begin": 5, "on_predict_batch_end": 5, "on_predict_begin": 1,
+            "on_predict_end": 1,
+        },
+    )  # fmt: skip
+
+
+@pytest.mark.follows("test_callback_list_methods")
+def test_callback_list_methods():
+    counter = Counter()
+    callback_list = keras.callbacks.CallbackList([counter])
+    for hook in ("on_test_batch_begin", "on_test_batch_end", "on_predict_batch_begin",
+                 "on_predict_batch_end"):  # fmt: skip
+        getattr(callback_list, hook)(0)
+    _check_counts(
+        counter,
+        {
+            "on_test_batch_begin": 1, "on_test_batch_end": 1, "on_predict_batch_begin": 1,
+            "on_predict_batch_end": 1,
+        },
+    )  # fmt: skip
+
+
+def _test_data(train_samples=TRAIN_SAMPLES, test_samples=TEST_SAMPLES, input_dim=INPUT_DIM):
+    """Keras's `testing_utils.get_test_data`: classes around per-class centres."""
+    rng = np.random.default_rng(1337)
+    total = train_samples + test_samples
+    y = rng.integers(0, NUM_CLASSES, size=(total,))
+    centres = rng.random((NUM_CLASSES, input_dim))
+    x = (centres[y] + rng.normal(0, 0.1, (total, input_dim))).astype(np.float32)
+    return (x[:train_samples], y[:train_samples]), (x[train_samples:], y[train_samples:])
+
+
+def _small_mlp(num_hidden=NUM_HIDDEN, num_classes=NUM_CLASSES, input_dim=INPUT_DIM):
+    return keras.Sequential(
+        [
+            keras.layers.Dense(num_hidden, activation="relu", input_dim=input_dim),
+            keras.layers.Dense(num_classes, activation="softmax" if num_classes > 1 else "sigmoid"),
+        ]
+    )
+
+
+def _categorical_data():
+    (x_train, y_train), (x_test, y_test) = _test_data()
+    to_categorical = keras.utils.to_categorical
+    return (x_train, to_categorical(y_train)), (x_test, to_categorical(y_test))
+
+
+@pytest.mark.follows("test_EarlyStopping")
+@pytest.mark.parametrize(
+    ("mode", "monitor"),
+    [("max", "val_acc"), ("min", "val_loss"), ("auto", "val_acc"), ("auto", "loss")],
+)
+def test_early_stopping(mode, monitor):
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    stopper = keras.callbacks.EarlyStopping(patience=0, monitor=monitor, mode=mode)
+    history = model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=[stopper],
+        epochs=5,
+        verbose=0,
+    )
+    values = history.history[monitor]
+    # With no patience it stops at the first epoch that does not improve (or runs all 5).
+    better = (lambda a, b: a > b) if "acc" in monitor else (lambda a, b: a < b)
+    improving = [better(values[i + 1], values[i]) for i in range(len(values) - 1)]
+    assert (
+        all(improving)
+        and (len(values) == 5 or not better(values[-1], values[-2]))
+        or (len(values) < 5 and not improving[-1])
+    )
+
+
+@pytest.mark.follows("test_EarlyStopping_reuse")
+def test_early_stopping_reuse():
+    rng = np.random.default_rng(1337)
+    data = rng.random((100, 1)).astype(np.float32)
+    labels = np.where(data > 0.5, 1, 0).astype(np.int32)
+    model = keras.Sequential(
+        [
+            keras.layers.Dense(1, input_dim=1, activation="relu"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+    model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["accuracy"])
+    stopper = keras.callbacks.EarlyStopping(monitor="accuracy", patience=3)
+    for _ in range(2):  # the same callback a second time
+        history = model.fit(data, labels, callbacks=[stopper], batch_size=10, verbose=0, epochs=20)
+        assert len(history.epoch) >= 3
+
+
+@pytest.mark.follows("test_EarlyStopping_with_baseline")
+def test_early_stopping_with_baseline():
+    (data, labels), _ = _test_data(train_samples=100, test_samples=50, input_dim=1)
+    keras.utils.set_random_seed(1337)
+    initial = _small_mlp(num_hidden=1, num_classes=1, input_dim=1).get_weights()
+
+    def epochs_run():
+        model = _small_mlp(num_hidden=1, num_classes=1, input_dim=1)
+        model.set_weights(initial)
+        model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["acc"])
+        runs = []
+        for patience in (0, 3):  # a baseline never reached
+            stopper = keras.callbacks.EarlyStopping(monitor="acc", patience=patience, baseline=1.01)
+            history = model.fit(
+                data, labels, callbacks=[stopper], batch_size=10, shuffle=False, verbose=0,
+                epochs=20,
+            )  # fmt: skip
+            runs.append(len(history.epoch))
+        return runs
+
+    ours = epochs_run()
+    assert ours == stock(epochs_run)
+    assert ours[1] >= 3
+
+
+@pytest.mark.follows("test_EarlyStopping_final_weights_when_restoring_model_weights")
+def test_early_stopping_final_weights_when_restoring_model_weights():
+    x = np.ones((4, 1), np.float32)
+    model = keras.Sequential([keras.layers.Dense(1, input_dim=1, kernel_initializer="ones")])
+    model.compile("sgd", "mse")
+    losses = [0.2, 0.15, 0.1, 0.11, 0.12]
+    saved = {}
+
+    class FakeValidation(keras.callbacks.Callback):
+        """Sets the epoch's validation loss, and remembers the weights it ended with."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            logs["val_loss"] = losses[epoch]
+            saved[epoch] = [w.copy() for w in self.model.get_weights()]
+
+    stopper = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=2, restore_best_weights=True
+    )
+    history = model.fit(
+        x, x * 3, epochs=5, batch_size=4, callbacks=[FakeValidation(), stopper], verbose=0
+    )
+    assert len(history.epoch) == 5  # the loss stops improving at the last two epochs
+    for ours, best in zip(model.get_weights(), saved[2], strict=True):
+        assert_close(ours, best)  # epoch 2 had the best loss
+
+
+def _fit_with(model, callbacks, epochs):
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    return model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=callbacks,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+    )
+
+
+def _learning_rate(model):
+    return float(keras.backend.get_value(model.optimizer.lr))
+
+
+@pytest.mark.follows("test_LearningRateScheduler")
+def test_learning_rate_scheduler():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda x: 1.0 / (1.0 + x))], 5)
+    assert_close(_learning_rate(model), 0.2)
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda x, lr: lr / 2)], 2)
+    assert_close(_learning_rate(model), 0.01 / 4)
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    schedule = keras.optimizers.schedules.CosineDecay(0.01, 2)
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda epoch, _: schedule(epoch))], 2)
+    assert_close(_learning_rate(model), 0.01 * 0.5 * (1 + np.cos(np.pi * (1 / 2))))
+
+
+@pytest.mark.follows("test_ReduceLROnPlateau")
+@pytest.mark.parametrize("min_delta", [0, 10])
+def test_reduce_lr_on_plateau(min_delta):
+    keras.utils.set_random_seed(1234)
+    initial = _small_mlp().get_weights()
+
+    def learning_rate_after_fit():
+        model = _small_mlp()
+        model.set_weights(initial)
+        model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.1))
+        reduce = keras.callbacks.ReduceLROnPlateau(
+            monitor="val_loss", factor=0.1, min_delta=min_delta, patience=1, cooldown=5
+        )
+        _fit_with(model, [reduce], 2)
+        return _learning_rate(model)
+
+    ours = learning_rate_after_fit()
+    assert_close(ours, stock(learning_rate_after_fit), atol=1e-6)
+    if min_delta == 10:  # no epoch improves enough: the rate falls after the second
+        assert_close(ours, 0.01, atol=1e-4)
+
+
+@pytest.mark.follows("test_CSVLogger")
+def test_csv_logger(tmp_path):
+    path = tmp_path / "log.tsv"
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    history = _fit_with(model, [keras.callbacks.CSVLogger(str(path), separator="\t")], 2)
+    with open(path) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert [int(r["epoch"]) for r in rows] == [0, 1]
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        assert_close([float(r[key]) for r in rows], history.history[key], rtol=1e-6)
+    # Appending continues the file.
+    _fit_with(model, [keras.callbacks.CSVLogger(str(path), separator="\t", append=True)], 1)
+    with open(path) as f:
+        assert len(list(csv.DictReader(f, delimiter="\t"))) == 3
+
+
+@pytest.mark.follows("test_TerminateOnNaN")
+def test_terminate_on_nan():
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    model = keras.Sequential()
+    initializer = keras.initializers.Constant(value=1e5)
+    for _ in range(5):
+        model.add(
+            keras.layers.Dense(
+                2, input_dim=INPUT_DIM, activation="relu", kernel_initializer=initializer
+            )
+        )
+    model.add(keras.layers.Dense(NUM_CLASSES))
+    model.compile(loss="mean_squared_error", optimizer="rmsprop")
+    history = model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=[keras.callbacks.TerminateOnNaN()],
+        epochs=20,
+        verbose=0,
+    )
+    loss = history.history["loss"]
+    assert len(loss) == 1
+    assert np.isnan(loss[0]) or np.isinf(loss[0])
+
+
+@pytest.mark.follows("test_LambdaCallback")
+def test_lambda_callback():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    done = threading.Event()
+    worker = threading.Thread(target=done.wait)
+    worker.start()
+    _fit_with(model, [keras.callbacks.LambdaCallback(on_train_end=lambda logs: done.set())], 5)
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+
+
+@pytest.mark.follows("test_ModelCheckpoint")
+@pytest.mark.parametrize("save_weights_only", [True, False])
+def test_model_checkpoint(tmp_path, save_weights_only):
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    path = str(tmp_path / "checkpoint.h5")
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        path, monitor="val_loss", save_best_only=False, save_weights_only=save_weights_only
+    )
+    _fit_with(model, [checkpoint], 1)
+    restored = _small_mlp()
+    if save_weights_only:
+        restored.load_weights(path)
+    else:
+        restored = keras.models.load_model(path)
+    for ours, saved in zip(model.get_weights(), restored.get_weights(), strict=True):
+        assert_close(saved, ours)
+
+
+@pytest.mark.follows("test_callback_passed_floats")
+def test_callback_passed_floats():
+    seen = []
+
+    class MyCallback(keras.callbacks.Callback):
+        def on_batch_end(self, batch, logs=None):
+            seen.append(("batch", type(batch), type(logs["loss"])))
+
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(("epoch", type(epoch), type(logs["loss"])))
+
+    x, y = np.ones((10, 1), np.int32), np.ones((10, 1), np.int32)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(x, y, epochs=2, batch_size=10, callbacks=[MyCallback()], verbose=0)
+    assert {kind for kind, _, _ in seen} == {"batch", "epoch"}
+    assert all(index is int and loss is float for _, index, loss in seen)
+
+
+@pytest.mark.follows("test_stop_training_batch_level")
+def test_stop_training_batch_level():
+    class MyCallback(keras.callbacks.Callback):
+        batch_counter = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batch_counter += 1
+            if batch == 2:
+                self.model.stop_training = True
+
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    callback = MyCallback()
+    model.fit(np.ones((10, 10)), np.ones((10, 1)), batch_size=2, callbacks=[callback], verbose=0)
+    assert callback.batch_counter == 3  # 5 batches if stop_training did not work
