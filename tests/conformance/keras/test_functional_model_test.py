@@ -356,3 +356,45 @@ def test_train_multiple_input_multiple_output(strategy_on):
         assert key in history
     for key in history:
         assert_close(history[key], expected[key], rtol=1e-5)
+
+
+@pytest.mark.follows("testAutocast_ComplexDatasetStructure")
+def test_autocast_complex_dataset_structure(strategy_on):
+    ones = np.ones(32, np.float64)
+    ds_x = tf.data.Dataset.from_tensors((ones, ones, ones))
+    ds_y = tf.data.Dataset.from_tensors((np.ones(1), np.ones(1)))
+    ds_xy = tf.data.Dataset.zip((ds_x, ds_y)).repeat(32).batch(4, drop_remainder=True)
+    ds_x_tuple = tf.data.Dataset.zip((ds_x,)).repeat(32).batch(4, drop_remainder=True)
+    with strategy_on(1).scope():
+        inputs = [keras.Input(32) for _ in range(3)]
+        init = keras.initializers.Constant(1)
+        dense = [
+            keras.layers.Dense(16, kernel_initializer=init, activation="relu")(x)
+            for x in inputs[:2]
+        ]
+        cat = keras.layers.Concatenate()([*dense, inputs[2]])
+        outputs = [
+            keras.layers.Dense(1, kernel_initializer=init, activation="relu")(cat) for _ in range(2)
+        ]
+        model = keras.Model(inputs, outputs)
+        model.compile(keras.optimizers.SGD(0.001), loss="mse")
+        model.fit(ds_xy, verbose=0)  # float64 data of nested structure, autocast
+        predicted = model.predict(ds_x_tuple, verbose=0)
+        model.evaluate(ds_xy, verbose=0)
+    assert [p.shape for p in predicted] == [(32, 1), (32, 1)]
+    assert all(p.dtype == np.float32 for p in predicted)
+
+
+@pytest.mark.follows("testUint8")
+def test_uint8(strategy_on):
+    dataset = tf.data.Dataset.from_tensor_slices(np.array(range(30)))
+    dataset = dataset.map(lambda x: tf.cast(x, dtype=np.uint8))
+    dataset = dataset.batch(1, drop_remainder=True).batch(1, drop_remainder=True)
+    strategy = strategy_on(1)
+    with strategy.scope():
+        i = keras.layers.Input(shape=[1])
+        ci = keras.layers.Lambda(lambda x: tf.cast(x, dtype=np.float16))(i)
+        model = keras.Model(i, keras.layers.Dense(1, kernel_initializer="ones")(ci))
+        model.compile(steps_per_execution=10)
+        output = model.predict(dataset, verbose=0)
+    assert_close(output.flatten(), range(30))
