@@ -398,3 +398,89 @@ def test_uint8(strategy_on):
         model.compile(steps_per_execution=10)
         output = model.predict(dataset, verbose=0)
     assert_close(output.flatten(), range(30))
+
+
+def _three_inputs():
+    return tuple(np.ones((64, 32), np.float32) for _ in range(3))
+
+
+def _multi_output_model(heads):
+    """Three inputs, two through Dense(16) layers, concatenated; `heads(cat)` the outputs."""
+    inputs = tuple(keras.Input(32) for _ in range(3))
+    init = keras.initializers.Constant(1)
+    dense = [
+        keras.layers.Dense(16, kernel_initializer=init, activation="relu")(x) for x in inputs[:2]
+    ]
+    cat = keras.layers.Concatenate()([*dense, inputs[2]])
+
+    def head(units):
+        return keras.layers.Dense(units, kernel_initializer=init, activation="relu")(cat)
+
+    return keras.Model(inputs, heads(head))
+
+
+def _check_predictions_match_stock(strategy, heads, losses):
+    def predict():
+        model = _multi_output_model(heads)
+        model.compile("sgd", ["mse"] * losses)
+        return model.predict(_three_inputs(), batch_size=4, verbose=0)
+
+    with strategy.scope():
+        ours = predict()
+    theirs = stock(predict)
+    for our_out, their_out in zip(tf.nest.flatten(ours), tf.nest.flatten(theirs), strict=True):
+        assert_close(our_out, their_out)
+    return ours
+
+
+@pytest.mark.follows("testPredictMultipleOutput")
+def test_predict_multiple_output(strategy_on):
+    ours = _check_predictions_match_stock(strategy_on(1), lambda head: (head(1), head(1)), 2)
+    assert [o.shape for o in ours] == [(64, 1), (64, 1)]
+
+
+@pytest.mark.follows("testPredictMultipleOutputDifferentShapes")
+def test_predict_multiple_output_different_shapes(strategy_on):
+    ours = _check_predictions_match_stock(
+        strategy_on(1), lambda head: (head(1), (head(2), head(2))), 3
+    )
+    assert [o.shape for o in tf.nest.flatten(ours)] == [(64, 1), (64, 2), (64, 2)]
+
+
+@pytest.mark.follows("testNestedClasses")
+def test_nested_classes(strategy_on):
+    init = keras.initializers.Constant(1)
+
+    class MyDenseModel(keras.Model):
+        def __init__(self, units):
+            super().__init__()
+            self.dense1 = keras.layers.Dense(units, kernel_initializer=init, activation="relu")
+            self.dense2 = keras.layers.Dense(units, kernel_initializer=init, activation="softmax")
+
+        def call(self, inputs):
+            in0, in1 = inputs
+            return self.dense1(in0), self.dense2(in1)
+
+    class MyLayer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.concat = keras.layers.Concatenate()
+            self.dense1 = keras.layers.Dense(1, kernel_initializer=init, activation="relu")
+            self.dense2 = keras.layers.Dense(3, kernel_initializer=init, activation="softmax")
+
+        def call(self, inputs):
+            cat = self.concat(inputs)
+            return ((self.dense1(cat),), self.dense2(cat))
+
+    def fit():
+        inputs = [keras.Input(32) for _ in range(3)]
+        dense_1, dense_2 = MyDenseModel(16)(inputs[:2])
+        output = MyLayer()([dense_1, dense_2, inputs[2]])
+        model = keras.Model(inputs, (output[0][0], output[1]))
+        model.compile("sgd", ["mse", "mse"])
+        y = (np.ones((64, 1), np.float32), np.ones((64, 3), np.float32))
+        return model.fit(_three_inputs(), y, batch_size=4, shuffle=False, verbose=0).history
+
+    with strategy_on(1).scope():
+        history = fit()
+    assert_close(history["loss"], stock(fit)["loss"], rtol=1e-5)
