@@ -737,3 +737,241 @@ def test_calling_evaluate_in_callback_during_fit():
     assert len(evaluated) == 2
     # After each epoch's one step, the evaluation sees the trained weights.
     assert evaluated[0][0] < history.history["loss"][0]
+
+
+@pytest.mark.follows("test_that_trainable_disables_updates")
+def test_that_trainable_disables_updates():
+    val_a = np.random.random((10, 4))
+    val_out = np.random.random((10, 4))
+    a = keras.Input(shape=(4,))
+    layer = keras.layers.BatchNormalization(input_shape=(4,))
+    model = keras.Model(a, layer(a))
+
+    def train_changes_predictions():
+        model.compile("sgd", "mse")
+        x1 = model.predict(val_a, batch_size=1, verbose=0)
+        model.train_on_batch(val_a, val_out)
+        x2 = model.predict(val_a, batch_size=1, verbose=0)
+        return np.abs(np.sum(x1 - x2)) > 1e-5, np.allclose(x1, x2, atol=1e-7)
+
+    model.trainable = False
+    assert train_changes_predictions() == (False, True)
+    model.trainable = True
+    assert train_changes_predictions()[0]
+    layer.trainable = False
+    assert train_changes_predictions() == (False, True)
+
+
+@pytest.mark.follows("test_weight_deduplication")
+def test_weight_deduplication():
+    class WatchingLayer(keras.layers.Layer):
+        def __init__(self, dense_to_track):
+            # Tracks the kernel and bias a second time: without deduplication they would
+            # be updated twice, doubling the learning rate.
+            self._kernel = dense_to_track.kernel
+            self._bias = dense_to_track.bias
+            super().__init__()
+
+        def call(self, inputs):
+            return inputs
+
+    inp = keras.Input(shape=(1,))
+    dense_layer = keras.layers.Dense(1)
+    dense_output = dense_layer(inp)
+    dense_layer.set_weights([np.ones((1, 1)), np.zeros((1,))])
+    model = keras.Model(inp, WatchingLayer(dense_layer)(dense_output))
+    # 0.25 is the edge of convergence for a doubled update; at 0.24 the right one converges.
+    model.compile(loss="mse", optimizer=keras.optimizers.SGD(0.24))
+    x = np.ones((64 * 2,))
+    history = model.fit(x, 4.5 * x - 3.0, batch_size=64, epochs=2, verbose=0)
+    assert history.history["loss"][-1] < 1e-6
+
+
+@pytest.mark.follows("test_predict_error_with_empty_x")
+@pytest.mark.xfail(
+    strict=True,
+    reason="empty numpy data is refused with a ValueError (steps per replica) where the "
+    "original raises TensorFlow's TypeError 'dataset length is unknown'",
+)
+def test_predict_error_with_empty_x():
+    inputs = keras.Input(shape=(2,))
+    model = keras.Model(inputs=inputs, outputs=keras.layers.Dense(4)(inputs))
+    model.compile(loss="mse")
+    with pytest.raises(TypeError, match="dataset length is unknown."):
+        model.predict(np.array([]), verbose=0)
+
+
+@pytest.mark.follows("test_on_batch_error_inconsistent_batch_size")
+def test_on_batch_error_inconsistent_batch_size():
+    inputs = [keras.Input(shape=(5,)) for _ in range(2)]
+    output = keras.layers.Dense(4)(keras.layers.Concatenate()(inputs))
+    model = keras.Model(inputs, output)
+    model.compile(loss="mse")
+    x = [np.ones((10, 5)), np.ones((10, 5))]
+    with pytest.raises(ValueError, match="Data cardinality is ambiguous"):
+        model.train_on_batch(x, np.ones((11, 4)))
+    with pytest.raises(ValueError, match="Data cardinality is ambiguous"):
+        model.test_on_batch(x, np.ones((11, 4)))
+    with pytest.raises(ValueError, match="Data cardinality is ambiguous"):
+        model.predict_on_batch([np.ones((10, 5)), np.ones((11, 5))])
+
+
+@pytest.mark.follows("test_model_with_partial_loss")
+def test_model_with_partial_loss():
+    x = np.random.random((32, 3))
+    y = np.random.random((32, 4))
+    a = keras.Input(shape=(3,), name="input_a")
+    a_2 = keras.layers.Dense(4, name="dense_1")(a)
+    model = keras.Model(a, [a_2, keras.layers.Dropout(0.5, name="dropout")(a_2)])
+    model.compile("rmsprop", {"dropout": "mse"}, metrics=["mae"])
+    model.train_on_batch(x, y)
+    model.test_on_batch(x, y)
+    model.fit(x, y, verbose=0)
+    model.evaluate(x, y, verbose=0)
+
+    a = keras.Input(shape=(3,), name="input_a")
+    a_2 = keras.layers.Dense(4, name="dense_1")(a)
+    a_3 = keras.layers.Dense(4, name="dense_2")(a_2)
+    model = keras.Model(a, [a_2, a_3])
+    model.compile("rmsprop", {"dense_2": "mse"}, metrics={"dense_1": "mae"})
+    model.train_on_batch(x, y)
+    model.fit(x, y, verbose=0)
+    results = dict(zip(model.metrics_names, model.evaluate(x, y, verbose=0), strict=True))
+    first, second = model.predict(x, verbose=0)
+    assert_close(results["loss"], np.mean((second - y) ** 2), rtol=1e-4)
+    assert_close(results["dense_1_mae"], np.mean(np.abs(first - y)), rtol=1e-4)
+
+
+@pytest.mark.follows("test_multiple_add_metric_calls")
+def test_multiple_add_metric_calls():
+    class TestModel(keras.Model):
+        def __init__(self):
+            super().__init__(name="test_model")
+            self.dense1 = keras.layers.Dense(2, kernel_initializer="ones")
+            self.mean1 = keras.metrics.Mean(name="metric_1")
+            self.mean2 = keras.metrics.Mean(name="metric_2")
+
+        def call(self, x):
+            self.add_metric(self.mean2(x), name="metric_2")
+            self.add_metric(self.mean1(x), name="metric_1")
+            self.add_metric(tf.reduce_sum(x), name="metric_3", aggregation="mean")
+            return self.dense1(x)
+
+    model = TestModel()
+    assert [m.name for m in model.metrics] == ["metric_1", "metric_2"]
+    model.compile(loss="mse", optimizer=tf.compat.v1.train.RMSPropOptimizer(0.01))
+    x, y = np.ones(shape=(10, 1)), np.ones(shape=(10, 2))
+    history = model.fit(x, y, epochs=2, batch_size=5, validation_data=(x, y), verbose=0)
+    assert_close(
+        [history.history[f"metric_{i}"][-1] for i in (1, 2, 3)], [1.0, 1.0, 5.0], rtol=1e-6
+    )
+    assert_close(model.evaluate(x, y, batch_size=5, verbose=0)[1:4], [1.0, 1.0, 5.0], atol=0.1)
+    model.predict(x, batch_size=5, verbose=0)
+    model.train_on_batch(x, y)
+    model.test_on_batch(x, y)
+
+
+@pytest.mark.follows("test_add_metric_order")
+def test_add_metric_order():
+    class MyLayer(keras.layers.Layer):
+        def call(self, inputs, training=None, mask=None):
+            self.add_metric(tf.ones([32]) * 2.0, name="two", aggregation="mean")
+            return inputs
+
+    class MyModel(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self._sampler = MyLayer(name="sampler")
+
+        def call(self, inputs, training=None, mask=None):
+            z = self._sampler(inputs)
+            self.add_metric(tf.ones([32]) * 1.0, name="one", aggregation="mean")
+            self.add_metric(tf.ones([32]) * 3.0, name="three", aggregation="mean")
+            return z
+
+    xdata = np.random.uniform(size=[32, 16]).astype(np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices((xdata, xdata)).batch(32, drop_remainder=True)
+    model = MyModel()
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(dataset, epochs=3, verbose=0)
+    assert history.history == {
+        "loss": [0.0, 0.0, 0.0],
+        "three": [3.0, 3.0, 3.0],
+        "two": [2.0, 2.0, 2.0],
+        "one": [1.0, 1.0, 1.0],
+    }
+
+
+@pytest.mark.follows("test_duplicate_metric_name_in_add_metric")
+def test_duplicate_metric_name_in_add_metric():
+    class TestModel(keras.Model):
+        def __init__(self):
+            super().__init__(name="test_model")
+            self.dense1 = keras.layers.Dense(2, kernel_initializer="ones")
+            self.mean = keras.metrics.Mean(name="metric_1")
+            self.mean2 = keras.metrics.Mean(name="metric_1")
+
+        def call(self, x):
+            self.add_metric(self.mean(x), name="metric_1")
+            return self.dense1(x)
+
+    model = TestModel()
+    model.compile(loss="mse", optimizer=tf.compat.v1.train.RMSPropOptimizer(0.01))
+    x, y = np.ones(shape=(10, 1)), np.ones(shape=(10, 2))
+    message = (
+        "Please provide different names for the metrics you have added. "
+        'We found 2 metrics with the name: "metric_1"'
+    )
+    with pytest.raises(ValueError, match=message):
+        model.fit(x, y, epochs=2, batch_size=5, validation_data=(x, y), verbose=0)
+
+
+@pytest.mark.follows("test_add_metric_without_name")
+def test_add_metric_without_name():
+    class TestModel(keras.Model):
+        def __init__(self):
+            super().__init__(name="test_model")
+            self.dense1 = keras.layers.Dense(2, kernel_initializer="ones")
+
+        def call(self, x):
+            self.add_metric(tf.reduce_sum(x), aggregation="mean")
+            return self.dense1(x)
+
+    model = TestModel()
+    model.compile(loss="mse", optimizer=tf.compat.v1.train.RMSPropOptimizer(0.01))
+    x, y = np.ones(shape=(10, 1)), np.ones(shape=(10, 2))
+    with pytest.raises(ValueError, match="Please provide a name for your metric like"):
+        model.fit(x, y, epochs=2, batch_size=5, validation_data=(x, y), verbose=0)
+
+
+@pytest.mark.follows("test_layer_ordering")
+def test_layer_ordering():
+    class MyLayer(keras.layers.Layer):
+        pass
+
+    class MyModel(keras.Model):
+        def __init__(self, name):
+            super().__init__(name=name)
+            self.weight = tf.Variable(0, name=name)
+            self.direct_sublayer = MyLayer(name="direct")
+            self.direct_sublayer.d = {"d": MyLayer(name="direct/dict")}
+            self.dict_sublayer = {"d": MyLayer(name="dict")}
+            self.dict_sublayer["d"].direct = MyLayer(name="dict/direct")
+
+    model = MyModel("model")
+    assert [layer.name for layer in model._flatten_layers()] == [
+        "model", "direct", "direct/dict", "dict", "dict/direct",
+    ]  # fmt: skip
+    assert [layer.name for layer in model.layers] == ["direct", "dict"]
+
+
+@pytest.mark.follows("test_validation_steps_without_data")
+def test_validation_steps_without_data():
+    # The original skips its check in eager mode ("Check removed in new `fit`"): a fit
+    # with validation_steps but no validation data trains and does not validate.
+    model = small_mlp(2, 1, 10, "functional")
+    model.compile("sgd", "mse")
+    history = model.fit(
+        np.ones((10, 10)), np.ones((10, 1)), epochs=4, batch_size=10, validation_steps=3, verbose=0
+    )
+    assert list(history.history) == ["loss"] and len(history.history["loss"]) == 4
