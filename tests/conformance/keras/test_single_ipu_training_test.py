@@ -975,3 +975,168 @@ def test_validation_steps_without_data():
         np.ones((10, 10)), np.ones((10, 1)), epochs=4, batch_size=10, validation_steps=3, verbose=0
     )
     assert list(history.history) == ["loss"] and len(history.history["loss"]) == 4
+
+
+@pytest.mark.follows("test_layer_trainability_switch")
+def test_layer_trainability_switch():
+    model = keras.Sequential([keras.layers.Dense(2, trainable=False, input_dim=1)])
+    assert model.trainable_weights == []
+    layer = keras.layers.Dense(2, input_dim=1)
+    model = keras.Sequential([layer])
+    assert model.trainable_weights == layer.trainable_weights
+    layer.trainable = False
+    assert model.trainable_weights == []
+    x = keras.Input(shape=(1,))
+    assert keras.Model(x, keras.layers.Dense(2, trainable=False)(x)).trainable_weights == []
+    layer = keras.layers.Dense(2)
+    model = keras.Model(x, layer(x))
+    assert model.trainable_weights == layer.trainable_weights
+    layer.trainable = False
+    assert model.trainable_weights == []
+
+
+@pytest.mark.follows("test_nested_model_trainability")
+def test_nested_model_trainability():
+    inner = keras.Sequential([keras.layers.Dense(2, input_dim=1)])
+    x = keras.Input(shape=(1,))
+    outer = keras.Model(x, inner(x))
+    assert outer.trainable_weights == inner.trainable_weights
+    inner.trainable = False
+    assert outer.trainable_weights == []
+
+
+class BareUpdateLayer(keras.layers.Layer):
+    def build(self, input_shape):
+        self.counter = self.add_weight(
+            "counter", dtype="int32", shape=(), initializer="zeros", trainable=False
+        )
+
+    def call(self, inputs):
+        tf.compat.v1.assign_add(self.counter, 1)
+        return tf.cast(self.counter, inputs.dtype) * inputs
+
+
+class LambdaUpdateLayer(BareUpdateLayer):
+    def call(self, inputs):
+        self.add_update(lambda: tf.compat.v1.assign_add(self.counter, 1))
+        return tf.cast(self.counter, inputs.dtype) * inputs
+
+
+class NestedUpdateLayer(keras.layers.Layer):
+    def build(self, input_shape):
+        self.layer = BareUpdateLayer()
+        self.layer.build(input_shape)
+
+    @property
+    def counter(self):
+        return self.layer.counter
+
+    def call(self, inputs):
+        return self.layer(inputs)
+
+
+class SubgraphUpdateLayer(BareUpdateLayer):
+    def call(self, inputs, training=None):
+        if training is None:
+            training = backend.learning_phase()
+        if training:
+            self.counter.assign(self.counter + 1)
+        return inputs
+
+
+def _fit_counting(layer, model_type):
+    """Fits 5 batches through `layer`; its counter afterwards."""
+    model = model_from_layers([layer, keras.layers.Dense(1)], (10,), model_type)
+    model.compile("sgd", "mse")
+    model.fit(np.ones((10, 10)), np.ones((10, 1)), batch_size=2, epochs=1, verbose=0)
+    return int(layer.counter.numpy())
+
+
+@pytest.mark.follows("test_updates_in_model")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+@pytest.mark.parametrize("layer_class", [BareUpdateLayer, LambdaUpdateLayer, NestedUpdateLayer])
+def test_updates_in_model(model_type, layer_class):
+    assert _fit_counting(layer_class(), model_type) == 5
+
+
+@pytest.mark.follows("test_lambda_updates_trainable_false")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_lambda_updates_trainable_false(model_type):
+    layer = LambdaUpdateLayer()
+    model = model_from_layers([layer, keras.layers.Dense(1)], (10,), model_type)
+    x, y = np.ones((10, 10)), np.ones((10, 1))
+    model.compile("sgd", "mse")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+    assert int(layer.counter.numpy()) == 5
+    layer.trainable = False
+    model.compile("sgd", "mse")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+    assert int(layer.counter.numpy()) == 5
+
+
+@pytest.mark.follows("test_subgraph_updates_in_model")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_subgraph_updates_in_model(model_type):
+    assert _fit_counting(SubgraphUpdateLayer(), model_type) == 5
+
+
+@pytest.mark.follows("test_batchnorm_trainable_false")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_batchnorm_trainable_false(model_type):
+    bn = keras.layers.BatchNormalization()
+    model = model_from_layers([bn, keras.layers.Dense(1)], (10,), model_type)
+    bn.trainable = False
+    model.compile("sgd", "mse")
+    model.fit(np.ones((10, 10)), np.ones((10, 1)), batch_size=2, epochs=1, verbose=0)
+    assert_close(bn.moving_mean.numpy(), np.zeros((10,)))
+    assert_close(bn.moving_variance.numpy(), np.ones((10,)))
+
+
+@pytest.mark.follows("test_build_list_of_inputs")
+def test_build_list_of_inputs():
+    class MyModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.l1 = keras.layers.Dense(1)
+            self.l2 = keras.layers.Dense(2)
+
+        def call(self, x):
+            a, b = x
+            return self.l1(a) + self.l2(b)
+
+    for shapes in ([(None, 1), (None, 2)], [[None, 1], [None, 2]]):
+        model = MyModel()
+        model.build(shapes)
+        assert model.l1.kernel.shape.as_list() == [1, 1]
+        assert model.l2.kernel.shape.as_list() == [2, 2]
+
+
+@pytest.mark.follows("test_build_single_inputs")
+def test_build_single_inputs():
+    class MyModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.l1 = keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.l1(x)
+
+    for shape in ((None, 1), [None, 1]):
+        model = MyModel()
+        model.build(shape)
+        assert model.l1.kernel.shape.as_list() == [1, 1]
+
+
+@pytest.mark.follows("test_build_dict_inputs")
+def test_build_dict_inputs():
+    class MyModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.l1 = keras.layers.Dense(1)
+
+        def call(self, inputs):
+            return self.l1(inputs["x"])
+
+    model = MyModel()
+    model.build({"x": [None, 16]})
+    assert model.l1.kernel.shape.as_list() == [16, 1]
