@@ -418,3 +418,94 @@ def test_input_spec_dict():
         model({"1": np.zeros((3, 10))})
     with pytest.raises(ValueError, match=r".*expected shape=.*"):
         model({"1": np.zeros((3, 10)), "2": np.zeros((3, 6))})
+
+
+@pytest.mark.follows("test_get_layer")
+def test_get_layer():
+    x = keras.Input(shape=(32,))
+    dense_a = keras.layers.Dense(4, name="dense_a")
+    dense_b = keras.layers.Dense(2, name="dense_b")
+    network = keras.Model(x, dense_b(dense_a(x)), name="dense_network")
+    assert network.get_layer(index=1) is dense_a
+    with pytest.raises(
+        ValueError, match="Was asked to retrieve layer at index 3 but model only has 3 layers."
+    ):
+        network.get_layer(index=3)
+    with pytest.raises(ValueError, match="Provide only a layer name or a layer index"):
+        network.get_layer(index=1, name="dense_b")
+    with pytest.raises(ValueError, match="Provide either a layer name or layer index."):
+        network.get_layer()
+    assert network.get_layer(name="dense_a") is dense_a
+    with pytest.raises(ValueError, match="No such layer: dense_c."):
+        network.get_layer(name="dense_c")
+
+
+@pytest.mark.follows("test_constant_initializer_with_numpy")
+def test_constant_initializer_with_numpy():
+    initializer = tf.compat.v1.constant_initializer(np.ones((3, 2)))
+    model = keras.Sequential(
+        [keras.layers.Dense(2, input_shape=(3,), kernel_initializer=initializer),
+         keras.layers.Dense(3)]
+    )  # fmt: skip
+    model.compile(loss="mse", optimizer="sgd", metrics=["acc"])
+    restored = keras.models.model_from_json(model.to_json())
+    assert [layer.units for layer in restored.layers] == [2, 3]
+
+
+@pytest.mark.follows("test_subclassed_error_if_init_not_called")
+def test_subclassed_error_if_init_not_called():
+    class MyNetwork(keras.Model):
+        def __init__(self):
+            self._foo = [keras.layers.Dense(10), keras.layers.Dense(10)]
+
+    with pytest.raises(RuntimeError, match="forgot to call"):
+        MyNetwork()
+
+
+@pytest.mark.follows("test_int_input_shape")
+def test_int_input_shape():
+    assert keras.Input(10).shape.as_list() == [None, 10]
+    assert keras.Input(batch_size=20, shape=5).shape.as_list() == [20, 5]
+
+
+@pytest.mark.follows("test_model_initialization")
+def test_model_initialization():
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(4)(inputs)
+    for extra in ({"dtype": "int64"}, {"dynamic": False}):
+        with pytest.raises(TypeError, match="Keyword argument not understood"):
+            keras.Model(inputs, outputs, name="m", trainable=False, **extra)
+    model = keras.Model(inputs, outputs, name="m", trainable=False)
+    assert model.name == "m" and not model.trainable and not model.dynamic
+
+    class SubclassModel(keras.Model):
+        pass
+
+    model = SubclassModel(name="subclassed", trainable=True, dtype="int64", dynamic=True)
+    assert model.name == "subclassed" and model.dynamic and model.trainable
+    w = model.add_weight("w", [], initializer=tf.compat.v1.constant_initializer(1))
+    assert w.dtype == tf.int64
+
+
+@pytest.mark.follows("test_disconnected_inputs")
+def test_disconnected_inputs():
+    a = keras.Input(shape=[200], name="a")
+    b = keras.Input(shape=[10], name="b")
+    net = keras.Model(inputs=[a, b], outputs=[keras.layers.Dense(units=10)(a)])
+    net2 = keras.Model.from_config(net.get_config())
+    assert len(net2.inputs) == 2
+    assert [net2.layers[0].name, net2.layers[1].name] == ["a", "b"]
+
+
+@pytest.mark.follows("test_model_construction_in_tf_function")
+def test_model_construction_in_tf_function():
+    built = {"model": None}
+
+    @tf.function
+    def fn(x):
+        if built["model"] is None:
+            inputs = keras.Input(10)
+            built["model"] = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+        return built["model"](x)
+
+    assert fn(tf.ones((10, 10))).shape.as_list() == [10, 1]
