@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import re
 import threading
 
 import numpy as np
@@ -427,3 +428,123 @@ def test_stop_training_batch_level():
     callback = MyCallback()
     model.fit(np.ones((10, 10)), np.ones((10, 1)), batch_size=2, callbacks=[callback], verbose=0)
     assert callback.batch_counter == 3  # 5 batches if stop_training did not work
+
+
+def _progbar_model(input_shape=None, additional_metrics=()):
+    layers = [
+        keras.layers.Dense(3, activation="relu"),
+        keras.layers.Dense(2, activation="softmax"),
+    ]
+    if input_shape is None:
+        model = keras.Sequential(layers)
+    else:
+        model = model_from_layers(layers, input_shape, "functional")
+    model.compile(
+        loss="mse",
+        optimizer="rmsprop",
+        metrics=[keras.metrics.CategoricalAccuracy(name="my_acc"), *additional_metrics],
+    )
+    return model
+
+
+def _ones_dataset(samples):
+    x, y = tf.ones((samples, 3)), tf.zeros((samples, 2))
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(10, drop_remainder=True)
+
+
+@pytest.mark.follows("test_progbar_logging")
+def test_progbar_logging(capsys):
+    _progbar_model((3,)).fit(_ones_dataset(200), epochs=2, steps_per_epoch=10)
+    assert re.search(r"(.*- loss:.*- my_acc:.*)+", capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_with_stateful_metrics")
+def test_progbar_logging_with_stateful_metrics(capsys):
+    class AddAllOnes(keras.metrics.Metric):
+        def __init__(self, name="add_all_ones", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.total = self.add_weight(name="total", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.total.assign_add(tf.cast(tf.reduce_sum(y_true), dtype=tf.float32))
+
+        def result(self):
+            return self.total
+
+    x_train = np.array([[0, 1, 0, 1, 0, 1, 0, 1]] * 8).astype(float)
+    y_train = np.array([[1, 0], [0, 0], [1, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 0]]).astype(
+        np.int32
+    )
+    expected = r"(.*- loss:.*- my_acc:.*- add_all_ones: 7.0000)+"  # 7 ones in the 2 batches
+    model = _progbar_model((8,), [AddAllOnes()])
+    model.fit(x_train, y_train, verbose=1, batch_size=4, shuffle=False)
+    assert re.search(expected, capsys.readouterr().out)
+    model = _progbar_model((8,), [AddAllOnes()])
+    model.evaluate(x_train, y_train, verbose=1, batch_size=4)
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_deferred_model_build")
+def test_progbar_logging_deferred_model_build(capsys):
+    model = _progbar_model()
+    assert not model.built
+    model.fit(_ones_dataset(200), epochs=2, steps_per_epoch=10)
+    assert re.search(r"(.*- loss:.*- my_acc:.*)+", capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_validation_data")
+def test_progbar_logging_validation_data(capsys):
+    _progbar_model((3,)).fit(_ones_dataset(50), epochs=2, validation_data=_ones_dataset(50))
+    expected = r"(.*5/5.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:.*)+"
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_validation_split")
+def test_progbar_logging_validation_split(capsys):
+    _progbar_model((3,)).fit(
+        np.ones((100, 3)), np.zeros((100, 2)), batch_size=10, epochs=2, validation_split=0.2
+    )
+    expected = (
+        r"(?s).*1/2.*8/8.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:"
+        r".*2/2.*8/8.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:.*"
+    )
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_ReduceLROnPlateau_patience")
+def test_reduce_lr_on_plateau_patience():
+    class DummyOptimizer:
+        def __init__(self):
+            self.lr = keras.backend.variable(1.0)
+
+    class DummyModel:
+        def __init__(self):
+            self.optimizer = DummyOptimizer()
+
+    reduce = keras.callbacks.ReduceLROnPlateau(monitor="val_loss", patience=2)
+    reduce.model = DummyModel()
+    rates = []
+    for epoch, loss in enumerate([0.0860, 0.1096, 0.1040]):
+        reduce.on_epoch_end(epoch, logs={"val_loss": loss})
+        rates.append(keras.backend.get_value(reduce.model.optimizer.lr))
+    assert rates[:-1] == [1.0, 1.0]
+    assert rates[-1] < 1.0
+
+
+@pytest.mark.follows("test_default_callbacks_do_not_call_batch_hooks")
+def test_default_callbacks_do_not_call_batch_hooks(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(1)])
+    callbacks = keras.callbacks.CallbackList(
+        [
+            keras.callbacks.TensorBoard(str(tmp_path), profile_batch=0),
+            keras.callbacks.ModelCheckpoint(str(tmp_path)),
+        ],
+        add_progbar=True,
+        model=model,
+        verbose=2,
+        epochs=3,
+    )
+    assert len(callbacks.callbacks) == 3
+    assert not callbacks._should_call_train_batch_hooks
+    assert not callbacks._should_call_test_batch_hooks
+    assert not callbacks._should_call_predict_batch_hooks
