@@ -362,3 +362,102 @@ def test_positional_arg_in_call():
         kwargs = {"batch_size": 2, "verbose": 0} if "batch" not in method else {}
         with pytest.raises(ValueError, match=f"Models passed to `{method}`"):
             getattr(m, method)(*args, **kwargs)
+
+
+@pytest.mark.follows("test_no_dependency")
+def test_no_dependency():
+    from tensorflow.python.trackable.data_structures import NoDependency
+
+    class Foo(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.isdep = keras.layers.Dense(1)
+            self.notdep = NoDependency(keras.layers.Dense(2))
+            self.notdep_var = NoDependency(tf.Variable(1.0, name="notdep_var"))
+
+    m = Foo()
+    assert m.layers == [m.isdep, m.notdep]
+    assert m.notdep_var.name == "notdep_var:0"
+
+
+@pytest.mark.follows("test_add_update_in_model")
+def test_add_update_in_model():
+    class MyModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.b = self.add_weight("bias", (10,), initializer="ones")
+            self.c = self.add_weight("bias2", (10,), initializer="zeros")
+
+        def call(self, inputs):
+            self.add_update(self.b.assign(self.b * 2))
+            self.add_update(self.c.assign(inputs[1, :]))
+            return inputs + self.b + self.c
+
+    x = tf.convert_to_tensor(np.arange(100, dtype="float32").reshape(10, 10))
+    model = MyModel()
+    model(x)
+    assert len(model.updates) == 0  # eager: updates run at once, none kept
+    assert_close(model.b.numpy(), np.full(10, 2.0))
+    assert_close(model.c.numpy(), x.numpy()[1])
+
+
+class CustomCallModel(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense1 = keras.layers.Dense(1, activation="relu")
+        self.dense2 = keras.layers.Dense(1, activation="softmax")
+
+    def call(self, first, second, fiddle_with_output="no", training=True):
+        combined = self.dense1(first) + self.dense2(second)
+        return 10.0 * combined if fiddle_with_output == "yes" else combined
+
+
+@pytest.mark.follows("test_no_inputs_in_signature")
+def test_no_inputs_in_signature():
+    model = CustomCallModel()
+    first, second = tf.ones([2, 3]), tf.ones([2, 5])
+    output = model(first, second)
+    expected = model.dense1(first) + model.dense2(second)
+    assert_close(output, expected)
+    assert_close(model(first, second, fiddle_with_output="yes"), 10.0 * expected)
+    assert_close(model(first, second=second, training=False), expected)
+
+
+@pytest.mark.follows("test_training_args_call_build")
+@pytest.mark.follows("test_training_and_mask_args_call_build")
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_training_args_call_build(with_mask):
+    class TrainingNoDefaultModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense1 = keras.layers.Dense(1)
+
+        def call(self, x, training):
+            return self.dense1(x)
+
+    class TrainingMaskingModel(TrainingNoDefaultModel):
+        def call(self, x, training=False, mask=None):
+            return self.dense1(x)
+
+    model = TrainingMaskingModel() if with_mask else TrainingNoDefaultModel()
+    _check_unbuilt(model)
+    model.build((None, 2))
+    _check_built(model)
+
+
+@pytest.mark.follows("test_custom_call_kwargs_and_build")
+def test_custom_call_kwargs_and_build():
+    model = CustomCallModel()
+    _check_unbuilt(model)
+    with pytest.raises(ValueError, match="cannot build your model if it has positional"):
+        model.build(input_shape=[(2, 3), (2, 5)])
+
+
+@pytest.mark.follows("test_kwargs_in_signature")
+def test_kwargs_in_signature():
+    class HasKwargs(keras.Model):
+        def call(self, x, y=3, **kwargs):
+            return x
+
+    model = HasKwargs()
+    assert_close(model(tf.ones([1]), a=3), [1.0])
