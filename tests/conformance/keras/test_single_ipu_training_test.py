@@ -50,11 +50,6 @@ def test_fit_training_arg():
 
 
 @pytest.mark.follows("test_fit_on_empty")
-@pytest.mark.xfail(
-    strict=True,
-    reason="empty numpy data is refused with a ValueError (steps per replica) where the "
-    "original raises TensorFlow's TypeError 'dataset length is unknown'",
-)
 def test_fit_on_empty():
     model = keras.Sequential([keras.layers.Dense(1)])
     model.compile("sgd", "mse")
@@ -788,11 +783,6 @@ def test_weight_deduplication():
 
 
 @pytest.mark.follows("test_predict_error_with_empty_x")
-@pytest.mark.xfail(
-    strict=True,
-    reason="empty numpy data is refused with a ValueError (steps per replica) where the "
-    "original raises TensorFlow's TypeError 'dataset length is unknown'",
-)
 def test_predict_error_with_empty_x():
     inputs = keras.Input(shape=(2,))
     model = keras.Model(inputs=inputs, outputs=keras.layers.Dense(4)(inputs))
