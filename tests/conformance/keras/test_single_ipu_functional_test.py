@@ -509,3 +509,109 @@ def test_model_construction_in_tf_function():
         return built["model"](x)
 
     assert fn(tf.ones((10, 10))).shape.as_list() == [10, 1]
+
+
+@pytest.mark.follows("testSimpleNetworkBuilding")
+def test_simple_network_building():
+    inputs = keras.Input(shape=(32,))
+    assert inputs.dtype.name == "float32" and inputs.shape.as_list() == [None, 32]
+    x = keras.layers.Dense(2)(inputs)
+    assert x.shape.as_list() == [None, 2]
+    network = keras.Model(inputs, keras.layers.Dense(4)(x))
+    assert network(tf.constant(np.random.random((10, 32)), tf.float32)).shape.as_list() == [10, 4]
+
+
+@pytest.mark.follows("testMultiIONetworkBuilding")
+def test_multi_io_network_building():
+    class AddLayer(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs[0] + inputs[1]
+
+    input_a, input_b = keras.Input(shape=(32,)), keras.Input(shape=(16,))
+    a = keras.layers.Dense(16)(input_a)
+    c = keras.layers.Dense(2)(AddLayer()([a, input_b]))
+    network = keras.Model([input_a, input_b], [a, c])
+    outputs = network([tf.ones((10, 32)), tf.ones((10, 16))])
+    assert [o.shape.as_list() for o in outputs] == [[10, 16], [10, 2]]
+
+
+class _DotWithOnes(keras.layers.Layer):
+    """x @ ones((3, 4)); a second input, when given, is added to the product."""
+
+    def build(self, input_shape):
+        self.w = tf.ones(shape=(3, 4))
+
+    def call(self, inputs, training=None):
+        if isinstance(inputs, (list, tuple)):
+            product = backend.dot(inputs[0], self.w)
+            return [product, product + inputs[1]]
+        return backend.dot(inputs, self.w)
+
+
+@pytest.mark.follows("testSingleInputCase")
+@pytest.mark.follows("testTrainingArgument")
+@pytest.mark.parametrize("call_kwargs", [{}, {"training": False}])
+def test_single_input_shape_inference(call_kwargs):
+    layer = _DotWithOnes()
+    assert layer.compute_output_shape((None, 3)).as_list() == [None, 4]
+    assert layer.built  # compute_output_shape builds it
+    assert layer.compute_output_shape((6, 3)).as_list() == [6, 4]
+    inputs = keras.Input(shape=(3,))
+    model = keras.Model(inputs, layer(inputs, **call_kwargs))
+    x = np.random.random((2, 3))
+    predicted = model.predict(x, batch_size=2, verbose=0)
+    assert_close(predicted, x @ np.ones((3, 4)), rtol=1e-5)
+
+
+@pytest.mark.follows("testMultiInputOutputCase")
+def test_multi_input_output_case():
+    input_a, input_b = keras.Input(shape=(3,)), keras.Input(shape=(4,))
+    output_a, output_b = _DotWithOnes()([input_a, input_b])
+    model = keras.Model([input_a, input_b], [output_a, output_b])
+    a, b = np.random.random((2, 3)), np.random.random((2, 4))
+    out_a, out_b = model.predict([a, b], batch_size=2, verbose=0)
+    assert_close(out_a, a @ np.ones((3, 4)), rtol=1e-5)
+    assert_close(out_b, a @ np.ones((3, 4)) + b, rtol=1e-5)
+
+
+class _ConvBlock(keras.Model):
+    def __init__(self, pool=True):
+        super().__init__()
+        self.conv1 = keras.layers.Conv2D(8, 3)
+        self.pool = keras.layers.GlobalAveragePooling2D() if pool else None
+        self.fc = keras.layers.Dense(3) if pool else None
+
+    def call(self, x):
+        x = self.conv1(x)
+        return self.fc(self.pool(x)) if self.pool else x
+
+
+def _check_none_shape_build(model):
+    model.build(tf.TensorShape((None, None, None, 1)))
+    assert model.built and model.weights
+    assert model(tf.ones((1, 10, 10, 1))).shape == (1, 3)
+
+
+@pytest.mark.follows("testNoneInShape")
+def test_none_in_shape():
+    _check_none_shape_build(_ConvBlock())
+
+
+@pytest.mark.follows("testNoneInShapeWithCompoundModel")
+def test_none_in_shape_with_compound_model():
+    class CompoundModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.block = _ConvBlock()
+
+        def call(self, x):
+            return self.block(x)
+
+    _check_none_shape_build(CompoundModel())
+
+
+@pytest.mark.follows("testNoneInShapeWithFunctionalAPI")
+def test_none_in_shape_with_functional_api():
+    input_layer = keras.Input(shape=(None, None, 1))
+    x = keras.layers.GlobalAveragePooling2D()(_ConvBlock(pool=False)(input_layer))
+    _check_none_shape_build(keras.Model(inputs=input_layer, outputs=keras.layers.Dense(3)(x)))
