@@ -548,3 +548,70 @@ def test_default_callbacks_do_not_call_batch_hooks(tmp_path):
     assert not callbacks._should_call_train_batch_hooks
     assert not callbacks._should_call_test_batch_hooks
     assert not callbacks._should_call_predict_batch_hooks
+
+
+def _checkpointed_model():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    (x, y), _ = _categorical_data()
+    return model, tf.data.Dataset.from_tensor_slices((x, y)).batch(5, drop_remainder=True)
+
+
+@pytest.mark.follows("test_fit_with_ModelCheckpoint_with_dir_as_h5_filepath")
+def test_fit_with_model_checkpoint_with_dir_as_h5_filepath(tmp_path):
+    model, train = _checkpointed_model()
+    filepath = tmp_path / "temp.h5"
+    filepath.mkdir()
+    callback = keras.callbacks.ModelCheckpoint(filepath=str(filepath))
+    with pytest.raises(
+        IOError, match="Please specify a non-directory filepath for ModelCheckpoint."
+    ):
+        model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+
+
+@pytest.mark.follows("test_ModelCheckpoint_with_bad_path_placeholders")
+def test_model_checkpoint_with_bad_path_placeholders(tmp_path):
+    model, train = _checkpointed_model()
+    callback = keras.callbacks.ModelCheckpoint(str(tmp_path / "chkpt_{epoch:02d}_{mape:.2f}.h5"))
+    with pytest.raises(KeyError, match="Failed to format this callback filepath"):
+        model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+
+
+@pytest.mark.follows("test_ModelCheckpoint_override_if_file_exist")
+def test_model_checkpoint_override_if_file_exist(tmp_path):
+    model, train = _checkpointed_model()
+    filepath = str(tmp_path / "checkpoint.epoch{epoch:02d}.h5")
+    callback = keras.callbacks.ModelCheckpoint(filepath, save_weights_only=True)
+    model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+    saved = str(tmp_path / "checkpoint.epoch01.h5")
+    model.load_weights(saved)
+    before = model.get_weights()
+    model.fit(train, epochs=1, callbacks=[callback], verbose=0)  # writes epoch01 again
+    model.load_weights(saved)
+    after = model.get_weights()
+    assert not all(np.allclose(b, a) for b, a in zip(before, after, strict=True))
+
+
+@pytest.mark.follows("test_TensorBoard_basic")
+def test_tensorboard_basic(tmp_path):
+    model = _small_mlp(input_dim=INPUT_DIM)
+    model.compile(loss="mse", optimizer="rmsprop")
+    x, y = np.ones((10, INPUT_DIM)), np.ones((10, NUM_CLASSES))
+    logdir = tmp_path / "logs"
+    model.fit(
+        x,
+        y,
+        batch_size=2,
+        epochs=2,
+        validation_data=(x, y),
+        callbacks=[keras.callbacks.TensorBoard(str(logdir))],
+        verbose=0,
+    )
+    tags = {}
+    for run in ("train", "validation"):
+        for path in (logdir / run).glob("events.out.tfevents.*"):
+            for event in tf.compat.v1.train.summary_iterator(str(path)):
+                for value in event.summary.value:
+                    tags.setdefault(run, set()).add(value.tag)
+    assert "epoch_loss" in tags["train"]
+    assert {"epoch_loss", "evaluation_loss_vs_iterations"} <= tags["validation"]
