@@ -461,3 +461,50 @@ def test_kwargs_in_signature():
 
     model = HasKwargs()
     assert_close(model(tf.ones([1]), a=3), [1.0])
+
+
+@pytest.mark.follows("test_embed_dtype_with_subclass_build")
+def test_embed_dtype_with_subclass_build():
+    class Embedding(keras.layers.Layer):
+        def __init__(self, vocab_size, embedding_dim, **kwargs):
+            super().__init__(**kwargs)
+            self.vocab_size = vocab_size
+            self.embedding_dim = embedding_dim
+
+        def build(self, _):
+            self.embedding = self.add_weight(
+                "embedding_kernel",
+                shape=[self.vocab_size, self.embedding_dim],
+                dtype=np.float32,
+                initializer=tf.compat.v1.random_uniform_initializer(-0.1, 0.1),
+                trainable=True,
+            )
+
+        def call(self, x):
+            return tf.compat.v1.nn.embedding_lookup(self.embedding, x)
+
+    class EmbedModel(keras.Model):
+        def __init__(self, vocab_size, embed_size):
+            super().__init__()
+            self.embed1 = Embedding(vocab_size, embed_size)
+
+        def call(self, inputs):
+            return self.embed1(inputs)
+
+    model = EmbedModel(100, 20)
+    _check_unbuilt(model)
+    with pytest.raises(ValueError, match="if your layers do not support float type inputs"):
+        model.build(input_shape=(35, 20))
+
+
+@pytest.mark.follows("test_training_no_default")
+def test_training_no_default():
+    class TrainingNoDefaultModel(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense1 = keras.layers.Dense(1, kernel_initializer="ones")
+
+        def call(self, x, training):
+            return self.dense1(x)
+
+    assert_close(TrainingNoDefaultModel()(tf.ones([1, 1]), True), [[1.0]])
