@@ -615,3 +615,48 @@ def test_none_in_shape_with_functional_api():
     input_layer = keras.Input(shape=(None, None, 1))
     x = keras.layers.GlobalAveragePooling2D()(_ConvBlock(pool=False)(input_layer))
     _check_none_shape_build(keras.Model(inputs=input_layer, outputs=keras.layers.Dense(3)(x)))
+
+
+@pytest.mark.follows("test_nested_inputs_network")
+def test_nested_inputs_network():
+    inputs = {"x1": keras.Input(shape=(1,)), "x2": keras.Input(shape=(1,))}
+    network = keras.Model(inputs, keras.layers.Add()([inputs["x1"], inputs["x2"]]))
+    network = keras.Model.from_config(network.get_config())
+    assert_close(network({"x1": tf.ones((1, 1)), "x2": tf.ones((1, 1))}), [[2.0]])
+    x = {"x1": np.array([[1.0], [2.0]]), "x2": np.array([[3.0], [5.0]])}
+    assert_close(network.predict(x, batch_size=2, verbose=0), [[4.0], [7.0]])
+    shape = network.compute_output_shape({"x1": (None, 1), "x2": (None, 1)})
+    assert shape.as_list() == [None, 1]
+
+
+@pytest.mark.follows("test_nested_outputs_network")
+def test_nested_outputs_network():
+    inputs = keras.Input(shape=(1,))
+    outputs = {
+        "x+x": keras.layers.Add()([inputs, inputs]),
+        "x*x": keras.layers.Multiply()([inputs, inputs]),
+    }
+    network = keras.Model.from_config(keras.Model(inputs, outputs).get_config())
+    result = network.predict(np.array([[1.0], [3.0]]), batch_size=2, verbose=0)
+    assert_close(result["x+x"], [[2.0], [6.0]])
+    assert_close(result["x*x"], [[1.0], [9.0]])
+    shape = network.compute_output_shape((None, 1))
+    assert shape["x+x"].as_list() == [None, 1] and shape["x*x"].as_list() == [None, 1]
+
+
+@pytest.mark.follows("test_nested_network_inside_network")
+def test_nested_network_inside_network():
+    inner_inputs = {"x1": keras.Input(shape=(1,)), "x2": keras.Input(shape=(1,))}
+    inner_outputs = {
+        "x1+x2": keras.layers.Add()([inner_inputs["x1"], inner_inputs["x2"]]),
+        "x1*x2": keras.layers.Multiply()([inner_inputs["x1"], inner_inputs["x2"]]),
+    }
+    inner = keras.Model(inner_inputs, inner_outputs)
+    inputs = [keras.Input(shape=(1,)), keras.Input(shape=(1,))]
+    middle = inner({"x1": inputs[0], "x2": inputs[1]})
+    network = keras.Model(inputs, keras.layers.Add()([middle["x1+x2"], middle["x1*x2"]]))
+    network = keras.Model.from_config(network.get_config())
+    x1, x2 = np.array([[1.0], [2.0]]), np.array([[1.0], [3.0]])
+    # (x1 + x2) + (x1 * x2)
+    assert_close(network.predict([x1, x2], batch_size=2, verbose=0), [[3.0], [11.0]])
+    assert network.compute_output_shape([(None, 1), (None, 1)]).as_list() == [None, 1]
