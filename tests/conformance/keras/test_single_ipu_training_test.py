@@ -1260,3 +1260,50 @@ def test_model_with_nested_compiled_model():
     outer.compile("sgd", loss="mse", metrics=[keras.metrics.Accuracy("acc2")])
     outer.fit(np.ones((10, 1)), np.ones((10, 1)), batch_size=10, verbose=0)
     assert [m.name for m in outer.metrics] == ["loss", "acc2", "mean", "mean1", "mean2"]
+
+
+@pytest.mark.follows("test_evaluate_with_custom_test_step")
+@pytest.mark.parametrize(
+    ("use_compiled_metrics", "use_custom_metrics"), [(False, True), (True, False), (True, True)]
+)
+def test_evaluate_with_custom_test_step(use_compiled_metrics, use_custom_metrics):
+    class MyModel(keras.Model):
+        def test_step(self, data):
+            x, y = data
+            pred = self(x)
+            metrics = {}
+            if use_compiled_metrics:
+                self.compiled_metrics.update_state(y, pred)
+                self.compiled_loss(y, pred)
+                for metric in self.metrics:
+                    metrics[metric.name] = metric.result()
+            if use_custom_metrics:
+                metrics.update({"mean": tf.reduce_mean(pred), "sum": tf.reduce_sum(pred)})
+            return metrics
+
+    inputs = keras.Input((2,))
+    model = MyModel(inputs, keras.layers.Dense(3)(inputs))
+    model.compile("adam", "mse", metrics=["mae", "mape"] if use_compiled_metrics else None)
+    x, y = np.random.random((4, 2)), np.random.random((4, 3))
+    results_list = model.evaluate(x, y, batch_size=1, verbose=0)
+    results_dict = model.evaluate(x, y, return_dict=True, batch_size=1, verbose=0)
+    names = (["loss", "mae", "mape"] if use_compiled_metrics else []) + (
+        ["mean", "sum"] if use_custom_metrics else []
+    )
+    assert results_list == [results_dict[name] for name in names]
+    if use_custom_metrics:  # the last batch's prediction
+        last = model.predict(x[-1:], batch_size=1, verbose=0)
+        assert_close(results_dict["sum"], np.sum(last), rtol=1e-5)
+
+
+@pytest.mark.follows("test_model_make_function")
+@pytest.mark.parametrize("model_type", ["sequential"])  # one kind of model (the original: all)
+def test_model_make_function(model_type):
+    layers = [keras.layers.Dense(10, dtype=np.float16), keras.layers.Dense(10, dtype=np.float16)]
+    model = model_from_layers(layers, (1,), model_type)
+    model.compile("sgd", "mse")
+    for make in (model.make_train_function, model.make_test_function, model.make_predict_function):
+        original = make()
+        assert original is not None
+        assert make() is original  # cached
+        assert make(force=True) is not original  # made again when forced
