@@ -1307,3 +1307,34 @@ def test_model_make_function(model_type):
         assert original is not None
         assert make() is original  # cached
         assert make(force=True) is not original  # made again when forced
+
+
+@pytest.mark.follows("test_calling_aggregate_gradient")
+def test_calling_aggregate_gradient():
+    class _Optimizer(keras.optimizers.legacy.SGD):
+        """Records whether Keras asks it to aggregate the gradients."""
+
+        _HAS_AGGREGATE_GRAD = True
+
+        def __init__(self):
+            self.aggregate_gradients_called = False
+            super().__init__(name="MyOptimizer")
+
+        def _aggregate_gradients(self, grads):
+            self.aggregate_gradients_called = True
+            return super()._aggregate_gradients(grads)
+
+    class _OptimizerOverrideApplyGradients(_Optimizer):
+        """One whose apply_gradients has no `experimental_aggregate_gradients`."""
+
+        _HAS_AGGREGATE_GRAD = False
+
+        def apply_gradients(self, grads_and_vars, name=None):
+            return super().apply_gradients(grads_and_vars, name)
+
+    model = keras.Sequential([keras.layers.Dense(10, activation="relu")])
+    x, y = np.ones((32, 10)), np.ones((32, 10))
+    for optimizer in (_Optimizer(), _OptimizerOverrideApplyGradients()):
+        model.compile(optimizer, "mse")
+        model.fit(x, y, verbose=0)
+        assert model.optimizer.aggregate_gradients_called
