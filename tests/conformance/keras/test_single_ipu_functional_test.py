@@ -660,3 +660,39 @@ def test_nested_network_inside_network():
     # (x1 + x2) + (x1 * x2)
     assert_close(network.predict([x1, x2], batch_size=2, verbose=0), [[3.0], [11.0]])
     assert network.compute_output_shape([(None, 1), (None, 1)]).as_list() == [None, 1]
+
+
+def _check_trainable_weights_follow_trainable(model, layer):
+    weights = model.weights
+
+    def same(ours, theirs):
+        return len(ours) == len(theirs) and all(a is b for a, b in zip(ours, theirs, strict=True))
+
+    assert same(model.trainable_weights, weights) and model.non_trainable_weights == []
+    model.trainable = False
+    assert model.trainable_weights == [] and same(model.non_trainable_weights, weights)
+    model.trainable = True
+    assert same(model.trainable_weights, weights) and model.non_trainable_weights == []
+    layer.trainable = False
+    assert model.trainable_weights == [] and same(model.non_trainable_weights, weights)
+
+
+@pytest.mark.follows("test_trainable_weights")
+def test_trainable_weights():
+    a = keras.Input(shape=(2,))
+    model = keras.Model(a, keras.layers.Dense(1)(a))
+    _check_trainable_weights_follow_trainable(model, model.layers[1])
+    model = keras.Sequential([keras.layers.Dense(1, input_dim=2)])
+    _check_trainable_weights_follow_trainable(model, model.layers[0])
+
+
+@pytest.mark.follows("test_multi_output_layer_output_names")
+def test_multi_output_layer_output_names():
+    class _MultiOutput(keras.layers.Layer):
+        def call(self, x):
+            return x + 1.0, x + 2.0
+
+    inp = keras.Input(name="inp", shape=(None,), dtype=tf.float32)
+    model = keras.Model(inp, _MultiOutput(name="out")(inp))
+    assert model.output_names == ["out", "out_1"]
+    assert_close(model(1.0), [2.0, 3.0])
