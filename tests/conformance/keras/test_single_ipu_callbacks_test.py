@@ -618,3 +618,58 @@ def test_tensorboard_basic(tmp_path):
                     tags.setdefault(run, set()).add(value.tag)
     assert "epoch_loss" in tags["train"]
     assert {"epoch_loss", "evaluation_loss_vs_iterations"} <= tags["validation"]
+
+
+class _BatchEndCounter(keras.callbacks.Callback):
+    def __init__(self, should_run=None):
+        super().__init__()
+        self.should_run = should_run
+        self.batches = {"train": 0, "test": 0, "predict": 0}
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches["train"] += 1
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.batches["test"] += 1
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.batches["predict"] += 1
+
+
+class _OverridingBatchEndCounter(_BatchEndCounter):
+    """Tells Keras whether it implements batch hooks, whatever it defines."""
+
+    def _implements_train_batch_hooks(self):
+        return self.should_run
+
+    def _implements_test_batch_hooks(self):
+        return self.should_run
+
+    def _implements_predict_batch_hooks(self):
+        return self.should_run
+
+
+def _run_all_three(callback):
+    x, y = np.ones((10, 1)), np.ones((10, 1))
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(x, y, epochs=2, batch_size=10, callbacks=[callback], verbose=0)
+    model.evaluate(x, y, batch_size=10, callbacks=[callback], verbose=0)
+    model.predict(x, batch_size=10, callbacks=[callback], verbose=0)
+    return callback.batches
+
+
+@pytest.mark.follows("test_implements_batch_hooks")
+def test_implements_batch_hooks():
+    assert _run_all_three(_BatchEndCounter()) == {"train": 2, "test": 1, "predict": 1}
+
+
+@pytest.mark.follows("test_implements_batch_hooks_override")
+@pytest.mark.parametrize("should_run", [True, False])
+def test_implements_batch_hooks_override(should_run):
+    expected = (
+        {"train": 2, "test": 1, "predict": 1}
+        if should_run
+        else dict.fromkeys(("train", "test", "predict"), 0)
+    )
+    assert _run_all_three(_OverridingBatchEndCounter(should_run)) == expected
