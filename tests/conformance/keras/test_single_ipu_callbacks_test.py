@@ -70,6 +70,7 @@ def _counted_model(model_type):
 
 
 @pytest.mark.follows("test_callback_hooks_are_called_in_fit")
+@pytest.mark.slow
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_callback_hooks_are_called_in_fit(model_type):
     counter = Counter()

@@ -105,6 +105,7 @@ def _fit_masked_then_unmasked(model):
 
 
 @pytest.mark.follows("test_mask_derived_from_keras_layer")
+@pytest.mark.slow
 def test_mask_derived_from_keras_layer():
     inputs = keras.Input((5, 10))
     mask = keras.Input((5,))

@@ -92,6 +92,7 @@ def test_eval():
 
 
 @pytest.mark.follows("test_eval_with_sample_weight")
+@pytest.mark.slow
 def test_eval_with_sample_weight():
     def evaluate(sample_weight):
         return _model().evaluate(

@@ -109,6 +109,7 @@ def test_sequential_deferred_build_with_dataset_iterators():
 
 
 @pytest.mark.follows("test_training_and_eval_methods_on_symbolic_tensors")
+@pytest.mark.slow
 def test_training_and_eval_methods_on_symbolic_tensors():
     def model():
         keras.utils.set_random_seed(3)
@@ -120,7 +121,7 @@ def test_training_and_eval_methods_on_symbolic_tensors():
 
     def run():
         trained = model()
-        history = trained.fit(inputs, targets, epochs=2, steps_per_epoch=30, verbose=0)
+        history = trained.fit(inputs, targets, epochs=1, steps_per_epoch=30, verbose=0)
         evaluated = model().evaluate(inputs, targets, steps=2, verbose=0)
         predicted = model().predict(inputs, steps=2, verbose=0)
         validated = model().fit(
@@ -306,6 +307,7 @@ class _ScaleModule(tf.Module):
 
 
 @pytest.mark.follows("test_tf_module_call")
+@pytest.mark.slow
 def test_tf_module_call():
     module = _ScaleModule()
     model = keras.Sequential()
