@@ -1338,3 +1338,71 @@ def test_calling_aggregate_gradient():
         model.compile(optimizer, "mse")
         model.fit(x, y, verbose=0)
         assert model.optimizer.aggregate_gradients_called
+
+
+@pytest.mark.follows("test_fit_with_incorrect_weights")
+def test_fit_with_incorrect_weights():
+    input_a = keras.Input(shape=(3,), name="input_a")
+    input_b = keras.Input(shape=(3,), name="input_b")
+    dense = keras.layers.Dense(2, name="output_1")
+    output_2 = keras.layers.Dropout(0.5, name="output_2")(dense(input_b))
+    model = keras.Model([input_a, input_b], [dense(input_a), output_2])
+    model.compile(optimizer="adam", loss="mse")
+    x, y = np.random.random((10, 3)), np.random.random((10, 2))
+    with pytest.raises(ValueError):
+        model.fit([x, x], [y, y], epochs=1, batch_size=5, sample_weight={"unknown": x})
+    with pytest.raises(ValueError):
+        model.fit([x, x], [y, y], epochs=1, batch_size=5, class_weight={"unknown": 1})
+
+
+@pytest.mark.follows("test_masking_deferred")
+def test_masking_deferred():  # Sequential (the original: also subclassed)
+    layers = [
+        keras.layers.Masking(mask_value=0),
+        keras.layers.TimeDistributed(keras.layers.Dense(1, kernel_initializer="one")),
+    ]
+    model = keras.Sequential(layers)  # no input shape: built by its first batch
+    model.compile(loss="mse", optimizer=tf.compat.v1.train.RMSPropOptimizer(learning_rate=0.001))
+    x = np.array([[[1], [1]], [[0], [0]]])
+    y = np.array([[[1], [1]], [[1], [1]]])
+    assert model.train_on_batch(x, y) == 0
+
+
+@pytest.mark.follows("test_mask_argument_in_layer")
+def test_mask_argument_in_layer():
+    masks = []
+
+    class CustomMaskedLayer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            masks.append(mask)
+            return inputs
+
+    inputs = keras.Input((3,))
+    outputs = CustomMaskedLayer()(keras.layers.Masking(mask_value=0)(inputs))
+    model = keras.Model(inputs, outputs)
+    model.compile(loss="mse", optimizer=tf.compat.v1.train.RMSPropOptimizer(learning_rate=0.001))
+    model.train_on_batch(np.random.random((5, 3)), np.random.random((5, 3)))
+    assert masks and all(mask is not None for mask in masks)
+
+
+@pytest.mark.follows("test_toggle_value")
+def test_toggle_value():
+    input_0 = keras.Input(shape=(1,))
+    dense_0 = keras.layers.Dense(1, kernel_initializer="ones", bias_initializer="ones")
+    dense_1 = keras.layers.Dense(1, kernel_initializer="ones", bias_initializer="ones")
+    model = keras.Model(input_0, keras.layers.Add()([dense_0(input_0), dense_1(input_0)]))
+    dense_0.trainable = False
+    model.compile("sgd", "mse")
+    x = np.ones((10, 1))
+    model.train_on_batch(x, 5 * x + 2)
+    # Trainable again, but the model was compiled with it frozen: it stays as it was.
+    dense_0.trainable = True
+    model.train_on_batch(x, 5 * x + 2)
+    kernel, bias = dense_0.get_weights()
+    assert [kernel[0, 0], bias[0]] == [1.0, 1.0]
+    kernel, bias = dense_1.get_weights()
+    assert_close([kernel[0, 0], bias[0]], [1.1176, 1.1176], rtol=1e-4)
