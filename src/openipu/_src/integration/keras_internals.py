@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tf_keras.src.engine import data_adapter
+from tf_keras.src.engine import data_adapter, training
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,19 @@ _internal(
 def class_weight_map_fn(class_weight: dict):
     """Keras' dataset map function applying `class_weight` to (x, y[, sample_weight])."""
     return data_adapter._make_class_weight_map_fn(class_weight)
+
+
+_internal(
+    "tf_keras.src.engine.training",
+    "_disallow_inside_tf_function",
+    "an IPU model's fit/evaluate/predict refuse a call inside a tf.function as stock Keras "
+    "does, before their own checks read eager values",
+)
+
+
+def disallow_inside_tf_function(method_name: str) -> None:
+    """Keras' RuntimeError for `Model.<method_name>` called inside a `tf.function`."""
+    training._disallow_inside_tf_function(method_name)
 
 
 _internal(

@@ -28,6 +28,8 @@ class CostOptions:
     pipeline_schedule: str = "Grouped"  # Grouped, Interleaved, Sequential
     gradient_accumulation_count: int = 1
     allow_out_of_memory: bool = False
+    # ipu_model.compile_ipu_code: without compiled IPU code no code occupies the tiles.
+    compile_ipu_code: bool = True
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -59,6 +61,7 @@ def from_config(config: object | None, **overrides: object) -> CostOptions:
         version = getattr(connection, "version", "") or getattr(model, "version", "") or "ipu2"
         values["version"] = version
         values["tiles"] = int(getattr(model, "tiles_per_ipu", 0) or 0)
+        values["compile_ipu_code"] = bool(getattr(model, "compile_ipu_code", True))
         matmuls = dict(getattr(getattr(config, "matmuls", None), "poplar_options", {}) or {})
         convolutions = dict(
             getattr(getattr(config, "convolutions", None), "poplar_options", {}) or {}

@@ -146,7 +146,10 @@ def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMem
         categories["temporaries"] = temporaries
         categories["exchange"] = max((op.input_bytes for op in operations), default=0) // 4
         categories["streams"] = workload.stream_bytes_per_step if ipu == 0 else 0
+        # The IPU model told not to compile IPU code (ipu_model.compile_ipu_code False) holds
+        # no operation code on the tiles; the runtime stays.
         code = CODE_BYTES_PER_OPERATION * len({(op.type, op.name) for op in operations})
+        code = code if options.compile_ipu_code else 0
         categories["code"] = code + RUNTIME_BYTES_PER_TILE * tiles
 
         tile_bytes = np.full(tiles, RUNTIME_BYTES_PER_TILE, np.int64)

@@ -50,6 +50,9 @@ def extended_class(cls: type) -> type:
                     "__module__": cls.__module__,
                     "__qualname__": cls.__qualname__,
                     "get_config": _get_config_with_options,
+                    # Keras asks whether a model's own class defines `build` (an unbuilt
+                    # one then has no weights to read, `Model._assert_weights_created`).
+                    **({"build": cls.__dict__["build"]} if "build" in cls.__dict__ else {}),
                 },
             )
             _extended_classes[cls] = extended

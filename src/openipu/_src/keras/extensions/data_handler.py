@@ -184,8 +184,14 @@ class IPUDataHandler(data_adapter.DataHandler):
             batches = data_adapter.DataHandler._infer_steps(self, None, dataset)
             return batches if batches is not None else total
 
+        def dataset_items() -> int:
+            # The original's message reads `len(dataset)`: TensorFlow's TypeError when the
+            # length is unknown (empty numpy data, say; keras/ipu/extensions/data_adapter.py
+            # `_validate_data_handler`).
+            return len(dataset)
+
         execution = step_rules.execution_steps(
-            steps_per_execution, steps, replicas, dataset_batches
+            steps_per_execution, steps, replicas, dataset_batches, dataset_items
         )
         return steps, execution
 

@@ -375,17 +375,23 @@ class KerasExtensions(_KerasModel):
         )
 
     def fit(self, *args, **kwargs):
+        # Stock Keras's refusal comes first, before the IPU checks read eager values.
+        keras_internals.disallow_inside_tf_function("fit")
         self._check_fit_options()
         self._check_overrides("fit")
         with self._ipu_execution("fit"):
             return super().fit(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
+        # Stock Keras's refusal comes first, before the IPU checks read eager values.
+        keras_internals.disallow_inside_tf_function("evaluate")
         self._check_overrides("evaluate")
         with self._ipu_execution("evaluate"):
             return super().evaluate(*args, **kwargs)
 
     def predict(self, *args, **kwargs):
+        # Stock Keras's refusal comes first, before the IPU checks read eager values.
+        keras_internals.disallow_inside_tf_function("predict")
         self._check_overrides("predict")
         with self._ipu_execution("predict"):
             return super().predict(*args, **kwargs)

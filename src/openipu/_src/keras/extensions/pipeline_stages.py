@@ -253,11 +253,29 @@ def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
         finally:
             depth["value"] -= id(layer) in direct
 
-    inputs = _input_specs(keras_internals.build_input_shape(model))
+    inputs = _traced_inputs(model)
     with keras_layer_call.intercepted(recording_call):
-        concrete = tf.function(lambda x: model.call(x)).get_concrete_function(inputs)
+        # Through `__call__`, not `call`: a model whose `call` adds metrics or losses needs
+        # Keras's call context (the next real call clears the traced losses).
+        concrete = tf.function(lambda x: model(x)).get_concrete_function(inputs)
         del concrete
     return invocations
+
+
+def _traced_inputs(model):
+    """Specs of the inputs the model was last called on (their dtypes), else float32 ones of
+    its build input shape; a batch of 1 where unknown."""
+    saved = model.save_spec(dynamic_batch=False)
+    if saved is not None:
+        args, _ = saved
+        if len(args) == 1:
+            return tf.nest.map_structure(
+                lambda spec: tf.TensorSpec(
+                    [1 if d is None else d for d in spec.shape.as_list()], spec.dtype
+                ),
+                args[0],
+            )
+    return _input_specs(keras_internals.build_input_shape(model))
 
 
 def _input_specs(shape):

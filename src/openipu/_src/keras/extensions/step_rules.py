@@ -94,11 +94,13 @@ def execution_steps(
     steps: int,
     replicas: int,
     dataset_batches: Callable[[], int],
+    dataset_items: Callable[[], int] | None = None,
 ) -> int:
     """The steps of one execution for an epoch of `steps` per-replica steps.
 
-    `dataset_batches` tells the batches the data holds, for the message of a
-    replica left with no step (only called then).
+    `dataset_batches` tells the batches the data holds, and `dataset_items` its length
+    (the batches when not given), for the message of a replica left with no step (only
+    called then).
     """
     if steps_per_execution > steps:
         logging.warning(
@@ -110,8 +112,9 @@ def execution_steps(
     if steps == 0:
         batches = dataset_batches()
         each = math.ceil(batches / replicas)
+        items = dataset_items() if dataset_items is not None else batches
         raise ValueError(
-            f"The provided dataset contains {batches} items, but all {replicas} replicas "
+            f"The provided dataset contains {items} items, but all {replicas} replicas "
             f"are requested to run {each} steps each. Make sure the dataset "
             f"contains at least {each * replicas} items."
         )

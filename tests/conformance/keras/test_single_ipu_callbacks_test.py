@@ -1,0 +1,676 @@
+"""Conformance: graphcore/keras `keras/ipu/extensions/single_ipu/callbacks_test.py`.
+
+Stock Keras callbacks with models inside an IPUStrategy: every hook is called as often
+as in stock Keras for fit, evaluate and predict, early stopping (modes, reuse, baseline,
+restoring the best weights), learning-rate scheduling and reduction on plateau (the
+optimizer's rate read back), checkpoints (the saved weights are the model's), the CSV
+log (the history's values), stopping on NaN, a lambda callback, float logs and stopping
+within an epoch.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import re
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+from single_ipu_checks import MODEL_TYPES, assert_close, model_from_layers, stock
+
+pytestmark = pytest.mark.usefixtures("ipu_scope")
+
+TRAIN_SAMPLES = 10
+TEST_SAMPLES = 10
+NUM_CLASSES = 2
+INPUT_DIM = 3
+NUM_HIDDEN = 5
+BATCH_SIZE = 5
+
+CALLBACK_HOOKS = [
+    "on_batch_begin", "on_batch_end", "on_epoch_begin", "on_epoch_end",
+    "on_predict_batch_begin", "on_predict_batch_end", "on_predict_begin", "on_predict_end",
+    "on_test_batch_begin", "on_test_batch_end", "on_test_begin", "on_test_end",
+    "on_train_batch_begin", "on_train_batch_end", "on_train_begin", "on_train_end",
+]  # fmt: skip
+
+
+class Counter(keras.callbacks.Callback):
+    """Counts the calls of each hook."""
+
+    def __init__(self):
+        super().__init__()
+        self.method_counts = collections.defaultdict(int)
+        for name in CALLBACK_HOOKS:
+            setattr(self, name, self._counting(name, getattr(self, name)))
+
+    def _counting(self, name, method):
+        def call_and_count(*args, **kwargs):
+            self.method_counts[name] += 1
+            return method(*args, **kwargs)
+
+        return call_and_count
+
+
+def _check_counts(counter, expected):
+    assert {name: counter.method_counts[name] for name in expected} == expected
+
+
+def _counted_model(model_type):
+    layers = [
+        keras.layers.Dense(10, activation="relu"),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ]
+    model = model_from_layers(layers, (10,), model_type)
+    model.compile(tf.compat.v1.train.AdamOptimizer(0.001), "binary_crossentropy")
+    return model
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_fit")
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_callback_hooks_are_called_in_fit(model_type):
+    counter = Counter()
+    _counted_model(model_type).fit(
+        np.ones((10, 10)),
+        np.ones((10, 1)),
+        validation_data=(np.ones((4, 10)), np.ones((4, 1))),
+        batch_size=2,
+        steps_per_epoch=5,
+        epochs=5,
+        callbacks=[counter],
+        verbose=0,
+    )
+    _check_counts(
+        counter,
+        {
+            "on_batch_begin": 25, "on_batch_end": 25, "on_epoch_begin": 5, "on_epoch_end": 5,
+            "on_predict_batch_begin": 0, "on_predict_batch_end": 0, "on_predict_begin": 0,
+            "on_predict_end": 0, "on_test_batch_begin": 10, "on_test_batch_end": 10,
+            "on_test_begin": 5, "on_test_end": 5, "on_train_batch_begin": 25,
+            "on_train_batch_end": 25, "on_train_begin": 1, "on_train_end": 1,
+        },
+    )  # fmt: skip
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_evaluate")
+@pytest.mark.parametrize("model_type", ["functional"])  # one kind of model (the original: all)
+def test_callback_hooks_are_called_in_evaluate(model_type):
+    counter = Counter()
+    _counted_model(model_type).evaluate(
+        np.ones((10, 10)), np.ones((10, 1)), batch_size=2, callbacks=[counter], verbose=0
+    )
+    _check_counts(
+        counter,
+        {"on_test_batch_begin": 5, "on_test_batch_end": 5, "on_test_begin": 1, "on_test_end": 1},
+    )
+
+
+@pytest.mark.follows("test_callback_hooks_are_called_in_predict")
+@pytest.mark.parametrize("model_type", ["subclass"])  # one kind of model (the original: all)
+def test_callback_hooks_are_called_in_predict(model_type):
+    counter = Counter()
+    _counted_model(model_type).predict(
+        np.ones((10, 10)), batch_size=2, callbacks=[counter], verbose=0
+    )
+    _check_counts(
+        counter,
+        {
+            "on_predict_batch_begin": 5, "on_predict_batch_end": 5, "on_predict_begin": 1,
+            "on_predict_end": 1,
+        },
+    )  # fmt: skip
+
+
+@pytest.mark.follows("test_callback_list_methods")
+def test_callback_list_methods():
+    counter = Counter()
+    callback_list = keras.callbacks.CallbackList([counter])
+    for hook in ("on_test_batch_begin", "on_test_batch_end", "on_predict_batch_begin",
+                 "on_predict_batch_end"):  # fmt: skip
+        getattr(callback_list, hook)(0)
+    _check_counts(
+        counter,
+        {
+            "on_test_batch_begin": 1, "on_test_batch_end": 1, "on_predict_batch_begin": 1,
+            "on_predict_batch_end": 1,
+        },
+    )  # fmt: skip
+
+
+def _test_data(train_samples=TRAIN_SAMPLES, test_samples=TEST_SAMPLES, input_dim=INPUT_DIM):
+    """Keras's `testing_utils.get_test_data`: classes around per-class centres."""
+    rng = np.random.default_rng(1337)
+    total = train_samples + test_samples
+    y = rng.integers(0, NUM_CLASSES, size=(total,))
+    centres = rng.random((NUM_CLASSES, input_dim))
+    x = (centres[y] + rng.normal(0, 0.1, (total, input_dim))).astype(np.float32)
+    return (x[:train_samples], y[:train_samples]), (x[train_samples:], y[train_samples:])
+
+
+def _small_mlp(num_hidden=NUM_HIDDEN, num_classes=NUM_CLASSES, input_dim=INPUT_DIM):
+    return keras.Sequential(
+        [
+            keras.layers.Dense(num_hidden, activation="relu", input_dim=input_dim),
+            keras.layers.Dense(num_classes, activation="softmax" if num_classes > 1 else "sigmoid"),
+        ]
+    )
+
+
+def _categorical_data():
+    (x_train, y_train), (x_test, y_test) = _test_data()
+    to_categorical = keras.utils.to_categorical
+    return (x_train, to_categorical(y_train)), (x_test, to_categorical(y_test))
+
+
+@pytest.mark.follows("test_EarlyStopping")
+@pytest.mark.parametrize(
+    ("mode", "monitor"),
+    [
+        ("max", "val_acc"), ("min", "val_loss"), ("auto", "val_acc"), ("auto", "loss"),
+        ("unknown", "unknown"),
+    ],
+)  # fmt: skip
+def test_early_stopping(mode, monitor):
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    stopper = keras.callbacks.EarlyStopping(patience=0, monitor=monitor, mode=mode)
+    history = model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=[stopper],
+        epochs=5,
+        verbose=0,
+    )
+    if monitor == "unknown":  # a quantity not logged: a warning, and no stopping
+        assert len(history.epoch) == 5
+        return
+    values = history.history[monitor]
+    # With no patience it stops at the first epoch that does not improve (or runs all 5).
+    better = (lambda a, b: a > b) if "acc" in monitor else (lambda a, b: a < b)
+    improving = [better(values[i + 1], values[i]) for i in range(len(values) - 1)]
+    assert all(improving[:-1])
+    assert len(values) == 5 or not improving[-1]
+
+
+@pytest.mark.follows("test_EarlyStopping_reuse")
+def test_early_stopping_reuse():
+    rng = np.random.default_rng(1337)
+    data = rng.random((100, 1)).astype(np.float32)
+    labels = np.where(data > 0.5, 1, 0).astype(np.int32)
+    model = keras.Sequential(
+        [
+            keras.layers.Dense(1, input_dim=1, activation="relu"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+    model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["accuracy"])
+    stopper = keras.callbacks.EarlyStopping(monitor="accuracy", patience=3)
+    for _ in range(2):  # the same callback a second time
+        history = model.fit(data, labels, callbacks=[stopper], batch_size=10, verbose=0, epochs=20)
+        assert len(history.epoch) >= 3
+
+
+@pytest.mark.follows("test_EarlyStopping_with_baseline")
+def test_early_stopping_with_baseline():
+    (data, labels), _ = _test_data(train_samples=100, test_samples=50, input_dim=1)
+    keras.utils.set_random_seed(1337)
+    initial = _small_mlp(num_hidden=1, num_classes=1, input_dim=1).get_weights()
+
+    def epochs_run():
+        model = _small_mlp(num_hidden=1, num_classes=1, input_dim=1)
+        model.set_weights(initial)
+        model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["acc"])
+        runs = []
+        for patience in (0, 3):  # a baseline never reached
+            stopper = keras.callbacks.EarlyStopping(monitor="acc", patience=patience, baseline=1.01)
+            history = model.fit(
+                data, labels, callbacks=[stopper], batch_size=10, shuffle=False, verbose=0,
+                epochs=20,
+            )  # fmt: skip
+            runs.append(len(history.epoch))
+        return runs
+
+    ours = epochs_run()
+    assert ours == stock(epochs_run)
+    assert ours[1] >= 3
+
+
+@pytest.mark.follows("test_EarlyStopping_final_weights_when_restoring_model_weights")
+def test_early_stopping_final_weights_when_restoring_model_weights():
+    x = np.ones((4, 1), np.float32)
+    model = keras.Sequential([keras.layers.Dense(1, input_dim=1, kernel_initializer="ones")])
+    model.compile("sgd", "mse")
+    losses = [0.2, 0.15, 0.1, 0.11, 0.12]
+    saved = {}
+
+    class FakeValidation(keras.callbacks.Callback):
+        """Sets the epoch's validation loss, and remembers the weights it ended with."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            logs["val_loss"] = losses[epoch]
+            saved[epoch] = [w.copy() for w in self.model.get_weights()]
+
+    stopper = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=2, restore_best_weights=True
+    )
+    history = model.fit(
+        x, x * 3, epochs=5, batch_size=4, callbacks=[FakeValidation(), stopper], verbose=0
+    )
+    assert len(history.epoch) == 5  # the loss stops improving at the last two epochs
+    for ours, best in zip(model.get_weights(), saved[2], strict=True):
+        assert_close(ours, best)  # epoch 2 had the best loss
+
+
+def _fit_with(model, callbacks, epochs):
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    return model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=callbacks,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+    )
+
+
+def _learning_rate(model):
+    return float(keras.backend.get_value(model.optimizer.lr))
+
+
+@pytest.mark.follows("test_LearningRateScheduler")
+def test_learning_rate_scheduler():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda x: 1.0 / (1.0 + x))], 5)
+    assert_close(_learning_rate(model), 0.2)
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda x, lr: lr / 2)], 2)
+    assert_close(_learning_rate(model), 0.01 / 4)
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    schedule = keras.optimizers.schedules.CosineDecay(0.01, 2)
+    _fit_with(model, [keras.callbacks.LearningRateScheduler(lambda epoch, _: schedule(epoch))], 2)
+    assert_close(_learning_rate(model), 0.01 * 0.5 * (1 + np.cos(np.pi * (1 / 2))))
+
+
+@pytest.mark.follows("test_ReduceLROnPlateau")
+@pytest.mark.parametrize("min_delta", [0, 10])
+def test_reduce_lr_on_plateau(min_delta):
+    keras.utils.set_random_seed(1234)
+    initial = _small_mlp().get_weights()
+
+    def learning_rate_after_fit():
+        model = _small_mlp()
+        model.set_weights(initial)
+        model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.1))
+        reduce = keras.callbacks.ReduceLROnPlateau(
+            monitor="val_loss", factor=0.1, min_delta=min_delta, patience=1, cooldown=5
+        )
+        _fit_with(model, [reduce], 2)
+        return _learning_rate(model)
+
+    ours = learning_rate_after_fit()
+    assert_close(ours, stock(learning_rate_after_fit), atol=1e-6)
+    if min_delta == 10:  # no epoch improves enough: the rate falls after the second
+        assert_close(ours, 0.01, atol=1e-4)
+
+
+@pytest.mark.follows("test_CSVLogger")
+def test_csv_logger(tmp_path):
+    path = tmp_path / "log.tsv"
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    history = _fit_with(model, [keras.callbacks.CSVLogger(str(path), separator="\t")], 2)
+    with open(path) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    assert [int(r["epoch"]) for r in rows] == [0, 1]
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        assert_close([float(r[key]) for r in rows], history.history[key], rtol=1e-6)
+    # Appending continues the file.
+    _fit_with(model, [keras.callbacks.CSVLogger(str(path), separator="\t", append=True)], 1)
+    with open(path) as f:
+        assert len(list(csv.DictReader(f, delimiter="\t"))) == 3
+
+
+@pytest.mark.follows("test_TerminateOnNaN")
+def test_terminate_on_nan():
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    model = keras.Sequential()
+    initializer = keras.initializers.Constant(value=1e5)
+    for _ in range(5):
+        model.add(
+            keras.layers.Dense(
+                2, input_dim=INPUT_DIM, activation="relu", kernel_initializer=initializer
+            )
+        )
+    model.add(keras.layers.Dense(NUM_CLASSES))
+    model.compile(loss="mean_squared_error", optimizer="rmsprop")
+    history = model.fit(
+        x_train,
+        y_train,
+        batch_size=BATCH_SIZE,
+        validation_data=(x_test, y_test),
+        callbacks=[keras.callbacks.TerminateOnNaN()],
+        epochs=20,
+        verbose=0,
+    )
+    loss = history.history["loss"]
+    assert len(loss) == 1
+    assert np.isnan(loss[0]) or np.isinf(loss[0])
+
+
+@pytest.mark.follows("test_LambdaCallback")
+def test_lambda_callback():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    done = threading.Event()
+    worker = threading.Thread(target=done.wait)
+    worker.start()
+    _fit_with(model, [keras.callbacks.LambdaCallback(on_train_end=lambda logs: done.set())], 5)
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+
+
+@pytest.mark.follows("test_ModelCheckpoint")
+@pytest.mark.parametrize("save_weights_only", [True, False])
+def test_model_checkpoint(tmp_path, save_weights_only):
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    path = str(tmp_path / "checkpoint.h5")
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        path, monitor="val_loss", save_best_only=False, save_weights_only=save_weights_only
+    )
+    _fit_with(model, [checkpoint], 1)
+    restored = _small_mlp()
+    if save_weights_only:
+        restored.load_weights(path)
+    else:
+        restored = keras.models.load_model(path)
+    for ours, saved in zip(model.get_weights(), restored.get_weights(), strict=True):
+        assert_close(saved, ours)
+
+
+@pytest.mark.follows("test_callback_passed_floats")
+def test_callback_passed_floats():
+    seen = []
+
+    class MyCallback(keras.callbacks.Callback):
+        def on_batch_end(self, batch, logs=None):
+            seen.append(("batch", type(batch), type(logs["loss"])))
+
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(("epoch", type(epoch), type(logs["loss"])))
+
+    x, y = np.ones((10, 1), np.int32), np.ones((10, 1), np.int32)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(x, y, epochs=2, batch_size=10, callbacks=[MyCallback()], verbose=0)
+    assert {kind for kind, _, _ in seen} == {"batch", "epoch"}
+    assert all(index is int and loss is float for _, index, loss in seen)
+
+
+@pytest.mark.follows("test_stop_training_batch_level")
+def test_stop_training_batch_level():
+    class MyCallback(keras.callbacks.Callback):
+        batch_counter = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batch_counter += 1
+            if batch == 2:
+                self.model.stop_training = True
+
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    callback = MyCallback()
+    model.fit(np.ones((10, 10)), np.ones((10, 1)), batch_size=2, callbacks=[callback], verbose=0)
+    assert callback.batch_counter == 3  # 5 batches if stop_training did not work
+
+
+def _progbar_model(input_shape=None, additional_metrics=()):
+    layers = [
+        keras.layers.Dense(3, activation="relu"),
+        keras.layers.Dense(2, activation="softmax"),
+    ]
+    if input_shape is None:
+        model = keras.Sequential(layers)
+    else:
+        model = model_from_layers(layers, input_shape, "functional")
+    model.compile(
+        loss="mse",
+        optimizer="rmsprop",
+        metrics=[keras.metrics.CategoricalAccuracy(name="my_acc"), *additional_metrics],
+    )
+    return model
+
+
+def _ones_dataset(samples):
+    x, y = tf.ones((samples, 3)), tf.zeros((samples, 2))
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(10, drop_remainder=True)
+
+
+@pytest.mark.follows("test_progbar_logging")
+def test_progbar_logging(capsys):
+    _progbar_model((3,)).fit(_ones_dataset(200), epochs=2, steps_per_epoch=10)
+    assert re.search(r"(.*- loss:.*- my_acc:.*)+", capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_with_stateful_metrics")
+def test_progbar_logging_with_stateful_metrics(capsys):
+    class AddAllOnes(keras.metrics.Metric):
+        def __init__(self, name="add_all_ones", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.total = self.add_weight(name="total", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.total.assign_add(tf.cast(tf.reduce_sum(y_true), dtype=tf.float32))
+
+        def result(self):
+            return self.total
+
+    x_train = np.array([[0, 1, 0, 1, 0, 1, 0, 1]] * 8).astype(float)
+    y_train = np.array([[1, 0], [0, 0], [1, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 0]]).astype(
+        np.int32
+    )
+    expected = r"(.*- loss:.*- my_acc:.*- add_all_ones: 7.0000)+"  # 7 ones in the 2 batches
+    model = _progbar_model((8,), [AddAllOnes()])
+    model.fit(x_train, y_train, verbose=1, batch_size=4, shuffle=False)
+    assert re.search(expected, capsys.readouterr().out)
+    model = _progbar_model((8,), [AddAllOnes()])
+    model.evaluate(x_train, y_train, verbose=1, batch_size=4)
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_deferred_model_build")
+def test_progbar_logging_deferred_model_build(capsys):
+    model = _progbar_model()
+    assert not model.built
+    model.fit(_ones_dataset(200), epochs=2, steps_per_epoch=10)
+    assert re.search(r"(.*- loss:.*- my_acc:.*)+", capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_validation_data")
+def test_progbar_logging_validation_data(capsys):
+    _progbar_model((3,)).fit(_ones_dataset(50), epochs=2, validation_data=_ones_dataset(50))
+    expected = r"(.*5/5.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:.*)+"
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_progbar_logging_validation_split")
+def test_progbar_logging_validation_split(capsys):
+    _progbar_model((3,)).fit(
+        np.ones((100, 3)), np.zeros((100, 2)), batch_size=10, epochs=2, validation_split=0.2
+    )
+    expected = (
+        r"(?s).*1/2.*8/8.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:"
+        r".*2/2.*8/8.*- loss:.*- my_acc:.*- val_loss:.*- val_my_acc:.*"
+    )
+    assert re.search(expected, capsys.readouterr().out)
+
+
+@pytest.mark.follows("test_ReduceLROnPlateau_patience")
+def test_reduce_lr_on_plateau_patience():
+    class DummyOptimizer:
+        def __init__(self):
+            self.lr = keras.backend.variable(1.0)
+
+    class DummyModel:
+        def __init__(self):
+            self.optimizer = DummyOptimizer()
+
+    reduce = keras.callbacks.ReduceLROnPlateau(monitor="val_loss", patience=2)
+    reduce.model = DummyModel()
+    rates = []
+    for epoch, loss in enumerate([0.0860, 0.1096, 0.1040]):
+        reduce.on_epoch_end(epoch, logs={"val_loss": loss})
+        rates.append(keras.backend.get_value(reduce.model.optimizer.lr))
+    assert rates[:-1] == [1.0, 1.0]
+    assert rates[-1] < 1.0
+
+
+@pytest.mark.follows("test_default_callbacks_do_not_call_batch_hooks")
+def test_default_callbacks_do_not_call_batch_hooks(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(1)])
+    callbacks = keras.callbacks.CallbackList(
+        [
+            keras.callbacks.TensorBoard(str(tmp_path), profile_batch=0),
+            keras.callbacks.ModelCheckpoint(str(tmp_path)),
+        ],
+        add_progbar=True,
+        model=model,
+        verbose=2,
+        epochs=3,
+    )
+    assert len(callbacks.callbacks) == 3
+    assert not callbacks._should_call_train_batch_hooks
+    assert not callbacks._should_call_test_batch_hooks
+    assert not callbacks._should_call_predict_batch_hooks
+
+
+def _checkpointed_model():
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    (x, y), _ = _categorical_data()
+    return model, tf.data.Dataset.from_tensor_slices((x, y)).batch(5, drop_remainder=True)
+
+
+@pytest.mark.follows("test_fit_with_ModelCheckpoint_with_dir_as_h5_filepath")
+def test_fit_with_model_checkpoint_with_dir_as_h5_filepath(tmp_path):
+    model, train = _checkpointed_model()
+    filepath = tmp_path / "temp.h5"
+    filepath.mkdir()
+    callback = keras.callbacks.ModelCheckpoint(filepath=str(filepath))
+    with pytest.raises(
+        IOError, match="Please specify a non-directory filepath for ModelCheckpoint."
+    ):
+        model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+
+
+@pytest.mark.follows("test_ModelCheckpoint_with_bad_path_placeholders")
+def test_model_checkpoint_with_bad_path_placeholders(tmp_path):
+    model, train = _checkpointed_model()
+    callback = keras.callbacks.ModelCheckpoint(str(tmp_path / "chkpt_{epoch:02d}_{mape:.2f}.h5"))
+    with pytest.raises(KeyError, match="Failed to format this callback filepath"):
+        model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+
+
+@pytest.mark.follows("test_ModelCheckpoint_override_if_file_exist")
+def test_model_checkpoint_override_if_file_exist(tmp_path):
+    model, train = _checkpointed_model()
+    filepath = str(tmp_path / "checkpoint.epoch{epoch:02d}.h5")
+    callback = keras.callbacks.ModelCheckpoint(filepath, save_weights_only=True)
+    model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+    saved = str(tmp_path / "checkpoint.epoch01.h5")
+    model.load_weights(saved)
+    before = model.get_weights()
+    model.fit(train, epochs=1, callbacks=[callback], verbose=0)  # writes epoch01 again
+    model.load_weights(saved)
+    after = model.get_weights()
+    assert not all(np.allclose(b, a) for b, a in zip(before, after, strict=True))
+
+
+@pytest.mark.follows("test_TensorBoard_basic")
+def test_tensorboard_basic(tmp_path):
+    model = _small_mlp(input_dim=INPUT_DIM)
+    model.compile(loss="mse", optimizer="rmsprop")
+    x, y = np.ones((10, INPUT_DIM)), np.ones((10, NUM_CLASSES))
+    logdir = tmp_path / "logs"
+    model.fit(
+        x,
+        y,
+        batch_size=2,
+        epochs=2,
+        validation_data=(x, y),
+        callbacks=[keras.callbacks.TensorBoard(str(logdir))],
+        verbose=0,
+    )
+    tags = {}
+    for run in ("train", "validation"):
+        for path in (logdir / run).glob("events.out.tfevents.*"):
+            for event in tf.compat.v1.train.summary_iterator(str(path)):
+                for value in event.summary.value:
+                    tags.setdefault(run, set()).add(value.tag)
+    assert "epoch_loss" in tags["train"]
+    assert {"epoch_loss", "evaluation_loss_vs_iterations"} <= tags["validation"]
+
+
+class _BatchEndCounter(keras.callbacks.Callback):
+    def __init__(self, should_run=None):
+        super().__init__()
+        self.should_run = should_run
+        self.batches = {"train": 0, "test": 0, "predict": 0}
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches["train"] += 1
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.batches["test"] += 1
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.batches["predict"] += 1
+
+
+class _OverridingBatchEndCounter(_BatchEndCounter):
+    """Tells Keras whether it implements batch hooks, whatever it defines."""
+
+    def _implements_train_batch_hooks(self):
+        return self.should_run
+
+    def _implements_test_batch_hooks(self):
+        return self.should_run
+
+    def _implements_predict_batch_hooks(self):
+        return self.should_run
+
+
+def _run_all_three(callback):
+    x, y = np.ones((10, 1)), np.ones((10, 1))
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(x, y, epochs=2, batch_size=10, callbacks=[callback], verbose=0)
+    model.evaluate(x, y, batch_size=10, callbacks=[callback], verbose=0)
+    model.predict(x, batch_size=10, callbacks=[callback], verbose=0)
+    return callback.batches
+
+
+@pytest.mark.follows("test_implements_batch_hooks")
+def test_implements_batch_hooks():
+    assert _run_all_three(_BatchEndCounter()) == {"train": 2, "test": 1, "predict": 1}
+
+
+@pytest.mark.follows("test_implements_batch_hooks_override")
+@pytest.mark.parametrize("should_run", [True, False])
+def test_implements_batch_hooks_override(should_run):
+    expected = (
+        {"train": 2, "test": 1, "predict": 1}
+        if should_run
+        else dict.fromkeys(("train", "test", "predict"), 0)
+    )
+    assert _run_all_three(_OverridingBatchEndCounter(should_run)) == expected
