@@ -4,7 +4,7 @@ PopART reports inputs of elementwise ops that do not broadcast as "np broadcasti
 failed on '<op>', frames [..] and [..] are not aligned" (willow/src/tensorinfo.cpp,
 npOutExceptionMessage) and reduction axes out of range, MatMul inputs that do not fit with "<op> contracting
 dimensions unequal: ..." or "<op> doesn't support scalar tensor <id> as the lhs input"
-(willow/src/op/matmul.cpp), and constant inputs Tile and Reshape cannot use; its tests match on those texts
+(willow/src/op/matmul.cpp), and constant inputs Tile, Reshape and Expand cannot use; its tests match on those texts
 (operators_test/binaryop_error_test.py, matmul_test_mismatched_inputs.py,
 matmul_test_scalar_input.py). ONNX's checker would report the same models in its own
 words, so these checks run first.
@@ -38,8 +38,8 @@ def _broadcastable(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> bool
     )
 
 
-def _describe(node: NodeProto, model: ModelProto) -> str:
-    """The IR's name of an op: Op(domain.Type:version, inputs=[..], outputs=[..])."""
+def _opid(node: NodeProto, model: ModelProto) -> str:
+    """The IR's id of an op's type: domain.Type:version."""
     domain = node.domain or "ai.onnx"
     opset = next((o.version for o in model.opset_import if (o.domain or "ai.onnx") == domain), None)
     version = ""
@@ -48,10 +48,37 @@ def _describe(node: NodeProto, model: ModelProto) -> str:
             version = f":{onnx.defs.get_schema(node.op_type, opset, node.domain).since_version}"
         except onnx.defs.SchemaError:
             pass
+    return f"{domain}.{node.op_type}{version}"
+
+
+def _describe(node: NodeProto, model: ModelProto) -> str:
+    """The IR's name of an op: Op(domain.Type:version, inputs=[..], outputs=[..])."""
     return (
-        f"Op({domain}.{node.op_type}{version}, inputs=[{', '.join(node.input)}], "
+        f"Op({_opid(node, model)}, inputs=[{', '.join(node.input)}], "
         f"outputs=[{', '.join(node.output)}])"
     )
+
+
+# Inputs whose values fix an op's output shape, which the IR reads at compile time
+# (willow/src/op/slice.cpp, reshape.cpp, expand.cpp; operators_test/slice_test.py).
+_SHAPE_FIXING_INPUTS = {
+    "Slice": ("starts", "ends", "axes", "steps"),
+    "Reshape": ("shape",),
+    "Expand": ("shape",),
+}
+
+
+def _check_values_known(node: NodeProto, model: ModelProto) -> None:
+    """Refuse an op whose shape-fixing input is fed from the host at run time."""
+    names = _SHAPE_FIXING_INPUTS.get(node.op_type, ())
+    streamed = {i.name for i in model.graph.input} - {t.name for t in model.graph.initializer}
+    for name, tensor in zip(names, node.input[1:], strict=False):
+        if tensor in streamed:
+            raise popart_exception(
+                f"Need the value of the {_opid(node, model)} input '{name}' to determine the "
+                "output shape, but was unable because [Tensor::getDataViaGraphTraversal] Could "
+                f"not work out tensor data for {tensor}."
+            )
 
 
 def _dims(shape: tuple[int | None, ...]) -> str:
@@ -189,6 +216,20 @@ def _check_variadic_6(node: NodeProto, model: ModelProto, found: list) -> None:
         )
 
 
+def _check_expand(node: NodeProto, model: ModelProto, types: dict) -> None:
+    """Expand's constant shape broadcasts with its input (willow/src/op/expand.cpp,
+    finaliseShape; operators_test/expand_test.py)."""
+    target = _constant_values(model, node.input[1]) if len(node.input) > 1 else None
+    known = types.get(node.input[0])
+    if target is None or known is None or known.shape is None or None in known.shape:
+        return
+    if not _broadcastable(tuple(int(d) for d in target.reshape(-1)), known.shape):
+        raise popart_exception(
+            "Expand shape constraint: corresponding dimensions must have the same value or "
+            "one of them must be 1"
+        )
+
+
 def check_ir_shapes(model: ModelProto) -> None:
     """Raise the IR's error for the first op of the main graph whose known input shapes
     do not fit together (elementwise broadcasting, MatMul, reduction axes)."""
@@ -200,6 +241,10 @@ def check_ir_shapes(model: ModelProto) -> None:
             _check_types(node, model, [types.get(name) for name in node.input])
         if node.domain in ("", "ai.onnx") and node.op_type in _VARIADIC_OPS:
             _check_variadic_6(node, model, [types.get(name) for name in node.input])
+        if node.domain in ("", "ai.onnx"):
+            _check_values_known(node, model)
+        if node.domain in ("", "ai.onnx") and node.op_type == "Expand":
+            _check_expand(node, model, types)
         if node.domain in ("", "ai.onnx") and node.op_type == "Tile":
             _check_tile(node, model, types)
         if node.domain in ("", "ai.onnx") and node.op_type == "Reshape":
