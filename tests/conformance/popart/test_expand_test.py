@@ -10,7 +10,6 @@ import pytest
 from popart_op_checks import unbroadcast
 
 import popart
-from conftest import create_test_device
 
 OPSETS_8 = {"ai.onnx": 8, "ai.graphcore": 1}
 NO_IR = pytest.mark.xfail(
@@ -166,7 +165,7 @@ def test_expand_mul(int_type):
         sess = popart.TrainingSession(
             fnModel=builder.getModelProto(),
             dataFlow=popart.DataFlow(1, anchor_ids),
-            deviceInfo=create_test_device(),
+            deviceInfo=popart.DeviceManager().createCpuDevice(),
             optimizer=popart.ConstSGD(0.1),
             loss=loss,
         )
