@@ -230,6 +230,26 @@ def _check_expand(node: NodeProto, model: ModelProto, types: dict) -> None:
         )
 
 
+def _tensor_info(tensor_type) -> str:
+    """A tensor's type and shape as the IR prints them (willow/src/tensorinfo.cpp, append)."""
+    name = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
+    return f"{name:<8}{_dims(tensor_type.shape)}"
+
+
+def _check_nll(node: NodeProto, model: ModelProto, types: dict) -> None:
+    """Nll's labels have all but the last dimension of its probabilities
+    (willow/src/op/nll.cpp, NllOp::setup; operators_test/loss_test.py)."""
+    probs, labels = (types.get(name) for name in node.input[:2])
+    if probs is None or labels is None or probs.shape is None or labels.shape is None:
+        return
+    if probs.shape and tuple(labels.shape) != tuple(probs.shape[:-1]):
+        raise popart_exception(
+            f"The label tensor ({_tensor_info(labels)}) must have shape "
+            f"{_dims(probs.shape[:-1])} to match all but the final dimension of the "
+            f"probabilities tensor ({_tensor_info(probs)}) in Op {_describe(node, model)}. "
+        )
+
+
 def check_ir_shapes(model: ModelProto) -> None:
     """Raise the IR's error for the first op of the main graph whose known input shapes
     do not fit together (elementwise broadcasting, MatMul, reduction axes)."""
@@ -241,6 +261,8 @@ def check_ir_shapes(model: ModelProto) -> None:
             _check_types(node, model, [types.get(name) for name in node.input])
         if node.domain in ("", "ai.onnx") and node.op_type in _VARIADIC_OPS:
             _check_variadic_6(node, model, [types.get(name) for name in node.input])
+        if node.domain == "ai.graphcore" and node.op_type == "Nll" and len(node.input) > 1:
+            _check_nll(node, model, types)
         if node.domain in ("", "ai.onnx"):
             _check_values_known(node, model)
         if node.domain in ("", "ai.onnx") and node.op_type == "Expand":

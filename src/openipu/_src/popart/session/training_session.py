@@ -143,10 +143,11 @@ class TrainingSession(SessionCore):
         # The IR refuses a loss of more than one element (willow/src/ir.cpp, setFinalLoss); one
         # of shape [1, 1] trains (operators_test/l1_test.py, test_l1_reduction_equiv).
         if math.prod(signature.shape) > 1:
+            # The IR's words last (operators_test/loss_test.py matches the end).
             raise popart_exception(
-                f"Loss tensor, '{self._loss_id}', must be a scalar tensor (its shape is "
-                f"{list(signature.shape)}): reduce it, e.g. with a loss op's ReductionType.Mean "
-                "or Sum"
+                f"A loss of shape {list(signature.shape)} has more than one element; reduce it, "
+                "e.g. with a loss op's ReductionType.Mean or Sum. Loss tensor, "
+                f"'{self._loss_id}', must be a scalar tensor"
             )
         if not signature.dtype.is_floating:
             raise popart_exception(
