@@ -464,7 +464,8 @@ class GroupedGather(Op):
 
 @graphcore_op("GroupNormalization")
 class GroupNormalization(Op):
-    """Outputs [y, mean, var] per (sample, group); channels grouped contiguously."""
+    """Outputs [y, mean, inverse standard deviation] per (sample, group) (willow/src/popx/op/
+    groupnormx.cpp; operators_test/groupnorm_test.py); channels grouped contiguously."""
 
     def compute(self, x: tf.Tensor, scale: tf.Tensor, bias: tf.Tensor):
         groups = self.attrs.num_groups
@@ -472,10 +473,11 @@ class GroupNormalization(Op):
         shape = tf.shape(x)
         grouped = tf.reshape(x, tf.concat([shape[:1], [groups, -1]], axis=0))
         mean, variance = tf.nn.moments(grouped, axes=[2], keepdims=True)
-        y = tf.reshape((grouped - mean) * tf.math.rsqrt(variance + self.attrs.epsilon), shape)
+        inv_std = tf.math.rsqrt(variance + self.attrs.epsilon)
+        y = tf.reshape((grouped - mean) * inv_std, shape)
         broadcast = [1, -1] + [1] * (rank - 2)
         y = y * tf.reshape(scale, broadcast) + tf.reshape(bias, broadcast)
-        return y, tf.reshape(mean, [-1]), tf.reshape(variance, [-1])
+        return y, tf.reshape(mean, [-1]), tf.reshape(inv_std, [-1])
 
 
 @graphcore_op("BatchNormalization")
