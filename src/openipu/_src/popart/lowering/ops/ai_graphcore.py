@@ -341,8 +341,13 @@ class DynamicOp(Op):
 
 @graphcore_op("DynamicSlice")
 class DynamicSlice(DynamicOp):
-    def compute(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
-        return tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+    def compute(
+        self, tensor: tf.Tensor, offset: tf.Tensor, slice_in: tf.Tensor | None = None
+    ) -> tf.Tensor:
+        piece = tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+        # An optional third input is the tensor to slice into: the output takes its shape
+        # (operators_test/dynamicslice_test.py).
+        return piece if slice_in is None else tf.reshape(piece, tf.shape(slice_in))
 
 
 @graphcore_op("DynamicUpdate")
