@@ -336,6 +336,9 @@ class DynamicOp(Op):
         size = self.slice_size(tensor)
         grids = tf.meshgrid(*[tf.range(n) for n in size], indexing="ij")
         coordinates = tf.stack(grids, axis=-1) + begin
+        # The region may leave out the sliced dims of size 1 (operators_test/
+        # dynamicupdate_test.py, test_dynamicupdate_no_leading_slice_dim).
+        region = tf.reshape(region, size)
         return tf.tensor_scatter_nd_update(tensor, coordinates, region)
 
 
