@@ -329,10 +329,11 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
 
     def addOutputTensor(self, outputName: str) -> None:  # noqa: N802, N803
         self._check_tensor(outputName, "addOutputTensor")
-        if outputName in self.getOutputTensorIds():
-            raise popart_exception(f"addOutputTensor: '{outputName}' is already a graph output")
-        if outputName not in self._defined:
-            # ONNX wants a subgraph's outputs made inside it: copy an enclosing graph's tensor.
+        if outputName not in self._defined or outputName in self.getOutputTensorIds():
+            # ONNX wants a subgraph's outputs made inside it, and each output once: copy an
+            # enclosing graph's tensor, or one output again (the original lists a tensor as
+            # often as it is added: willow/src/builder_impl.cpp, addOutputTensor; a Loop body
+            # scans out its carried value in operators_test/loop_test.py).
             outputName = self.add_node("Identity", [outputName])[0]  # noqa: N806
         self._graph.output.append(onnx.ValueInfoProto(name=outputName))
         self._touch()
