@@ -4,8 +4,7 @@ their gradients, and PixelShuffle (CRD) for block sizes 2 and 3 (Cpu)."""
 
 import numpy as np
 import pytest
-
-import popart
+from popart_op_checks import check_op
 
 
 def depth_to_space(x, blocks, mode):
@@ -33,21 +32,10 @@ def _permutation_grad(permute, shape, upstream):
 
 
 def _run(op_tester, data, add_op, permute, train=False):
-    g = popart.reservedGradientPrefix()
+    def gradient(x, upstream):
+        return _permutation_grad(permute, x.shape, upstream)
 
-    def init_builder(builder):
-        i1 = builder.addInputTensor(data)
-        o = add_op(builder, i1)
-        builder.addOutputTensor(o)
-        return [o, g + i1, g + o] if train else [o]
-
-    def reference(ref_data):
-        if not train:
-            return [permute(data)]
-        upstream = ref_data.getOutputTensorGrad(0)
-        return [permute(data), _permutation_grad(permute, data.shape, upstream), None]
-
-    op_tester.run(init_builder, reference, "train" if train else "infer")
+    check_op(op_tester, data, add_op, permute, gradient if train else None)
 
 
 def _d1():

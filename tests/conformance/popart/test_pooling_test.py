@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from popart_op_checks import check_op
 
 import popart
 
@@ -42,22 +43,13 @@ def pool2d(x, kernel, strides, pads=(0, 0, 0, 0), kind="max", ceil=False, upstre
 
 
 def _run(op_tester, data, add_op, forward, train=False, patterns=None):
-    g = popart.reservedGradientPrefix()
-
-    def init_builder(builder):
-        i1 = builder.addInputTensor(data)
-        o = add_op(builder, i1)
-        builder.addOutputTensor(o)
-        return [o, g + i1, g + o] if train else [o]
-
-    def reference(ref_data):
-        if not train:
-            return [forward(data)]
-        return [forward(data), forward(data, upstream=ref_data.getOutputTensorGrad(0)), None]
-
     if patterns is not None:
         op_tester.setPatterns(patterns, enableRuntimeAsserts=False)
-    op_tester.run(init_builder, reference, "train" if train else "infer")
+
+    def gradient(x, upstream):
+        return forward(x, upstream=upstream)
+
+    check_op(op_tester, data, add_op, forward, gradient if train else None)
 
 
 def _average(kernel, pads, strides):
