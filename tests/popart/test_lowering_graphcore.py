@@ -133,7 +133,7 @@ def test_groupnormalization_matches_numpy():
     x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
     scale = RNG.normal(size=4).astype(np.float32)
     bias = RNG.normal(size=4).astype(np.float32)
-    y, mean, variance = run_graphcore(
+    y, mean, inv_std = run_graphcore(
         "GroupNormalization", [x, scale, bias], num_outputs=3, num_groups=2, epsilon=1e-5
     )
     grouped = x.reshape(2, 2, -1)
@@ -143,7 +143,9 @@ def test_groupnormalization_matches_numpy():
     expected = normalized.reshape(x.shape) * scale[None, :, None] + bias[None, :, None]
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(mean, expected_mean.reshape(-1), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(variance, expected_variance.reshape(-1), rtol=1e-4)
+    # The third output is the inverse standard deviation (willow/src/popx/op/groupnormx.cpp).
+    expected_inv_std = 1 / np.sqrt(expected_variance.reshape(-1) + 1e-5)
+    np.testing.assert_allclose(inv_std, expected_inv_std, rtol=1e-4)
 
 
 def test_batchnormalization_running_variance_is_unbiased_in_training():

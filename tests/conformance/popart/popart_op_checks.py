@@ -83,3 +83,29 @@ def check_binary_training(
         ]
 
     op_tester.run(init_builder, reference, "train")
+
+
+def check_op(
+    op_tester: Any,
+    data: Array,
+    add_op: Callable[[Any, str], str],
+    forward: Callable[[Array], Array],
+    gradient: Callable[[Array, Array], Array] | None = None,
+) -> None:
+    """Run `add_op(builder, input) -> output` on `data` and compare with `forward(data)`;
+    with `gradient(data, upstream)`, train and compare the input's gradient too."""
+    g = popart.reservedGradientPrefix()
+    train = gradient is not None
+
+    def init_builder(builder):
+        i1 = builder.addInputTensor(data)
+        o = add_op(builder, i1)
+        builder.addOutputTensor(o)
+        return [o, g + i1, g + o] if train else [o]
+
+    def reference(ref_data):
+        if gradient is None:
+            return [forward(data)]
+        return [forward(data), gradient(data, ref_data.getOutputTensorGrad(0)), None]
+
+    op_tester.run(init_builder, reference, "train" if train else "infer")

@@ -107,7 +107,8 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._model_header = ModelProto()  # model fields other than the graph, kept from a load
         self._graph = GraphProto()
         self._defined: set[str] = set()  # tensors this graph defines
-        self._from_parent: set[str] = set()  # declared with addInputTensorFromParentGraph
+        # Declared with addInputTensorFromParentGraph, in order (a Call binds them to its args).
+        self._from_parent: dict[str, None] = {}
         self._node_index_by_output: dict[str, int] = {}
         self._name_scope: list[str] = list(_parent._name_scope) if _parent else []
         self._context_attributes: dict[str, list[AttributeProto]] = {}
@@ -325,14 +326,15 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
                 f"addInputTensorFromParentGraph: unknown tensor id '{tensorId}': "
                 "it is not in the parent graph"
             )
-        self._from_parent.add(tensorId)
+        self._from_parent[tensorId] = None
 
     def addOutputTensor(self, outputName: str) -> None:  # noqa: N802, N803
         self._check_tensor(outputName, "addOutputTensor")
-        if outputName in self.getOutputTensorIds():
-            raise popart_exception(f"addOutputTensor: '{outputName}' is already a graph output")
-        if outputName not in self._defined:
-            # ONNX wants a subgraph's outputs made inside it: copy an enclosing graph's tensor.
+        if outputName not in self._defined or outputName in self.getOutputTensorIds():
+            # ONNX wants a subgraph's outputs made inside it, and each output once: copy an
+            # enclosing graph's tensor, or one output again (the original lists a tensor as
+            # often as it is added: willow/src/builder_impl.cpp, addOutputTensor; a Loop body
+            # scans out its carried value in operators_test/loop_test.py).
             outputName = self.add_node("Identity", [outputName])[0]  # noqa: N806
         self._graph.output.append(onnx.ValueInfoProto(name=outputName))
         self._touch()
@@ -430,6 +432,27 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         graph = GraphProto()
         graph.CopyFrom(self._finalized().graph)
         return graph
+
+    def callee_proto(self) -> GraphProto:
+        """This builder's graph as a Call's callee: the tensors declared from the parent graph
+        are its last inputs, as the original's addInputTensorFromParentGraph adds them
+        (willow/src/builder_impl.cpp; operators_test/call_test.py binds them to the args)."""
+        graph = self.subgraph_proto()
+        formal = {value.name for value in graph.input}
+        types = {value.name: value for value in (*graph.value_info, *graph.input)}
+        for name in self._from_parent:
+            if name in formal:
+                continue
+            known = self._parent.tensor_value_info(name) if self._parent is not None else None
+            graph.input.append(known or types.get(name) or onnx.ValueInfoProto(name=name))
+        return graph
+
+    def tensor_value_info(self, name: str) -> onnx.ValueInfoProto | None:
+        """The type of a tensor visible here, where it is known."""
+        for value in (*self._finalized().graph.input, *self._finalized().graph.value_info):
+            if value.name == name:
+                return value
+        return self._parent.tensor_value_info(name) if self._parent is not None else None
 
     def getModelProto(self) -> bytes:  # noqa: N802
         return self._finalized().SerializeToString()

@@ -120,6 +120,9 @@ def _with_dims(like: TensorType, dims: dict[int, int]) -> TensorType:
 
 @_rule("DynamicSlice")
 def _dynamic_slice(node, inputs, attributes):
+    if len(inputs) > 2 and inputs[2].shape is not None:
+        # A given slice tensor fixes the output's shape (willow/src/op/dynamic/dynamicbase.cpp).
+        return [_with_shape(inputs[0], list(inputs[2].shape))]
     sizes = dict(zip(attributes["axes"], attributes["sizes"], strict=True))
     return [_with_dims(inputs[0], sizes)]
 

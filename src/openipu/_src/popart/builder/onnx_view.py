@@ -10,13 +10,15 @@
   them sorted.
 - Flatten with a negative axis before opset 11: PopART counts it from the end
   (willow/src/op/flatten.cpp; operators_test/flatten_test.py); ONNX sees it normalized.
+- Expand to the shape of an int32 Constant: PopART reads int32 or int64 shapes
+  (willow/src/op/expand.cpp; operators_test/expand_test.py); ONNX sees an int64 Constant.
 """
 
 from __future__ import annotations
 
 import math
 
-from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, helper
+from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from openipu._src.popart.builder.shape_types import known_types
 from openipu._src.popart.graphcore_ops.shape_rules import TensorType
@@ -86,12 +88,31 @@ def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProt
     return None
 
 
+def _int32_expand_shape(node: NodeProto, expand_shapes: set[str]) -> NodeProto | None:
+    """An int64 copy of an int32 Constant that gives an Expand its shape."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        return None
+    if not node.output or node.output[0] not in expand_shapes:
+        return None
+    value = next((a.t for a in node.attribute if a.name == "value"), None)
+    if value is None or value.data_type != TensorProto.INT32:
+        return None
+    as_int64 = numpy_helper.from_array(numpy_helper.to_array(value).astype("int64"), value.name)
+    return helper.make_node("Constant", [], list(node.output), name=node.name, value=as_int64)
+
+
 def as_onnx_sees_it(model: ModelProto) -> tuple[ModelProto, dict[int, NodeProto]]:
     """`model` (a copy if changed) with those nodes of its main graph as ONNX should see
     them, and the replaced nodes by position, for `restore`."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     types = known_types(model.graph)
-    seen = {i: _seen(n, opset, types) for i, n in enumerate(model.graph.node)}
+    expand_shapes = {
+        n.input[1] for n in model.graph.node if n.op_type == "Expand" and len(n.input) > 1
+    }
+    seen = {
+        i: _seen(n, opset, types) or _int32_expand_shape(n, expand_shapes)
+        for i, n in enumerate(model.graph.node)
+    }
     replacements = {i: n for i, n in seen.items() if n is not None}
     if not replacements:
         return model, {}

@@ -83,7 +83,7 @@ _OPS = (
     ),
     OpSpec("ReduceMedian", (1, 1), (2, 2), (INTS("axes", ABSENT), INT("keepdims", 1))),
     # -- dynamic slicing
-    OpSpec("DynamicSlice", (2, 2), attributes=(INTS("axes"), INTS("sizes"), INT("noOverlap", 0))),
+    OpSpec("DynamicSlice", (2, 3), attributes=(INTS("axes"), INTS("sizes"), INT("noOverlap", 0))),
     OpSpec("DynamicUpdate", (3, 3), attributes=(INTS("axes"), INTS("sizes"), INT("noOverlap", 0))),
     OpSpec("DynamicAdd", (3, 3), attributes=(INTS("axes"), INTS("sizes"))),
     OpSpec("DynamicZero", (2, 2), attributes=(INTS("axes"), INTS("sizes"))),

@@ -39,10 +39,13 @@ def _check_inference_options(options: SessionOptions) -> None:
 def _check_accumulation(options: SessionOptions) -> None:
     factor = options.accumulationFactor
     if not options.enableGradientAccumulation and factor != 1:
+        # The original's words first (willow/src/sessionoptions.cpp, getAccumulationFactor;
+        # gradient_accumulation_test.py matches their start).
         raise popart_exception(
-            f"SessionOptions.accumulationFactor is {factor}, but enableGradientAccumulation is "
-            "False: either enable gradient accumulation (training only) or set the accumulation "
-            "factor to 1"
+            "enableGradientAccumulation is false, but accumulationFactor > 1. Either enable "
+            "gradient accumulation (training only), or set the accumulation factor to 1 "
+            f"(SessionOptions.accumulationFactor is {factor}, but enableGradientAccumulation is "
+            "False)"
         )
     if factor < 1:
         raise popart_exception(f"SessionOptions.accumulationFactor must be >= 1, got {factor}")

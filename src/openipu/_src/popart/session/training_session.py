@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -139,11 +140,14 @@ class TrainingSession(SessionCore):
                 f"Could not find loss tensor '{self._loss_id}' in main graph tensors.{hint}"
             )
         signature = self._types.get(self._loss_id)
-        if signature.shape != ():
+        # The IR refuses a loss of more than one element (willow/src/ir.cpp, setFinalLoss); one
+        # of shape [1, 1] trains (operators_test/l1_test.py, test_l1_reduction_equiv).
+        if math.prod(signature.shape) > 1:
+            # The IR's words last (operators_test/loss_test.py matches the end).
             raise popart_exception(
-                f"Loss tensor, '{self._loss_id}', must be a scalar tensor (its shape is "
-                f"{list(signature.shape)}): reduce it, e.g. with a loss op's ReductionType.Mean "
-                "or Sum"
+                f"A loss of shape {list(signature.shape)} has more than one element; reduce it, "
+                "e.g. with a loss op's ReductionType.Mean or Sum. Loss tensor, "
+                f"'{self._loss_id}', must be a scalar tensor"
             )
         if not signature.dtype.is_floating:
             raise popart_exception(
@@ -224,13 +228,16 @@ class TrainingSession(SessionCore):
         if reserved.kind is ReservedKind.GRADIENT:
             if base not in self._lowered.tensor_names():
                 raise popart_exception(
-                    f"Anchor '{tensor_id}' is the gradient of '{base}', which is not a tensor of "
-                    "the model"
+                    f"Anchor tensor `{tensor_id}' not in Ir Tensors. It is the gradient of "
+                    f"'{base}', which is not a tensor of the model"
                 )
             signature = self._types.get(base)
             if not signature.dtype.is_floating or base not in self._gradient_reachable():
+                # The IR's words first (willow/src/ir.cpp, validateAnchors;
+                # operators_test/cast_test_py.py), then why.
                 raise popart_exception(
-                    f"Anchor '{tensor_id}': tensor '{base}' has no gradient (the loss "
+                    f"Anchor tensor `{tensor_id}' not in Ir Tensors. Tensor '{base}' has no "
+                    f"gradient (the loss "
                     f"'{self._loss_id}' does not depend on it"
                     + (
                         ", or only through integer tensors, which carry none)"

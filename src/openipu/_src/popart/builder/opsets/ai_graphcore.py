@@ -16,6 +16,7 @@ from onnx import AttributeProto
 
 from openipu._src.popart.builder import annotation_names
 from openipu._src.popart.builder.attribute_values import make_typed_attribute
+from openipu._src.popart.builder.core import debug_name
 from openipu._src.popart.builder.enums import (
     CollectiveOperator,
     InitType,
@@ -27,7 +28,7 @@ from openipu._src.popart.builder.enums import (
     reduction_type_of_attribute,
 )
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
-from openipu._src.popart.builder.opsets.base import Opset
+from openipu._src.popart.builder.opsets.base import Opset, core_of
 from openipu._src.popart.builder.settings_encoding import encode_comm_group
 from openipu._src.popart.builder.tensor_info import DataType, data_type_from
 from openipu._src.popart.errors import UnsupportedOpsetError, check_tensor_ids, popart_exception
@@ -724,13 +725,19 @@ class AiGraphcore(Opset):
         debugContext: Any = "",  # noqa: N803
     ) -> list[str]:
         """Call the subgraph `callee` (from createSubgraphBuilder) with `args`; returns its outputs."""
-        graph = self._subgraph(callee, "Call")
-        if len(args) != len(graph.input):
-            raise popart_exception(
-                f"Call (ai.graphcore): {len(args)} args for subgraph '{graph.name}' "
-                f"with {len(graph.input)} input(s)"
-            )
-        self._check_num_outputs("Call", num_outputs, graph, len(graph.output))
+        self._subgraph(callee, "Call")
+        graph = core_of(callee).callee_proto()
+        # The IR's words (willow/src/op/call.cpp; operators_test/call_test.py).
+        name = debug_name(debugContext or debugName)
+        for what, given, expected in (
+            ("outputs", num_outputs, len(graph.output)),
+            ("inputs", len(args), len(graph.input)),
+        ):
+            if given != expected:
+                raise popart_exception(
+                    f"For CallOp '{name}', number of {what} ({given}) does not match that of the "
+                    f"callee subgraph ({expected})"
+                )
         return self._op(
             "Call",
             args,

@@ -1,6 +1,7 @@
-"""Checks the original's Builder makes when it adds a Conv or a Pad, with its messages.
+"""Checks the original's Builder makes when it adds a Conv, a pool or a Pad, with its messages.
 
-willow/src/builder_helper.cpp (verifyConvBase, verifyWindowParameters, verifyPadBase)
+willow/src/builder_helper.cpp (verifyConvBase, verifyPoolBase, verifyWindowParameters,
+verifyPadBase)
 refuses window parameters that do not fit the input; the original's builder_test matches
 these messages. They run only where the input shapes are known.
 """
@@ -74,6 +75,17 @@ def check_conv(shape_of: ShapeOf, inputs: Sequence[str], attrs: Mapping[str, Any
         )
 
 
+def check_pool(shape_of: ShapeOf, inputs: Sequence[str], attrs: Mapping[str, Any]) -> None:
+    """The window vectors of MaxPool and AveragePool have one entry (two for pads) per
+    spatial dimension (operators_test/pooling_test.py, test_average_pool_invalid_params)."""
+    x = shape_of(inputs[0]) if inputs else None
+    if x is None:
+        return
+    if len(x) < 3:
+        raise popart_exception("Input tensor has no spatial dimensions")
+    _window_lengths(attrs, len(x) - 2)
+
+
 def check_pad(shape_of: ShapeOf, inputs: Sequence[str], attrs: Mapping[str, Any]) -> None:
     x = shape_of(inputs[0]) if inputs else None
     pads = attrs.get("pads")
@@ -89,4 +101,6 @@ def check_pad(shape_of: ShapeOf, inputs: Sequence[str], attrs: Mapping[str, Any]
 BUILDER_CHECKS: dict[str, Callable[[ShapeOf, Sequence[str], Mapping[str, Any]], None]] = {
     "Conv": check_conv,
     "Pad": check_pad,
+    "MaxPool": check_pool,
+    "AveragePool": check_pool,
 }

@@ -336,13 +336,21 @@ class DynamicOp(Op):
         size = self.slice_size(tensor)
         grids = tf.meshgrid(*[tf.range(n) for n in size], indexing="ij")
         coordinates = tf.stack(grids, axis=-1) + begin
+        # The region may leave out the sliced dims of size 1 (operators_test/
+        # dynamicupdate_test.py, test_dynamicupdate_no_leading_slice_dim).
+        region = tf.reshape(region, size)
         return tf.tensor_scatter_nd_update(tensor, coordinates, region)
 
 
 @graphcore_op("DynamicSlice")
 class DynamicSlice(DynamicOp):
-    def compute(self, tensor: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
-        return tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+    def compute(
+        self, tensor: tf.Tensor, offset: tf.Tensor, slice_in: tf.Tensor | None = None
+    ) -> tf.Tensor:
+        piece = tf.slice(tensor, self.begin(tensor, offset), self.slice_size(tensor))
+        # An optional third input is the tensor to slice into: the output takes its shape
+        # (operators_test/dynamicslice_test.py).
+        return piece if slice_in is None else tf.reshape(piece, tf.shape(slice_in))
 
 
 @graphcore_op("DynamicUpdate")
@@ -464,7 +472,8 @@ class GroupedGather(Op):
 
 @graphcore_op("GroupNormalization")
 class GroupNormalization(Op):
-    """Outputs [y, mean, var] per (sample, group); channels grouped contiguously."""
+    """Outputs [y, mean, inverse standard deviation] per (sample, group) (willow/src/popx/op/
+    groupnormx.cpp; operators_test/groupnorm_test.py); channels grouped contiguously."""
 
     def compute(self, x: tf.Tensor, scale: tf.Tensor, bias: tf.Tensor):
         groups = self.attrs.num_groups
@@ -472,10 +481,11 @@ class GroupNormalization(Op):
         shape = tf.shape(x)
         grouped = tf.reshape(x, tf.concat([shape[:1], [groups, -1]], axis=0))
         mean, variance = tf.nn.moments(grouped, axes=[2], keepdims=True)
-        y = tf.reshape((grouped - mean) * tf.math.rsqrt(variance + self.attrs.epsilon), shape)
+        inv_std = tf.math.rsqrt(variance + self.attrs.epsilon)
+        y = tf.reshape((grouped - mean) * inv_std, shape)
         broadcast = [1, -1] + [1] * (rank - 2)
         y = y * tf.reshape(scale, broadcast) + tf.reshape(bias, broadcast)
-        return y, tf.reshape(mean, [-1]), tf.reshape(variance, [-1])
+        return y, tf.reshape(mean, [-1]), tf.reshape(inv_std, [-1])
 
 
 @graphcore_op("BatchNormalization")

@@ -33,6 +33,15 @@ class RandomOp(Op):
 
 @register_op("Dropout", since=(1, 6, 7, 10, 12, 13, 22))
 class Dropout(RandomOp):
+    def setup(self) -> None:
+        # PopART refuses a ratio outside [0, 1) in its words (willow/src/op/dropoutbase.cpp,
+        # validateRatioAttribute; operators_test/dropout_test.py, test_dropout_training8).
+        ratio = self.attrs.get("ratio") if self.opset_version < 12 else None
+        if ratio is not None and not 0 <= ratio < 1:
+            self.bad_attribute(
+                "ratio", f"value {ratio} is not valid. Please use a value in the interval [0,1)"
+            )
+
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor, ...]:
         x = inputs[0]
         ratio_input = inputs[1] if len(inputs) > 1 else None

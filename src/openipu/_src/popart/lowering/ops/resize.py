@@ -28,7 +28,9 @@ _COORDINATE_MODES = (
     "tf_crop_and_resize",
     "tf_half_pixel_for_nn",  # Resize-11 only
 )
-_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
+# "pytorch" is PopART's own (willow/src/op/resize.cpp): floor(y / scale), computed in
+# float32 whatever the coordinate mode; Resize-10's default there.
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "pytorch", "simple")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class AxisResize:
         """x_original of each output index: where it samples the input (float64)."""
         y = np.arange(self.out_size, dtype=np.float64)
         size, scale = self.in_size, self.scale
+        if self.mode == "nearest" and self.nearest_mode == "pytorch":
+            # willow/src/popx/op/resizex.cpp, coordinateTransformation (float arithmetic).
+            return (y.astype(np.float32) / np.float32(scale)).astype(np.float64)
         length = scale * size  # the "output width" of the spec: not rounded
         mode = self.coordinates
         if mode == "asymmetric":
@@ -89,7 +94,7 @@ class AxisResize:
             index = np.ceil(x - 0.5)
         elif mode == "round_prefer_ceil":
             index = np.floor(x + 0.5)
-        elif mode == "floor":
+        elif mode in ("floor", "pytorch"):
             index = np.floor(x)
         else:
             index = np.ceil(x)
@@ -219,7 +224,8 @@ class Resize(Op):
                 scale=float(factor),
                 mode=attrs.mode,
                 coordinates="asymmetric" if legacy else attrs.coordinate_transformation_mode,
-                nearest_mode="simple" if legacy else attrs.nearest_mode,
+                # PopART's Resize-10 samples as pytorch does (operators_test/resize_test_0.py).
+                nearest_mode="pytorch" if legacy else attrs.nearest_mode,
                 cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
                 exclude_outside=bool(attrs.get("exclude_outside")),
                 antialias=bool(attrs.get("antialias")),
