@@ -71,10 +71,11 @@ def _next_collective_key_base(cluster_resolver, first: int) -> int:
     """Where the next strategy of this task numbers its collectives.
 
     Every task creates its strategies in the same order, so counting per task gives
-    the n-th strategy of each task the same keys; `first` is the strategy class's
-    `_collective_key_base` (the original's tests move it between tests).
+    the n-th strategy of each task the same keys. `first` is the strategy class's
+    `_collective_key_base`: moving it (the original's tests do between tests) starts
+    the count again, so tasks that made different numbers of strategies agree again.
     """
-    task = (cluster_resolver.task_type, cluster_resolver.task_id)
+    task = (cluster_resolver.task_type, cluster_resolver.task_id, first)
     with _strategies_lock:
         _strategies_per_task[task] += 1
         return first + 10_000 * _strategies_per_task[task]

@@ -1,0 +1,466 @@
+"""Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/ipu_multi_worker_strategy_test.py`.
+
+`IPUMultiWorkerStrategyV1` in TF1 graph programs with between-graph replication: two
+workers of an in-process cluster (gRPC servers on loopback ports, started once for the
+module as the original's `setUpClass`) run as threads, each building its own graph and
+running it in a session on its server; reductions and mirrored variables go through
+TensorFlow's collectives. Each worker thread has a deadline, so a collective that never
+completes fails the test instead of hanging it.
+
+One difference is by design: operations built for an emulated IPU are placed on its host
+device, so the original's checks that operations are on `/device:IPU:0` fail (the
+scenarios about placement alone are expected failures; elsewhere they are left out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable
+from unittest import mock
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.distribute import multi_worker_test_base, multi_worker_util
+from tensorflow.python.distribute.cluster_resolver.cluster_resolver import SimpleClusterResolver
+from tensorflow.python import ipu
+from tensorflow.python.ipu import ipu_compiler, scopes
+from tensorflow.python.ipu.ipu_multi_worker_strategy import (
+    IPUMirroredVariable,
+    IPUMultiWorkerStrategyV1,
+    IPUSyncOnReadVariable,
+)
+
+v1 = tf.compat.v1
+SUM = tf.distribute.ReduceOp.SUM
+NUM_WORKERS = 2
+DEADLINE = 120  # seconds for every worker of a scenario
+
+
+def _free_port() -> int:
+    # `multi_worker_test_base` picks ports with portpicker, which is not installed.
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster_spec():
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.configure_ipu_system()
+    # In-process servers cannot be stopped: one cluster for the module (the original's).
+    with mock.patch.object(multi_worker_test_base, "pick_unused_port", _free_port):
+        yield multi_worker_test_base.create_in_process_cluster(
+            num_workers=NUM_WORKERS, num_ps=0, has_chief=False
+        )
+    ipu.config.reset_ipu_configuration()
+
+
+@pytest.fixture(autouse=True)
+def fresh_collective_keys():
+    # As the original's setUp: each test's strategies number their collectives apart from
+    # earlier tests' (the servers outlive the tests).
+    IPUMultiWorkerStrategyV1._collective_key_base += 100_000  # noqa: SLF001
+
+
+def _create_test_objects(cluster_spec, task_type, task_id, variables_on_host=True):
+    resolver = SimpleClusterResolver(
+        cluster_spec=multi_worker_util.normalize_cluster_spec(cluster_spec),
+        task_type=task_type,
+        task_id=task_id,
+    )
+    target = resolver.master(task_id=task_id, task_type=task_type, rpc_layer="grpc")
+    strategy = IPUMultiWorkerStrategyV1(resolver, variables_on_host=variables_on_host)
+    # The servers outlive the tests and keep resource variables by name; the original's
+    # reference variables (disable_v2_behavior) did not meet the next test's of one name.
+    config = config_pb2.ConfigProto(allow_soft_placement=False, isolate_session_state=True)
+    return strategy, target, strategy.update_config_proto(config)
+
+
+def _run_between_graph_clients(fn: Callable, cluster_spec: dict) -> dict:
+    """`fn(task_type, task_id)` of every worker, each in its own thread and graph."""
+    results: dict = {}
+    errors: dict = {}
+
+    def client(task_id: int) -> None:
+        try:
+            with tf.Graph().as_default():
+                results[task_id] = fn("worker", task_id)
+        except BaseException as error:  # reported by the test's thread
+            errors[task_id] = error
+
+    threads = [
+        threading.Thread(target=client, args=(task_id,), daemon=True)
+        for task_id in range(len(cluster_spec["worker"]))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE)
+    hung = [task_id for task_id, thread in enumerate(threads) if thread.is_alive()]
+    if errors:
+        raise next(iter(errors.values()))
+    assert not hung, f"workers {hung} did not finish within {DEADLINE} s"
+    return results
+
+
+@contextlib.contextmanager
+def _session(target, config):
+    with v1.Session(target=target, config=config) as session:
+        yield session
+
+
+@pytest.mark.follows("test_strategy_first_worker")
+def test_strategy_first_worker(cluster_spec):
+    with tf.Graph().as_default():
+        strategy, _, _ = _create_test_objects(cluster_spec, "worker", 0)
+    assert strategy.num_replicas_in_sync == 2
+    assert strategy.extended.experimental_between_graph is True
+    assert strategy.extended.experimental_should_init is True
+    assert strategy.extended.should_checkpoint is True
+    assert strategy.extended.should_save_summary is True
+
+
+@pytest.mark.follows("test_strategy_second_worker")
+def test_strategy_second_worker(cluster_spec):
+    with tf.Graph().as_default():
+        strategy, _, _ = _create_test_objects(cluster_spec, "worker", 1)
+    assert strategy.num_replicas_in_sync == 2
+    assert strategy.extended.experimental_between_graph is True
+    assert strategy.extended.experimental_should_init is True
+    assert strategy.extended.should_checkpoint is False
+    assert strategy.extended.should_save_summary is False
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="difference: the initial value is colocated with its variable (TensorFlow's "
+    "default); the original marks initializers with the colocation group loc:@cpu",
+)
+@pytest.mark.follows("test_initializer_colocation")
+def test_initializer_colocation(cluster_spec):
+    with tf.Graph().as_default():
+        strategy, _, _ = _create_test_objects(cluster_spec, "worker", 0)
+        with strategy.scope():
+            v = tf.Variable(1.0)
+        assign_op = v.initializer.control_inputs[0]
+        initial_value_op = assign_op.inputs[1].op
+        # The initial value is made on the host (the chief broadcasts it).
+        assert initial_value_op.colocation_groups() == [b"loc:@cpu"]
+
+
+def _devices(task_type, task_id):
+    job = f"/job:{task_type}/replica:0/task:{task_id}"
+    return f"{job}/device:CPU:0", f"{job}/device:IPU:0"
+
+
+_IPU_DEVICE_NAMES = pytest.mark.xfail(
+    strict=True,
+    reason="difference: operations for an emulated IPU are placed on its host device "
+    "(/device:CPU:N); the original names /device:IPU:0",
+)
+
+
+@_IPU_DEVICE_NAMES
+@pytest.mark.follows("test_variables_on_host")
+def test_variables_on_host(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, _, _ = _create_test_objects(cluster_spec, task_type, task_id, True)
+        cpu_device, ipu_device = _devices(task_type, task_id)
+        with strategy.scope():
+            v = tf.Variable(1.0)
+            assert v.device == cpu_device
+
+            def per_replica_fn():
+                w = v1.get_variable(name="w", initializer=0.0)
+                assert w.device == cpu_device
+                return tf.abs(w)
+
+            assert strategy.run(per_replica_fn).device == ipu_device
+
+    _run_between_graph_clients(worker, cluster_spec)
+
+
+@_IPU_DEVICE_NAMES
+@pytest.mark.follows("test_variables_on_ipu")
+def test_variables_on_ipu(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, _, _ = _create_test_objects(cluster_spec, task_type, task_id, False)
+        _, ipu_device = _devices(task_type, task_id)
+        with strategy.scope():
+            v = tf.Variable(1.0)
+            assert v.device == ipu_device
+
+    _run_between_graph_clients(worker, cluster_spec)
+
+
+@pytest.mark.follows("test_all_reduce")
+def test_all_reduce(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def per_replica_fn(x):
+                with tf.device("/device:IPU:0"):
+                    return x * x
+
+            inputs = v1.placeholder(np.float32, shape=())
+            sum_y = strategy.reduce(SUM, strategy.run(per_replica_fn, args=[inputs]), axis=None)
+            with _session(target, config) as session:
+                return session.run(sum_y, feed_dict={inputs: task_id + 1})
+
+    assert _run_between_graph_clients(worker, cluster_spec) == {0: 5.0, 1: 5.0}  # 1*1 + 2*2
+
+
+@pytest.mark.follows("test_mirrored_variable")
+def test_mirrored_variable(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def per_replica_fn():
+                with tf.device("/device:IPU:0"):
+                    w0 = v1.get_variable(name="w0", initializer=task_id + 1)
+                    assert isinstance(w0, IPUMirroredVariable)
+                    return w0 * w0
+
+            sum_ret = strategy.reduce(SUM, strategy.run(per_replica_fn), axis=None)
+            with _session(target, config) as session:
+                session.run(v1.global_variables_initializer())
+                # Every worker starts from the first worker's initial value.
+                return session.run(v1.global_variables()), session.run(sum_ret)
+
+    results = _run_between_graph_clients(worker, cluster_spec)
+    assert results == {0: ([1], 2), 1: ([1], 2)}  # 1*1 + 1*1
+
+
+@pytest.mark.follows("test_sync_on_read_variable")
+def test_sync_on_read_variable(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def per_replica_fn(x):
+                with tf.device("/device:IPU:0"):
+                    w0 = v1.get_variable(
+                        name="w0",
+                        initializer=float(task_id + 1),
+                        synchronization=tf.VariableSynchronization.ON_READ,
+                        aggregation=tf.VariableAggregation.MEAN,
+                    )
+                    assert isinstance(w0, IPUSyncOnReadVariable)
+                    return w0.assign_add(x)
+
+            inputs = v1.placeholder(np.float32, shape=())
+            assign_add = strategy.run(per_replica_fn, args=[inputs])
+            with _session(target, config) as session:
+                session.run(v1.global_variables_initializer())
+                initial = session.run(v1.global_variables())
+                session.run(assign_add, feed_dict={inputs: task_id + 1})
+                return initial, session.run(v1.global_variables())
+
+    results = _run_between_graph_clients(worker, cluster_spec)
+    # Both start from the first worker's 1.0; mean(1 + 1, 1 + 2) = 2.5.
+    assert results == {0: ([1.0], [2.5]), 1: ([1.0], [2.5])}
+
+
+def _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate):
+    """Trains L = w * x on x = 0..9, returning (w before each step, loss) per step."""
+    inputs = v1.placeholder(np.float32, shape=())
+    train_op, per_replica_loss = strategy.run(step_fn, args=[inputs])
+    total_loss = strategy.reduce(SUM, per_replica_loss, axis=None)
+    history = []
+    with _session(target, config) as session:
+        session.run(v1.global_variables_initializer())
+        w = v1.global_variables()[0]
+        for x in range(10):
+            before = session.run(w)
+            _, loss = session.run([train_op, total_loss], feed_dict={inputs: x})
+            history.append((before, loss))
+    return history
+
+
+def _expected_w_times_x(initial_w, learning_rate, num_replicas=NUM_WORKERS):
+    # L(x) = num_replicas * w * x, dL/dw = num_replicas * x.
+    history, w = [], initial_w
+    for x in range(10):
+        history.append((w, num_replicas * w * x))
+        w -= learning_rate * num_replicas * x
+    return history
+
+
+@pytest.mark.follows("test_train_split_device_host_fn")
+def test_train_split_device_host_fn(cluster_spec):
+    learning_rate, initial_w = 0.5, 2.0
+
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+            optimizer = v1.train.GradientDescentOptimizer(learning_rate)
+
+            def device_step_fn(x):
+                w = v1.get_variable(name="w", initializer=initial_w)
+                loss = w * x
+                grads = [g for g, _ in optimizer.compute_gradients(loss)]
+                return grads, loss
+
+            def step_fn(x):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    grads, loss = ipu_compiler.compile(device_step_fn, inputs=[x])
+                with tf.device("/device:CPU:0"):
+                    train_op = optimizer.apply_gradients(zip(grads, v1.global_variables()))
+                return train_op, loss
+
+            return _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate)
+
+    expected = _expected_w_times_x(initial_w, learning_rate)
+    for history in _run_between_graph_clients(worker, cluster_spec).values():
+        np.testing.assert_allclose(history, expected)
+
+
+@pytest.mark.follows("test_train_combined_device_host_fn")
+def test_train_combined_device_host_fn(cluster_spec):
+    learning_rate, initial_w = 0.5, 2.0
+
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+            optimizer = v1.train.GradientDescentOptimizer(learning_rate)
+
+            def step_fn(x):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    w = v1.get_variable(name="w", initializer=initial_w)
+                    loss = w * x
+                    return optimizer.minimize(loss), loss
+
+            return _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate)
+
+    expected = _expected_w_times_x(initial_w, learning_rate)
+    for history in _run_between_graph_clients(worker, cluster_spec).values():
+        np.testing.assert_allclose(history, expected)
+
+
+def _momentum_step(cluster_spec, variables_on_host):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(
+            cluster_spec, task_type, task_id, variables_on_host
+        )
+        with strategy.scope():
+            optimizer = v1.train.MomentumOptimizer(learning_rate=0.5, momentum=0.9)
+
+            def step_fn(x):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    w = v1.get_variable(name="w", initializer=1.0)
+                    loss = w * x
+                    return optimizer.minimize(loss), loss
+
+            inputs = v1.placeholder(np.float32, shape=())
+            train_op, per_replica_loss = strategy.run(step_fn, args=[inputs])
+            total_loss = strategy.reduce(SUM, per_replica_loss, axis=None)
+            # One slot: the momentum accumulator.
+            slots = len(optimizer.variables())
+            with _session(target, config) as session:
+                session.run(v1.global_variables_initializer())
+                _, loss = session.run([train_op, total_loss], feed_dict={inputs: 1.0})
+                return slots, loss
+
+    return _run_between_graph_clients(worker, cluster_spec)
+
+
+@pytest.mark.follows("test_slot_variable_on_host")
+def test_slot_variable_on_host(cluster_spec):
+    assert _momentum_step(cluster_spec, variables_on_host=True) == {0: (1, 2.0), 1: (1, 2.0)}
+
+
+@pytest.mark.follows("test_slot_variable_on_ipu")
+def test_slot_variable_on_ipu(cluster_spec):
+    assert _momentum_step(cluster_spec, variables_on_host=False) == {0: (1, 2.0), 1: (1, 2.0)}
+
+
+@pytest.mark.follows("test_distribute_dataset")
+def test_distribute_dataset(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def step_fn(x):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    return x.values[0] * x.values[0]
+
+            dataset = tf.data.Dataset.range(10).map(lambda x: tf.cast(x, np.float32))
+            dataset = dataset.batch(2, drop_remainder=True)  # the global batch
+            iterator = strategy.experimental_distribute_dataset(dataset)
+            iterator = iterator.make_initializable_iterator()
+            sum_y = strategy.reduce(SUM, strategy.run(step_fn, args=[next(iterator)]), axis=None)
+            with _session(target, config) as session:
+                session.run(iterator.initializer)
+                return [session.run(sum_y) for _ in range(3)]
+
+    results = _run_between_graph_clients(worker, cluster_spec)
+    # Each worker takes its half of each global batch: 0*0 + 1*1, 2*2 + 3*3, 4*4 + 5*5.
+    assert results == {0: [1.0, 13.0, 41.0], 1: [1.0, 13.0, 41.0]}
+
+
+@pytest.mark.follows("test_monitored_training_session")
+def test_monitored_training_session(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def step_fn(x):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    w = v1.get_variable("w", initializer=2.0)
+                    return w * x
+
+            inputs = v1.placeholder(np.float32, shape=())
+            sum_y = strategy.reduce(SUM, strategy.run(step_fn, args=[inputs]), axis=None)
+            with v1.train.MonitoredTrainingSession(master=target, config=config) as session:
+                return session.run(sum_y, feed_dict={inputs: task_id + 1})
+
+    assert _run_between_graph_clients(worker, cluster_spec) == {0: 6.0, 1: 6.0}  # 2*1 + 2*2
+
+
+@pytest.mark.follows("test_batch_normalization")
+def test_batch_normalization(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id, True)
+        with strategy.scope():
+            batch_norm = v1.layers.BatchNormalization(momentum=0.0)
+
+            def per_replica_fn(x):
+                with tf.device("/device:IPU:0"):
+                    y = batch_norm(x, training=True)
+                    assert isinstance(batch_norm.beta, IPUMirroredVariable)
+                    assert isinstance(batch_norm.gamma, IPUMirroredVariable)
+                    assert isinstance(batch_norm.moving_mean, IPUSyncOnReadVariable)
+                    assert isinstance(batch_norm.moving_variance, IPUSyncOnReadVariable)
+                    return y
+
+            def compiled_per_replica_fn(inputs):
+                with scopes.ipu_scope("/device:IPU:0"):
+                    [out] = ipu_compiler.compile(per_replica_fn, inputs=[inputs])
+                    return out
+
+            inputs = v1.placeholder(np.float32, shape=(2, 1))
+            sum_y = strategy.reduce(
+                SUM, strategy.run(compiled_per_replica_fn, args=[inputs]), axis=None
+            )
+            with _session(target, config) as session:
+                session.run(v1.global_variables_initializer())
+                session.run(sum_y, feed_dict={inputs: [[2.0 * (task_id + 1)], [0.0]]})
+                local_mean = batch_norm.moving_mean._get_on_device_or_primary()  # noqa: SLF001
+                return (
+                    session.run(local_mean),
+                    session.run(batch_norm.moving_mean),
+                    session.run(batch_norm.moving_variance),
+                )
+
+    results = _run_between_graph_clients(worker, cluster_spec)
+    for task_id, (local_mean, global_mean, global_variance) in results.items():
+        np.testing.assert_array_equal(local_mean, [task_id + 1])
+        np.testing.assert_array_equal(global_mean, [1.5])  # mean(mean(2, 0), mean(4, 0))
+        np.testing.assert_array_equal(global_variance, [2.5])  # mean(var(2, 0), var(4, 0))
