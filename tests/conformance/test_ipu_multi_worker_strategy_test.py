@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
+from tensorflow.python import ipu
 from tensorflow.python.distribute import multi_worker_test_base, multi_worker_util
 from tensorflow.python.distribute.cluster_resolver.cluster_resolver import SimpleClusterResolver
-from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_compiler, scopes
 from tensorflow.python.ipu.ipu_multi_worker_strategy import (
     IPUMirroredVariable,
@@ -312,7 +312,9 @@ def test_train_split_device_host_fn(cluster_spec):
                 with scopes.ipu_scope("/device:IPU:0"):
                     grads, loss = ipu_compiler.compile(device_step_fn, inputs=[x])
                 with tf.device("/device:CPU:0"):
-                    train_op = optimizer.apply_gradients(zip(grads, v1.global_variables()))
+                    train_op = optimizer.apply_gradients(
+                        zip(grads, v1.global_variables(), strict=True)
+                    )
                 return train_op, loss
 
             return _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate)
@@ -393,9 +395,12 @@ def test_distribute_dataset(cluster_spec):
 
             dataset = tf.data.Dataset.range(10).map(lambda x: tf.cast(x, np.float32))
             dataset = dataset.batch(2, drop_remainder=True)  # the global batch
-            iterator = strategy.experimental_distribute_dataset(dataset)
-            iterator = iterator.make_initializable_iterator()
-            sum_y = strategy.reduce(SUM, strategy.run(step_fn, args=[next(iterator)]), axis=None)
+            # TF1's distributed iterator: with TF2 behaviour on, experimental_distribute_dataset
+            # gives the TF2 dataset (no make_initializable_iterator), as in stock TensorFlow.
+            iterator = strategy.make_dataset_iterator(dataset)
+            sum_y = strategy.reduce(
+                SUM, strategy.run(step_fn, args=[iterator.get_next()]), axis=None
+            )
             with _session(target, config) as session:
                 session.run(iterator.initializer)
                 return [session.run(sum_y) for _ in range(3)]

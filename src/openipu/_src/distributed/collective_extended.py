@@ -108,7 +108,8 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             self._std_server_started = True  # the process's runtime owns the server
         # Each strategy numbers its collectives apart from the others'.
         container_strategy._collective_key_base = _next_collective_key_base(  # noqa: SLF001
-            cluster_resolver, type(container_strategy)._collective_key_base  # noqa: SLF001
+            cluster_resolver,
+            type(container_strategy)._collective_key_base,  # noqa: SLF001
         )
         with cluster_runtime.configurable_after_startup():
             super().__init__(

@@ -357,32 +357,44 @@ def _split_outputs(
     if isinstance(outputs, ops.Operation):
         return [], [outputs], None
     flat = nest.flatten(outputs)
-    for o in flat:
-        if isinstance(o, ops.Operation):
-            raise ValueError(
-                f"Operation {o.name} is in a nested output structure: return operations only "
-                "in a flat list after the tensors, or make tensors depend on them with "
-                "tf.control_dependencies"
-            )
-    return [ops.convert_to_tensor(o) for o in flat if o is not None], [], outputs
+    # An operation anywhere in the structure (`train_op, loss = strategy.run(step)` in a
+    # TF1 program, as tf.distribute allows) comes back as one that runs with the region.
+    operations = [o for o in flat if isinstance(o, ops.Operation)]
+    tensors = [
+        ops.convert_to_tensor(o) for o in flat if o is not None and not isinstance(o, ops.Operation)
+    ]
+    return tensors, operations, outputs
 
 
 def _pack_outputs(
     tensors: list[tf.Tensor], operations: list[ops.Operation], structure: Nested, name: str
 ) -> Nested:
-    if not tensors and (structure is _FLAT or not tf.inside_function()):
+    nested_operations = structure is not _FLAT and _has_operation(structure)
+    if not tensors and not nested_operations and (structure is _FLAT or not tf.inside_function()):
         return control_flow_ops.group(operations, name=name + "/output")
     with ops.control_dependencies(operations):
         tensors = [tf.identity(t, name=f"output_{i}") for i, t in enumerate(tensors)]
     if structure is _FLAT:
         return tensors
-    if not tensors:
+    if not tensors and not nested_operations:
         # Only None values: the structure comes back as it was, after the operations ran.
         return structure
+    flat = nest.flatten(structure)
+    done = None
+    if nested_operations:
+        done = control_flow_ops.group(*operations, *tensors, name=name + "/output_op")
     remaining = iter(tensors)
     return nest.pack_sequence_as(
-        structure, [None if o is None else next(remaining) for o in nest.flatten(structure)]
+        structure,
+        [
+            None if o is None else done if isinstance(o, ops.Operation) else next(remaining)
+            for o in flat
+        ],
     )
+
+
+def _has_operation(structure: Nested) -> bool:
+    return any(isinstance(o, ops.Operation) for o in nest.flatten(structure))
 
 
 def _unmark(context: _RegionContext | _PlainContext) -> None:
