@@ -15,18 +15,13 @@ scenarios about placement alone are expected failures; elsewhere they are left o
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-from collections.abc import Callable
-from unittest import mock
 
+import in_process_cluster
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python import ipu
-from tensorflow.python.distribute import multi_worker_test_base, multi_worker_util
-from tensorflow.python.distribute.cluster_resolver.cluster_resolver import SimpleClusterResolver
 from tensorflow.python.ipu import ipu_compiler, scopes
 from tensorflow.python.ipu.ipu_multi_worker_strategy import (
     IPUMirroredVariable,
@@ -37,14 +32,6 @@ from tensorflow.python.ipu.ipu_multi_worker_strategy import (
 v1 = tf.compat.v1
 SUM = tf.distribute.ReduceOp.SUM
 NUM_WORKERS = 2
-DEADLINE = 120  # seconds for every worker of a scenario
-
-
-def _free_port() -> int:
-    # `multi_worker_test_base` picks ports with portpicker, which is not installed.
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +40,7 @@ def cluster_spec():
     config.auto_select_ipus = 1
     config.configure_ipu_system()
     # In-process servers cannot be stopped: one cluster for the module (the original's).
-    with mock.patch.object(multi_worker_test_base, "pick_unused_port", _free_port):
-        yield multi_worker_test_base.create_in_process_cluster(
-            num_workers=NUM_WORKERS, num_ps=0, has_chief=False
-        )
+    yield in_process_cluster.create(NUM_WORKERS)
     ipu.config.reset_ipu_configuration()
 
 
@@ -68,44 +52,13 @@ def fresh_collective_keys():
 
 
 def _create_test_objects(cluster_spec, task_type, task_id, variables_on_host=True):
-    resolver = SimpleClusterResolver(
-        cluster_spec=multi_worker_util.normalize_cluster_spec(cluster_spec),
-        task_type=task_type,
-        task_id=task_id,
-    )
+    resolver = in_process_cluster.resolver(cluster_spec, task_type, task_id)
     target = resolver.master(task_id=task_id, task_type=task_type, rpc_layer="grpc")
     strategy = IPUMultiWorkerStrategyV1(resolver, variables_on_host=variables_on_host)
     # The servers outlive the tests and keep resource variables by name; the original's
     # reference variables (disable_v2_behavior) did not meet the next test's of one name.
     config = config_pb2.ConfigProto(allow_soft_placement=False, isolate_session_state=True)
     return strategy, target, strategy.update_config_proto(config)
-
-
-def _run_between_graph_clients(fn: Callable, cluster_spec: dict) -> dict:
-    """`fn(task_type, task_id)` of every worker, each in its own thread and graph."""
-    results: dict = {}
-    errors: dict = {}
-
-    def client(task_id: int) -> None:
-        try:
-            with tf.Graph().as_default():
-                results[task_id] = fn("worker", task_id)
-        except BaseException as error:  # reported by the test's thread
-            errors[task_id] = error
-
-    threads = [
-        threading.Thread(target=client, args=(task_id,), daemon=True)
-        for task_id in range(len(cluster_spec["worker"]))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(DEADLINE)
-    hung = [task_id for task_id, thread in enumerate(threads) if thread.is_alive()]
-    if errors:
-        raise next(iter(errors.values()))
-    assert not hung, f"workers {hung} did not finish within {DEADLINE} s"
-    return results
 
 
 @contextlib.contextmanager
@@ -182,7 +135,7 @@ def test_variables_on_host(cluster_spec):
 
             assert strategy.run(per_replica_fn).device == ipu_device
 
-    _run_between_graph_clients(worker, cluster_spec)
+    in_process_cluster.run_between_graph_clients(worker, cluster_spec)
 
 
 @_IPU_DEVICE_NAMES
@@ -195,7 +148,7 @@ def test_variables_on_ipu(cluster_spec):
             v = tf.Variable(1.0)
             assert v.device == ipu_device
 
-    _run_between_graph_clients(worker, cluster_spec)
+    in_process_cluster.run_between_graph_clients(worker, cluster_spec)
 
 
 @pytest.mark.follows("test_all_reduce")
@@ -213,7 +166,10 @@ def test_all_reduce(cluster_spec):
             with _session(target, config) as session:
                 return session.run(sum_y, feed_dict={inputs: task_id + 1})
 
-    assert _run_between_graph_clients(worker, cluster_spec) == {0: 5.0, 1: 5.0}  # 1*1 + 2*2
+    assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {
+        0: 5.0,
+        1: 5.0,
+    }  # 1*1 + 2*2
 
 
 @pytest.mark.follows("test_mirrored_variable")
@@ -234,7 +190,7 @@ def test_mirrored_variable(cluster_spec):
                 # Every worker starts from the first worker's initial value.
                 return session.run(v1.global_variables()), session.run(sum_ret)
 
-    results = _run_between_graph_clients(worker, cluster_spec)
+    results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
     assert results == {0: ([1], 2), 1: ([1], 2)}  # 1*1 + 1*1
 
 
@@ -263,7 +219,7 @@ def test_sync_on_read_variable(cluster_spec):
                 session.run(assign_add, feed_dict={inputs: task_id + 1})
                 return initial, session.run(v1.global_variables())
 
-    results = _run_between_graph_clients(worker, cluster_spec)
+    results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
     # Both start from the first worker's 1.0; mean(1 + 1, 1 + 2) = 2.5.
     assert results == {0: ([1.0], [2.5]), 1: ([1.0], [2.5])}
 
@@ -320,7 +276,7 @@ def test_train_split_device_host_fn(cluster_spec):
             return _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate)
 
     expected = _expected_w_times_x(initial_w, learning_rate)
-    for history in _run_between_graph_clients(worker, cluster_spec).values():
+    for history in in_process_cluster.run_between_graph_clients(worker, cluster_spec).values():
         np.testing.assert_allclose(history, expected)
 
 
@@ -342,7 +298,7 @@ def test_train_combined_device_host_fn(cluster_spec):
             return _train_w_times_x(strategy, target, config, step_fn, initial_w, learning_rate)
 
     expected = _expected_w_times_x(initial_w, learning_rate)
-    for history in _run_between_graph_clients(worker, cluster_spec).values():
+    for history in in_process_cluster.run_between_graph_clients(worker, cluster_spec).values():
         np.testing.assert_allclose(history, expected)
 
 
@@ -370,7 +326,7 @@ def _momentum_step(cluster_spec, variables_on_host):
                 _, loss = session.run([train_op, total_loss], feed_dict={inputs: 1.0})
                 return slots, loss
 
-    return _run_between_graph_clients(worker, cluster_spec)
+    return in_process_cluster.run_between_graph_clients(worker, cluster_spec)
 
 
 @pytest.mark.follows("test_slot_variable_on_host")
@@ -405,7 +361,7 @@ def test_distribute_dataset(cluster_spec):
                 session.run(iterator.initializer)
                 return [session.run(sum_y) for _ in range(3)]
 
-    results = _run_between_graph_clients(worker, cluster_spec)
+    results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
     # Each worker takes its half of each global batch: 0*0 + 1*1, 2*2 + 3*3, 4*4 + 5*5.
     assert results == {0: [1.0, 13.0, 41.0], 1: [1.0, 13.0, 41.0]}
 
@@ -426,7 +382,10 @@ def test_monitored_training_session(cluster_spec):
             with v1.train.MonitoredTrainingSession(master=target, config=config) as session:
                 return session.run(sum_y, feed_dict={inputs: task_id + 1})
 
-    assert _run_between_graph_clients(worker, cluster_spec) == {0: 6.0, 1: 6.0}  # 2*1 + 2*2
+    assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {
+        0: 6.0,
+        1: 6.0,
+    }  # 2*1 + 2*2
 
 
 @pytest.mark.follows("test_batch_normalization")
@@ -464,7 +423,7 @@ def test_batch_normalization(cluster_spec):
                     session.run(batch_norm.moving_variance),
                 )
 
-    results = _run_between_graph_clients(worker, cluster_spec)
+    results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
     for task_id, (local_mean, global_mean, global_variance) in results.items():
         np.testing.assert_array_equal(local_mean, [task_id + 1])
         np.testing.assert_array_equal(global_mean, [1.5])  # mean(mean(2, 0), mean(4, 0))

@@ -140,9 +140,18 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         """Replicas run by this process's programs (`num_replicas_in_sync` counts all)."""
         return self._local_replica_count
 
+    # Whether `num_replicas_in_sync` counts the replicas of every process's programs (the
+    # original's popdist.getNumTotalReplicas()) or one per process (IPUMultiWorkerStrategy).
+    _program_replicas_in_sync = True
+
     @property
     def _num_replicas_in_sync(self) -> int:
-        # Every process's replicas, as the original's popdist.getNumTotalReplicas().
+        if not self._program_replicas_in_sync:
+            return self._num_workers
+        return self._all_program_replicas
+
+    @property
+    def _all_program_replicas(self) -> int:
         return self._local_replica_count * self._num_workers
 
     @property
@@ -190,7 +199,7 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             return value  # PopDistStrategy(add_ipu_cross_replica_reductions=False)
         total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
         if reduce_op == tf.distribute.ReduceOp.MEAN:
-            return total / tf.cast(self._num_replicas_in_sync, total.dtype)
+            return total / tf.cast(self._all_program_replicas, total.dtype)
         return total
 
     def _batch_reduce_to(self, reduce_op, value_destination_pairs, options):
