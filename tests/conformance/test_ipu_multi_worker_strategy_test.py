@@ -22,7 +22,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python import ipu
-from tensorflow.python.ipu import ipu_compiler, scopes
+from tensorflow.python.distribute import distribute_utils
+from tensorflow.python.ipu import ipu_compiler, ipu_estimator, ipu_run_config, scopes
 from tensorflow.python.ipu.ipu_multi_worker_strategy import (
     IPUMirroredVariable,
     IPUMultiWorkerStrategyV1,
@@ -428,3 +429,59 @@ def test_batch_normalization(cluster_spec):
         np.testing.assert_array_equal(local_mean, [task_id + 1])
         np.testing.assert_array_equal(global_mean, [1.5])  # mean(mean(2, 0), mean(4, 0))
         np.testing.assert_array_equal(global_variance, [2.5])  # mean(var(2, 0), var(4, 0))
+
+
+@pytest.mark.follows("test_ipu_estimator_train_with_host_call")
+def test_ipu_estimator_train_with_host_call(cluster_spec, tmp_path):
+    learning_rate, initial_w = 0.5, 2.0
+    features = np.array([[1.0], [2.0]], dtype=np.float32)
+    labels = np.array([[1.0], [2.0]], dtype=np.float32)
+
+    def worker(task_type, task_id):
+        strategy, target, _ = _create_test_objects(cluster_spec, task_type, task_id)
+        # Momentum of zero: its accumulator slot must not get in the way.
+        optimizer = v1.train.MomentumOptimizer(learning_rate=learning_rate, momentum=0.0)
+
+        def host_model_fn(*grads):
+            return optimizer.apply_gradients(zip(grads, v1.trainable_variables(), strict=True))
+
+        def my_model_fn(features, labels, mode):
+            w = v1.get_variable(name="w", initializer=initial_w)
+            loss = v1.losses.mean_squared_error(labels=labels, predictions=features * w)
+            assert distribute_utils.get_loss_reduction() == tf.distribute.ReduceOp.MEAN
+            grads = [g for g, _ in optimizer.compute_gradients(loss)]
+            return ipu_estimator.IPUEstimatorSpec(
+                mode=mode, loss=loss, train_op=tf.identity(loss), host_call=(host_model_fn, grads)
+            )
+
+        def my_input_fn(input_context):
+            assert (input_context.num_input_pipelines, input_context.input_pipeline_id) == (
+                NUM_WORKERS,
+                task_id,
+            )
+            dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+            dataset = dataset.batch(1, drop_remainder=True).repeat()
+            return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+
+        config = ipu_run_config.RunConfig(
+            session_config=config_pb2.ConfigProto(allow_soft_placement=False),
+            master=target,
+            train_distribute=strategy,
+            model_dir=str(tmp_path / str(task_id)),
+        )
+        estimator = ipu_estimator.IPUEstimator(model_fn=my_model_fn, config=config)
+        trained = []
+        for _ in range(3):
+            estimator.train(my_input_fn, steps=1)
+            trained.append(
+                (estimator.get_variable_value("global_step"), estimator.get_variable_value("w"))
+            )
+        return trained
+
+    expected, w = [], initial_w
+    for step in range(3):
+        # L = mean over the workers of (w x_i - y_i)^2: dL/dw = sum_i (w x_i - y_i) x_i.
+        w -= learning_rate * float(np.sum((w * features - labels) * features))
+        expected.append((step + 1, w))
+    for trained in in_process_cluster.run_between_graph_clients(worker, cluster_spec).values():
+        np.testing.assert_allclose(trained, expected, rtol=1e-6)
