@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from unittest import mock
@@ -62,10 +63,13 @@ def run_between_graph_clients(fn: Callable[[str, int], Any], cluster_spec: dict)
     ]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(DEADLINE)
+    # Until every worker is done, one failed (its peers may wait for it forever), or the
+    # deadline passed.
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline and not errors and any(t.is_alive() for t in threads):
+        time.sleep(0.05)
     hung = [task_id for task_id, thread in enumerate(threads) if thread.is_alive()]
     if errors:
-        raise next(iter(errors.values()))
+        raise errors[min(errors)]
     assert not hung, f"workers {hung} did not finish within {DEADLINE} s"
     return results

@@ -35,11 +35,26 @@ SUM = tf.distribute.ReduceOp.SUM
 NUM_WORKERS = 2
 
 
+def _configure(ipus: int) -> None:
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = ipus
+    config.configure_ipu_system()
+
+
+@contextlib.contextmanager
+def _ipus(ipus: int):
+    """The workers' (shared) system with a device of `ipus` IPUs, as the original's workers
+    configure it."""
+    _configure(ipus)
+    try:
+        yield
+    finally:
+        _configure(1)
+
+
 @pytest.fixture(scope="module")
 def cluster_spec():
-    config = ipu.config.IPUConfig()
-    config.auto_select_ipus = 1
-    config.configure_ipu_system()
+    _configure(1)
     # In-process servers cannot be stopped: one cluster for the module (the original's).
     yield in_process_cluster.create(NUM_WORKERS)
     ipu.config.reset_ipu_configuration()
@@ -485,3 +500,159 @@ def test_ipu_estimator_train_with_host_call(cluster_spec, tmp_path):
         expected.append((step + 1, w))
     for trained in in_process_cluster.run_between_graph_clients(worker, cluster_spec).values():
         np.testing.assert_allclose(trained, expected, rtol=1e-6)
+
+
+# The original runs the next scenarios in processes (TF_CONFIG); they run as worker threads
+# here, on the module's cluster.
+
+
+@pytest.mark.follows("test_reduction_in_compiled_cluster")
+def test_reduction_in_compiled_cluster(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+
+            def device_fn(x):
+                # Without and with an explicit outside_compilation_scope.
+                sum_y = strategy.reduce(SUM, x * x, axis=None)
+                z = sum_y * sum_y
+                with scopes.outside_compilation_scope():
+                    return strategy.reduce(SUM, z, axis=None)
+
+            inputs = v1.placeholder(np.float32, shape=())
+            with scopes.ipu_scope("/device:IPU:0"):
+                compiled = ipu_compiler.compile(device_fn, inputs=[inputs])
+            with _session(target, config) as session:
+                [out] = session.run(compiled, feed_dict={inputs: task_id + 1})
+                return out
+
+    # 2 * (1^2 + 2^2)^2
+    assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {0: 50, 1: 50}
+
+
+@pytest.mark.follows("test_optimizer_in_compiled_cluster")
+def test_optimizer_in_compiled_cluster(cluster_spec):
+    initial_w, learning_rate = 2.0, 0.5
+    per_worker_x = [1.0, 2.0]
+
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id, False)
+        with strategy.scope():
+
+            def device_fn(features):
+                w = v1.get_variable(name="w", initializer=initial_w)
+                return v1.train.GradientDescentOptimizer(learning_rate).minimize(w * features)
+
+            train_op = strategy.run(
+                lambda: ipu_compiler.compile(device_fn, inputs=[per_worker_x[task_id]])
+            )
+            [w] = v1.global_variables()
+            with _session(target, config) as session:
+                session.run(w.initializer)
+                session.run(train_op)
+                return session.run(w)
+
+    expected = initial_w - learning_rate * sum(per_worker_x)
+    assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {
+        0: expected,
+        1: expected,
+    }
+
+
+@pytest.mark.follows("test_dataset_infeed")
+def test_dataset_infeed(cluster_spec):
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id)
+        with strategy.scope():
+            dataset = tf.data.Dataset.from_tensor_slices([0.0]).repeat()
+            dataset = dataset.map(lambda x: x + task_id)  # a host op in the dataset
+            infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+            def my_net():
+                return ipu.loops.repeat(10, lambda v, x: v + x, [0.0], infeed_queue)
+
+            with scopes.ipu_scope("/device:IPU:0"):
+                [result] = ipu_compiler.compile(my_net, inputs=[])
+            with _session(target, config) as session:
+                session.run(infeed_queue.initializer)
+                return session.run(result)
+
+    assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {0: 0, 1: 10}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=tf.errors.InternalError,
+    reason="difference: a pipeline's gradient all-reduce runs inside the function of its "
+    "repeat loop, where a TF1 session on a gRPC server has no collective executor "
+    "(Failed to get CollectiveExecutor); the original moves it to the host graph",
+)
+@pytest.mark.follows("test_pipelining")
+def test_pipelining(cluster_spec):
+    per_worker_x = [1.0, 2.0]
+    y, initial_w0, initial_w1, learning_rate = 1.0, 1.0, 2.0, 0.5
+    accumulation, iterations, repeat_count = 4, 4, 2
+
+    def worker(task_type, task_id):
+        strategy, target, config = _create_test_objects(cluster_spec, task_type, task_id, False)
+        with strategy.scope():
+            count = iterations * accumulation
+            dataset = tf.data.Dataset.from_tensor_slices(
+                ([per_worker_x[task_id]] * count, [y] * count)
+            )
+            infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+            outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+            def stage1(feature, label):
+                w0 = v1.get_variable(name="w0", initializer=initial_w0)
+                assert isinstance(w0, IPUMirroredVariable)
+                return w0 * feature, label
+
+            def stage2(partial, label):
+                w1 = v1.get_variable(name="w1", initializer=initial_w1)
+                assert isinstance(w1, IPUMirroredVariable)
+                return v1.losses.mean_squared_error(label, partial + w1)
+
+            def optimizer_function(loss):
+                optimizer = v1.train.GradientDescentOptimizer(learning_rate)
+                return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+            def model():
+                return ipu.pipelining_ops.pipeline(
+                    computational_stages=[stage1, stage2],
+                    gradient_accumulation_count=accumulation,
+                    repeat_count=repeat_count,
+                    inputs=[],
+                    infeed_queue=infeed_queue,
+                    outfeed_queue=outfeed_queue,
+                    optimizer_function=optimizer_function,
+                    reduction_method=ipu.gradient_accumulation.GradientAccumulationReductionMethod.SUM,
+                    name="Pipeline",
+                )
+
+            train_op = strategy.run(lambda: ipu_compiler.compile(model, inputs=[]))
+            w0, w1 = v1.global_variables()
+            weights = []
+            with _session(target, config) as session:
+                session.run(infeed_queue.initializer)
+                session.run(v1.global_variables_initializer())
+                for _ in range(iterations // repeat_count):
+                    session.run(train_op)
+                    weights.append(session.run([w0, w1]))
+            return weights
+
+    with _ipus(2):  # a device for the two stages
+        results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
+    expected, w0, w1 = [], initial_w0, initial_w1
+    for _ in range(iterations // repeat_count):
+        for _ in range(repeat_count):
+            # L = sum over the workers of (w0 x_i + w1 - y)^2, accumulated over the batches.
+            residuals = [w0 * x + w1 - y for x in per_worker_x]
+            grad_w0 = accumulation * sum(
+                2 * r * x for r, x in zip(residuals, per_worker_x, strict=True)
+            )
+            grad_w1 = accumulation * sum(2 * r for r in residuals)
+            w0, w1 = w0 - learning_rate * grad_w0, w1 - learning_rate * grad_w1
+        expected.append([w0, w1])
+    for weights in results.values():
+        np.testing.assert_allclose(weights, expected)
