@@ -15,6 +15,7 @@ scenarios about placement alone are expected failures; elsewhere they are left o
 from __future__ import annotations
 
 import contextlib
+import glob
 
 import in_process_cluster
 import numpy as np
@@ -29,6 +30,7 @@ from tensorflow.python.ipu.ipu_multi_worker_strategy import (
     IPUMultiWorkerStrategyV1,
     IPUSyncOnReadVariable,
 )
+from tensorflow.python.summary import summary_iterator
 
 v1 = tf.compat.v1
 SUM = tf.distribute.ReduceOp.SUM
@@ -656,3 +658,67 @@ def test_pipelining(cluster_spec):
         expected.append([w0, w1])
     for weights in results.values():
         np.testing.assert_allclose(weights, expected)
+
+
+def _summary_values(model_dir, tag):
+    files = glob.glob(model_dir + "/*tfevents*")
+    assert len(files) == 1, files
+    return [
+        v.simple_value
+        for event in summary_iterator.summary_iterator(files[0])
+        for v in event.summary.value
+        if v.tag == tag
+    ]
+
+
+@pytest.mark.follows("test_ipu_estimator")
+def test_ipu_estimator(cluster_spec, tmp_path):
+    num_iterations, y, initial_w0, initial_w1, learning_rate = 3, 1.0, 1.0, 2.0, 0.5
+    per_worker_x = [1.0, 2.0]
+
+    def worker(task_type, task_id):
+        strategy, target, _ = _create_test_objects(cluster_spec, task_type, task_id, False)
+
+        def my_model_fn(features, labels, mode):
+            w0 = v1.get_variable(name="w0", initializer=initial_w0)
+            assert isinstance(w0, IPUMirroredVariable)
+            w1 = v1.get_variable(name="w1", initializer=initial_w1)
+            assert isinstance(w1, IPUMirroredVariable)
+            loss = v1.losses.mean_squared_error(labels, w0 * features + w1)
+            # Momentum of zero: its accumulator slot must not get in the way.
+            train_op = v1.train.MomentumOptimizer(learning_rate, momentum=0.0).minimize(loss)
+            return ipu_estimator.IPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+        def my_input_fn(input_context):
+            assert input_context.input_pipeline_id == task_id
+            x = per_worker_x[task_id]
+            return tf.data.Dataset.from_tensor_slices(([x] * num_iterations, [y] * num_iterations))
+
+        config = ipu_run_config.RunConfig(
+            session_config=config_pb2.ConfigProto(allow_soft_placement=False),
+            master=target,
+            train_distribute=strategy,
+            save_summary_steps=1,
+            model_dir=str(tmp_path / str(task_id)),
+        )
+        estimator = ipu_estimator.IPUEstimator(model_fn=my_model_fn, config=config)
+        # The original trains with train_and_evaluate (its evaluation is not distributed).
+        estimator.train(my_input_fn, max_steps=num_iterations)
+        return (
+            [estimator.get_variable_value(name) for name in ("global_step", "w0", "w1")],
+            _summary_values(estimator.model_dir, "loss"),
+        )
+
+    expected_losses, w0, w1 = [], initial_w0, initial_w1
+    x = np.array(per_worker_x)
+    for _ in range(num_iterations):
+        residual = w0 * x + w1 - y
+        expected_losses.append(np.mean(np.square(residual)))  # the workers' mean loss
+        # The gradients of the workers' losses, summed, over the workers (loss scaling).
+        w0 -= learning_rate * np.sum(2 * residual * x) / NUM_WORKERS
+        w1 -= learning_rate * np.sum(2 * residual) / NUM_WORKERS
+    for variables, losses in in_process_cluster.run_between_graph_clients(
+        worker, cluster_spec
+    ).values():
+        np.testing.assert_allclose(variables, [num_iterations, w0, w1], rtol=1e-6)
+        np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)
