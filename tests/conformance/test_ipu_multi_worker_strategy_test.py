@@ -37,10 +37,14 @@ SUM = tf.distribute.ReduceOp.SUM
 NUM_WORKERS = 2
 
 
-def _configure(ipus: int) -> None:
+def _ipu_config(ipus: int) -> ipu.config.IPUConfig:
     config = ipu.config.IPUConfig()
     config.auto_select_ipus = ipus
-    config.configure_ipu_system()
+    return config
+
+
+def _configure(ipus: int) -> None:
+    _ipu_config(ipus).configure_ipu_system()
 
 
 @contextlib.contextmanager
@@ -721,4 +725,84 @@ def test_ipu_estimator(cluster_spec, tmp_path):
         worker, cluster_spec
     ).values():
         np.testing.assert_allclose(variables, [num_iterations, w0, w1], rtol=1e-6)
+        np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="difference: the reported loss of an IPUPipelineEstimator is the workers' mean; "
+    "the original reports their sum (_get_loss_reduce_op_for_reporting: SUM when the "
+    "optimizer scaled the loss); the trained variables match",
+)
+@pytest.mark.follows("test_ipu_pipeline_estimator")
+def test_ipu_pipeline_estimator(cluster_spec, tmp_path):
+    num_iterations, y, initial_w0, initial_w1, learning_rate = 3, 1.0, 1.0, 2.0, 0.5
+    accumulation = 4
+    num_steps = num_iterations * accumulation
+    per_worker_x = [1.0, 2.0]
+
+    def worker(task_type, task_id):
+        strategy, target, _ = _create_test_objects(cluster_spec, task_type, task_id, False)
+
+        def my_model_fn(mode):
+            def stage1(feature, label):
+                w0 = v1.get_variable(name="w0", initializer=initial_w0)
+                assert isinstance(w0, IPUMirroredVariable)
+                return w0 * feature, label
+
+            def stage2(partial, label):
+                w1 = v1.get_variable(name="w1", initializer=initial_w1)
+                assert isinstance(w1, IPUMirroredVariable)
+                return v1.losses.mean_squared_error(label, partial + w1)
+
+            def optimizer_function(loss):
+                # Momentum of zero: its accumulator slot must not get in the way.
+                optimizer = v1.train.MomentumOptimizer(learning_rate, momentum=0.0)
+                return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+            return ipu.ipu_pipeline_estimator.IPUPipelineEstimatorSpec(
+                mode=mode,
+                computational_stages=[stage1, stage2],
+                gradient_accumulation_count=accumulation,
+                optimizer_function=optimizer_function,
+                reduction_method=ipu.gradient_accumulation.GradientAccumulationReductionMethod.SUM,
+            )
+
+        def my_input_fn(input_context):
+            assert input_context.input_pipeline_id == task_id
+            x = per_worker_x[task_id]
+            return tf.data.Dataset.from_tensor_slices(([x] * num_steps, [y] * num_steps))
+
+        config = ipu_run_config.RunConfig(
+            session_config=config_pb2.ConfigProto(allow_soft_placement=False),
+            master=target,
+            train_distribute=strategy,
+            save_summary_steps=1,
+            model_dir=str(tmp_path / str(task_id)),
+            ipu_run_config=ipu_run_config.IPURunConfig(
+                iterations_per_loop=accumulation, num_shards=2, ipu_options=_ipu_config(2)
+            ),
+        )
+        estimator = ipu.ipu_pipeline_estimator.IPUPipelineEstimator(
+            model_fn=my_model_fn, config=config
+        )
+        estimator.train(my_input_fn, max_steps=num_steps)
+        return (
+            [estimator.get_variable_value(name) for name in ("global_step", "w0", "w1")],
+            _summary_values(estimator.model_dir, "loss"),
+        )
+
+    with _ipus(2):  # a device for the two stages
+        results = in_process_cluster.run_between_graph_clients(worker, cluster_spec)
+    expected_losses, w0, w1 = [], initial_w0, initial_w1
+    x = np.array(per_worker_x)
+    for _ in range(num_iterations):
+        residual = w0 * x + w1 - y
+        # The optimizer scaled the loss by the workers: the reported one is their sum.
+        expected_losses.append(np.sum(np.square(residual)))
+        w0 -= learning_rate * accumulation * np.sum(2 * residual * x) / NUM_WORKERS
+        w1 -= learning_rate * accumulation * np.sum(2 * residual) / NUM_WORKERS
+    for variables, losses in results.values():
+        np.testing.assert_allclose(variables, [num_steps, w0, w1], rtol=1e-6)
         np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)

@@ -40,7 +40,7 @@ from openipu._src.engine import (
 from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workload
 from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.value_types import Nested
-from openipu._src.integration import eager_context
+from openipu._src.integration import eager_context, region_summaries
 from openipu._src.system import configure
 
 _XLA_COMPILE_ATTR = "_xla_compile_id"
@@ -253,7 +253,7 @@ def compile_region(
             flat_inputs = [tf.identity(x, name=f"input_{i}") for i, x in enumerate(_flat(inputs))]
             region_inputs = nest.pack_sequence_as(inputs, flat_inputs)
             with (
-                xla._disable_summary_context(),  # noqa: SLF001 - summaries cannot compile
+                region_summaries.summaries_skipped(),  # summaries cannot compile
                 random_ops.seeded_from_device(ipu_ordinal),
                 autograph_loops.fusing_iterator_loops(region),
                 floating_point_checks.checking(fp_bits, ipu_ordinal),
