@@ -1,0 +1,152 @@
+"""Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/ipu_pipeline_estimator_test.py`.
+
+`IPUPipelineEstimator`: what its model_fn may take and must return, and how the
+pipeline's devices, `num_shards`, `iterations_per_loop` and the gradient accumulation
+count must agree (the original's errors and messages).
+"""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+from tensorflow.python import ipu
+from tensorflow.python.ipu import ipu_estimator, ipu_run_config
+from tensorflow.python.ipu.ipu_pipeline_estimator import (
+    IPUPipelineEstimator,
+    IPUPipelineEstimatorSpec,
+)
+
+
+@pytest.fixture(autouse=True)
+def unconfigured_system():
+    # An estimator configures the system from its ipu_options: no test inherits another's.
+    yield
+    ipu.config.reset_ipu_configuration()
+
+
+def _make_config(iterations_per_loop=1, num_shards=2, ipus=2):
+    options = ipu.config.IPUConfig()
+    options.auto_select_ipus = ipus
+    return ipu_run_config.RunConfig(
+        ipu_run_config=ipu_run_config.IPURunConfig(
+            num_shards=num_shards, iterations_per_loop=iterations_per_loop, ipu_options=options
+        )
+    )
+
+
+def _input_fn():
+    return tf.data.Dataset.from_tensor_slices(([0], [0]))
+
+
+def _stages():
+    def stage1(features, labels):
+        return features, labels
+
+    def stage2(partial, labels):
+        return partial + labels
+
+    return [stage1, stage2]
+
+
+def _train(model_fn, tmp_path, config=None, steps=1):
+    estimator = IPUPipelineEstimator(
+        model_fn=model_fn, config=config or _make_config(), model_dir=str(tmp_path)
+    )
+    estimator.train(input_fn=_input_fn, steps=steps)
+
+
+@pytest.mark.follows("testModelFnMustNotHaveFeaturesOrLabelsArguments")
+def test_model_fn_must_not_have_features_or_labels_arguments(tmp_path):
+    def model_fn_with_features_and_labels(features, labels, mode):
+        pass
+
+    with pytest.raises(ValueError, match="must not have `features` or `labels` arguments"):
+        _train(model_fn_with_features_and_labels, tmp_path)
+
+
+@pytest.mark.follows("testModelFnMustReturnIPUPipelineEstimatorSpec")
+def test_model_fn_must_return_ipu_pipeline_estimator_spec(tmp_path):
+    def model_fn_returning_estimator_spec(mode):
+        return ipu_estimator.IPUEstimatorSpec(mode, train_op=tf.no_op(), loss=tf.constant(0.0))
+
+    with pytest.raises(TypeError, match="must return `IPUPipelineEstimatorSpec`"):
+        _train(model_fn_returning_estimator_spec, tmp_path)
+
+
+def _stageless_model_fn(device_mapping=None):
+    def model_fn(mode):
+        kwargs = {} if device_mapping is None else {"device_mapping": device_mapping}
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[],
+            gradient_accumulation_count=1,
+            optimizer_function=lambda: None,
+            **kwargs,
+        )
+
+    return model_fn
+
+
+@pytest.mark.follows("testLengthOfComputationalStagesMustEqualNumShards")
+def test_length_of_computational_stages_must_equal_num_shards(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match="This pipeline requires 0 devices, but `IPURunConfig.num_shards` was set to 2",
+    ):
+        _train(_stageless_model_fn(), tmp_path)
+
+
+@pytest.mark.follows("testNumShardsMustEqualNumUniqueDevices")
+def test_num_shards_must_equal_num_unique_devices(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match="This pipeline requires 4 devices, but `IPURunConfig.num_shards` was set to 2",
+    ):
+        _train(_stageless_model_fn([0, 1, 2, 3, 0]), tmp_path)
+
+
+@pytest.mark.follows("testNumUniqueDevicesBelowNumShardsRange")
+def test_num_unique_devices_below_num_shards_range(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match="This pipeline requires 2 devices, but `IPURunConfig.num_shards` was set to 4",
+    ):
+        _train(_stageless_model_fn([0, 1, 0]), tmp_path, _make_config(num_shards=4, ipus=4))
+
+
+@pytest.mark.follows("testMustContainOptimizerFunctionWhenTraining")
+def test_must_contain_optimizer_function_when_training(tmp_path):
+    def model_fn_without_optimizer_function(mode):
+        return IPUPipelineEstimatorSpec(
+            mode, computational_stages=_stages(), gradient_accumulation_count=1
+        )
+
+    with pytest.raises(ValueError, match="must contain `optimizer_function` when training"):
+        _train(model_fn_without_optimizer_function, tmp_path)
+
+
+@pytest.mark.follows("testIterationsPerLoopAndGradientAccumulationValidation")
+def test_iterations_per_loop_and_gradient_accumulation_validation(tmp_path):
+    def make_model_fn(gradient_accumulation_count):
+        def model_fn(mode):
+            return IPUPipelineEstimatorSpec(
+                mode,
+                computational_stages=_stages(),
+                gradient_accumulation_count=gradient_accumulation_count,
+                optimizer_function=lambda: None,
+            )
+
+        return model_fn
+
+    with pytest.raises(
+        ValueError,
+        match=r"`IPURunConfig.iterations_per_loop` \(got 4\) must be divisible by "
+        r"`gradient_accumulation_count` \(got 3\)",
+    ):
+        _train(make_model_fn(3), tmp_path / "a", _make_config(iterations_per_loop=4), steps=4)
+    with pytest.raises(
+        ValueError,
+        match=r"`IPURunConfig.iterations_per_loop` \(got 1\) cannot be less than "
+        r"`gradient_accumulation_count` \(got 2\)",
+    ):
+        _train(make_model_fn(2), tmp_path / "b", _make_config(iterations_per_loop=1))
