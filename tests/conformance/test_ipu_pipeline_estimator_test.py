@@ -7,6 +7,7 @@ count must agree (the original's errors and messages).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
@@ -150,3 +151,86 @@ def test_iterations_per_loop_and_gradient_accumulation_validation(tmp_path):
         r"`gradient_accumulation_count` \(got 2\)",
     ):
         _train(make_model_fn(2), tmp_path / "b", _make_config(iterations_per_loop=1))
+
+
+def _estimator(model_fn, tmp_path, accumulation=4):
+    config = _make_config(iterations_per_loop=accumulation)
+    return IPUPipelineEstimator(model_fn=model_fn, config=config, model_dir=str(tmp_path))
+
+
+@pytest.mark.follows("testPredictTwoTensorsNotAllowed")
+def test_predict_two_tensors_not_allowed(tmp_path):
+    def my_model_fn(mode):
+        def stage1(features):
+            return tf.compat.v1.get_variable("w", initializer=1) * features
+
+        def stage2(partial):
+            return partial * partial, partial
+
+        return IPUPipelineEstimatorSpec(
+            mode, computational_stages=[stage1, stage2], gradient_accumulation_count=4
+        )
+
+    estimator = _estimator(my_model_fn, tmp_path)
+    with pytest.raises(ValueError, match="must return exactly one prediction tensor"):
+        next(estimator.predict(input_fn=lambda: tf.data.Dataset.from_tensor_slices([0])))
+
+
+@pytest.mark.follows("testPredictDict")
+def test_predict_dict(tmp_path):
+    accumulation = 4
+
+    def my_model_fn(mode):
+        def stage1(features):
+            return tf.compat.v1.get_variable("w", initializer=1) * features
+
+        def stage2(partial):
+            return {"squared": partial * partial, "partial": partial}
+
+        return IPUPipelineEstimatorSpec(
+            mode, computational_stages=[stage1, stage2], gradient_accumulation_count=accumulation
+        )
+
+    def my_input_fn():
+        features = np.arange(accumulation, dtype=np.int32)
+        return tf.data.Dataset.from_tensor_slices(features).batch(1, drop_remainder=True)
+
+    estimator = _estimator(my_model_fn, tmp_path, accumulation)
+    outputs = list(estimator.predict(input_fn=my_input_fn, num_predictions=accumulation))
+    assert [(int(o["partial"]), int(o["squared"])) for o in outputs] == [
+        (i, i**2) for i in range(accumulation)
+    ]
+
+
+def _squaring_stages():
+    return [lambda features: features * features, lambda partial: partial + partial]
+
+
+@pytest.mark.follows("testEvaluateMetricsMustBeDict")
+def test_evaluate_metrics_must_be_dict(tmp_path):
+    def model_fn_without_dict(mode):
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=_squaring_stages(),
+            eval_metrics_fn=lambda partial: partial,
+            gradient_accumulation_count=4,
+        )
+
+    estimator = _estimator(model_fn_without_dict, tmp_path)
+    with pytest.raises(TypeError, match="must return a dict"):
+        estimator.evaluate(input_fn=lambda: tf.data.Dataset.from_tensor_slices([0]), steps=4)
+
+
+@pytest.mark.follows("testEvaluateMetricsMustContainLoss")
+def test_evaluate_metrics_must_contain_loss(tmp_path):
+    def model_fn_without_loss(mode):
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=_squaring_stages(),
+            eval_metrics_fn=lambda p: {"prediction": tf.compat.v1.metrics.mean(p)},
+            gradient_accumulation_count=4,
+        )
+
+    estimator = _estimator(model_fn_without_loss, tmp_path)
+    with pytest.raises(KeyError, match="must contain 'loss'"):
+        estimator.evaluate(input_fn=lambda: tf.data.Dataset.from_tensor_slices([0]), steps=4)
