@@ -234,3 +234,67 @@ def test_evaluate_metrics_must_contain_loss(tmp_path):
     estimator = _estimator(model_fn_without_loss, tmp_path)
     with pytest.raises(KeyError, match="must contain 'loss'"):
         estimator.evaluate(input_fn=lambda: tf.data.Dataset.from_tensor_slices([0]), steps=4)
+
+
+@pytest.mark.parametrize(("accumulation", "updates_per_loop"), [(4, 1), (4, 2), (8, 1), (8, 2)])
+@pytest.mark.follows("testPredictTensor")
+def test_predict_tensor(tmp_path, accumulation, updates_per_loop):
+    iterations_per_loop = accumulation * updates_per_loop
+
+    def my_model_fn(mode):
+        assert mode == "infer"
+
+        def stage1(features):
+            return tf.compat.v1.get_variable("w", initializer=1) * features
+
+        def stage2(partial):
+            return partial * partial
+
+        return IPUPipelineEstimatorSpec(
+            mode, computational_stages=[stage1, stage2], gradient_accumulation_count=accumulation
+        )
+
+    def my_input_fn():
+        features = np.arange(iterations_per_loop, dtype=np.int32)
+        return tf.data.Dataset.from_tensor_slices(features).batch(1, drop_remainder=True)
+
+    estimator = _estimator(my_model_fn, tmp_path, iterations_per_loop)
+    predictions = estimator.predict(input_fn=my_input_fn, num_predictions=iterations_per_loop)
+    assert [int(np.squeeze(p)) for p in predictions] == [i**2 for i in range(iterations_per_loop)]
+
+
+@pytest.mark.parametrize("arg_type", [list, dict])
+@pytest.mark.follows("testEvaluate")
+def test_evaluate(tmp_path, arg_type):
+    accumulation = 2
+
+    def my_model_fn(mode):
+        def stage1(features):
+            return tf.compat.v1.get_variable("w1", initializer=1.0) * features
+
+        def stage2(partial):
+            squared = partial * partial
+            if arg_type is list:
+                return [partial, squared]
+            # In reverse order: they are passed by name.
+            return {"squared": squared, "partial": partial}
+
+        def eval_metrics_fn(partial, squared):
+            return {"mean": tf.compat.v1.metrics.mean(partial), "loss": squared}
+
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2],
+            eval_metrics_fn=eval_metrics_fn,
+            gradient_accumulation_count=accumulation,
+        )
+
+    features = np.arange(accumulation, dtype=np.float32)
+
+    def my_input_fn():
+        return tf.data.Dataset.from_tensor_slices(features).batch(1, drop_remainder=True)
+
+    estimator = _estimator(my_model_fn, tmp_path, accumulation)
+    metrics = estimator.evaluate(input_fn=my_input_fn, steps=2)
+    assert metrics["mean"] == np.mean(features)
+    assert metrics["loss"] == np.mean(np.square(features))
