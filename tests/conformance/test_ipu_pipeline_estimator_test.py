@@ -7,15 +7,19 @@ count must agree (the original's errors and messages).
 
 from __future__ import annotations
 
+import glob
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_estimator, ipu_run_config
+from tensorflow.python.ipu.gradient_accumulation import GradientAccumulationReductionMethod
 from tensorflow.python.ipu.ipu_pipeline_estimator import (
     IPUPipelineEstimator,
     IPUPipelineEstimatorSpec,
 )
+from tensorflow.python.summary import summary_iterator
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +37,16 @@ def _make_config(iterations_per_loop=1, num_shards=2, ipus=2):
             num_shards=num_shards, iterations_per_loop=iterations_per_loop, ipu_options=options
         )
     )
+
+
+def _summary_values(model_dir, tag):
+    [events_file] = glob.glob(model_dir + "/*tfevents*")
+    return [
+        v.simple_value
+        for event in summary_iterator.summary_iterator(events_file)
+        for v in event.summary.value
+        if v.tag == tag
+    ]
 
 
 def _input_fn():
@@ -298,3 +312,60 @@ def test_evaluate(tmp_path, arg_type):
     metrics = estimator.evaluate(input_fn=my_input_fn, steps=2)
     assert metrics["mean"] == np.mean(features)
     assert metrics["loss"] == np.mean(np.square(features))
+
+
+@pytest.mark.parametrize(
+    ("accumulation", "updates_per_loop", "reduction_method"),
+    [
+        (4, 1, GradientAccumulationReductionMethod.SUM),
+        (4, 2, GradientAccumulationReductionMethod.MEAN),
+        (8, 2, GradientAccumulationReductionMethod.RUNNING_MEAN),
+    ],
+)
+@pytest.mark.follows("testTrainWithAnalyticalGradientReference")
+def test_train_with_analytical_gradient_reference(
+    tmp_path, accumulation, updates_per_loop, reduction_method
+):
+    x, y, initial_w, learning_rate = 1.5, 1.0, 2.0, 0.5
+    iterations_per_loop = accumulation * updates_per_loop
+
+    def my_model_fn(mode):
+        def stage1(features, labels):
+            w = tf.compat.v1.get_variable(name="w", initializer=initial_w)
+            return w * features, labels
+
+        def stage2(partial, labels):
+            return partial + labels
+
+        def optimizer_function(loss):
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(learning_rate)
+            return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2],
+            optimizer_function=optimizer_function,
+            gradient_accumulation_count=accumulation,
+            reduction_method=reduction_method,
+        )
+
+    def my_input_fn():
+        return tf.data.Dataset.from_tensor_slices(
+            ([x] * iterations_per_loop, [y] * iterations_per_loop)
+        )
+
+    estimator = _estimator(my_model_fn, tmp_path, iterations_per_loop)
+    expected_w, expected_losses = initial_w, []
+    for i in range(2):
+        estimator.train(input_fn=my_input_fn, steps=iterations_per_loop)
+        assert estimator.get_variable_value("global_step") == iterations_per_loop * (i + 1)
+        step_losses = []
+        for _ in range(updates_per_loop):
+            step_losses.append(expected_w * x + y)  # L = w x + y, dL/dw = x
+            scale = (
+                accumulation if reduction_method == GradientAccumulationReductionMethod.SUM else 1
+            )
+            expected_w -= scale * learning_rate * x
+        expected_losses.append(np.mean(step_losses))
+        np.testing.assert_allclose(estimator.get_variable_value("w"), expected_w)
+    np.testing.assert_allclose(_summary_values(estimator.model_dir, "loss"), expected_losses)
