@@ -134,14 +134,13 @@ def _devices(task_type, task_id):
     return f"{job}/device:CPU:0", f"{job}/device:IPU:0"
 
 
-_IPU_DEVICE_NAMES = pytest.mark.xfail(
-    strict=True,
-    reason="difference: operations for an emulated IPU are placed on its host device "
-    "(/device:CPU:N); the original names /device:IPU:0",
+_IPU_DEVICE_NAMES = (
+    "difference: operations for an emulated IPU are placed on its host device "
+    "(/device:CPU:N); the original names /device:IPU:0"
 )
 
 
-@_IPU_DEVICE_NAMES
+@pytest.mark.xfail(strict=True, reason=_IPU_DEVICE_NAMES)
 @pytest.mark.follows("test_variables_on_host")
 def test_variables_on_host(cluster_spec):
     def worker(task_type, task_id):
@@ -161,7 +160,7 @@ def test_variables_on_host(cluster_spec):
     in_process_cluster.run_between_graph_clients(worker, cluster_spec)
 
 
-@_IPU_DEVICE_NAMES
+@pytest.mark.xfail(strict=True, reason=_IPU_DEVICE_NAMES)
 @pytest.mark.follows("test_variables_on_ipu")
 def test_variables_on_ipu(cluster_spec):
     def worker(task_type, task_id):
