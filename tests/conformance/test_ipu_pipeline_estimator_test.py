@@ -369,3 +369,141 @@ def test_train_with_analytical_gradient_reference(
         expected_losses.append(np.mean(step_losses))
         np.testing.assert_allclose(estimator.get_variable_value("w"), expected_w)
     np.testing.assert_allclose(_summary_values(estimator.model_dir, "loss"), expected_losses)
+
+
+@pytest.mark.follows("testEvaluateWithStagesMappedToSameIpu")
+def test_evaluate_with_stages_mapped_to_same_ipu(tmp_path):
+    accumulation = 3
+
+    def my_model_fn(mode):
+        assert mode == "eval"
+
+        def stage1(features):
+            return tf.compat.v1.get_variable("w1", initializer=1.0) * features
+
+        def stage2(partial):
+            return tf.compat.v1.get_variable("w2", initializer=1.0) * partial
+
+        def stage3(partial):
+            return partial, partial * partial
+
+        def eval_metrics_fn(partial, squared):
+            return {"mean": tf.compat.v1.metrics.mean(partial), "loss": squared}
+
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2, stage3],
+            device_mapping=[0, 1, 0],
+            eval_metrics_fn=eval_metrics_fn,
+            gradient_accumulation_count=accumulation,
+        )
+
+    features = np.arange(accumulation, dtype=np.float32)
+
+    def my_input_fn():
+        return tf.data.Dataset.from_tensor_slices(features).batch(1, drop_remainder=True)
+
+    metrics = _estimator(my_model_fn, tmp_path, accumulation).evaluate(my_input_fn, steps=3)
+    assert metrics["mean"] == np.mean(features)
+    assert metrics["loss"] == np.mean(np.square(features))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,  # InaccessibleTensorError
+    reason="difference: a learning rate computed in optimizer_function from a pipeline "
+    "input is built in one loop body's graph and used in another's; the original accepts it",
+)
+@pytest.mark.parametrize("updates_per_loop", [1, 2])
+@pytest.mark.follows("testPassGlobalStepAsInput")
+def test_pass_global_step_as_input(tmp_path, updates_per_loop):
+    x, y, initial_w, accumulation = 1.5, 1.0, 2.0, 4
+    iterations_per_loop = accumulation * updates_per_loop
+
+    def my_model_fn(mode):
+        def stage1(global_step, features, labels):
+            w = tf.compat.v1.get_variable(name="w", initializer=initial_w)
+            return global_step, w * features, labels
+
+        def stage2(global_step, partial, labels):
+            return global_step, partial + labels
+
+        def optimizer_function(global_step, loss):
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1 - 0.001 * global_step)
+            return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        def eval_metrics_fn(global_step, loss):
+            return {"global_step_observed": tf.compat.v1.metrics.mean(global_step), "loss": loss}
+
+        global_step = tf.cast(tf.compat.v1.train.get_global_step(), np.float32)
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2],
+            optimizer_function=optimizer_function,
+            eval_metrics_fn=eval_metrics_fn,
+            inputs=[global_step],
+            gradient_accumulation_count=accumulation,
+        )
+
+    def my_input_fn():
+        return tf.data.Dataset.from_tensor_slices(
+            ([x] * iterations_per_loop, [y] * iterations_per_loop)
+        )
+
+    estimator = _estimator(my_model_fn, tmp_path, iterations_per_loop)
+    for i in range(2):
+        estimator.train(input_fn=my_input_fn, steps=iterations_per_loop)
+        assert estimator.get_variable_value("global_step") == iterations_per_loop * (i + 1)
+    out = estimator.evaluate(input_fn=my_input_fn, steps=iterations_per_loop)
+    assert out["global_step_observed"] == 2 * iterations_per_loop
+
+
+@pytest.mark.follows("testPassingHooksFromModelFunction")
+def test_passing_hooks_from_model_function(tmp_path):
+    class _SessionRunCounter(tf.compat.v1.train.SessionRunHook):
+        def __init__(self):
+            self.num_session_runs = 0
+
+        def after_run(self, run_context, run_values):
+            self.num_session_runs += 1
+
+    def my_input_fn():
+        features = np.array([[1.0]], dtype=np.float32)
+        labels = np.array([[2.0]], dtype=np.float32)
+        dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+        return dataset.batch(1, drop_remainder=True).repeat()
+
+    training_hook, evaluation_hook, prediction_hook = (_SessionRunCounter() for _ in range(3))
+
+    def my_model_fn(mode):
+        def stage1(features, labels):
+            return tf.compat.v1.get_variable(name="w", initializer=0.1) * features, labels
+
+        def stage2(partial, labels):
+            return partial + labels
+
+        def optimizer_function(loss):
+            optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.5)
+            return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        return IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2],
+            optimizer_function=optimizer_function,
+            eval_metrics_fn=lambda loss: {"loss": loss},
+            gradient_accumulation_count=4,
+            training_hooks=[training_hook],
+            evaluation_hooks=[evaluation_hook],
+            prediction_hooks=[prediction_hook],
+        )
+
+    estimator = _estimator(my_model_fn, tmp_path, 4)
+    estimator.train(input_fn=my_input_fn, steps=4)
+    assert training_hook.num_session_runs == 1
+    predictions = estimator.predict(input_fn=my_input_fn)
+    assert prediction_hook.num_session_runs == 0  # not before the generator is consumed
+    next(predictions)
+    assert prediction_hook.num_session_runs == 1
+    del predictions
+    estimator.evaluate(my_input_fn, steps=4)
+    assert evaluation_hook.num_session_runs == 1
