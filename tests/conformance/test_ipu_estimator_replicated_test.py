@@ -13,6 +13,7 @@ import glob
 import numpy as np
 import pytest
 import tensorflow as tf
+from session_hooks import SessionRunCounter
 from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_estimator, ipu_run_config, ipu_session_run_hooks
 from tensorflow.python.ipu import test_utils as tu
@@ -34,14 +35,6 @@ def unconfigured_system():
     # An estimator configures the system from its ipu_options: no test inherits another's.
     yield
     ipu.config.reset_ipu_configuration()
-
-
-class _SessionRunCounter(v1.train.SessionRunHook):
-    def __init__(self):
-        self.num_session_runs = 0
-
-    def after_run(self, run_context, run_values):
-        self.num_session_runs += 1
 
 
 def _config(tmp_path, iterations_per_loop=1, num_replicas=4, num_shards=1, **run_config):
@@ -69,7 +62,7 @@ def _regression_dataset():
 
 def _train_and_read_losses(model_fn, input_fn, config, num_steps):
     estimator = ipu_estimator.IPUEstimator(model_fn=model_fn, config=config)
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=input_fn, steps=num_steps, hooks=[counter])
     assert counter.num_session_runs == num_steps // config.ipu_run_config.iterations_per_loop
     [events_file] = glob.glob(estimator.model_dir + "/*tfevents*")

@@ -20,6 +20,7 @@ import in_process_cluster
 import numpy as np
 import pytest
 import tensorflow as tf
+from session_hooks import SessionRunCounter
 from tensorflow.python import ipu
 from tensorflow.python.distribute.distribute_config import DistributeConfig
 from tensorflow.python.ipu import ipu_estimator, ipu_run_config
@@ -48,14 +49,6 @@ def _create_regression_dataset(num_samples, num_features):
     target_weights = np.random.rand(num_features, 1).astype(np.float32)
     x = np.random.rand(num_samples, num_features).astype(np.float32)
     return x, np.matmul(x, target_weights)
-
-
-class _SessionRunCounter(v1.train.SessionRunHook):
-    def __init__(self):
-        self.num_session_runs = 0
-
-    def after_run(self, run_context, run_values):
-        self.num_session_runs += 1
 
 
 def _config(iterations_per_loop=1, **run_config):
@@ -125,7 +118,7 @@ def test_train(tmp_path, dataset_class):
     estimator = _estimator(
         my_model_fn, tmp_path, _config(2, log_step_count_steps=1), train_batch_size=2
     )
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=my_input_fn, steps=4, hooks=[counter])
     assert (counter.num_session_runs, estimator.get_variable_value("global_step")) == (2, 4)
     estimator.train(input_fn=my_input_fn, steps=4, hooks=[counter])
@@ -250,7 +243,7 @@ def test_not_passing_dataset(tmp_path):
 def test_verify_train_feeds(tmp_path):
     config = _config(1, log_step_count_steps=1, save_summary_steps=1)
     estimator = _estimator(_sum_model_fn, tmp_path, config)
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=lambda: _increasing(1), steps=6, hooks=[counter])
     assert counter.num_session_runs == 6
     assert _losses_in_events(estimator.model_dir) == list(np.arange(0.0, 12.0, 2.0))
@@ -291,7 +284,7 @@ def test_train_with_warm_start(tmp_path):
 def test_loss_averaging(tmp_path):
     config = _config(2, log_step_count_steps=1, save_summary_steps=1)
     estimator = _estimator(_sum_model_fn, tmp_path, config)
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=lambda: _increasing(2), steps=6, hooks=[counter])
     assert counter.num_session_runs == 3
     assert _losses_in_events(estimator.model_dir) == [6.0, 22.0, 18.0]
@@ -610,7 +603,7 @@ def test_tuple_dataset_with_wrong_number_of_elements(tmp_path):
 
 @pytest.mark.follows("testPassingHooksFromModelFunction")
 def test_passing_hooks_from_model_function(tmp_path):
-    training_hook, evaluation_hook, prediction_hook = (_SessionRunCounter() for _ in range(3))
+    training_hook, evaluation_hook, prediction_hook = (SessionRunCounter() for _ in range(3))
 
     def my_input_fn():
         features, labels = np.array([[1.0]], np.float32), np.array([[2.0]], np.float32)

@@ -12,6 +12,7 @@ import glob
 import numpy as np
 import pytest
 import tensorflow as tf
+from session_hooks import SessionRunCounter
 from tensorflow.python import ipu
 from tensorflow.python.ipu import ipu_estimator, ipu_run_config
 from tensorflow.python.ipu.gradient_accumulation import GradientAccumulationReductionMethod
@@ -460,20 +461,13 @@ def test_pass_global_step_as_input(tmp_path, updates_per_loop):
 
 @pytest.mark.follows("testPassingHooksFromModelFunction")
 def test_passing_hooks_from_model_function(tmp_path):
-    class _SessionRunCounter(tf.compat.v1.train.SessionRunHook):
-        def __init__(self):
-            self.num_session_runs = 0
-
-        def after_run(self, run_context, run_values):
-            self.num_session_runs += 1
-
     def my_input_fn():
         features = np.array([[1.0]], dtype=np.float32)
         labels = np.array([[2.0]], dtype=np.float32)
         dataset = tf.data.Dataset.from_tensor_slices((features, labels))
         return dataset.batch(1, drop_remainder=True).repeat()
 
-    training_hook, evaluation_hook, prediction_hook = (_SessionRunCounter() for _ in range(3))
+    training_hook, evaluation_hook, prediction_hook = (SessionRunCounter() for _ in range(3))
 
     def my_model_fn(mode):
         def stage1(features, labels):
