@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import glob
 
+import in_process_cluster
 import numpy as np
 import pytest
 import tensorflow as tf
+from session_hooks import SessionRunCounter
 from tensorflow.python import ipu
+from tensorflow.python.distribute.distribute_config import DistributeConfig
 from tensorflow.python.ipu import ipu_estimator, ipu_run_config
 from tensorflow.python.ipu import test_utils as tu
+from tensorflow.python.ipu.ipu_multi_worker_strategy import IPUMultiWorkerStrategyV1
 from tensorflow.python.summary import summary_iterator
 
 v1 = tf.compat.v1
@@ -45,14 +49,6 @@ def _create_regression_dataset(num_samples, num_features):
     target_weights = np.random.rand(num_features, 1).astype(np.float32)
     x = np.random.rand(num_samples, num_features).astype(np.float32)
     return x, np.matmul(x, target_weights)
-
-
-class _SessionRunCounter(v1.train.SessionRunHook):
-    def __init__(self):
-        self.num_session_runs = 0
-
-    def after_run(self, run_context, run_values):
-        self.num_session_runs += 1
 
 
 def _config(iterations_per_loop=1, **run_config):
@@ -122,7 +118,7 @@ def test_train(tmp_path, dataset_class):
     estimator = _estimator(
         my_model_fn, tmp_path, _config(2, log_step_count_steps=1), train_batch_size=2
     )
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=my_input_fn, steps=4, hooks=[counter])
     assert (counter.num_session_runs, estimator.get_variable_value("global_step")) == (2, 4)
     estimator.train(input_fn=my_input_fn, steps=4, hooks=[counter])
@@ -247,7 +243,7 @@ def test_not_passing_dataset(tmp_path):
 def test_verify_train_feeds(tmp_path):
     config = _config(1, log_step_count_steps=1, save_summary_steps=1)
     estimator = _estimator(_sum_model_fn, tmp_path, config)
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=lambda: _increasing(1), steps=6, hooks=[counter])
     assert counter.num_session_runs == 6
     assert _losses_in_events(estimator.model_dir) == list(np.arange(0.0, 12.0, 2.0))
@@ -288,7 +284,7 @@ def test_train_with_warm_start(tmp_path):
 def test_loss_averaging(tmp_path):
     config = _config(2, log_step_count_steps=1, save_summary_steps=1)
     estimator = _estimator(_sum_model_fn, tmp_path, config)
-    counter = _SessionRunCounter()
+    counter = SessionRunCounter()
     estimator.train(input_fn=lambda: _increasing(2), steps=6, hooks=[counter])
     assert counter.num_session_runs == 3
     assert _losses_in_events(estimator.model_dir) == [6.0, 22.0, 18.0]
@@ -607,7 +603,7 @@ def test_tuple_dataset_with_wrong_number_of_elements(tmp_path):
 
 @pytest.mark.follows("testPassingHooksFromModelFunction")
 def test_passing_hooks_from_model_function(tmp_path):
-    training_hook, evaluation_hook, prediction_hook = (_SessionRunCounter() for _ in range(3))
+    training_hook, evaluation_hook, prediction_hook = (SessionRunCounter() for _ in range(3))
 
     def my_input_fn():
         features, labels = np.array([[1.0]], np.float32), np.array([[2.0]], np.float32)
@@ -779,3 +775,91 @@ def test_invalid_prefetch_depth(tmp_path):
     estimator = _estimator(lambda features, labels, mode: None, tmp_path, config)
     with pytest.raises(ValueError, match="prefetch_depth must be greater than zero"):
         estimator.train(lambda: tf.data.Dataset.from_tensor_slices(([1.0], [0.0])), steps=1)
+
+
+@pytest.fixture(scope="module")
+def three_worker_cluster():
+    # In-process servers cannot be stopped: one cluster for the module's distributed tests.
+    return in_process_cluster.create(3)
+
+
+@pytest.mark.follows("testDistributedMultipleIterationsPerLoopNotImplemented")
+def test_distributed_multiple_iterations_per_loop_not_implemented(three_worker_cluster):
+    cluster = {"worker": three_worker_cluster["worker"][:2]}
+
+    def worker(task_type, task_id):
+        strategy = IPUMultiWorkerStrategyV1(
+            in_process_cluster.resolver(cluster, task_type, task_id)
+        )
+        message = r"iterations_per_loop > 1 \(got 2\) not supported with distribution"
+        for config in (
+            _config(iterations_per_loop=2, train_distribute=strategy),
+            _config(
+                iterations_per_loop=2,
+                experimental_distribute=DistributeConfig(train_distribute=strategy),
+            ),
+        ):
+            with pytest.raises(NotImplementedError, match=message):
+                ipu_estimator.IPUEstimator(model_fn=_dummy_model_fn, config=config)
+        return True
+
+    assert in_process_cluster.run_between_graph_clients(worker, cluster) == {0: True, 1: True}
+
+
+@pytest.mark.follows("testBatchSizeCalculationWithReplicationAndDistribution")
+def test_batch_size_calculation_with_replication_and_distribution(three_worker_cluster, tmp_path):
+    class ParamsReceived(RuntimeError):
+        pass
+
+    def mock_input_fn(params):
+        raise ParamsReceived(str(params))
+
+    train_cluster = {"worker": three_worker_cluster["worker"][:2]}
+    IPUMultiWorkerStrategyV1._collective_key_base += 100_000  # noqa: SLF001 - fresh keys
+
+    def worker(task_type, task_id):
+        train_distribute = None
+        if task_id < 2:
+            train_distribute = IPUMultiWorkerStrategyV1(
+                in_process_cluster.resolver(train_cluster, task_type, task_id)
+            )
+        eval_distribute = IPUMultiWorkerStrategyV1(
+            in_process_cluster.resolver(three_worker_cluster, task_type, task_id)
+        )
+        # Replicas are fine here: nothing is compiled.
+        config = ipu_run_config.RunConfig(
+            ipu_run_config=ipu_run_config.IPURunConfig(
+                num_replicas=2, ipu_options=_options(auto_select_ipus=2)
+            ),
+            train_distribute=train_distribute,
+            eval_distribute=eval_distribute,
+        )
+
+        def make(**kwargs):
+            return _estimator(_dummy_model_fn, tmp_path / str(task_id), config, **kwargs)
+
+        if task_id < 2:
+            with pytest.raises(
+                ValueError,
+                match=r"train_batch_size \(got 1\) must be divisible by num_workers \* "
+                r"num_replicas \(2 \* 2\)",
+            ):
+                make(train_batch_size=1)
+        with pytest.raises(
+            ValueError,
+            match=r"eval_batch_size \(got 1\) must be divisible by num_workers \* "
+            r"num_replicas \(3 \* 2\)",
+        ):
+            make(eval_batch_size=1)
+        estimator = make(train_batch_size=4, eval_batch_size=12, predict_batch_size=6)
+        if task_id < 2:
+            with pytest.raises(ParamsReceived, match="'batch_size': 1"):
+                estimator.train(mock_input_fn, steps=1)
+        with pytest.raises(ParamsReceived, match="'batch_size': 2"):
+            estimator.evaluate(mock_input_fn, steps=1)
+        with pytest.raises(ParamsReceived, match="'batch_size': 3"):
+            next(estimator.predict(mock_input_fn))
+        return True
+
+    results = in_process_cluster.run_between_graph_clients(worker, three_worker_cluster)
+    assert results == {0: True, 1: True, 2: True}

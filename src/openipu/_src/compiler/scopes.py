@@ -9,6 +9,7 @@ emulated IPU computes in the requested precision where TensorFlow can.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -185,7 +186,13 @@ def _make_gradients_sharded(new_ops: list[ops.Operation]) -> None:
         op._gradient_function = _ShardedGradient(gradient_fn)  # noqa: SLF001
 
 
-_outside = {"depth": 0}
+class _OutsideDepth(threading.local):
+    # Per thread: graphs built in other threads (workers of a between-graph program) have
+    # their own scopes.
+    depth = 0
+
+
+_outside = _OutsideDepth()
 
 
 @contextlib.contextmanager
@@ -197,16 +204,16 @@ def outside_compilation_scope(name: str = "outside") -> Iterator[None]:
             "outside_compilation_scope is only meaningful inside an IPU compilation "
             "(ipu_compiler.compile, IPUStrategy.run or a device loop)"
         )
-    if _outside["depth"]:
+    if _outside.depth:
         raise ValueError("outside_compilation_scope cannot be nested inside another one")
     region.require_graph_mode(f"outside_compilation_scope({name!r})")
-    _outside["depth"] += 1
+    _outside.depth += 1
     try:
         attrs = {OUTSIDE_COMPILATION_ATTR_NAME: attr_value_pb2.AttrValue(s=name.encode())}
         with ops.device("/device:CPU:0"), _graph_attr_scope(attrs):
             yield
     finally:
-        _outside["depth"] -= 1
+        _outside.depth -= 1
 
 
 @contextlib.contextmanager

@@ -26,7 +26,8 @@ rules) is TensorFlow's.
 
 from __future__ import annotations
 
-import itertools
+import collections
+import threading
 
 import tensorflow as tf
 from tensorflow.python.distribute import (
@@ -60,11 +61,24 @@ _IPU_VARIABLE_CLASSES = {
 }
 
 
-_key_bases = itertools.count(1)
+# Strategies made so far by each task (several tasks may share a process: TF1 programs
+# run workers as threads, as the original's in-process tests do).
+_strategies_per_task: collections.Counter = collections.Counter()
+_strategies_lock = threading.Lock()
 
 
-def _next_collective_key_base() -> int:
-    return 10_000 * next(_key_bases)
+def _next_collective_key_base(cluster_resolver, first: int) -> int:
+    """Where the next strategy of this task numbers its collectives.
+
+    Every task creates its strategies in the same order, so counting per task gives
+    the n-th strategy of each task the same keys. `first` is the strategy class's
+    `_collective_key_base`: moving it (the original's tests do between tests) starts
+    the count again, so tasks that made different numbers of strategies agree again.
+    """
+    task = (cluster_resolver.task_type, cluster_resolver.task_id, first)
+    with _strategies_lock:
+        _strategies_per_task[task] += 1
+        return first + 10_000 * _strategies_per_task[task]
 
 
 def _in_program() -> bool:
@@ -85,11 +99,18 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         self._ipu_host_device = ipu_strategy._host_device_for(self._ipu_ordinal)  # noqa: SLF001
         self._local_replica_count = self._local_replicas()
         cluster_resolver = cluster_runtime.resolver(cluster_resolver)
-        if cluster_runtime.start(cluster_resolver) is not None:
+        # Eager programs share the process's collective runtime (one server per process). A
+        # TF1 graph program runs its collectives in sessions on servers it starts itself
+        # (between-graph replication: the original's in-process tests run several workers
+        # as threads of one process), so nothing is started here, as TensorFlow's own
+        # collective strategy does in graph mode.
+        if ops.executing_eagerly_outside_functions() and cluster_runtime.start(cluster_resolver):
             self._std_server_started = True  # the process's runtime owns the server
-        # Each strategy numbers its collectives apart from the others' (all instances create
-        # their strategies in the same order, so the numbers agree).
-        container_strategy._collective_key_base = _next_collective_key_base()  # noqa: SLF001
+        # Each strategy numbers its collectives apart from the others'.
+        container_strategy._collective_key_base = _next_collective_key_base(  # noqa: SLF001
+            cluster_resolver,
+            type(container_strategy)._collective_key_base,  # noqa: SLF001
+        )
         with cluster_runtime.configurable_after_startup():
             super().__init__(
                 container_strategy,
@@ -119,9 +140,18 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         """Replicas run by this process's programs (`num_replicas_in_sync` counts all)."""
         return self._local_replica_count
 
+    # Whether `num_replicas_in_sync` counts the replicas of every process's programs (the
+    # original's popdist.getNumTotalReplicas()) or one per process (IPUMultiWorkerStrategy).
+    _program_replicas_in_sync = True
+
     @property
     def _num_replicas_in_sync(self) -> int:
-        # Every process's replicas, as the original's popdist.getNumTotalReplicas().
+        if not self._program_replicas_in_sync:
+            return self._num_workers
+        return self._all_program_replicas
+
+    @property
+    def _all_program_replicas(self) -> int:
         return self._local_replica_count * self._num_workers
 
     @property
@@ -169,7 +199,7 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             return value  # PopDistStrategy(add_ipu_cross_replica_reductions=False)
         total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
         if reduce_op == tf.distribute.ReduceOp.MEAN:
-            return total / tf.cast(self._num_replicas_in_sync, total.dtype)
+            return total / tf.cast(self._all_program_replicas, total.dtype)
         return total
 
     def _batch_reduce_to(self, reduce_op, value_destination_pairs, options):

@@ -16,6 +16,9 @@ from openipu._src.distributed.multi_worker_strategy import (
 class IPUHorovodExtended(IPUMultiWorkerExtended):
     """Strategy internals of `IPUHorovodStrategy`."""
 
+    # Every instance's replicas count, as under PopDist.
+    _program_replicas_in_sync = True
+
 
 class IPUHorovodStrategy(IPUMultiWorkerStrategyV1):
     """Replicas on the IPUs of every `poprun` instance, kept in sync by all-reduces."""

@@ -22,6 +22,10 @@ logger = logging.getLogger(__name__)
 class IPUMultiWorkerExtended(IPUCollectiveExtended):
     """Strategy internals of `IPUMultiWorkerStrategy`."""
 
+    # One replica per worker (tensorflow/python/ipu/ipu_multi_worker_strategy.py: one host
+    # device per worker), so the estimator's batch sizes divide by the workers.
+    _program_replicas_in_sync = False
+
     def __init__(
         self, container_strategy, cluster_resolver, ipu_device: str, variables_on_host: bool
     ) -> None:

@@ -41,7 +41,7 @@ from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workl
 from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.value_types import Nested
-from openipu._src.integration import eager_context
+from openipu._src.integration import eager_context, region_summaries
 from openipu._src.system import configure
 
 _XLA_COMPILE_ATTR = "_xla_compile_id"
@@ -265,7 +265,7 @@ def compile_region(
             flat_inputs = [tf.identity(x, name=f"input_{i}") for i, x in enumerate(_flat(inputs))]
             region_inputs = nest.pack_sequence_as(inputs, flat_inputs)
             with (
-                xla._disable_summary_context(),  # noqa: SLF001 - summaries cannot compile
+                region_summaries.summaries_skipped(),  # summaries cannot compile
                 random_ops.seeded_from_device(ipu_ordinal),
                 autograph_loops.fusing_iterator_loops(region),
                 floating_point_checks.checking(fp_bits, ipu_ordinal),
@@ -400,32 +400,44 @@ def _split_outputs(
     if isinstance(outputs, ops.Operation):
         return [], [outputs], None
     flat = nest.flatten(outputs)
-    for o in flat:
-        if isinstance(o, ops.Operation):
-            raise ValueError(
-                f"Operation {o.name} is in a nested output structure: return operations only "
-                "in a flat list after the tensors, or make tensors depend on them with "
-                "tf.control_dependencies"
-            )
-    return [ops.convert_to_tensor(o) for o in flat if o is not None], [], outputs
+    # An operation anywhere in the structure (`train_op, loss = strategy.run(step)` in a
+    # TF1 program, as tf.distribute allows) comes back as one that runs with the region.
+    operations = [o for o in flat if isinstance(o, ops.Operation)]
+    tensors = [
+        ops.convert_to_tensor(o) for o in flat if o is not None and not isinstance(o, ops.Operation)
+    ]
+    return tensors, operations, outputs
 
 
 def _pack_outputs(
     tensors: list[tf.Tensor], operations: list[ops.Operation], structure: Nested, name: str
 ) -> Nested:
-    if not tensors and (structure is _FLAT or not tf.inside_function()):
+    nested_operations = structure is not _FLAT and _has_operation(structure)
+    if not tensors and not nested_operations and (structure is _FLAT or not tf.inside_function()):
         return control_flow_ops.group(operations, name=name + "/output")
     with ops.control_dependencies(operations):
         tensors = [tf.identity(t, name=f"output_{i}") for i, t in enumerate(tensors)]
     if structure is _FLAT:
         return tensors
-    if not tensors:
+    if not tensors and not nested_operations:
         # Only None values: the structure comes back as it was, after the operations ran.
         return structure
+    flat = nest.flatten(structure)
+    done = None
+    if nested_operations:
+        done = control_flow_ops.group(*operations, *tensors, name=name + "/output_op")
     remaining = iter(tensors)
     return nest.pack_sequence_as(
-        structure, [None if o is None else next(remaining) for o in nest.flatten(structure)]
+        structure,
+        [
+            None if o is None else done if isinstance(o, ops.Operation) else next(remaining)
+            for o in flat
+        ],
     )
+
+
+def _has_operation(structure: Nested) -> bool:
+    return any(isinstance(o, ops.Operation) for o in nest.flatten(structure))
 
 
 def _unmark(context: _RegionContext | _PlainContext) -> None:

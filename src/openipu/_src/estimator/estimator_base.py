@@ -23,7 +23,7 @@ from tensorflow.python.util import function_utils
 from openipu._src.compiler import ipu_compiler, scopes
 from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
-from openipu._src.estimator import checkpoints, session_loop
+from openipu._src.estimator import checkpoints, distribution, session_loop
 from openipu._src.estimator.model_fn_wrapper import HostSide, supported_kwargs
 from openipu._src.estimator.run_config import RunConfig
 from openipu._src.estimator.spec import LOSS_METRIC_KEY, ModeKeys, validate_hooks
@@ -235,8 +235,13 @@ class IPUEstimatorBase:
         device = configure.current_system().device(run_config.ordinal)
         return max(1, device.num_ipus // max(1, run_config.num_shards))
 
-    def _call_input_fn(self, input_fn: Callable[..., Any], mode: str) -> tf.data.Dataset:
+    def _call_input_fn(
+        self, input_fn: Callable[..., Any], mode: str, strategy: Any = None
+    ) -> tf.data.Dataset:
         available = {"mode": mode, "params": self.params, "config": self.config}
+        context = distribution.input_context(strategy)
+        if context is not None:
+            available["input_context"] = context
         kwargs = supported_kwargs(input_fn, available)
         with tf.device(HOST_DEVICE):
             dataset = input_fn(**kwargs)
@@ -249,8 +254,10 @@ class IPUEstimatorBase:
             raise ValueError("input_fn should return (features, labels) as a len 2 tuple.")
         return dataset
 
-    def _build(self, input_fn: Callable[..., Any], mode: str) -> _BuiltProgram:
-        dataset = self._call_input_fn(input_fn, mode)
+    def _build(
+        self, input_fn: Callable[..., Any], mode: str, strategy: Any = None
+    ) -> _BuiltProgram:
+        dataset = self._call_input_fn(input_fn, mode, strategy)
         run_config = self._config.ipu_run_config
         infeed = IPUInfeedQueue(dataset, prefetch_depth=run_config.prefetch_depth)
         outfeed = None
@@ -264,14 +271,17 @@ class IPUEstimatorBase:
             loop = wrapper.create_evaluation_loop()
         else:
             loop = wrapper.create_prediction_loop()
-        with scopes.ipu_scope(self._ipu_device):
-            compiled = ipu_compiler.compile(loop)
-        if mode == ModeKeys.TRAIN:
-            host = wrapper.training_host_side(compiled)
-        elif mode == ModeKeys.EVAL:
-            host = wrapper.evaluation_host_side(compiled)
-        else:
-            host = wrapper.prediction_host_side(compiled)
+
+        def build() -> HostSide:
+            with scopes.ipu_scope(self._ipu_device):
+                compiled = ipu_compiler.compile(loop)
+            if mode == ModeKeys.TRAIN:
+                return wrapper.training_host_side(compiled)
+            if mode == ModeKeys.EVAL:
+                return wrapper.evaluation_host_side(compiled)
+            return wrapper.prediction_host_side(compiled)
+
+        host = distribution.in_replica_context(strategy, build)
         return _BuiltProgram(host, tuple(wrapper.captured_hooks), infeed)
 
     def _new_graph(self) -> tuple[tf.Graph, tf.Variable]:
@@ -340,10 +350,11 @@ class IPUEstimatorBase:
         listeners = list(saving_listeners or [])
         self._configure_system()
         graph, global_step = self._new_graph()
-        with graph.as_default():
+        strategy = self._config.train_distribute
+        with graph.as_default(), distribution.strategy_scope(strategy):
             summaries_before = len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES))
-            program = self._build(input_fn, ModeKeys.TRAIN)
-            loss = program.host.loss
+            program = self._build(input_fn, ModeKeys.TRAIN, strategy)
+            loss = distribution.reported_loss(strategy, program.host.loss)
             with tf.device(HOST_DEVICE):
                 tf.compat.v1.summary.scalar("loss", loss)
             # Summaries made inside the device loop cannot leave it: only the host's are saved.
@@ -362,7 +373,11 @@ class IPUEstimatorBase:
             initialize = checkpoints.initializer(saver, self.latest_checkpoint(), self._warm_start)
             final_loss = None
             with session_loop.hooked_session(
-                all_hooks, initialize, self._config.session_config, [program.infeed.initializer]
+                all_hooks,
+                initialize,
+                distribution.session_config(strategy, self._config.session_config),
+                [program.infeed.initializer],
+                target=self._config.master if strategy is not None else "",
             ) as session:
                 while not session.stop_requested:
                     _, final_loss = session.run([program.host.train_op, loss])
@@ -541,6 +556,11 @@ def _steps_of(values: Any, replicas: int) -> Iterator[Any]:
     (iteration i of replica r is step i * replicas + r, as the infeed hands them out)."""
     if replicas > 1:
         values = tf.nest.map_structure(lambda v: v.reshape(-1, *v.shape[2:]), values)
+    if all(np.ndim(v) == 1 for v in tf.nest.flatten(values)):
+        # Each step predicted scalars: the run's are one batch, as the original's outfeed
+        # flattened over the iterations and replicas (ipu_estimator_replicated_test.py).
+        yield values
+        return
     leading = tf.nest.flatten(values)[0].shape[0]
     for index in range(leading):
         yield tf.nest.map_structure(lambda v, i=index: v[i], values)

@@ -321,6 +321,17 @@ class RunConfig:
         }
     )
 
+    def __deepcopy__(self, memo: dict) -> RunConfig:
+        # The distribution strategies are shared, not copied: each owns its process's
+        # place in the cluster (the estimator hands out deep copies of its config).
+        shared = (self._train_distribute, self._eval_distribute, self._experimental_distribute)
+        memo.update({id(strategy): strategy for strategy in shared if strategy is not None})
+        new = copy.copy(self)
+        memo[id(self)] = new
+        for name, value in vars(self).items():
+            setattr(new, name, copy.deepcopy(value, memo))
+        return new
+
     def replace(self, **kwargs: Any) -> RunConfig:
         """A copy with the given properties replaced (the stock RunConfig's method)."""
         for name in kwargs:

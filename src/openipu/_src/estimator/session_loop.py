@@ -70,17 +70,19 @@ def hooked_session(
     initialize: Any,
     session_config: Any = None,
     after_create: Sequence[Any] = (),
+    target: str = "",
 ) -> Iterator[HookedSession]:
     """A session for the default graph, set up by `initialize(session)`, driving `hooks`.
 
     `hooks[i].begin()` runs before the session exists (hooks may add ops), then
     `initialize`, the ops in `after_create` (the infeed's initializer), and each hook's
     `after_create_session`; on leaving without an error (the end of the input counts as
-    none), each hook's `end`.
+    none), each hook's `end`. `target` is the server to run on (`RunConfig.master` of
+    distributed training; in-process by default).
     """
     for hook in hooks:
         hook.begin()
-    with tf.compat.v1.Session(config=session_config) as session:
+    with tf.compat.v1.Session(target=target, config=session_config) as session:
         initialize(session)
         if after_create:
             session.run(list(after_create))

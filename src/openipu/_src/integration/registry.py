@@ -18,6 +18,7 @@ PATCH_FAMILIES = (
     "keras_loss_scaling",
     "keras_model_new",
     "keras_node_init",
+    "region_summaries",
     "replicated_conds",
     "run_errors",
     "session_run",
