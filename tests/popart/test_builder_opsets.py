@@ -118,6 +118,8 @@ def _value_for(attribute_type: int):
 def _build_every_operator(opset, builder, domain: str, version: int):
     """One node per operator, with typed inputs and required attributes; yields (schema, node)."""
     x = builder.addInputTensor("FLOAT", [2, 2])
+    # Pools take [N, C, spatial...] (the original's Builder refuses no spatial dimension).
+    pooled = builder.addInputTensor("FLOAT", [1, 1, 2])
     core_graph = builder._impl._graph
     for op_type, schema in sorted(current_schemas(domain, version).items()):
         if op_type in HANDWRITTEN:
@@ -126,7 +128,8 @@ def _build_every_operator(opset, builder, domain: str, version: int):
         arguments = {}
         names = inspect.signature(method).parameters
         if "args" in names:
-            arguments["args"] = [x] * schema.min_input
+            first = pooled if op_type in ("MaxPool", "AveragePool", "LpPool") else x
+            arguments["args"] = [first] * schema.min_input
         if "num_outputs" in names:
             arguments["num_outputs"] = max(schema.min_output, 1)
         for name, attribute in schema.attributes.items():
@@ -221,6 +224,7 @@ def _different(value, attribute_type):
 def test_non_default_attributes_are_written_and_defaults_are_not():
     builder = popart.Builder(opsets={"ai.onnx": 11})
     x = builder.addInputTensor("FLOAT", [2, 2])
+    pooled = builder.addInputTensor("FLOAT", [1, 1, 2])  # [N, C, spatial]
     graph = builder._impl._graph
     checked = 0
     for op_type, schema in current_schemas("", 11).items():
@@ -228,7 +232,8 @@ def test_non_default_attributes_are_written_and_defaults_are_not():
             continue
         method = getattr(builder.aiOnnx, method_name(op_type))
         parameters = inspect.signature(method).parameters
-        base = {"args": [x] * schema.min_input} if "args" in parameters else {}
+        first = pooled if op_type in ("MaxPool", "AveragePool", "LpPool") else x
+        base = {"args": [first] * schema.min_input} if "args" in parameters else {}
         if "num_outputs" in parameters:
             base["num_outputs"] = 1
         for name, attribute in schema.attributes.items():

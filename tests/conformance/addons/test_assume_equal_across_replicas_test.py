@@ -30,11 +30,6 @@ class ConditionalLayer(keras.layers.Layer):
 
 
 @pytest.mark.follows("testNoDivergenceWithAssumeEqualLayer")
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine's replicas reject a cross-replica sum inside a conditional "
-    "(ReplicaDivergenceError) even when its predicate is marked equal across replicas",
-)
 def test_no_divergence_with_assume_equal_layer():
     config = ipu.config.IPUConfig()
     config.optimizations.maximum_cross_replica_sum_buffer_size = 10000
