@@ -164,14 +164,18 @@ def faster_program(
 ) -> int:
     """The index of the candidate that runs `inputs` fastest (each already warmed up).
 
-    Runs alternate between the candidates, so that a busy machine slows them alike; each
-    candidate's best time counts.
+    Rounds alternate between the candidates, so that a busy machine slows them alike; each
+    candidate's best time counts. In a round a candidate runs once untimed, then timed:
+    onnxruntime's threads spin a while after a run, and would slow the next candidate's
+    first run (each runs alone once chosen).
     """
     best = [float("inf")] * len(candidates)
     for _ in range(runs):
         for index, candidate in enumerate(candidates):
-            start = time.perf_counter()
             candidate(inputs)
-            best[index] = min(best[index], time.perf_counter() - start)
+            for _ in range(2):
+                start = time.perf_counter()
+                candidate(inputs)
+                best[index] = min(best[index], time.perf_counter() - start)
     logger.debug("executor timings (best of %d): %s", runs, best)
     return int(np.argmin(best))
