@@ -181,7 +181,7 @@ def tracing_each_replica() -> Iterator[None]:
         _state.trace_each = previous
 
 
-def _recording() -> traced_once.TracedOnceGroup | None:
+def recording() -> traced_once.TracedOnceGroup | None:
     """The group traced once whose replica 0 is being built here, if any."""
     replica = current()
     if replica is None or not isinstance(replica.group, traced_once.TracedOnceGroup):
@@ -196,7 +196,7 @@ def per_replica(builder: Callable[[int, Any], Any], inputs: Any = None) -> Any:
     In a program traced once it runs for replica 0 and again for every other replica,
     with that replica's counterparts of `inputs`, when its copy is made.
     """
-    group = _recording()
+    group = recording()
     if group is None:
         return builder(replica_index(), inputs)
     if ops.get_default_graph() is not group.graph:
@@ -219,7 +219,7 @@ def register(tensor: Any, builder: Callable[[int], Any], variable: bool = False)
     A `variable` handle's counterpart is used where variables resolve to the replica's
     copies (see `untouched`).
     """
-    group = _recording()
+    group = recording()
     if group is not None:
         group.register(tensor, builder, variable)
 
@@ -227,7 +227,7 @@ def register(tensor: Any, builder: Callable[[int], Any], variable: bool = False)
 @contextlib.contextmanager
 def untouched() -> Iterator[None]:
     """Ops built within read variables themselves in every replica (not their copies)."""
-    group = _recording()
+    group = recording()
     if group is None:
         yield
         return
@@ -237,7 +237,7 @@ def untouched() -> Iterator[None]:
 
 def register_device(device: str, builder: Callable[[int], str]) -> None:
     """In a program traced once, replica r's copies of ops on `device` go to `builder(r)`."""
-    group = _recording()
+    group = recording()
     if group is not None:
         group.register_device(device, builder)
 
@@ -245,7 +245,7 @@ def register_device(device: str, builder: Callable[[int], str]) -> None:
 @contextlib.contextmanager
 def unrecorded() -> Iterator[None]:
     """Ops built within are shared by every replica (not copied for the others)."""
-    group = _recording()
+    group = recording()
     if group is None:
         yield
         return

@@ -83,15 +83,8 @@ def _user_cond(
 
 def _group_building_here() -> traced_once.TracedOnceGroup | None:
     """The group traced once whose replica 0 builds at its top level here, if any."""
-    replica = lockstep.current()
-    if replica is None or replica.count == 1:
-        return None
-    group = replica.group
-    if not isinstance(group, traced_once.TracedOnceGroup):
-        return None
-    if group.replaying is not None or group.calling:
-        return None
-    if tf.compat.v1.get_default_graph() is not group.graph:
+    group = lockstep.recording()
+    if group is None or tf.compat.v1.get_default_graph() is not group.graph:
         return None
     return group
 
