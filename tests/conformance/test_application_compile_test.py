@@ -184,12 +184,6 @@ def test_compile_op_with_defunc_infeed_outfeed():
 
 
 @pytest.mark.follows("test_compile_op_with_defunc_infeed_iterator_outfeed")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: next() of an IPUStrategy dataset iterator inside the compiled "
-    "function is not made a streamed input of the executable (only infeed loops, pipelines "
-    "and IPUInfeedQueue._dequeue() are)",
-)
 def test_compile_op_with_defunc_infeed_iterator_outfeed():
     outfeed_queue = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     with ipu.ipu_strategy.IPUStrategy().scope():

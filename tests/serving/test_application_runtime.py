@@ -254,6 +254,49 @@ def test_a_loop_carrying_values_gives_them_as_outputs(ipu_system, tmp_path):
     assert sorted(float(r[0].numpy()) for r in results) == [1.0, 3.0, 6.0, 10.0]
 
 
+def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path):
+    # As the original's test_compile_op_with_defunc_infeed_iterator_outfeed: `next()` in an
+    # autograph range loop is the executable's streamed input; the iterator is not read.
+    features = np.arange(12, dtype=np.float32).reshape(6, 2)
+    labels = np.arange(6, dtype=np.float32)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices((features, labels)))
+
+    @tf.function
+    def program():
+        total = tf.constant(0.0)
+        for _ in tf.range(3):
+            x, y = next(iterator)
+            total += tf.reduce_sum(x) * y
+            outfeed.enqueue({"weighted": total, "x": x})
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "iterator.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "iterator", timeout=10**6)
+    signature = context.signature()
+    assert [s.shape.dimensions for s in signature.streamed_inputs] == [[2], []]
+    assert len(signature.streamed_outputs) == 2
+    # Calls give a step's element each; the running total restarts with every run of 3.
+    results = [None] * 3
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([features[i], labels[i]], context)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads:
+        thread.join()
+    want = np.cumsum(features[:3].sum(axis=1) * labels[:3])
+    got = sorted(float(r[0].numpy()) for r in results)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert {tuple(r[1].numpy()) for r in results} == {tuple(f) for f in features[:3]}
+    np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
+
+
 def test_without_output_path_a_temporary_file_is_written(ipu_system):
     path, _ = _compile_loop_default_path()
     try:

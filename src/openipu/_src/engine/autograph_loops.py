@@ -45,7 +45,7 @@ import os
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import tensorflow as tf
 from tensorflow.python.data.ops import iterator_ops
@@ -72,7 +72,7 @@ FUSE_ENV = "OPENIPU_FUSE_ITERATOR_LOOPS"
 logger = logging.getLogger(__name__)
 
 _state = threading.local()
-_UNHANDLED = object()  # a `next()` this module leaves to the iterator
+UNHANDLED = object()  # a `next()` this module leaves to the iterator
 
 
 def fusion_enabled() -> bool:
@@ -86,6 +86,40 @@ def fusing_iterator_loops(region: CompiledRegion) -> Iterator[None]:
         yield
         return
     rewrite = _RegionRewrite(region)
+    with rewriting(rewrite):
+        yield
+    rewrite.finish()
+
+
+class LoopRewrite(Protocol):
+    """What rewrites the range loops of one program being traced (a region, an executable)."""
+
+    def plan(
+        self,
+        iter_: tf.Tensor,
+        extra_test: Callable[[], tf.Tensor] | None,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+    ) -> LoopPlan | None: ...
+
+
+class LoopPlan(Protocol):
+    def build(
+        self,
+        stock_range_for_stmt: Callable[..., None],
+        iter_: tf.Tensor,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+        symbol_names: tuple[str, ...],
+        opts: dict[str, Any],
+    ) -> None: ...
+
+
+@contextlib.contextmanager
+def rewriting(rewrite: LoopRewrite) -> Iterator[None]:
+    """While the tracing thread is in this context, its range loops go to `rewrite`."""
     stack = _state.__dict__.setdefault("rewrites", [])
     with autograph_range_loops.hooked(_range_for_stmt, _next_internal):
         stack.append(rewrite)
@@ -93,7 +127,6 @@ def fusing_iterator_loops(region: CompiledRegion) -> Iterator[None]:
             yield
         finally:
             stack.pop()
-    rewrite.finish()
 
 
 def probing() -> bool:
@@ -110,18 +143,26 @@ def record_probed_enqueue(queue_name: str, structure: Nested) -> None:
 # The hooks.
 
 
-def _current_rewrite() -> _RegionRewrite | None:
-    stack: list[_RegionRewrite] = getattr(_state, "rewrites", [])
+def _current_rewrite() -> LoopRewrite | None:
+    stack: list[LoopRewrite] = getattr(_state, "rewrites", [])
     return stack[-1] if stack else None
 
 
-def _active() -> _Probe | _FusedIteration | None:
-    stack: list[_Probe | _FusedIteration] = getattr(_state, "bodies", [])
+def _active() -> IterationReads | None:
+    stack: list[IterationReads] = getattr(_state, "bodies", [])
     return stack[-1] if stack else None
+
+
+class IterationReads(Protocol):
+    """A loop body being traced whose `next()` calls are answered here (or `UNHANDLED`)."""
+
+    graph: ops.Graph | None
+
+    def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested: ...
 
 
 @contextlib.contextmanager
-def _body_active(body: _Probe | _FusedIteration) -> Iterator[None]:
+def body_active(body: IterationReads) -> Iterator[None]:
     stack = _state.__dict__.setdefault("bodies", [])
     stack.append(body)
     try:
@@ -140,7 +181,7 @@ def _next_internal(
         and ops.get_default_graph() is body.graph
     ):
         element = body.next_element(iterator)
-        if element is not _UNHANDLED:
+        if element is not UNHANDLED:
             return element
     return stock(iterator)
 
@@ -168,7 +209,7 @@ def _range_for_stmt(
 # What a loop body reads.
 
 
-def _streamable(element_spec: Nested) -> bool:
+def streamable(element_spec: Nested) -> bool:
     """Whether elements of this spec can be stacked into one buffer (dense, static shapes)."""
     return all(
         type(spec) is tf.TensorSpec and spec.shape.is_fully_defined()
@@ -176,12 +217,12 @@ def _streamable(element_spec: Nested) -> bool:
     )
 
 
-def _handle(iterator: iterator_ops.OwnedIterator) -> tf.Tensor:
+def iterator_handle(iterator: iterator_ops.OwnedIterator) -> tf.Tensor:
     return iterator._iterator_resource  # noqa: SLF001 - the iterator's only handle
 
 
 def _label(iterator: iterator_ops.OwnedIterator) -> str:
-    handle = _handle(iterator)
+    handle = iterator_handle(iterator)
     if isinstance(handle, ops.EagerTensor):
         return "an iterator captured from Python"
     return f"iterator {handle.name}"
@@ -201,10 +242,10 @@ class _Probe:
 
     def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
         spec = iterator.element_spec
-        key = _handle(iterator).ref()
-        if not _streamable(spec):
+        key = iterator_handle(iterator).ref()
+        if not streamable(spec):
             self.unstreamable[key] = iterator
-            return _UNHANDLED
+            return UNHANDLED
         self.iterators[key] = iterator
         self.reads[key] = self.reads.get(key, 0) + 1
         self.order.append(key)
@@ -230,10 +271,10 @@ class _FusedIteration:
     calls: dict[HandleRef, int] = field(default_factory=dict)
 
     def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
-        key = _handle(iterator).ref()
+        key = iterator_handle(iterator).ref()
         stream = self.streams.get(key)
         if stream is None:
-            return _UNHANDLED
+            return UNHANDLED
         read = self.calls.get(key, 0)
         if read >= stream.per_iteration:
             raise RuntimeError(
@@ -349,7 +390,7 @@ class _RegionRewrite:
                 trip_count, host_bounds = counted
         probe = None
         if reason is None:
-            probe = _probe(body, get_state, set_state, iter_.dtype)
+            probe = probe_body(body, get_state, set_state, iter_.dtype)
             reason = self._unfusable_reads(probe)
         if reason is not None or probe is None:
             logger.debug("Loop over %s keeps autograph's lowering: %s", iter_.name, reason)
@@ -439,7 +480,7 @@ class _RegionRewrite:
             return "its body reads no tf.data iterator"
         captured = {t.ref() for t in probe.graph.external_captures}
         for key, iterator in probe.iterators.items():
-            handle = _handle(iterator)
+            handle = iterator_handle(iterator)
             if key in captured:
                 return f"it also reads {_label(iterator)} in nested control flow"
             if self._host_value(handle) is None:
@@ -458,7 +499,7 @@ class _RegionRewrite:
         return any(any(t is handle for t in op.inputs) for op in self.region.context.marked_ops)
 
 
-def _probe(
+def probe_body(
     body: LoopBody, get_state: GetState, set_state: SetState, iterate_dtype: tf.DType
 ) -> _Probe | None:
     """Traces one iteration of `body` in a throwaway function; restores the loop state after."""
@@ -467,7 +508,7 @@ def _probe(
 
     def trace_one_iteration() -> None:
         probe.graph = ops.get_default_graph()
-        with _body_active(probe):
+        with body_active(probe):
             body(array_ops.placeholder(iterate_dtype, [], name="iterate"))
 
     try:
@@ -511,7 +552,7 @@ class _FusedLoop:
         with region.on_host():
             # Read in the order the loop does: right even if two handles are one iterator.
             stacked = host_stream.fetch_from_iterators(
-                [(_handle(iterators[key]), iterators[key].element_spec) for key in keys],
+                [(iterator_handle(iterators[key]), iterators[key].element_spec) for key in keys],
                 [keys.index(key) for key in self.probe.order],
                 self.trip_count,
                 after=self.rewrite.last_fetch,
@@ -542,12 +583,12 @@ class _FusedLoop:
             graph = ops.get_default_graph()
             if not _is_loop_body_of(graph, region.graph):
                 # Autograph stages a body in a scratch graph to type undefined loop variables.
-                with _body_active(_Probe(graph)):
+                with body_active(_Probe(graph)):
                     body(iterate)
             else:
                 loop.index, loop.body_graph = iteration, graph
                 fused = _FusedIteration(graph, iteration, streams)
-                with _body_active(fused):
+                with body_active(fused):
                     body(iterate)
                 _check_all_read(fused, streams)
             iteration += 1

@@ -24,7 +24,12 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine import compile_policy, device_loop, floating_point_checks
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
-from openipu._src.engine.executable import poplar_limits, program_graph, stream_capture
+from openipu._src.engine.executable import (
+    iterator_loops,
+    poplar_limits,
+    program_graph,
+    stream_capture,
+)
 from openipu._src.engine.executable.executable_file import Executable
 from openipu._src.engine.executable.signature import StreamSignature, TensorSignature
 from openipu._src.engine.value_types import Nested
@@ -332,7 +337,7 @@ def _program(
         step_outputs.extend(a.stack() for a in arrays)
         return device_loop._loop_results(values, done)  # noqa: SLF001 - the loop's own results
 
-    with stream_capture.capturing(run_loop) as capture:
+    with stream_capture.capturing(run_loop) as capture, iterator_loops.streaming_iterator_loops():
         returned = function()
     top_level = stream_capture.flat_outputs(capture.top_level_enqueues)
     return [*step_outputs, *(tf.expand_dims(t, 0) for t in top_level), *_returned_tensors(returned)]
@@ -357,7 +362,7 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
         return device_loop._loop_results(values, tf.group(*operations))  # noqa: SLF001
 
-    with stream_capture.capturing(run_loop) as capture:
+    with stream_capture.capturing(run_loop) as capture, iterator_loops.streaming_iterator_loops():
         returned = function()
     top_level = stream_capture.flat_outputs(capture.top_level_enqueues)
     _check_top_level_enqueues(top_level, streams.iterations)

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import tensorflow as tf
 from tensorflow.python.util import nest
@@ -26,6 +26,13 @@ from openipu._src.engine.value_types import Infeed, Nested
 _state = threading.local()
 
 
+class StreamedElements(Protocol):
+    """What a captured loop reads, as far as the executable needs it: its element's spec."""
+
+    @property
+    def element_spec(self) -> Nested: ...
+
+
 @dataclasses.dataclass
 class CapturedLoop:
     """A device loop over an infeed, met while tracing (`loops.repeat(n, body, inputs, infeed)`)."""
@@ -33,7 +40,7 @@ class CapturedLoop:
     iterations: int
     body: Callable[..., Nested]
     carried: Nested
-    infeed: Infeed
+    infeed: Infeed | StreamedElements
 
 
 class Capture:
@@ -49,7 +56,13 @@ class Capture:
         self._enqueued = self.top_level_enqueues
         self._run_loop = run_loop
 
-    def take_loop(self, n: int, body: Callable[..., Nested], inputs: Nested, infeed: Infeed) -> Any:
+    def take_loop(
+        self,
+        n: int,
+        body: Callable[..., Nested],
+        inputs: Nested,
+        infeed: Infeed | StreamedElements,
+    ) -> Any:
         loop = CapturedLoop(n, body, inputs, infeed)
         self.loops.append(loop)
         return self._run_loop(loop)

@@ -1,0 +1,141 @@
+"""`for _ in tf.range(n): next(iterator)` loops traced for an executable become its streams.
+
+The original's application_compile_op compiles a function whose autograph range loop
+reads a `tf.data` iterator (created under IPUStrategy) into an executable whose streamed
+input is that iterator's element (application_compile_test.py,
+test_compile_op_with_defunc_infeed_iterator_outfeed): the iterator is not read when
+compiling, and each call of the executable is given the loop's elements. Here such a
+loop, met while the executable's function is traced (`stream_capture` active), is handed
+to the capture as the device loop over an infeed would be: `n` steps, the j-th `next()`
+of a step answered with that step's element.
+
+Kept to autograph's own lowering (so the executable has no stream for it): loops inside
+other control flow or device loops, a trip count not known when tracing, `break` or
+`return` in the body, loop state that is not tensors, and bodies that read no iterator,
+several iterators, one iterator several times per step, or elements of unknown shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.data.ops import iterator_ops
+from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
+
+from openipu._src.engine import autograph_loops
+from openipu._src.engine.autograph_loops import GetState, LoopBody, SetState
+from openipu._src.engine.executable import stream_capture
+from openipu._src.engine.value_types import Nested
+
+
+@contextlib.contextmanager
+def streaming_iterator_loops() -> Iterator[None]:
+    """While an executable's function is traced: its iterator loops become its streams."""
+    with autograph_loops.rewriting(_ExecutableRewrite()):
+        yield
+
+
+@dataclasses.dataclass
+class _IteratorFeed:
+    """The iterator as the infeed of a captured loop (the builder asks its element_spec)."""
+
+    element_spec: Nested
+
+
+@dataclasses.dataclass
+class _StreamedStep:
+    """A step's body being traced: `next()` on the loop's iterator gives the step's element."""
+
+    graph: ops.Graph | None
+    iterator_key: object
+    element: Nested
+    read: bool = False
+
+    def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
+        if autograph_loops.iterator_handle(iterator).ref() != self.iterator_key or self.read:
+            return autograph_loops.UNHANDLED
+        self.read = True
+        return self.element
+
+
+class _ExecutableRewrite:
+    def plan(
+        self,
+        iter_: tf.Tensor,
+        extra_test: Callable[[], tf.Tensor] | None,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+    ) -> _StreamedLoop | None:
+        capture = stream_capture.current()
+        if capture is None or extra_test is not None or not iter_.dtype.is_integer:
+            return None
+        graph = ops.get_default_graph()
+        if graph._get_control_flow_context() is not None:  # noqa: SLF001 - a TF1 cond or loop
+            return None
+        bounds = [tf.get_static_value(t) for t in iter_.op.inputs]  # start, limit, delta
+        if iter_.op.type != "Range" or any(b is None for b in bounds) or bounds[2] == 0:
+            return None
+        start, limit, delta = (int(b) for b in bounds)
+        state = get_state()
+        if not all(isinstance(v, (tf.Tensor, tf.Variable)) for v in state):
+            return None  # undefined or Python loop variables: autograph types them itself
+        with capture.collecting():  # what the probe enqueues is not the program's
+            probe = autograph_loops.probe_body(body, get_state, set_state, iter_.dtype)
+        if probe is None or probe.unstreamable or len(probe.iterators) != 1:
+            return None
+        ((key, iterator),) = probe.iterators.items()
+        if probe.reads[key] != 1 or not autograph_loops.streamable(iterator.element_spec):
+            return None
+        return _StreamedLoop(capture, len(range(start, limit, delta)), start, delta, key, iterator)
+
+
+@dataclasses.dataclass
+class _StreamedLoop:
+    capture: stream_capture.Capture
+    trip_count: int
+    start: int
+    delta: int
+    iterator_key: object
+    iterator: iterator_ops.OwnedIterator
+
+    def build(
+        self,
+        stock_range_for_stmt: Callable[..., None],
+        iter_: tf.Tensor,
+        body: LoopBody,
+        get_state: GetState,
+        set_state: SetState,
+        symbol_names: tuple[str, ...],
+        opts: dict[str, Any],
+    ) -> None:
+        del stock_range_for_stmt, symbol_names, opts  # the capture builds the loop
+        spec = self.iterator.element_spec
+        state_size = len(get_state())
+
+        def step(index: tf.Tensor, *values_and_element: Any, **element_kwargs: Any) -> Nested:
+            values = values_and_element[:state_size]
+            # The builder spreads the element as a loop's infeed element is spread.
+            given = [*values_and_element[state_size:], *nest.flatten(element_kwargs)]
+            element = nest.pack_sequence_as(spec, nest.flatten(given))
+            set_state(list(values))
+            streamed = _StreamedStep(ops.get_default_graph(), self.iterator_key, element)
+            with autograph_loops.body_active(streamed):
+                body(tf.cast(self.start + index * self.delta, iter_.dtype))
+            return [index + 1, *_tensors(get_state())]
+
+        carried = [tf.constant(0, tf.int32), *_tensors(get_state())]
+        # Called by the builder's (converted) code: autograph must not convert `body`,
+        # which is its own output already.
+        unconverted = tf.autograph.experimental.do_not_convert(step)
+        final = self.capture.take_loop(self.trip_count, unconverted, carried, _IteratorFeed(spec))
+        set_state(list(final)[1:] if isinstance(final, list) else [])
+
+
+def _tensors(values: Sequence[Any]) -> list[tf.Tensor]:
+    return [tf.convert_to_tensor(v) for v in values]
