@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from tensorflow.python import ipu
 
 from openipu._src.system import xla_cache
 
@@ -115,3 +116,14 @@ def test_processes_writing_the_same_entry_at_once_leave_a_valid_cache(tmp_path):
 def test_without_the_flag_there_is_no_cache(monkeypatch):
     monkeypatch.delenv("TF_POPLAR_FLAGS", raising=False)
     assert xla_cache.configure() is None
+
+
+def test_a_cache_path_set_after_the_import_is_reported(ipu_system, monkeypatch, tmp_path, caplog):
+    # TensorFlow reads its XLA cache flag when its runtime starts (the IPU module's import).
+    monkeypatch.setenv("TF_POPLAR_FLAGS", f"--executable_cache_path={tmp_path}")
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    with caplog.at_level("WARNING", logger="openipu._src.system.xla_cache"):
+        config.configure_ipu_system()
+    assert f"--executable_cache_path={tmp_path} was set after" in caplog.text
+    assert not any(tmp_path.iterdir())

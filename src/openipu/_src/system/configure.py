@@ -15,7 +15,7 @@ import threading
 from openipu._src.config import poplar_flags
 from openipu._src.config.ipu_config import IPUConfig
 from openipu._src.integration import tracing_context
-from openipu._src.system import host_devices, seeds, topology
+from openipu._src.system import host_devices, seeds, topology, xla_cache
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
     config.validate()
     devices = _allocate_devices(config)
     host_devices.ensure_logical_devices()
+    xla_cache.warn_if_set_late()
     global _configurations
     with _lock:
         if (

@@ -43,12 +43,41 @@ _CHECKSUM_SUFFIX = ".sha256"
 _REQUIRED_FIELDS = {1, 3}
 
 
-def configure() -> str | None:
-    """Turns the XLA cache on if `--executable_cache_path` is set; returns its directory."""
+_started_with: list[str | None] = []  # the cache path when TensorFlow's runtime started
+_late_paths_warned: set[str] = set()
+
+
+def _requested_path() -> str | None:
     try:
         path = poplar_flags.value("executable_cache_path")
     except ValueError:
         return None  # flags the original refuses: configure_ipu_system reports them
+    return str(path) if path else None
+
+
+def warn_if_set_late() -> None:
+    """A cache path set after the runtime started cannot reach TensorFlow: says so, once.
+
+    The original reads its flags when its backend first compiles; TensorFlow reads the XLA
+    cache's flag once, when its runtime starts (here on importing the IPU module).
+    """
+    path = _requested_path()
+    if not _started_with or path is None or path == _started_with[0]:
+        return
+    if path not in _late_paths_warned:
+        _late_paths_warned.add(path)
+        logger.warning(
+            "TF_POPLAR_FLAGS --executable_cache_path=%s was set after TensorFlow's runtime "
+            "started (on importing the IPU module): programs of this process are compiled "
+            "without that cache. Set it in the environment before the import.",
+            path,
+        )
+
+
+def configure() -> str | None:
+    """Turns the XLA cache on if `--executable_cache_path` is set; returns its directory."""
+    path = _requested_path()
+    _started_with[:] = [path]
     if not path:
         return None
     directory = os.path.join(os.path.abspath(path), versioned_name())
