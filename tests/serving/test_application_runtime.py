@@ -356,6 +356,88 @@ def test_a_pipeline_with_a_closure_variable(ipu_system, tmp_path, freeze_variabl
     np.testing.assert_allclose(y.numpy(), 2 * (42.0 + x + v.numpy()))
 
 
+def _linear_pipeline_reference(xs, ys, w1, w2, count, lr):
+    """Losses of a two-stage linear model trained with SGD on the gradients summed over
+    `count` mini-batches (the pipeline's default reduction), in numpy."""
+    losses = []
+    for start in range(0, len(xs), count):
+        g1, g2 = np.zeros_like(w1), np.zeros_like(w2)
+        for x, y in zip(xs[start : start + count], ys[start : start + count], strict=True):
+            hidden = x @ w1
+            error = hidden @ w2 - y
+            losses.append(np.mean(error**2))
+            d = 2.0 * error / error.size
+            g2 += hidden.T @ d
+            g1 += x.T @ (d @ w2.T)
+        w1, w2 = w1 - lr * g1, w2 - lr * g2
+    return np.array(losses), w1, w2
+
+
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_a_training_pipeline_trains_run_after_run(ipu_system, tmp_path):
+    # A pipeline with an optimizer_function: its gradient accumulators are the program's
+    # state, kept by the runtime (not start-up inputs): the signature lists the weights.
+    count, lr = 4, 0.1
+    rng = np.random.RandomState(0)
+    xs = rng.rand(8, 2, 4).astype(np.float32)
+    ys = rng.rand(8, 2, 1).astype(np.float32)
+    w1_start = rng.rand(4, 3).astype(np.float32) / 2
+    w2_start = rng.rand(3, 1).astype(np.float32) / 2
+    dataset = tf.data.Dataset.from_tensor_slices((xs, ys))
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    w1 = tf.Variable(np.zeros((4, 3), np.float32), name="w1")
+    w2 = tf.Variable(np.zeros((3, 1), np.float32), name="w2")
+
+    def stage1(x, y):
+        return tf.matmul(x, w1), y
+
+    def stage2(hidden, y):
+        return tf.reduce_mean(tf.square(tf.matmul(hidden, w2) - y))
+
+    def optimizer_function(loss):
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(lr)
+        return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+    def program():
+        return ipu.pipelining_ops.pipeline(
+            [stage1, stage2],
+            gradient_accumulation_count=count,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            device_mapping=[0, 1],
+        )
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "train.poplar_exec"), freeze_variables=False
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        path, [w1_start, w2_start], "pipeline_training", timeout=10**6
+    )
+    signature = context.signature()
+    assert [s.name for s in signature.inputs] == ["XLA_Args/w1", "XLA_Args/w2"]
+    assert [len(signature.streamed_inputs), len(signature.streamed_outputs)] == [2, 1]
+    losses = [None] * len(xs)
+
+    def call(i):
+        (losses[i],) = ipu.embedded_runtime.embedded_runtime_call([xs[i], ys[i]], context)
+
+    for run in range(2):  # two runs of `count` mini-batches: one weight update each
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(run * 4, run * 4 + 4)]
+        for thread in threads:
+            thread.start()
+            thread.join(0.05)
+        for thread in threads:
+            thread.join()
+    want, _, _ = _linear_pipeline_reference(xs, ys, w1_start, w2_start, count, lr)
+    got = [float(loss.numpy()) for loss in losses]
+    # Each call gets its own element's loss; a run's weights are those of the run before.
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    stale, _, _ = _linear_pipeline_reference(xs, ys, w1_start, w2_start, 8, lr)
+    assert not np.allclose(got[4:], stale[4:], rtol=1e-4)  # the first run's update counted
+
+
 def test_a_missing_directory_is_named(ipu_system, tmp_path):
     path = tmp_path / "nonexistent" / "file.poplar_exec"
     with pytest.raises(OSError, match="Failed to open file for writing"):

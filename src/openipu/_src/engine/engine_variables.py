@@ -33,13 +33,21 @@ def engine_variable(
 ) -> resource_variable_ops.ResourceVariable:
     """A non-trainable resource variable of engine state, made in the current context."""
     if ops.executing_eagerly_outside_functions():
-        return resource_variable_ops.ResourceVariable(
+        made = resource_variable_ops.ResourceVariable(
             initial_value, trainable=False, name=name, **kwargs
         )
-    session_run.add_before_run(_initialize_new, order=BEFORE_RUN_ORDER)
-    return resource_variable_ops.ResourceVariable(
-        initial_value, trainable=False, name=name, collections=[ENGINE_VARIABLES], **kwargs
-    )
+    else:
+        session_run.add_before_run(_initialize_new, order=BEFORE_RUN_ORDER)
+        made = resource_variable_ops.ResourceVariable(
+            initial_value, trainable=False, name=name, collections=[ENGINE_VARIABLES], **kwargs
+        )
+    made._openipu_engine_state = True  # noqa: SLF001 - read by `is_engine_state`
+    return made
+
+
+def is_engine_state(variable: object) -> bool:
+    """Whether `variable` is engine state (made by `engine_variable`), not the user's."""
+    return bool(getattr(variable, "_openipu_engine_state", False))
 
 
 #: After programs built before the system was configured are finished (they may add some).

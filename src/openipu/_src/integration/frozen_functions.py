@@ -10,6 +10,7 @@ checked with TensorFlow 2.21), overriding only how a value is obtained.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,14 @@ TENSORFLOW_VERSIONS = ("2.21",)
 
 
 class _GivenValues(convert_to_constants._FunctionConverterData):  # noqa: SLF001
-    def __init__(self, func: Any, values: dict[int, np.ndarray]) -> None:
+    def __init__(self, func: Any, values: dict[int, np.ndarray], keep: set[str]) -> None:
         self._given = values  # before the base class reads them
-        super().__init__(func=func, lower_control_flow=False, aggressive_inlining=False)
+        super().__init__(
+            func=func,
+            lower_control_flow=False,
+            aggressive_inlining=False,
+            variable_names_denylist=sorted(keep) or None,
+        )
 
     def _eval(self, tensor: Any) -> np.ndarray:
         key = id(getattr(tensor, "handle", tensor))  # a variable is known by its handle
@@ -32,11 +38,12 @@ class _GivenValues(convert_to_constants._FunctionConverterData):  # noqa: SLF001
 
 
 def freeze_with_values(
-    concrete: Any, values: dict[int, np.ndarray]
+    concrete: Any, values: dict[int, np.ndarray], keep: AbstractSet[str] = frozenset()
 ) -> tuple[graph_pb2.GraphDef, set[int]]:
-    """`concrete`'s graph with every capture a constant of `values[id(captured tensor)]`;
-    and the indices of its inputs that became constants."""
-    data = _GivenValues(concrete, values)
+    """`concrete`'s graph with every capture a constant of `values[id(captured tensor)]`,
+    but those whose placeholder is named in `keep` (they stay inputs); and the indices of
+    its inputs that became constants."""
+    data = _GivenValues(concrete, values, set(keep))
     graph_def, converted = convert_to_constants._replace_variables_by_constants(  # noqa: SLF001
         converter_data=data
     )

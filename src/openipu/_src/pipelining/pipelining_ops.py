@@ -365,16 +365,26 @@ def pipeline(
         reduction=reduction,
     )
     capture = stream_capture.current()
-    if capture is not None and infeed_queue is not None and optimizer_function is None:
+    if capture is not None and infeed_queue is not None:
         # Traced for an executable (application_compile_op): its builder runs the
         # mini-batches, each the stages in order, over each call's elements (on its one
-        # host device: a stage's IPU changes where it runs on the chip, not the numbers).
+        # host device: a stage's IPU changes where it runs on the chip, not the numbers);
+        # after every `count` of them, the weight update (and accumulated outfeed).
         plan._stage_devices = [None] * len(plan.stages)  # noqa: SLF001
 
-        def mini_batch(*element: Nested) -> tf.Tensor:
-            return plan._mini_batch_in_replica(element[0] if len(element) == 1 else element)  # noqa: SLF001
+        def mini_batch(index: tf.Tensor, *element: Nested) -> tf.Tensor:
+            token = plan._mini_batch_in_replica(element[0] if len(element) == 1 else element)  # noqa: SLF001
+            with tf.control_dependencies([token]):
+                done = tf.cond(
+                    tf.equal((index + 1) % count, 0),
+                    plan._after_mini_batches_in_replica,  # noqa: SLF001
+                    lambda: tf.constant(0),
+                )
+            with tf.control_dependencies([done]):
+                return index + 1
 
-        return capture.take_loop(count * repeats, mini_batch, [], infeed_queue)
+        done = capture.take_loop(count * repeats, mini_batch, [tf.constant(0)], infeed_queue)
+        return tf.group(done)  # an operation, as the pipeline's
 
     def build() -> Nested:
         region = region_lib.current_region()

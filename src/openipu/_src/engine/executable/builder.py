@@ -22,12 +22,18 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import compile_policy, device_loop, floating_point_checks
+from openipu._src.engine import (
+    compile_policy,
+    device_loop,
+    engine_variables,
+    floating_point_checks,
+)
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.executable import (
     iterator_loops,
     poplar_limits,
     program_graph,
+    program_state,
     stream_capture,
 )
 from openipu._src.engine.executable.executable_file import Executable
@@ -161,15 +167,28 @@ def finish(
         traced.startup_signatures,
     )
     fp_bits, name = traced.fp_bits, traced.name
-    variables = program_graph.captured_variables(concrete)
-    frozen = program_graph.freeze(concrete, variables_as_inputs=not freeze_variables, given=given)
+    captured = program_graph.captured_variables(concrete)
+    # The engine's own variables (a training pipeline's gradient accumulators) are the
+    # program's state, kept by the runner: the original's executable holds them on the
+    # chip, not in its signature.
+    state = [v for v, _ in captured if engine_variables.is_engine_state(v)]
+    variables = [(v, t) for v, t in captured if not engine_variables.is_engine_state(v)]
+    frozen = program_graph.freeze(
+        concrete, variables_as_inputs=not freeze_variables, given=given, state=state
+    )
     if not freeze_variables and variables:
         # The graph's inputs in the order a run gives them: the start-up inputs, the
-        # variables (their values given at start-up), then the streams.
-        names = frozen.inputs
+        # variables (their values given at start-up), the streams, then the state.
+        names = frozen.inputs[: len(frozen.inputs) - len(state)]
         first, rest = len(startup_signatures), len(names) - len(variables)
         frozen = dataclasses.replace(
-            frozen, inputs=(*names[:first], *names[rest:], *names[first:rest])
+            frozen,
+            inputs=(
+                *names[:first],
+                *names[rest:],
+                *names[first:rest],
+                *frozen.inputs[len(names) :],
+            ),
         )
     graph = concrete.graph
     poplar_limits.check(
@@ -203,6 +222,7 @@ def finish(
         updated = [
             TensorSignature.of(f"XLA_Retvals/{variable.name.split(':')[0]}", variable)
             for variable in program_graph.updated_variables(concrete)
+            if not engine_variables.is_engine_state(variable)
         ]
     signature = StreamSignature(
         inputs=(*startup_signatures, *variable_inputs),
@@ -229,7 +249,19 @@ def finish(
         metadata["variable_inputs"] = list(range(first, first + len(variable_inputs)))
     if fp_bits:
         metadata["floating_point_checks"] = sorted(fp_bits)
-    return Executable(kind, record, signature, frozen, metadata=metadata)
+    sections = {}
+    if state:
+        sections[program_state.SECTION] = program_state.to_bytes(
+            [_value_of(v, given) for v in state]
+        )
+    return Executable(kind, record, signature, frozen, sections=sections, metadata=metadata)
+
+
+def _value_of(variable: tf.Variable, given: dict[int, np.ndarray] | None) -> np.ndarray:
+    """A variable's value now: given (a TF1 graph's, read in its session) or read eagerly."""
+    if given is not None and id(variable.handle) in given:
+        return np.asarray(given[id(variable.handle)])
+    return np.asarray(variable.numpy())
 
 
 def _spec_name(spec: tf.TensorSpec, default: str) -> str:

@@ -4,7 +4,8 @@
                     signature, the graph's input and output tensors, the openipu and
                     TensorFlow versions that wrote it, and a SHA-256 of every section
     program.pb      the program as a frozen TensorFlow GraphDef (`program_graph`)
-    <section>       what a front end keeps beside it (PopART: the ONNX model, weights)
+    <section>       what a front end keeps beside it (PopART: the ONNX model, weights),
+                    and the program's own state (`program_state`) when it has some
 
 The original writes PopEF files holding a Poplar executable; there is none here, so the
 file holds what the engine needs to run the same program without compiling it again.

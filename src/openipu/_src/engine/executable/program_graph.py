@@ -10,7 +10,7 @@ with no Python of the original program.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -35,18 +35,23 @@ def freeze(
     concrete: tf.types.experimental.ConcreteFunction,
     variables_as_inputs: bool,
     given: dict[int, np.ndarray] | None = None,
+    state: Sequence[tf.Variable] = (),
 ) -> FrozenGraph:
     """`concrete` as a frozen graph. With `variables_as_inputs`, each variable it uses
     stays a resource: an input after the function's own, in the order of
     `captured_variables`, that a run gives as a variable's handle (so a program that
     updates its variables, a training loop, updates the runner's copies).
 
+    The `state` variables (the engine's: gradient accumulators, counters) stay resources
+    in either case, the last inputs, in their order: the runner keeps them.
+
     The other captures' values are read eagerly, or taken from `given` (keyed by the id
     of the captured tensor, a variable's handle): a TF1 graph's, read when the graph runs.
     """
+    kept = {id(v.handle) for v in state}
     if variables_as_inputs:
-        return _with_variable_inputs(concrete, given)
-    if given is None:
+        return _with_variable_inputs(concrete, given, kept)
+    if given is None and not kept:
         # Control flow stays functional (While, If): XLA compiles only that form.
         frozen = convert_to_constants.convert_variables_to_constants_v2(
             concrete, lower_control_flow=False
@@ -55,26 +60,54 @@ def freeze(
         inputs = [t.name for t in frozen.inputs]
         outputs = [t.name for t in frozen.outputs]
     else:
-        graph_def, converted = frozen_functions.freeze_with_values(concrete, given)
+        if given is None:
+            given = _values_now(concrete, kept)
+        internal_of = {id(external): internal for external, internal in concrete.graph.captures}
+        graph_def, converted = frozen_functions.freeze_with_values(
+            concrete, given, keep={internal_of[key].op.name for key in kept}
+        )
         internal = concrete.graph.internal_captures
         constants = {id(internal[index]) for index in converted}
         inputs = [t.name for t in concrete.inputs if id(t) not in constants]
+        # The kept variables last, in `state`'s order.
+        kept_names = [internal_of[id(v.handle)].name for v in state]
+        inputs = [n for n in inputs if n not in kept_names] + kept_names
         outputs = [t.name for t in concrete.outputs]
     return FrozenGraph(
         graph_def.SerializeToString(deterministic=True), tuple(inputs), tuple(outputs)
     )
 
 
+def _values_now(
+    concrete: tf.types.experimental.ConcreteFunction, kept: set[int]
+) -> dict[int, np.ndarray]:
+    """The captures' values, read eagerly (variables by their handle), but the kept ones."""
+    variables = {id(v.handle): v for v in concrete.graph.variables}
+    values = {}
+    for external, _ in concrete.graph.captures:
+        key = id(external)
+        if key in kept:
+            continue
+        variable = variables.get(key)
+        values[key] = np.asarray(variable.numpy() if variable is not None else external)
+    return values
+
+
 def _with_variable_inputs(
-    concrete: tf.types.experimental.ConcreteFunction, given: dict[int, np.ndarray] | None
+    concrete: tf.types.experimental.ConcreteFunction,
+    given: dict[int, np.ndarray] | None,
+    kept: set[int],
 ) -> FrozenGraph:
     graph = concrete.graph
     graph_def = graph.as_graph_def()  # with the functions of its loops and conditionals
     nodes = {node.name: node for node in graph_def.node}
     variables = {id(v.handle) for v in graph.variables}
     captured = {id(internal) for _, internal in graph.captures}
-    variable_inputs = []
+    variable_inputs, state_inputs = [], []
     for external, internal in graph.captures:
+        if id(external) in kept:
+            state_inputs.append(internal.name)
+            continue
         if id(external) in variables:
             variable_inputs.append(internal.name)
             continue
@@ -85,7 +118,8 @@ def _with_variable_inputs(
             )
         value = given[id(external)] if given is not None else np.asarray(external)
         _make_constant(nodes[internal.op.name], np.asarray(value))
-    inputs = [t.name for t in concrete.inputs if id(t) not in captured] + variable_inputs
+    inputs = [t.name for t in concrete.inputs if id(t) not in captured]
+    inputs += variable_inputs + state_inputs
     outputs = [t.name for t in concrete.outputs]
     return FrozenGraph(
         graph_def.SerializeToString(deterministic=True), tuple(inputs), tuple(outputs)

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 
 from openipu._src.engine import floating_point_checks
-from openipu._src.engine.executable import program_graph
+from openipu._src.engine.executable import program_graph, program_state
 from openipu._src.engine.executable.executable_file import Executable
 
 
@@ -27,6 +27,13 @@ class LoadedProgram:
         self._variable_inputs = [int(i) for i in executable.metadata.get("variable_inputs", [])]
         self._variables: dict[int, tf.Variable] = {}
         self._assigned: dict[int, object] = {}  # the start-up value each was last given
+        # The program's own state (engine variables), last of the graph's inputs.
+        state = executable.sections.get(program_state.SECTION)
+        with context.eager_mode():  # the runner's own, whoever loads it
+            self._state = [
+                tf.Variable(value, trainable=False)
+                for value in (program_state.from_bytes(state) if state is not None else [])
+            ]
         if executable.metadata.get("floating_point_checks"):
             floating_point_checks.convert_trap_errors()
 
@@ -55,6 +62,7 @@ class LoadedProgram:
         ]
         for index in self._variable_inputs:
             values[index] = self._variable(index, inputs[index], values[index]).handle
+        values += [variable.handle for variable in self._state]
         try:
             return list(self._function(*values))
         except tf.errors.InvalidArgumentError as error:
