@@ -584,10 +584,6 @@ def test_infeed_outfeed_continuous_dequeuing(graph):
 
 
 @pytest.mark.follows("testInfeedOutfeedContinuousDequeuingGetLastBeforeEnqueued")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: dequeuing a LAST-mode outfeed before any enqueue ran raises InvalidArgumentError (an assertion); the original raises FailedPreconditionError 'Trying to get the last value from an outfeed queue before it was enqueued'",
-)
 def test_infeed_outfeed_continuous_dequeuing_get_last_before_enqueued(graph):
     n = 1000
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing(n, [1]))
@@ -917,10 +913,6 @@ def test_parallel_dequeue(strategy_on):
 
 
 @pytest.mark.follows("testDim0Infeed")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: an infeed whose elements have a dimension of size 0 is accepted; the original's initializer raises InvalidArgumentError 'Detected an input tensor to an infeed queue with a dimension of size 0'",
-)
 def test_dim0_infeed(graph):
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing(5, [1, 0]))
     _compile(

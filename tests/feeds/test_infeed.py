@@ -177,3 +177,20 @@ def test_private_dequeue_reads_one_element_per_replica(strategy_on):
 
         assert float(strategy.run(program)) == 0.0 * 1 + 1.0 * 2
         assert float(strategy.run(program)) == 2.0 * 1 + 3.0 * 2
+
+
+def test_a_tf2_program_reading_elements_with_an_empty_dimension_fails(strategy_on):
+    # As the original's dequeue op (kernels/datastream/feeds.cc): an InvalidArgumentError.
+    strategy = strategy_on(1)
+    dataset = tf.data.Dataset.from_tensors(tf.zeros([2, 0])).repeat()
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+    @tf.function
+    def program():
+        return ipu.loops.repeat(2, lambda total, x: total + tf.reduce_sum(x), [0.0], infeed)
+
+    with strategy.scope():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="dimension of size 0"):
+            strategy.run(program)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dimension of size 0"):
+        infeed.initializer  # noqa: B018 - eagerly, the iterator op fails at once

@@ -38,6 +38,7 @@ from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.host_queue import HostQueue
 from openipu._src.engine.replicas import lockstep, variable_copies
 from openipu._src.engine.value_types import Nested
+from openipu._src.integration import run_errors
 
 _names = itertools.count()
 _NOT_ENQUEUED = (
@@ -355,14 +356,10 @@ class IPUOutfeedQueue:
         count = tf.shape(values)[0]
         if tf.executing_eagerly():
             if int(count) == 0:
-                raise ValueError(
-                    "IPUOutfeedQueue in LAST mode: nothing was enqueued since the last dequeue"
-                )
+                raise tf.errors.FailedPreconditionError(None, None, _LAST_BEFORE_ENQUEUE)
             return values[-1]
-        check = tf.debugging.assert_positive(
-            count,
-            message="IPUOutfeedQueue in LAST mode: nothing was enqueued since the last dequeue",
-        )
+        run_errors.install(_last_before_enqueue_as_precondition)
+        check = tf.debugging.assert_positive(count, message=_LAST_BEFORE_ENQUEUE)
         with tf.control_dependencies([check]):
             return values[-1]
 
@@ -389,6 +386,23 @@ class IPUOutfeedQueue:
                 "'IPUOutfeedMode.ALL'."
             )
         return IPUOutfeedQueueIterator(self)
+
+
+# The original's words and error type (kernels/datastream/feeds.cc, outfeed dequeue).
+_LAST_BEFORE_ENQUEUE = (
+    "Trying to get the last value from an outfeed queue before it was executed. Make sure "
+    "the outfeed dequeue TensorFlow operation is executed after the enqueue to the outfeed "
+    "has completed."
+)
+
+
+def _last_before_enqueue_as_precondition(error: Exception) -> Exception:
+    """The check's failure (an assertion, InvalidArgumentError) as the original's error."""
+    if isinstance(error, tf.errors.InvalidArgumentError) and _LAST_BEFORE_ENQUEUE in (
+        error.message or ""
+    ):
+        return tf.errors.FailedPreconditionError(error.node_def, error.op, _LAST_BEFORE_ENQUEUE)
+    return error
 
 
 def _nth_of(

@@ -52,6 +52,17 @@ def check_fully_defined(element_spec, what: str = "dataset") -> None:
             )
 
 
+# The original's words (kernels/datastream/feeds.cc), an InvalidArgumentError.
+_EMPTY_DIMENSION = (
+    "Detected an input tensor to an infeed queue with a dimension of size 0. Please remove "
+    "it from the inputs."
+)
+
+
+def _has_empty_dimension(element_spec) -> bool:
+    return any(0 in tuple(spec.shape) for spec in nest.flatten(element_spec))
+
+
 class IPUInfeedQueue:
     """Wraps a `tf.data.Dataset` so device loops can stream its elements."""
 
@@ -124,9 +135,25 @@ class IPUInfeedQueue:
                 "run the operation it returned once, instead of asking for it again"
             )
         self._initializer_accessed = True
+        if tf.executing_eagerly():
+            self._check_no_empty_dimension()
+            return None
+        if _has_empty_dimension(self._element_spec):
+            # The original's iterator op fails when its kernel is made, at the first run.
+            return tf.debugging.Assert(False, [_EMPTY_DIMENSION], name="infeed_initializer")
         if isinstance(self._stream, ElementStream):  # graph mode
             return self._stream.initializer
-        return None if tf.executing_eagerly() else tf.no_op(name="infeed_initializer")
+        return tf.no_op(name="infeed_initializer")
+
+    def _check_read_in_tf2(self) -> None:
+        """A TF2 program reading the queue fails as the original's dequeue op does when its
+        program is compiled (a TF1 graph's initializer fails first, at its run)."""
+        if not self._graph_mode:
+            self._check_no_empty_dimension()
+
+    def _check_no_empty_dimension(self) -> None:
+        if _has_empty_dimension(self._element_spec):
+            raise tf.errors.InvalidArgumentError(None, None, _EMPTY_DIMENSION)
 
     @property
     def deleter(self):
@@ -166,6 +193,7 @@ class IPUInfeedQueue:
     def _fetch_one(self):
         """Builds a host fetch of the next element."""
         self._dequeued = True
+        self._check_read_in_tf2()
         if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, None)
         return self._stream.fetch_one()
@@ -173,6 +201,7 @@ class IPUInfeedQueue:
     def _fetch_stacked(self, count: int):
         """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
         self._dequeued = True
+        self._check_read_in_tf2()
         if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, count)
         return self._stream.fetch_stacked(count)

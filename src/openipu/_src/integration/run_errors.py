@@ -9,8 +9,9 @@ Why: openipu checks the IPU's floating-point traps with `Assert` ops
 (`engine/floating_point_checks.py`), whose failure is an `InvalidArgumentError`; on the
 original a trap is Poplar's application runtime error, which the backend reports as an
 `InternalError` (tensorflow/compiler/plugin/poplar/driver/tools/poplar_util.cc
-`PoplarExceptionToTensorflowStatus`). The engine installs a converter that recognises its
-traps' messages; other errors pass unchanged.
+`PoplarExceptionToTensorflowStatus`). The engine installs converters that recognise its
+checks' messages (traps; a LAST-mode outfeed read before anything was enqueued, a
+FailedPreconditionError on the original); other errors pass unchanged.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ _converter: list[Callable] = []
 
 
 def _convert(error):
-    return _converter[0](error) if _converter else error
+    for convert in _converter:
+        converted = convert(error)
+        if converted is not error:
+            return converted
+    return error
 
 
 def _converting(stock: Callable) -> Callable:
@@ -70,8 +75,9 @@ SESSION_DO_CALL = register(
 
 
 def install(convert: Callable) -> None:
-    """Failed runs' errors pass through `convert(error) -> error` (idempotent; first stays)."""
-    if not _converter:
+    """Failed runs' errors pass through `convert(error) -> error` (idempotent); of several
+    converters, the first that converts an error decides."""
+    if all(convert is not installed for installed in _converter):
         _converter.append(convert)
     apply(CALL_FUNCTION)
     apply(SESSION_DO_CALL)
