@@ -401,7 +401,10 @@ def _last_before_enqueue_as_precondition(error: Exception) -> Exception:
     if isinstance(error, tf.errors.InvalidArgumentError) and _LAST_BEFORE_ENQUEUE in (
         error.message or ""
     ):
-        return tf.errors.FailedPreconditionError(error.node_def, error.op, _LAST_BEFORE_ENQUEUE)
+        converted: Exception = tf.errors.FailedPreconditionError(
+            error.node_def, error.op, _LAST_BEFORE_ENQUEUE
+        )
+        return converted
     return error
 
 
