@@ -1,10 +1,11 @@
 """Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/pipelining_test.py`.
 
-The first scenarios of the original's pipelining tests (a start; the file has 57):
+The original's pipelining tests (the file has 57 scenarios):
 `OptimizerFunctionOutput`'s argument rules, pipelines whose last stage leaves tensors
 without an outfeed, an iteration count that is not a multiple of the stages, sharded
-optimizer state without offloading, and invalid device mappings. TF1 graphs, as the
-original's.
+optimizer state without offloading, invalid device mappings, comparisons with the same
+model on the CPU, and the outfeeds of training and inference pipelines (the loss, a
+mask, accumulated outputs). TF1 graphs, as the original's.
 """
 
 from __future__ import annotations
@@ -575,3 +576,385 @@ def test_pipeline_compare_shared_weights():
     )
     with pytest.raises(NotImplementedError, match="The pipelining schedule"):
         compare_to_cpu(schedule=pipelining_ops.PipelineSchedule.Interleaved, **model)
+
+
+# Outfeeds of a training or inference pipeline: the loss, a mask of the last stage's
+# outputs, an accumulated outfeed. Built under an IPU device, then the system configured,
+# as the original's `tu.ipu_session()` tests.
+
+
+def _run_on_four_ipus(graph, compiled, dequeued, initializers=()):
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    try:
+        ipu.utils.move_variable_initialization_to_cpu()
+        with v1.Session(graph=graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            for initializer in initializers:
+                sess.run(initializer)
+            sess.run(compiled)
+            return sess.run(dequeued)
+    finally:
+        ipu.config.reset_ipu_configuration()
+
+
+def _identity(*args):
+    return args if len(args) > 1 else args[0]
+
+
+def _scaled_by_w(x):
+    with v1.variable_scope("stage1", use_resource=True):
+        return v1.get_variable(name="w", initializer=1.0) * x
+
+
+def _loss_plus_one(x):
+    return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), x + 1.0)
+
+
+@pytest.mark.follows("testOutfeedLossRequiresOutfeedAndOptimizerFunction")
+def test_outfeed_loss_requires_outfeed_and_optimizer_function(tf1_graph):
+    with tf.device("/device:IPU:0"):
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        with pytest.raises(ValueError, match="An optimizer_function must be provided"):
+            pipelining_ops.pipeline(
+                [_identity] * 4,
+                gradient_accumulation_count=4,
+                inputs=[1.0],
+                outfeed_queue=outfeed,
+                outfeed_loss=True,
+                reduction_method=GA.MEAN,
+            )
+        # Found when the pipeline is built: here in a program (the original builds its op
+        # anywhere; openipu builds a pipeline outside a program as its own, which needs
+        # the configured system).
+        with pytest.raises(ValueError, match="An outfeed_queue must be provided"):
+            ipu.ipu_compiler.compile(
+                lambda: pipelining_ops.pipeline(
+                    [_identity] * 4,
+                    gradient_accumulation_count=4,
+                    inputs=[1.0],
+                    optimizer_function=_sgd_optimizer_function,
+                    outfeed_loss=True,
+                    reduction_method=GA.MEAN,
+                )
+            )
+
+
+@pytest.mark.follows("testOutfeedLoss")
+def test_outfeed_loss(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(_, x):
+        return _scaled_by_w(x)
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [stage1, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[10, x],
+            outfeed_queue=outfeed,
+            optimizer_function=_loss_plus_one,
+            outfeed_loss=True,
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[0.0])
+    outfed = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue())
+    np.testing.assert_array_equal(outfed, np.ones(8))  # the loss w * 0 + 1, each batch
+
+
+@pytest.mark.follows("testOutfeedMaskRequiresOutfeedAndOptimizerFunction")
+def test_outfeed_mask_requires_outfeed_and_optimizer_function(tf1_graph):
+    with tf.device("/device:IPU:0"):
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        common = dict(gradient_accumulation_count=4, inputs=[1.0], reduction_method=GA.MEAN)
+        with pytest.raises(ValueError, match="An optimizer_function must be provided"):
+            pipelining_ops.pipeline(
+                [_identity] * 4, outfeed_queue=outfeed, outfeed_mask=[False], **common
+            )
+        with pytest.raises(ValueError, match=r".*no outfeed_queue has been provided"):
+            ipu.ipu_compiler.compile(  # found when built, as above
+                lambda: pipelining_ops.pipeline(
+                    [_identity] * 4,
+                    optimizer_function=_sgd_optimizer_function,
+                    outfeed_mask=[False],
+                    **common,
+                )
+            )
+        with pytest.raises(
+            ValueError, match="Only one of `outfeed_loss` and `outfeed_mask` can be set."
+        ):
+            pipelining_ops.pipeline(
+                [_identity] * 4,
+                optimizer_function=_sgd_optimizer_function,
+                outfeed_queue=outfeed,
+                outfeed_mask=[False],
+                outfeed_loss=True,
+                **common,
+            )
+
+
+@pytest.mark.follows("testOutfeedMask")
+def test_outfeed_mask(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(x):
+        return x, _scaled_by_w(x)
+
+    def stage(x, x2):
+        return x, x2 + 1
+
+    def optimizer_function(x, _):
+        return pipelining_ops.OptimizerFunctionOutput(v1.train.GradientDescentOptimizer(0.01), x)
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [stage1, stage, stage, stage],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            outfeed_mask=[True, False],
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+    outfed = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue())
+    # Only the second output, w * 1 + 3 for each of the 8 batches.
+    np.testing.assert_array_equal(outfed, np.full((1, 8), 4))
+
+
+@pytest.mark.follows("testConstantInput")
+def test_constant_input(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net():
+        return pipelining_ops.pipeline(
+            [lambda x: 2 * x] + [lambda x: x + 1] * 3,
+            gradient_accumulation_count=8,
+            inputs=[42.0],
+            outfeed_queue=outfeed,
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net)
+    outfed = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue())
+    np.testing.assert_array_equal(np.array(outfed).flatten(), np.full(8, 2 * 42 + 3, np.float32))
+
+
+@pytest.mark.follows("testOutfeedLossAccumulated")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_outfeed_loss_accumulated(tf1_graph, reduction_method):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_scaled_by_w, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=_loss_plus_one,
+            outfeed_loss=True,
+            accumulate_outfeed=True,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[0.0])
+    # A loss of 1 summed over the 8 batches, whatever the gradients' reduction.
+    np.testing.assert_array_equal(_run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue()), [8])
+
+
+@pytest.mark.follows("testOutfeedAccumulatedTraining")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_outfeed_accumulated_training(tf1_graph, reduction_method):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_scaled_by_w, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=_loss_plus_one,
+            accumulate_outfeed=True,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+    np.testing.assert_array_equal(_run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue()), [[8]])
+
+
+@pytest.mark.follows("testOutfeedAccumulatedTrainingSetDtype")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+@pytest.mark.xfail(
+    strict=True,
+    reason="difference: each stage's float16 result is rounded here (1 + 10000 is 10000 in "
+    "float16), so the float32 accumulation of 8 outputs gives 240000; the original's IPU "
+    "gives 240008, as if the stages' additions kept float32",
+)
+def test_outfeed_accumulated_training_set_dtype(tf1_graph, reduction_method):
+    outfeeds = [ipu.ipu_outfeed_queue.IPUOutfeedQueue() for _ in range(2)]
+
+    def my_net(dtype, x):
+        def stage1(x):
+            with v1.variable_scope("stage1", use_resource=True):
+                w = v1.get_variable(name="w" if dtype else "w1", initializer=1.0)
+                return w * x
+
+        def to_half(x):
+            return tf.cast(x + 10000, np.float16)
+
+        return pipelining_ops.pipeline(
+            [stage1, to_half, to_half, to_half],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeeds[1 if dtype else 0],
+            optimizer_function=_loss_plus_one,
+            accumulate_outfeed=True,
+            accumulate_outfeed_dtype=dtype,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        half = ipu.ipu_compiler.compile(lambda x: my_net(None, x), inputs=[1.0])
+        single = ipu.ipu_compiler.compile(lambda x: my_net(np.float32, x), inputs=[1.0])
+    dequeued = [outfeed.dequeue() for outfeed in outfeeds]
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    try:
+        ipu.utils.move_variable_initialization_to_cpu()
+        with v1.Session(graph=tf1_graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(half)
+            value = sess.run(dequeued[0])[0]
+            # 8 * 30001 overflows float16's largest value, 65504.
+            assert not np.isfinite(value) or abs(value) > np.finfo(np.float16).max
+            sess.run(single)
+            # The stage output 1 + 3 * 10000, accumulated 8 times in float32.
+            np.testing.assert_array_equal([sess.run(dequeued[1])[0]], [[240008]])
+    finally:
+        ipu.config.reset_ipu_configuration()
+
+
+@pytest.mark.follows("testOutfeedAccumulatedTrainingMultipleOutputs")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_outfeed_accumulated_training_multiple_outputs(tf1_graph, reduction_method):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(x, y):
+        return _scaled_by_w(x), y
+
+    def optimizer_function(x, y):
+        return pipelining_ops.OptimizerFunctionOutput(
+            v1.train.GradientDescentOptimizer(0.01), x + y + 1.0
+        )
+
+    def my_net(x, y):
+        return pipelining_ops.pipeline(
+            [stage1, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[x, y],
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            accumulate_outfeed=True,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0, 2.0])
+    np.testing.assert_array_equal(
+        _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue()), [[8], [16]]
+    )
+
+
+@pytest.mark.follows("testOutfeedAccumulatedInference")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_outfeed_accumulated_inference(tf1_graph, reduction_method):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_identity] * 4,
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            accumulate_outfeed=True,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+    np.testing.assert_array_equal(_run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue()), [[8]])
+
+
+@pytest.mark.follows("testOutfeedAccumulatedInferenceMultipleOutputs")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_outfeed_accumulated_inference_multiple_outputs(tf1_graph, reduction_method):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x, y):
+        return pipelining_ops.pipeline(
+            [_identity] * 4,
+            gradient_accumulation_count=8,
+            inputs=[x, y],
+            outfeed_queue=outfeed,
+            accumulate_outfeed=True,
+            reduction_method=reduction_method,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0, 2.0])
+    np.testing.assert_array_equal(
+        _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue()), [[8], [16]]
+    )
+
+
+@pytest.mark.follows("testOutfeedDictInference")
+def test_outfeed_dict_inference(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_identity, _identity, _identity, lambda x: {"x": x}],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+    got = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue())
+    assert isinstance(got, dict)
+    np.testing.assert_array_equal(got["x"], np.ones(8))
+
+
+@pytest.mark.follows("testOutfeedAccumulatedTrainingRequiresOutfeedALL")
+def test_outfeed_accumulated_training_requires_outfeed_all(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(
+        outfeed_mode=ipu.ipu_outfeed_queue.IPUOutfeedMode.LAST
+    )
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_scaled_by_w, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=_loss_plus_one,
+            accumulate_outfeed=True,
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(
+            ValueError, match="To accumulate the outfeed, it must be in IPUOutfeedMode ALL."
+        ):
+            ipu.ipu_compiler.compile(my_net, inputs=[1.0])

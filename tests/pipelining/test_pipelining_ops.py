@@ -263,9 +263,21 @@ def _stage(x):
         ),
         ({"recomputation_mode": 1}, TypeError, "recomputation_mode must be a RecomputationMode"),
         ({"continuous_weight_updates": True}, NotImplementedError, "continuous_weight_updates"),
-        ({"outfeed_loss": True}, ValueError, "outfeed_loss needs an optimizer_function"),
-        ({"outfeed_mask": [True]}, ValueError, "outfeed_mask needs an optimizer_function"),
-        ({"accumulate_outfeed": True}, ValueError, "accumulate_outfeed needs an outfeed_queue"),
+        (
+            {"outfeed_loss": True},
+            ValueError,
+            "An optimizer_function must be provided when outfeed_loss is True",
+        ),
+        (
+            {"outfeed_mask": [True]},
+            ValueError,
+            "An optimizer_function must be provided when outfeed_mask is set",
+        ),
+        (
+            {"accumulate_outfeed": True},
+            ValueError,
+            "An outfeed_queue must be provided when accumulate_outfeed is True",
+        ),
         (
             {
                 "batch_serialization_iterations": 2,

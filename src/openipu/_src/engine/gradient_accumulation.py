@@ -217,8 +217,11 @@ class GradientAccumulation(Generic[Key]):
         rule = self._dtype
         if rule is None:
             return variable.dtype.base_dtype
-        if isinstance(rule, tf.DType):
-            return rule
+        try:  # a dtype (a NumPy type is callable too), as op_util.get_accumulator_dtype
+            return tf.as_dtype(rule)
+        except TypeError:
+            if not callable(rule):
+                raise
         returned = rule(variable)
         try:
             dtype = tf.as_dtype(returned)

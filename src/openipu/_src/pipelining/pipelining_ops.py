@@ -330,21 +330,19 @@ def pipeline(
             "pipeline stages on the same device for training graphs. Please use a different "
             "pipeline schedule."
         )
+    # The original's checks and words (ops/pipelining_ops.py): a mask is any sequence,
+    # taken by truth value.
+    if outfeed_mask and not training:
+        raise ValueError("An optimizer_function must be provided when outfeed_mask is set.")
     if outfeed_loss and not training:
-        raise ValueError("outfeed_loss needs an optimizer_function (a training pipeline)")
-    if outfeed_mask is not None:
-        if outfeed_loss:
-            raise ValueError("outfeed_mask cannot be used together with outfeed_loss")
-        if not training:
-            raise ValueError("outfeed_mask needs an optimizer_function (a training pipeline)")
-        if not isinstance(outfeed_mask, (list, tuple)) or not all(
-            isinstance(m, bool) for m in outfeed_mask
-        ):
-            raise TypeError(f"outfeed_mask must be a list of bools, got {outfeed_mask!r}")
-    if accumulate_outfeed and (
-        outfeed_queue is None or outfeed_queue.outfeed_mode is not IPUOutfeedMode.ALL
-    ):
-        raise ValueError("accumulate_outfeed needs an outfeed_queue in IPUOutfeedMode.ALL")
+        raise ValueError("An optimizer_function must be provided when outfeed_loss is True.")
+    if outfeed_loss and outfeed_mask:
+        raise ValueError("Only one of `outfeed_loss` and `outfeed_mask` can be set.")
+    if accumulate_outfeed:
+        if outfeed_queue is None:
+            raise ValueError("An outfeed_queue must be provided when accumulate_outfeed is True.")
+        if outfeed_queue.outfeed_mode is not IPUOutfeedMode.ALL:
+            raise ValueError("To accumulate the outfeed, it must be in IPUOutfeedMode ALL.")
     reduction = GradientAccumulationReductionMethod.parse(reduction_method, "reduction_method")
 
     plan = _PipelinePlan(
@@ -358,7 +356,7 @@ def pipeline(
         optimizer_function=optimizer_function,
         mapping=mapping,
         outfeed_loss=outfeed_loss,
-        outfeed_mask=list(outfeed_mask) if outfeed_mask is not None else None,
+        outfeed_mask=[bool(m) for m in outfeed_mask] if outfeed_mask else None,
         accumulate_outfeed=bool(accumulate_outfeed),
         accumulate_outfeed_dtype=accumulate_outfeed_dtype,
         accumulation_dtype=gradient_accumulation_dtype,
@@ -558,12 +556,8 @@ class _PipelinePlan:
         data = self._outfeed_data(outputs, loss)
         operations = list(updates)
         if data is not None:
-            if self.outfeed is None:
-                # Starts with the original's message (pipelining_ops.py).
-                raise ValueError(
-                    "The last computational stage has tensor outputs, so the pipeline needs "
-                    "an outfeed_queue to enqueue them"
-                )
+            self._check_outfeed(data)
+            assert self.outfeed is not None  # checked
             operations.append(
                 self._accumulate_outfeed(data)
                 if self.accumulate_outfeed
@@ -598,7 +592,7 @@ class _PipelinePlan:
                 _ACCUMULATORS.buffer(
                     ("outfeed", id(self.outfeed), index, t.dtype, tuple(t.shape)),
                     t.shape,
-                    _outfeed_dtype(dtype, t.dtype),
+                    _outfeed_dtype(dtype, t),
                     "pipeline_outfeed_accumulator",
                 )
                 for index, t in enumerate(flat)
@@ -628,20 +622,38 @@ class _PipelinePlan:
                 f"{type(result).__name__}"
             )
         self._state().optimizer_output = result
+        # As the original, a missing outfeed is found before the gradients are computed.
+        self._check_outfeed(self._outfeed_data(outputs, result.loss))
         grads_and_vars = self._gradients(result, tape)
         return outputs, result.loss, self._accumulate(grads_and_vars)
+
+    def _check_outfeed(self, data: Nested) -> None:
+        if data is None or self.outfeed is not None:
+            return
+        # The original's messages (pipelining_ops.py).
+        if self.outfeed_loss:
+            raise ValueError("An outfeed_queue must be provided when outfeed_loss is True")
+        listed = ", ".join(str(t) for t in nest.flatten(data))
+        raise ValueError(
+            f"The last computational stage has tensor outputs: {listed}, but no "
+            "outfeed_queue has been provided."
+        )
 
     def _stage0_arguments(
         self, element: tuple[Nested, ...], element_kwargs: dict[str, Nested]
     ) -> tuple[list[Nested], dict[str, Nested]]:
-        """The first stage's arguments: the pipeline inputs, then the infeed element."""
+        """The first stage's arguments: the pipeline inputs, then the infeed element.
+
+        The inputs reach the stages as tensors (the original's pipeline function takes
+        them as its arguments): a Python number given as an input is a tensor there."""
+        inputs = [nest.map_structure(tf.convert_to_tensor, value) for value in self.inputs]
         if element_kwargs:
-            return list(self.inputs), dict(element_kwargs)
+            return inputs, dict(element_kwargs)
         if len(element) == 1 and isinstance(element[0], dict):
-            return list(self.inputs), dict(element[0])
+            return inputs, dict(element[0])
         if len(element) == 1 and isinstance(element[0], (list, tuple)):
-            return list(self.inputs) + list(element[0]), {}
-        return list(self.inputs) + list(element), {}
+            return inputs + list(element[0]), {}
+        return inputs + list(element), {}
 
     def _run_stages(self, args: list[Nested], kwargs: dict[str, Nested]) -> Nested:
         outputs = None
@@ -677,13 +689,8 @@ class _PipelinePlan:
                 and "var_list" not in kwargs
             ):
                 kwargs["var_list"] = [v for v in tape.watched_variables() if v.trainable]
-            return [
-                (g, v)
-                for g, v in opt.compute_gradients(
-                    result.loss, *result.compute_gradients_args, **kwargs
-                )
-                if g is not None
-            ]
+            pairs = opt.compute_gradients(result.loss, *result.compute_gradients_args, **kwargs)
+            return _zeros_for_stage_variables(pairs, tape)
         if result.captured_gradient_outfeed is not None:
             raise NotImplementedError(
                 "OptimizerFunctionOutput.captured_gradient_outfeed: pipelines do not push "
@@ -691,7 +698,7 @@ class _PipelinePlan:
             )
         variables = result.trainable_variables(tape)
         gradients = tape.gradient(result.loss, variables)
-        return [(g, v) for g, v in zip(gradients, variables, strict=True) if g is not None]
+        return _zeros_for_stage_variables(list(zip(gradients, variables, strict=True)), tape)
 
     def _accumulate(self, grads_and_vars: list[tuple[tf.Tensor, tf.Variable]]) -> list[object]:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
@@ -719,20 +726,43 @@ class _PipelinePlan:
     # Outfeed data ----------------------------------------------------------------------------
 
     def _outfeed_data(self, outputs: Nested, loss: tf.Tensor | None) -> Nested:
+        """What a mini-batch outfeeds. As the original's (ops/pipelining_ops.py): a training
+        pipeline's or an accumulated outfeed's data is the list of the last stage's outputs
+        (a single output too); an inference pipeline's is the outputs as the stage gave them."""
         if self.outfeed_loss:
             return loss
         if outputs is None or (isinstance(outputs, (list, tuple)) and not outputs):
             return None
+        as_list = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        if self.optimizer_function is not None or self.accumulate_outfeed:
+            outputs = as_list
         if self.outfeed_mask is not None:
-            flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+            flat = as_list
             if len(flat) != len(self.outfeed_mask):
                 raise ValueError(
-                    f"outfeed_mask has {len(self.outfeed_mask)} entries but the last stage has "
-                    f"{len(flat)} outputs"
+                    f"The last computational stage has {len(flat)} outputs, but the "
+                    f"`outfeed_mask` has elements {len(self.outfeed_mask)} - these need to "
+                    "match in size."
                 )
             kept = [o for o, masked in zip(flat, self.outfeed_mask, strict=True) if not masked]
             return kept or None
         return outputs
+
+
+def _zeros_for_stage_variables(
+    pairs: Sequence[tuple[tf.Tensor | None, tf.Variable]], tape: tf.GradientTape
+) -> list[tuple[tf.Tensor, tf.Variable]]:
+    """The (gradient, variable) pairs to accumulate. The original's stages are function
+    calls taking the variables they read, through which every such variable gets a
+    gradient, zeros where the loss does not depend on it; the others have none."""
+    read = {id(v) for v in tape.watched_variables()}
+    kept = []
+    for gradient, variable in pairs:
+        if gradient is None and id(variable) in read:
+            gradient = tf.zeros_like(variable)
+        if gradient is not None:
+            kept.append((gradient, variable))
+    return kept
 
 
 class _PerIterationInfeed:
@@ -766,9 +796,14 @@ class _ReplicaState:
 _ACCUMULATORS = AccumulatorStore("pipeline_mini_batch_counter")
 
 
-def _outfeed_dtype(dtype: OutfeedDType, default: tf.DType) -> tf.DType:
+def _outfeed_dtype(dtype: OutfeedDType, tensor: tf.Tensor) -> tf.DType:
+    """As the original's op_util.get_accumulator_dtype: a dtype (a NumPy type too, which
+    is callable), else a callable of the tensor."""
     if dtype is None:
-        return default
-    if callable(dtype) and not isinstance(dtype, tf.DType):
-        return tf.as_dtype(dtype(default))
-    return tf.as_dtype(dtype)
+        return tensor.dtype
+    try:
+        return tf.as_dtype(dtype)
+    except TypeError:
+        if not callable(dtype):
+            raise
+    return tf.as_dtype(dtype(tensor))
