@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 from pipeline_comparison import compare_to_cpu
 from tensorflow.python import ipu
+from tensorflow.python.ipu import test_utils as tu
 
 v1 = tf.compat.v1
 pipelining_ops = ipu.pipelining_ops
@@ -958,3 +959,313 @@ def test_outfeed_accumulated_training_requires_outfeed_all(tf1_graph):
             ValueError, match="To accumulate the outfeed, it must be in IPUOutfeedMode ALL."
         ):
             ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+
+
+# More models compared with the CPU: custom gradients, loops and tensor arrays inside a
+# stage, an embedding, a permutation computed in the stage.
+
+
+def _increasing_rows_dataset(values_dtype=np.float32):
+    def dataset_fn():
+        dataset = tu.create_single_increasing_dataset(10, shape=[4])
+        dataset = dataset.batch(batch_size=4, drop_remainder=True)
+
+        def parse(value):
+            label = tf.reduce_mean(value, axis=[1])
+            return tf.cast(value, values_dtype), tf.cast(label / 10, np.int32)
+
+        return dataset.map(parse)
+
+    return dataset_fn
+
+
+def _ones_matmul_stage(x, label):
+    x = tf.cast(x, np.float32)
+    with v1.variable_scope("vs", use_resource=True):
+        weight = v1.get_variable(
+            "w2", shape=[4, 4], dtype=np.float32, initializer=v1.ones_initializer()
+        )
+        return tf.matmul(x, weight), label
+
+
+def _cross_entropy_stage(x, label):
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(logits=x, labels=label))
+
+
+def _sgd():
+    return v1.train.GradientDescentOptimizer(0.01)
+
+
+def _compare_three_stages(stage2, dataset_fn, **options):
+    compare_to_cpu(
+        stages=[_ones_matmul_stage, stage2, _cross_entropy_stage],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=8,
+        dataset_fn=dataset_fn,
+        optimizer_fn=_sgd,
+        **options,
+    )
+
+
+@pytest.mark.follows("testPipelineWithCustomGradientFunction")
+def test_pipeline_with_custom_gradient_function():
+    @tf.custom_gradient
+    def f(x):
+        x = x * x
+
+        def grad(dy):
+            return dy * x
+
+        return x, grad
+
+    _compare_three_stages(
+        lambda x, label: (f(x), label),
+        _increasing_rows_dataset(),
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+    )
+
+
+@pytest.mark.follows("testPipelineWithLoop")
+def test_pipeline_with_loop():
+    def stage2(x, label):
+        x = tf.while_loop(
+            lambda i, _: i < 10, lambda i, x: (i + 1, x * x), (0, x), maximum_iterations=5
+        )[1]
+        return x, label
+
+    _compare_three_stages(
+        stage2, _increasing_rows_dataset(), schedule=pipelining_ops.PipelineSchedule.Grouped
+    )
+
+
+@pytest.mark.follows("testPipelineWithTensorArray")
+def test_pipeline_with_tensor_array():
+    def stage2(x, label):
+        def body(i, ta):
+            return i + 1, ta.write(i, tf.cast(i * 2, np.float32))
+
+        ta = tf.while_loop(
+            lambda i, _: i < 4,
+            body,
+            (0, tf.TensorArray(dtype=np.float32, size=4)),
+            maximum_iterations=5,
+        )[1]
+        return x * ta.stack(), label
+
+    _compare_three_stages(
+        stage2, _increasing_rows_dataset(np.int8), schedule=pipelining_ops.PipelineSchedule.Grouped
+    )
+
+
+@pytest.mark.follows("testInvertPermutation")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_invert_permutation(reduction_method):
+    def stage1(x, label):
+        x, label = _ones_matmul_stage(x, label)
+        return tf.transpose(x, tf.math.invert_permutation([1, 0])), label
+
+    compare_to_cpu(
+        stages=[stage1, lambda x, label: (x, label), _cross_entropy_stage],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=8,
+        dataset_fn=_increasing_rows_dataset(np.int8),
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+        reduction_method=reduction_method,
+    )
+
+
+@pytest.mark.follows("testPipelineWithEmbeddingOptimization")
+def test_pipeline_with_embedding_optimization():
+    dataset_size, embedding_size = 100, 15
+
+    def dataset_fn():
+        dataset = tu.create_single_increasing_dataset(dataset_size, shape=[4])
+        dataset = dataset.batch(batch_size=2, drop_remainder=True)
+
+        def parse(value):
+            label = tf.reduce_mean(value, axis=[1])
+            return tf.cast(value, np.int32), tf.cast(label % 4, np.int32)
+
+        return dataset.map(parse)
+
+    rng = np.random.RandomState(1)
+    embedding_initializer = rng.normal(0, 1, (dataset_size, embedding_size)).astype(np.float32)
+    weights_initializer = rng.normal(0, 1, (embedding_size, embedding_size)).astype(np.float32)
+
+    def stage1(idx, label):
+        with v1.variable_scope("stage1", use_resource=True):
+            embedding = v1.get_variable("c", dtype=np.float32, initializer=embedding_initializer)
+            return tf.nn.embedding_lookup(embedding, idx), label
+
+    def stage2(x, label):
+        with v1.variable_scope("vs", use_resource=True):
+            weight = v1.get_variable("w0", dtype=np.float32, initializer=weights_initializer)
+            return tf.matmul(x, weight), label
+
+    compare_to_cpu(
+        stages=[
+            stage1,
+            stage2,
+            lambda x, label: (tf.reduce_sum(x, axis=[-1]), label),
+            _cross_entropy_stage,
+        ],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=8,
+        dataset_fn=dataset_fn,
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Interleaved,
+    )
+
+
+class _CastingGradientDescent(v1.train.Optimizer):
+    """Applies the accumulated gradient in its own dtype, cast to the variable's (and,
+    given an outfeed, gives the gradients to it), as the original's test optimizer."""
+
+    def __init__(self, learning_rate, gradient_outfeed=None):
+        super().__init__(use_locking=False, name="CastingGradientDescent")
+        self.learning_rate = learning_rate
+        self.gradient_outfeed = gradient_outfeed
+        self.dtypes_seen = []
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        updates = []
+        for grad, var in grads_and_vars:
+            self.dtypes_seen.append(grad.dtype)
+            if self.gradient_outfeed is not None:
+                updates.append(self.gradient_outfeed.enqueue(grad))
+            updates.append(var.assign_add(tf.cast(-self.learning_rate * grad, var.dtype)))
+        return tf.group(*updates)
+
+
+@pytest.mark.follows("testGradientAccumulationDtype")
+def test_gradient_accumulation_dtype(tf1_graph):
+    count = 8
+    x = np.finfo(np.float16).max
+    features = np.repeat(x, count)
+    labels = np.repeat(np.array(0.0, dtype=np.float16), count)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.from_tensor_slices((features, labels))
+    )
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    gradient_outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    optimizer = _CastingGradientDescent(2**-10, gradient_outfeed)
+
+    def stage1(features, labels):
+        w = v1.get_variable(name="w", initializer=np.array(1.0, dtype=np.float16))
+        return w * features, labels
+
+    def model():
+        return pipelining_ops.pipeline(
+            computational_stages=[stage1, _identity, _identity, lambda p, y: p + y],
+            gradient_accumulation_count=count,
+            gradient_accumulation_dtype=np.float32,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            optimizer_function=lambda loss: pipelining_ops.OptimizerFunctionOutput(optimizer, loss),
+            name="Pipeline",
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        train_op = ipu.ipu_compiler.compile(model)
+    [accumulated] = _run_on_four_ipus(
+        tf1_graph, train_op, gradient_outfeed.dequeue(), [infeed.initializer]
+    )
+    # dL/dw = x for each of the 8 batches, their mean: x, which float16 accumulators
+    # would have overflowed.
+    assert set(optimizer.dtypes_seen) == {tf.float32}  # (traced again once configured)
+    np.testing.assert_array_equal(accumulated, x.astype(np.float32))
+
+
+@pytest.mark.follows("testGradientAccumulationDtypeTiedEmbedding")
+def test_gradient_accumulation_dtype_tied_embedding(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    optimizer = _CastingGradientDescent(0.01)
+    indices = _placeholder([8], np.int32)
+
+    def table(reuse):
+        with v1.variable_scope("vs", use_resource=True, reuse=reuse):
+            return v1.get_variable(
+                name="table", shape=[30, 30], dtype=tf.float16, initializer=v1.ones_initializer()
+            )
+
+    def model():
+        return pipelining_ops.pipeline(
+            computational_stages=[
+                lambda idx: tf.gather(table(False), idx),
+                _identity,
+                _identity,
+                lambda partials: tf.matmul(partials, table(True)),
+            ],
+            device_mapping=[0, 1, 1, 0],
+            gradient_accumulation_count=8,
+            gradient_accumulation_dtype=tf.float32,
+            inputs=[indices],
+            outfeed_queue=outfeed,
+            optimizer_function=lambda loss: pipelining_ops.OptimizerFunctionOutput(optimizer, loss),
+            name="Pipeline",
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        train_op = ipu.ipu_compiler.compile(model)
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    try:
+        ipu.utils.move_variable_initialization_to_cpu()
+        with v1.Session(graph=tf1_graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(train_op, {indices: np.ones([8], np.int32)})
+            updated = sess.run(table(True))
+    finally:
+        ipu.config.reset_ipu_configuration()
+    # The float16 table's one gradient (both uses) was accumulated in float32 (by each
+    # of the 2 replicas of this 2-IPU pipeline on 4 IPUs).
+    assert set(optimizer.dtypes_seen) == {tf.float32}
+    # The loss sums partials @ table, partials = table[1] for each of 8 indices: the
+    # matmul's gradient is partials^T @ ones (8 everywhere), the gather's adds
+    # ones @ table^T (30 per entry) to row 1 for each index; the same every batch.
+    rows = np.ones([8, 30], np.float32)
+    gradient = np.zeros([30, 30], np.float32)
+    np.add.at(gradient, np.ones(8, np.int64), np.ones([8, 30]) @ np.ones([30, 30]).T)
+    gradient += rows.T @ np.ones([8, 30])
+    np.testing.assert_allclose(updated, (1 - 0.01 * gradient).astype(np.float16), rtol=1e-3)
+
+
+@pytest.mark.follows("testPipeliningArgsAndKwargs")
+def test_pipelining_args_and_kwargs(tf1_graph):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage2(x):
+        y = tf.keras.layers.Conv2D(
+            2, 1, use_bias=True, bias_initializer="ones", kernel_initializer="ones"
+        )(x)
+        return tf.reduce_sum(y)
+
+    def optimizer_function(loss):
+        # An empty var_list as compute_gradients' positional argument.
+        return pipelining_ops.OptimizerFunctionOutput(_sgd(), loss, ([],))
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_plus_one, stage2],
+            10,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            pipeline_schedule=pipelining_ops.PipelineSchedule.Grouped,
+            reduction_method=GA.MEAN,
+        )
+
+    x = _placeholder([1, 4, 4, 2])
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(ValueError, match="No variables to optimize."):
+            ipu.ipu_compiler.compile(my_net, inputs=[x])

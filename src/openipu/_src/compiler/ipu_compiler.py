@@ -16,6 +16,7 @@ from openipu._src.engine import (
     region,
     replicated_program,
     replication,
+    variable_reuse,
 )
 from openipu._src.engine.replicas import lockstep
 from openipu._src.system import configure
@@ -121,7 +122,7 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
         # Again, in the scopes it was built in: its variables are found, not made again
         # (those of `get_variable` by its reuse, the others, such as Keras layers', by name).
         with (
-            tf.compat.v1.variable_scope(variable_scope, reuse=tf.compat.v1.AUTO_REUSE),
+            variable_reuse.finding_variables_again(variable_scope),
             ops.name_scope(f"{name_scope}/" if name_scope else None),
             scopes.ipu_scope(f"/device:IPU:{ordinal}"),
             tf.variable_creator_scope(made.reuse),

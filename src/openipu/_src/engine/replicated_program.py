@@ -14,7 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from openipu._src.engine import region
+from openipu._src.engine import region, variable_reuse
 from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
     lockstep,
     replicated,
@@ -79,8 +79,7 @@ def _reusing_variables_if_rebuilt(rebuilt: bool) -> Callable[..., Nested]:
         return region.compile_region
 
     def compile_again(*args: Any, **kwargs: Any) -> Nested:
-        scope = tf.compat.v1.get_variable_scope()
-        with tf.compat.v1.variable_scope(scope, reuse=tf.compat.v1.AUTO_REUSE):
+        with variable_reuse.finding_variables_again():
             return region.compile_region(*args, **kwargs)
 
     return compile_again

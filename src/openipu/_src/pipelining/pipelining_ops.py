@@ -504,7 +504,9 @@ class _PipelinePlan:
             self.count,
             mini_batch,
             after_mini_batches,
-            outer_input if outer_input is not None else _PerIterationInfeed(infeed),
+            outer_input
+            if outer_input is not None
+            else (_PerIterationInfeed(infeed) if infeed is not None else None),
         )
         return done if isinstance(done, ops.Operation) else tf.group(done)
 

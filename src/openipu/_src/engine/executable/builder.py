@@ -27,6 +27,7 @@ from openipu._src.engine import (
     device_loop,
     engine_variables,
     floating_point_checks,
+    variable_reuse,
 )
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.executable import (
@@ -124,9 +125,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
-        with tf.compat.v1.variable_scope(
-            tf.compat.v1.get_variable_scope(), reuse=tf.compat.v1.AUTO_REUSE
-        ):
+        with variable_reuse.finding_variables_again():
             return _program(lambda: call(args[: len(specs)]), args[len(specs) :], streams)
 
     # The IPU's floating-point exception traps, as a region of this system has them; the
