@@ -22,9 +22,8 @@ import logging
 
 import tensorflow as tf
 
-from openipu._src.addons.recurrent import activations
+from openipu._src.addons.recurrent import activations, poplibs_options
 from openipu._src.addons.recurrent import options as recurrent_options
-from openipu._src.addons.recurrent import poplibs_options
 
 # The original's op_util.get_activation_name accepts functions from these modules only
 # (Keras activations and TensorFlow's math ops); today's `tf.tanh`/`tf.nn.relu` live in the
