@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pipeline_scenarios as scenarios
 import pytest
-import tensorflow as tf
 from pipeline_comparison import Schedule, compare_to_cpu, increasing
 
 SCHEDULE = Schedule.Sequential
