@@ -3,7 +3,7 @@
 `EffectiveTransformer` refuses inconsistent inputs (ranks, sequence counts, length
 vectors, dtypes, head masks) with the original's messages; on the IPU, called in a
 compiled function or in a Keras model, it returns the output and context of the
-original's shapes (the output being the ones-initialized Dense of the context), trains
+original's shapes (the context that of numpy attention, the output layer-normalized), trains
 with a falling loss (custom loop and `fit`), round-trips its config, and packs padded
 sequences into a dense buffer (`_unpad`).
 """
@@ -57,11 +57,28 @@ def _transformer(use_scale):
     )
 
 
+def _expected_context():
+    """numpy attention with the layers' ones kernels and zero biases: every query, key and
+    value component of a token is the token itself (zero where padded), so the logits
+    are HEAD_SIZE * q * k; padded keys (logit 0) stay in the softmax, as the original's."""
+    queries = np.where(_valid(FROM_LENS), _sequences(FROM_LENS), 0.0)
+    keys = np.where(_valid(TO_LENS), _sequences(TO_LENS), 0.0)
+    logits = HEAD_SIZE * queries[:, :, None] * keys[:, None, :]
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    context = np.einsum("bqk,bk->bq", weights, keys)
+    return np.broadcast_to(context[:, :, None, None], (*context.shape, HEADS, HEAD_SIZE))
+
+
+def _valid(lengths):
+    return np.arange(lengths.max())[None, :] < lengths
+
+
 def _check_results(out, context):
     batch, length = _sequences(FROM_LENS).shape
     assert out.shape == (batch, OUTPUT_SIZE)
     assert context.shape == (batch, length, HEADS, HEAD_SIZE)
-    assert np.isfinite(context).all() and np.abs(context).max() > 0
+    np.testing.assert_allclose(context, _expected_context(), rtol=1e-5, atol=1e-5)
     # The output Dense (ones kernel, zeros bias) gives every unit the same value, which the
     # output layer normalization (on by default, unit gain, zero offset) takes to zero.
     np.testing.assert_allclose(out, np.zeros_like(out), atol=1e-5)
