@@ -6,8 +6,9 @@ the table's rows without waiting for updates; a program that looks nothing up ru
 while the embedding is registered; a model looking the embedding up and trained in a
 loop by a `GradientAccumulationOptimizerV2` (every reduction method) runs its six
 steps and updates the looked-up rows only. Smaller tables than the original's. The
-DIEN- and AGI-shaped scenarios call the generated op module `gen_pop_datastream_ops`
-directly, which openipu does not provide.
+DIEN- and AGI-shaped scenarios drive the embedding through the generated op module
+`gen_pop_datastream_ops`: two updates held on the host ("SGD+GA") until the device's
+notification.
 """
 
 from __future__ import annotations
@@ -21,11 +22,6 @@ from tensorflow.python.ipu.optimizers import gradient_accumulation_optimizer as 
 
 v1 = tf.compat.v1
 embedding_ops = ipu.embedding_ops
-
-_NO_GENERATED_OPS = (
-    "difference: the original calls the generated op module "
-    "tensorflow.compiler.plugin.poplar.ops.gen_pop_datastream_ops, which openipu does not provide"
-)
 
 
 @pytest.fixture
@@ -70,13 +66,11 @@ def _device_lookup_and_updates(tf1_graph, shape, lookup_count):
 
 
 @pytest.mark.follows("testDIENShape")
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=_NO_GENERATED_OPS)
 def test_dien_shape(tf1_graph, one_ipu):
     _device_lookup_and_updates(tf1_graph, [100000, 20], 4096)
 
 
 @pytest.mark.follows("testAGIShape")
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=_NO_GENERATED_OPS)
 def test_agi_shape(tf1_graph, one_ipu):
     _device_lookup_and_updates(tf1_graph, [1000, 200], 512)
 

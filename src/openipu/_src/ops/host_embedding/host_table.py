@@ -128,6 +128,13 @@ class HostTableState:
                 name="notify",
             )
 
+    def notify(self) -> tf.Operation:
+        """Adds the held updates into the table now (the device's notification)."""
+        if self.pending is None or self.pending_count is None:
+            return tf.no_op()
+        with on_host():
+            return self._apply_pending(self.pending, self.pending_count)
+
     def _apply_pending(self, pending: tf.Variable, pending_count: tf.Variable) -> tf.Operation:
         applied = self.table.assign_add(pending.read_value())
         with tf.control_dependencies([applied]):
