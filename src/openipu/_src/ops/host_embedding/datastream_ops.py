@@ -21,6 +21,7 @@ import weakref
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
+from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.ops.host_embedding import host_table
 
 OPTIMIZERS = (host_table.SGD, host_table.SGD_WITH_ACCUMULATION)
@@ -35,7 +36,9 @@ class _Embedding:
 
     buffer: tf.Variable
     state: host_table.HostTableState
-    optimizer: str = host_table.SGD
+    # Set when registered: True for "SGD+GA". The device operations are built before the
+    # registration names the optimizer, so they read it when they run.
+    accumulates: tf.Variable
 
 
 _lock = threading.Lock()
@@ -69,14 +72,10 @@ def _embedding(embedding_id: str, shape, dtype) -> _Embedding:
     embedding = embeddings.get(embedding_id)
     if embedding is None:
         with host_table.outside_region(), tf.init_scope():
-            buffer = tf.Variable(
-                tf.zeros(shape, dtype),
-                trainable=False,
-                name=f"{embedding_id}_host_buffer",
-                collections=[],
-            )
+            buffer = engine_variable(tf.zeros(shape, dtype), name=f"{embedding_id}_host_buffer")
+            accumulates = engine_variable(False, name=f"{embedding_id}_accumulates")
         state = host_table.HostTableState(embedding_id, buffer, _NEVER)
-        embedding = embeddings.setdefault(embedding_id, _Embedding(buffer, state))
+        embedding = embeddings.setdefault(embedding_id, _Embedding(buffer, state, accumulates))
     if embedding.buffer.shape != shape or embedding.buffer.dtype != dtype:
         raise ValueError(
             f"embedding {embedding_id!r} is {embedding.buffer.shape} "
@@ -93,11 +92,12 @@ def ipu_host_embedding_register(
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     embedding = _embedding(embedding_id, ref.shape, ref.dtype.base_dtype)
-    embedding.optimizer = optimizer
     with host_table.on_host():
         filled = embedding.buffer.assign(tf.convert_to_tensor(ref))
-        with tf.control_dependencies([filled]):
-            registered = embedding.state.register(optimizer)
+        mode = embedding.accumulates.assign(optimizer == host_table.SGD_WITH_ACCUMULATION)
+        with tf.control_dependencies([filled, mode]):
+            # Held updates of an earlier registration are dropped.
+            registered = embedding.state.register(host_table.SGD_WITH_ACCUMULATION)
         with tf.control_dependencies([registered]):
             return tf.identity(ref, name=name or f"{embedding_id}_register")
 
@@ -154,9 +154,12 @@ def ipu_device_embedding_update_add(
             f"{shape[1]}."
         )
     embedding = _embedding(embedding_id, shape, grads.dtype)
-    # The update follows the lookup it belongs to.
+    # The update follows the lookup it belongs to. It is held on the host; with "SGD" it is
+    # added into the table at once.
     with tf.control_dependencies([tf.convert_to_tensor(ins)]):
-        return embedding.state.update(indices, grads, embedding.optimizer)
+        held = embedding.state.update(indices, grads, host_table.SGD_WITH_ACCUMULATION)
+    with tf.control_dependencies(tf.nest.flatten(held)):
+        return embedding.state.notify_unless(embedding.accumulates)
 
 
 def ipu_device_embedding_notify(embedding_id: str, name=None):
