@@ -52,6 +52,7 @@ def pipeline_losses(
     recomp: bool = False,
     reduction_method=GA.RUNNING_MEAN,
     offload_activations=None,
+    number_of_io_tiles: int = 0,
 ):
     """The pipeline's outfed losses, built before the configuration as the original's."""
     graph = tf.Graph()
@@ -89,6 +90,10 @@ def pipeline_losses(
         config.auto_select_ipus = _ipus_for(device_mapping)
         if recomp:
             config.allow_recompute = True
+        if number_of_io_tiles:
+            # The original's tester reserves I/O tiles and places the feeds' operations there.
+            config.io_tiles.num_io_tiles = number_of_io_tiles
+            config.io_tiles.place_ops_on_io_tiles = True
         config.configure_ipu_system()
         try:
             ipu.utils.move_variable_initialization_to_cpu()

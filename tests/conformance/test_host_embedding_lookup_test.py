@@ -6,9 +6,9 @@ looks nothing up runs while the embedding is registered; a training step whose h
 embedding has learning rate 0 leaves the table unchanged while the rest of the model
 learns (the original also checks in the execution profile that no lookup gradients
 reach the host, a Poplar report, left out). Smaller tables than the original's (the
-values do not depend on the size). The original's DIEN- and AGI-shaped scenarios call
-the generated op module `gen_pop_datastream_ops` directly, which openipu does not
-provide.
+values do not depend on the size). The DIEN- and AGI-shaped scenarios drive the
+embedding through the generated op module `gen_pop_datastream_ops` (register, device
+lookup and update, deregister).
 """
 
 from __future__ import annotations
@@ -20,11 +20,6 @@ from tensorflow.python import ipu
 
 v1 = tf.compat.v1
 embedding_ops = ipu.embedding_ops
-
-_NO_GENERATED_OPS = (
-    "difference: the original calls the generated op module "
-    "tensorflow.compiler.plugin.poplar.ops.gen_pop_datastream_ops, which openipu does not provide"
-)
 
 
 @pytest.fixture
@@ -68,13 +63,11 @@ def _device_lookup_and_update(tf1_graph, shape, lookup_count):
 
 
 @pytest.mark.follows("testDIENShape")
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=_NO_GENERATED_OPS)
 def test_dien_shape(tf1_graph, one_ipu):
     _device_lookup_and_update(tf1_graph, [100000, 20], 4096)
 
 
 @pytest.mark.follows("testAGIShape")
-@pytest.mark.xfail(strict=True, raises=ModuleNotFoundError, reason=_NO_GENERATED_OPS)
 def test_agi_shape(tf1_graph, one_ipu):
     _device_lookup_and_update(tf1_graph, [1000, 200], 512)
 

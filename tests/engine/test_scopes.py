@@ -48,7 +48,7 @@ def test_partials_type_sets_attribute_and_rejects_other_types(tf1_graph):
     with ipu.scopes.partials_type(np.float16):
         product = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
     assert _frontend_attributes(product.op) == {"PARTIALS_TYPE": "float16"}
-    with pytest.raises(ValueError, match="override_type must be np.float16 or np.float32"):
+    with pytest.raises(ValueError, match="Only support float16, float32, provided int32"):
         with ipu.scopes.partials_type(np.int32):
             pass
 

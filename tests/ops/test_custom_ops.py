@@ -80,7 +80,7 @@ def test_precompiled_user_op_needs_the_ipu(library):
 @pytest.mark.parametrize("op", [custom_ops.cpu_user_operation, custom_ops.precompiled_user_op])
 def test_user_ops_check_their_arguments_first(op, library, tmp_path):
     missing = str(tmp_path / "missing.so")
-    with pytest.raises(ValueError, match=f"library_path '{missing}' is not a file"):
+    with pytest.raises(tf.errors.NotFoundError, match=f"library_path '{missing}' is not a file"):
         op([tf.ones([2])], missing, outs=OUTS)
     with pytest.raises(ValueError, match="outs must be a dict with the keys"):
         op([tf.ones([2])], library, outs={"output_types": [tf.float32]})

@@ -1,6 +1,8 @@
 """`tensorflow.python.ipu.scopes`: scoping contexts."""
 
 from openipu._src.compiler.scopes import (
+    FRONTEND_ATTRIBUTES_NAME,
+    OUTSIDE_COMPILATION_NAME,
     frontend_attribute,
     ipu_jit_scope,
     ipu_scope,
@@ -11,6 +13,8 @@ from openipu._src.compiler.scopes import (
 )
 
 __all__ = [
+    "FRONTEND_ATTRIBUTES_NAME",
+    "OUTSIDE_COMPILATION_NAME",
     "frontend_attribute",
     "ipu_jit_scope",
     "ipu_scope",

@@ -27,6 +27,7 @@ from openipu._src.system import configure, host_devices
 FRONTEND_ATTRIBUTES_NAME = "_XlaFrontendAttributes"
 SHARDING_ATTR_NAME = sharding.SHARDING_ATTR_NAME
 OUTSIDE_COMPILATION_ATTR_NAME = "_xla_outside_compilation"
+OUTSIDE_COMPILATION_NAME = OUTSIDE_COMPILATION_ATTR_NAME
 PARTIALS_TYPE_ATTRIBUTE = "PARTIALS_TYPE"
 STOCHASTIC_ROUNDING_ATTRIBUTE = "STOCHASTIC_ROUNDING"
 
@@ -224,8 +225,13 @@ def partials_type(override_type) -> Iterator[None]:
     except TypeError:
         dtype = None
     if dtype not in (tf.float16, tf.float32):
+        try:
+            given = str(np.dtype(override_type))
+        except TypeError:
+            given = repr(override_type)
+        # The original's text (frontend_attributes_test.py matches it).
         raise ValueError(
-            f"partials_type: override_type must be np.float16 or np.float32, got {override_type!r}"
+            f"Only support float16, float32, provided {given} (partials_type override_type)"
         )
     value = np.dtype(dtype.as_numpy_dtype).name
     with frontend_attribute(PARTIALS_TYPE_ATTRIBUTE, value):
@@ -237,7 +243,10 @@ def stochastic_rounding(override: bool) -> Iterator[None]:
     """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations."""
     if not isinstance(override, bool):
         raise ValueError(f"stochastic_rounding: override must be True or False, got {override!r}")
+    # Operations built after the outermost scope say "undefined", as the original's do.
     with frontend_attribute(
-        STOCHASTIC_ROUNDING_ATTRIBUTE, "THREESTATE_ON" if override else "THREESTATE_OFF"
+        STOCHASTIC_ROUNDING_ATTRIBUTE,
+        "THREESTATE_ON" if override else "THREESTATE_OFF",
+        restore_to="THREESTATE_UNDEFINED",
     ):
         yield

@@ -141,7 +141,10 @@ def _check_user_op_arguments(
     if not isinstance(library_path, (str, os.PathLike)):
         raise TypeError(f"{what}: library_path must be a path, got {library_path!r}")
     if not os.path.isfile(library_path):
-        raise ValueError(f"{what}: library_path {os.fspath(library_path)!r} is not a file")
+        # The original fails to load it with a NotFoundError (user_ops_test.py).
+        raise tf.errors.NotFoundError(
+            None, None, f"{what}: library_path {os.fspath(library_path)!r} is not a file"
+        )
     if not isinstance(op_name, str) or not op_name:
         raise TypeError(f"{what}: op_name must be a non-empty str, got {op_name!r}")
     if outs is not None:

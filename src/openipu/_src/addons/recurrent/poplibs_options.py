@@ -32,11 +32,14 @@ def check_when_built(options: dict) -> None:
     """Raises PopLibs' error for a value it refuses when the graph is built."""
     proportion = options.get("availableMemoryProportion")
     if proportion is not None and (
-        isinstance(proportion, bool)
-        or not isinstance(proportion, numbers.Real)
-        or not 0.0 <= float(proportion) <= 1.0
+        isinstance(proportion, bool) or not isinstance(proportion, numbers.Real)
     ):
-        _invalid(f"availableMemoryProportion must be in [0, 1], got {proportion!r}")
+        _invalid(f"availableMemoryProportion: Value must be a number, got {proportion!r}")
+    if proportion is not None and float(proportion) < 0.0:
+        # PopLibs bounds the proportion below only (lstm_training_test.py matches this text).
+        _invalid(
+            f"availableMemoryProportion: Value must be greater than or equal to 0, got {proportion!r}"
+        )
     partials = options.get("partialsType")
     if partials is not None and str(partials).lower() not in PARTIALS_TYPES:
         _invalid(f"partialsType must be one of {PARTIALS_TYPES}, got {partials!r}")

@@ -128,6 +128,33 @@ class HostTableState:
                 name="notify",
             )
 
+    def notify(self) -> tf.Operation:
+        """Adds the held updates into the table now (the device's notification)."""
+        if self.pending is None or self.pending_count is None:
+            return tf.no_op()
+        with on_host():
+            return self._apply_pending(self.pending, self.pending_count)
+
+    def notify_unless(self, hold: tf.Tensor) -> tf.Operation:
+        """Adds the held updates into the table unless the bool tensor `hold` is true.
+
+        Arithmetic rather than a conditional: the operation runs whether or not the
+        program uses its result, as the device's stateful operations do.
+        """
+        if self.pending is None or self.pending_count is None:
+            return tf.no_op()
+        with on_host():
+            keep = tf.cast(hold, self.pending.dtype)
+            pending = self.pending.read_value()
+            applied = self.table.assign_add(pending * (1 - keep))
+            with tf.control_dependencies([applied]):
+                return tf.group(
+                    self.pending.assign(pending * keep),
+                    self.pending_count.assign(
+                        self.pending_count * tf.cast(hold, self.pending_count.dtype)
+                    ),
+                )
+
     def _apply_pending(self, pending: tf.Variable, pending_count: tf.Variable) -> tf.Operation:
         applied = self.table.assign_add(pending.read_value())
         with tf.control_dependencies([applied]):

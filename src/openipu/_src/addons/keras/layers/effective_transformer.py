@@ -136,6 +136,13 @@ class EffectiveTransformer(tf_keras.layers.Layer):
                 f"{input_shapes!r}"
             )
         from_shape = tf.TensorShape(input_shapes[0])
+        to_shape = tf.TensorShape(input_shapes[2])
+        if from_shape.rank is not None and from_shape.rank != to_shape.rank:
+            # The original names the rank mismatch first (effective_transformer_test.py).
+            raise ValueError(
+                f"{_OWNER}: from_sequences and to_sequences must be equal rank, got shapes "
+                f"{from_shape} and {to_shape}"
+            )
         if from_shape.rank != 2 or from_shape[1] is None:
             raise ValueError(
                 f"{_OWNER}: from_sequences must have a known shape [batch, length], got {from_shape}"
@@ -248,6 +255,25 @@ class EffectiveTransformer(tf_keras.layers.Layer):
                     f"got {q_mask.shape}"
                 )
         return lengths
+
+    def _unpad(self, sequences, sequence_lengths, num_sequences=None) -> tf.Tensor:
+        """The valid tokens of `sequences` `[B, N]`, packed row-major into a `[B, N]` buffer.
+
+        The tokens follow one another across rows in sequence order; the rest of the
+        buffer is zeros. The original's tests call this helper on the IPU (its
+        `effective_transformer_test.py` `testSequenceUnpad`); `num_sequences` sizes the
+        original's slicing loop and changes nothing here.
+        """
+        del num_sequences
+        sequences = tf.convert_to_tensor(sequences)
+        lengths = tf.reshape(tf.cast(sequence_lengths, tf.int32), [-1])
+        valid = tf.reshape(_valid_positions(lengths, tf.shape(sequences)[1]), [-1])
+        # A stable sort of "is padding" puts the valid tokens first, in their order.
+        order = tf.argsort(tf.cast(~valid, tf.int32), stable=True)
+        packed = tf.gather(tf.reshape(sequences, [-1]), order)
+        total = tf.reduce_sum(tf.cast(valid, tf.int32))
+        packed = tf.where(tf.range(tf.size(packed)) < total, packed, tf.zeros_like(packed))
+        return tf.reshape(packed, tf.shape(sequences))
 
     def get_config(self) -> dict:
         return {

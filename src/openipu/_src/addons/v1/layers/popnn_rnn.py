@@ -22,7 +22,7 @@ import logging
 
 import tensorflow as tf
 
-from openipu._src.addons.recurrent import activations
+from openipu._src.addons.recurrent import activations, poplibs_options
 from openipu._src.addons.recurrent import options as recurrent_options
 
 # The original's op_util.get_activation_name accepts functions from these modules only
@@ -148,6 +148,8 @@ class PopnnRNN(tf.compat.v1.layers.Layer):
 
     def build(self, input_shape) -> None:
         """Creates `kernel` and `biases`; a later call does not create them again."""
+        for cell_options in (self._forward_options, self._backward_options):
+            poplibs_options.check_when_built(cell_options)
         input_shape = tf.TensorShape(input_shape)
         if input_shape.rank != 3:
             raise ValueError(

@@ -1,0 +1,1 @@
+"""`tensorflow.compiler.plugin`: the original's IPU compiler plugin (re-exports only)."""

@@ -1,0 +1,1 @@
+"""`tensorflow.compiler.plugin.poplar` (re-exports only)."""

@@ -1,0 +1,36 @@
+"""Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/op_util_test.py`.
+
+`ipu.ops.op_util.accumulate_gradients` gives each variable an accumulated gradient of
+its own dtype, for variables alternating between float16 and float32.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+from tensorflow.compat import v1
+from tensorflow.python import ipu
+
+
+@pytest.mark.follows("testAccumulateGradients")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AttributeError,
+    reason="openipu has no `ipu.ops.op_util` (an internal module of the original, holding "
+    "its gradient-accumulator ops); its gradient accumulation lives in the engine",
+)
+def test_accumulate_gradients(tf1_graph):
+    x = tf.constant(1.0, shape=[3, 3])
+    for i in range(4):
+        w = v1.get_variable(
+            name=f"matmul{i}/w",
+            shape=[3, 3],
+            dtype=tf.float16 if i % 2 == 0 else tf.float32,
+            initializer=v1.ones_initializer(),
+        )
+        x = tf.matmul(tf.cast(x, w.dtype), w)
+    grads_and_vars = v1.train.GradientDescentOptimizer(0.1).compute_gradients(x)
+    accumulated = ipu.ops.op_util.accumulate_gradients(grads_and_vars, None)
+    assert len(accumulated) == 4
+    for grad, var in accumulated:
+        assert grad.dtype.base_dtype == var.dtype.base_dtype
