@@ -1269,3 +1269,180 @@ def test_pipelining_args_and_kwargs(tf1_graph):
     with tf.device("/device:IPU:0"):
         with pytest.raises(ValueError, match="No variables to optimize."):
             ipu.ipu_compiler.compile(my_net, inputs=[x])
+
+
+@pytest.mark.follows("testPipelineGAReduceMethodSupported")
+@pytest.mark.parametrize(
+    "reduction_method", ["SUM", "MEAN", "RUNNING_MEAN", GA.SUM, GA.MEAN, GA.RUNNING_MEAN]
+)
+def test_pipeline_ga_reduce_method_supported(tf1_graph, reduction_method):
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(_two_stage_training_net(reduction_method), inputs=[])
+    assert compiled is not None
+
+
+@pytest.mark.follows("testPipelineWithStagesNoVariables")
+def test_pipeline_with_stages_no_variables(tf1_graph):
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tu.create_single_increasing_dataset(5, shape=[1]))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def model():
+        with v1.variable_scope("vs", use_resource=True):
+            return pipelining_ops.pipeline(
+                computational_stages=[lambda f: f * f, lambda p: p + p, _identity],
+                gradient_accumulation_count=6,
+                repeat_count=1,
+                inputs=[],
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                name="Pipeline",
+                reduction_method=GA.MEAN,
+            )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(model, inputs=[])
+    results = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue(), [infeed.initializer])
+    # 2 x^2 for x = 0, 1, 2, 3, 4, then 0 again (the dataset repeats).
+    np.testing.assert_allclose(results, [[0.0], [2.0], [8.0], [18.0], [32.0], [0.0]])
+
+
+@pytest.mark.follows("testGradientShapeInference")
+def test_gradient_shape_inference(tf1_graph):
+    variable_shape = (1, 2, 3)
+
+    def stage1(x):
+        with v1.variable_scope("stage1", use_resource=True):
+            return v1.get_variable(name="w", shape=variable_shape) * x
+
+    class RecordingOptimizer(v1.train.GradientDescentOptimizer):
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            self.applied_gradients = [g for g, _ in grads_and_vars]
+            return super().apply_gradients(grads_and_vars, global_step, name)
+
+    optimizer = RecordingOptimizer(0.01)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [stage1, _identity],
+            gradient_accumulation_count=4,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=lambda loss: pipelining_ops.OptimizerFunctionOutput(optimizer, loss),
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        ipu.ipu_compiler.compile(my_net, inputs=[0.0])
+    assert len(optimizer.applied_gradients) == 1
+    assert tuple(optimizer.applied_gradients[0].shape) == variable_shape
+
+
+@pytest.mark.follows("testVariableInOptimizer")
+def test_variable_in_optimizer(tf1_graph):
+    class OffsetOptimizer(v1.train.GradientDescentOptimizer):
+        """Adds its own (non-trainable) variable p to every gradient."""
+
+        def __init__(self, learning_rate):
+            super().__init__(learning_rate)
+            with v1.variable_scope("optimizer", use_resource=True):
+                self.p = v1.get_variable(name="p", initializer=2.0, trainable=False)
+
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            offset = [(g + self.p, v) for g, v in grads_and_vars]
+            return super().apply_gradients(offset, global_step, name)
+
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def my_net(x):
+        return pipelining_ops.pipeline(
+            [_scaled_by_w, _identity, _identity, _identity],
+            gradient_accumulation_count=8,
+            inputs=[x],
+            outfeed_queue=outfeed,
+            optimizer_function=lambda x: pipelining_ops.OptimizerFunctionOutput(
+                OffsetOptimizer(0.5), x
+            ),
+            outfeed_loss=True,
+            reduction_method=GA.SUM,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[1.0])
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    try:
+        ipu.utils.move_variable_initialization_to_cpu()
+        with v1.Session(graph=tf1_graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            variables = {v.name: v for v in v1.global_variables()}
+            sess.run(compiled)
+            # 8 gradients of 1 summed, plus p = 2, times 0.5: 1 - 5 = -4.
+            assert sess.run(variables["stage1/w:0"]) == -4.0
+            sess.run(variables["optimizer/p:0"].assign(4.0))
+            sess.run(compiled)
+            # -4 - (8 + 4) * 0.5 = -10.
+            assert sess.run(variables["stage1/w:0"]) == -10.0
+    finally:
+        ipu.config.reset_ipu_configuration()
+
+
+@pytest.mark.follows("testPipelineInferenceWithConditional")
+def test_pipeline_inference_with_conditional(tf1_graph):
+    dataset = tu.create_single_increasing_dataset(10, shape=[1])
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.batch(1, drop_remainder=True))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage3(x):
+        return tf.cond(x > 2.0, lambda: tf.constant(1.0), lambda: tf.constant(2.0))
+
+    def my_net():
+        return pipelining_ops.pipeline(
+            [_identity, _identity, stage3],
+            6,
+            inputs=[],
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            reduction_method=GA.MEAN,
+        )
+
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net)
+    output = _run_on_four_ipus(tf1_graph, compiled, outfeed.dequeue(), [infeed.initializer])
+    np.testing.assert_allclose(output, [2.0, 2.0, 2.0, 1.0, 1.0, 1.0])
+
+
+@pytest.mark.follows("testSharedWeightsDecompose")
+def test_shared_weights_decompose():
+    # The original checks that the shared weight's two gradients are each scaled before
+    # they are added (its graph's AddN of two Muls, RUNNING_MEAN); here the intent: the
+    # weight used by stages 1 and 3 trains as on the CPU.
+    def dataset_fn():
+        dataset = tu.create_single_increasing_dataset(7, shape=[4, 4])
+        return dataset.batch(batch_size=2, drop_remainder=True)
+
+    def weight(reuse):
+        with v1.variable_scope("vs", use_resource=True, reuse=reuse):
+            return v1.get_variable(
+                "w0", shape=[4, 4], dtype=np.float32, initializer=v1.ones_initializer()
+            )
+
+    def stage1(x):
+        return tf.matmul(x, weight(None))
+
+    def stage3(x):
+        return tf.reduce_mean(tf.matmul(x, weight(True)))
+
+    compare_to_cpu(
+        stages=[stage1, _identity, stage3],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=1,
+        gradient_accumulation_count=10,
+        dataset_fn=dataset_fn,
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+        device_mapping=[0, 1, 0],
+        reduction_method="running_mean",
+    )
