@@ -5,7 +5,10 @@ as in stock Keras for fit, evaluate and predict, early stopping (modes, reuse, b
 restoring the best weights), learning-rate scheduling and reduction on plateau (the
 optimizer's rate read back), checkpoints (the saved weights are the model's), the CSV
 log (the history's values), stopping on NaN, a lambda callback, float logs and stopping
-within an epoch.
+within an epoch; callbacks that read their logs only when they must (checkpoints, the
+verbose-2 progress bar), logs changed by callbacks of either kind seen by all, the
+deprecated `epsilon` of ReduceLROnPlateau, no warnings from the default callbacks, and a
+subclassed model checkpointed as a SavedModel.
 """
 
 from __future__ import annotations
@@ -674,3 +677,167 @@ def test_implements_batch_hooks_override(should_run):
         else dict.fromkeys(("train", "test", "predict"), 0)
     )
     assert _run_all_three(_OverridingBatchEndCounter(should_run)) == expected
+
+
+def _tensor_refusing_numpy():
+    """A tensor whose conversion to NumPy (a blocking read) raises."""
+    tensor = tf.convert_to_tensor(1.0)
+
+    def refuse():
+        raise RuntimeError("a blocking NumPy conversion was made")
+
+    tensor.numpy = refuse
+    return tensor
+
+
+def _run_hooks(cb_list, logs, train_epoch_end=True):
+    cb_list.on_train_begin(logs)
+    cb_list.on_epoch_begin(0, logs)
+    cb_list.on_train_batch_begin(0, logs)
+    cb_list.on_train_batch_end(0, logs)
+    if train_epoch_end:
+        cb_list.on_epoch_end(0, logs)
+        cb_list.on_train_end(logs)
+    cb_list.on_test_begin(logs)
+    cb_list.on_test_batch_begin(0, logs)
+    cb_list.on_test_batch_end(0, logs)
+    cb_list.on_test_end(logs)
+
+
+@pytest.mark.follows("test_ModelCheckpoint_nonblocking")
+def test_model_checkpoint_nonblocking(tmp_path):
+    # The checkpoint reads the logs only when it saves (not within these 10 steps).
+    callback = keras.callbacks.ModelCheckpoint(filepath=str(tmp_path), save_freq=100)
+    assert callback._supports_tf_logs  # noqa: SLF001 - what the original checks
+    model = keras.Sequential([keras.layers.Dense(1)])
+    cb_list = keras.callbacks.CallbackList([callback], model=model, epochs=1, steps=10, verbose=0)
+    logs = {"metric": _tensor_refusing_numpy()}
+    _run_hooks(cb_list, logs)
+    cb_list.on_predict_begin(logs)
+    cb_list.on_predict_batch_begin(logs)
+    cb_list.on_predict_batch_end(logs)
+    cb_list.on_predict_end(logs)
+    assert not list(tmp_path.iterdir())  # nothing saved
+
+
+@pytest.mark.follows("test_ProgbarLogger_verbose_2_nonblocking")
+def test_progbar_logger_verbose_2_nonblocking():
+    callback = keras.callbacks.ProgbarLogger(count_mode="steps")
+    assert callback._supports_tf_logs  # noqa: SLF001 - what the original checks
+    model = keras.Sequential([keras.layers.Dense(1)])
+    cb_list = keras.callbacks.CallbackList([callback], model=model, epochs=1, steps=10, verbose=2)
+    logs = {"metric": _tensor_refusing_numpy()}
+    _run_hooks(cb_list, logs, train_epoch_end=False)
+    with pytest.raises(RuntimeError, match="NumPy conversion"):
+        cb_list.on_epoch_end(0, logs)  # the epoch's end still reads the logs
+    cb_list.on_train_end(logs)
+
+
+@pytest.mark.follows("test_ReduceLROnPlateau_backwards_compatibility")
+def test_reduce_lr_on_plateau_backwards_compatibility():
+    from tf_keras.src import callbacks as keras_callbacks
+
+    with tf.compat.v1.test.mock.patch.object(keras_callbacks.logging, "warning") as log:
+        reduce_on_plateau = keras.callbacks.ReduceLROnPlateau(epsilon=1e-13)
+    assert re.search("`epsilon` argument is deprecated", str(log.call_args))
+    assert not hasattr(reduce_on_plateau, "epsilon")
+    assert reduce_on_plateau.min_delta == 1e-13
+
+
+class _CallAllHooks(keras.callbacks.Callback):
+    """Runs `_run` from every hook."""
+
+    def __init__(self):
+        super().__init__()
+        for name in CALLBACK_HOOKS:
+            setattr(self, name, self._run)
+
+    def _run(self, *args, logs=None):
+        raise NotImplementedError
+
+
+@pytest.mark.follows("test_logs_conversion")
+def test_logs_conversion():
+    class MutateNumpyLogs(_CallAllHooks):
+        def _run(self, *args, logs=None):
+            (logs or args[-1])["numpy"] = 1
+
+    class MutateTensorFlowLogs(_CallAllHooks):
+        def __init__(self):
+            super().__init__()
+            self._supports_tf_logs = True
+
+        def _run(self, *args, logs=None):
+            (logs or args[-1])["tf"] = 2
+
+    seen = []
+
+    class AssertNumpyLogs(_CallAllHooks):
+        def _run(self, *args, logs=None):
+            seen.append(dict(logs or args[-1]))
+
+    class AssertTensorFlowLogs(AssertNumpyLogs):
+        def __init__(self):
+            super().__init__()
+            self._supports_tf_logs = True
+
+    cb_list = keras.callbacks.CallbackList(
+        [MutateNumpyLogs(), MutateTensorFlowLogs(), AssertNumpyLogs(), AssertTensorFlowLogs()]
+    )
+    assert len(cb_list.callbacks) == 4
+    for hook in ("on_epoch_begin", "on_epoch_end", "on_predict_batch_begin", "on_predict_batch_end",
+                 "on_test_batch_begin", "on_test_batch_end", "on_train_batch_begin",
+                 "on_train_batch_end"):  # fmt: skip
+        getattr(cb_list, hook)(0, logs={"all": 0})
+    for hook in ("on_predict_begin", "on_predict_end", "on_test_begin", "on_test_end",
+                 "on_train_begin", "on_train_end"):  # fmt: skip
+        getattr(cb_list, hook)(logs={"all": 0})
+    # Every callback sees the other kind's changes, whichever kind of logs it takes.
+    assert len(seen) == 2 * 14
+    assert all(logs == {"all": 0, "numpy": 1, "tf": 2} for logs in seen), seen
+
+
+@pytest.mark.follows("test_default_callbacks_no_warning")
+def test_default_callbacks_no_warning():
+    from tf_keras.src import callbacks as keras_callbacks
+
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", loss="mse")
+    warnings = []
+    with tf.compat.v1.test.mock.patch.object(keras_callbacks.logging, "warning", warnings.append):
+        model.fit(np.ones((16, 1), "float32"), np.ones((16, 1), "float32"), batch_size=4, epochs=1)
+    assert warnings == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tf_keras 2.21's DataHandler refuses epochs=0 (ValueError: Expected epochs to be "
+    "positive), which the original's Keras accepted",
+)
+@pytest.mark.follows("test_trivial_backup_restore")
+def test_trivial_backup_restore(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.build((None, 1))
+    weights = model.get_weights()
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path))
+    model.fit(np.ones((10, 1)), np.ones((10, 1)), epochs=0, callbacks=[backup], verbose=0)
+    for before, after in zip(weights, model.get_weights(), strict=True):
+        np.testing.assert_array_equal(before, after)  # no epoch: nothing trained
+
+
+@pytest.mark.follows("test_ModelCheckpoint_subclass_save_weights_false")
+def test_model_checkpoint_subclass_save_weights_false(tmp_path):
+    model = model_from_layers(
+        [keras.layers.Dense(NUM_HIDDEN, activation="relu"),
+         keras.layers.Dense(NUM_CLASSES, activation="softmax")],
+        (INPUT_DIM,),
+        "subclass",
+    )  # fmt: skip
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    path = tmp_path / "checkpoint"
+    checkpoint = keras.callbacks.ModelCheckpoint(str(path), save_weights_only=False)
+    (x_train, y_train), _ = _categorical_data()
+    model.fit(x_train, y_train.astype(np.int32), callbacks=[checkpoint], epochs=1,
+              batch_size=10, verbose=0)  # fmt: skip
+    assert "saved_model.pb" in {p.name for p in path.iterdir()}  # a SavedModel directory
