@@ -7,14 +7,18 @@ optimizer's rate read back), checkpoints (the saved weights are the model's), th
 log (the history's values), stopping on NaN, a lambda callback, float logs and stopping
 within an epoch; callbacks that read their logs only when they must (checkpoints, the
 verbose-2 progress bar), logs changed by callbacks of either kind seen by all, the
-deprecated `epsilon` of ReduceLROnPlateau, no warnings from the default callbacks, and a
-subclassed model checkpointed as a SavedModel.
+deprecated `epsilon` of ReduceLROnPlateau, no warnings from the default callbacks, a
+subclassed model checkpointed as a SavedModel, and TensorBoard's event files (the runs and
+summary tags written, the projector's config, the model summary). Where tf_keras 2.21 (the
+Keras here) behaves unlike the original's Keras, the scenario is an expected failure
+naming the difference; TensorBoard's profiler traces (autoTrace) are not ported.
 """
 
 from __future__ import annotations
 
 import collections
 import csv
+import pathlib
 import re
 import threading
 
@@ -841,3 +845,208 @@ def test_model_checkpoint_subclass_save_weights_false(tmp_path):
     model.fit(x_train, y_train.astype(np.int32), callbacks=[checkpoint], epochs=1,
               batch_size=10, verbose=0)  # fmt: skip
     assert "saved_model.pb" in {p.name for p in path.iterdir()}  # a SavedModel directory
+
+
+def _summaries(logdir, kind="scalars"):
+    """{(run folder relative to `logdir`, tag)} of the summaries of `kind` in the event files
+    under `logdir` (TF2 summaries, written as tensors, counted by their plugin's kind, as the
+    original's `list_summaries`), and the graphs written."""
+    found, graphs = set(), []
+    plugins = {"scalars": "scalars", "images": "images", "histograms": "histograms"}
+    for path in pathlib.Path(logdir).rglob("events.out.*"):
+        run = str(path.parent.relative_to(logdir))
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            if event.graph_def:
+                graphs.append(event.graph_def)
+            for value in event.summary.value:
+                which = value.WhichOneof("value")
+                if which == "tensor" and value.tag != "keras":
+                    which = plugins.get(value.metadata.plugin_data.plugin_name, "tensors")
+                else:
+                    which = {"simple_value": "scalars", "tensor": "tensors"}.get(which, which)
+                if which == kind:
+                    found.add((run, value.tag))
+    return found, graphs
+
+
+def _tensorboard_model(model_type="sequential", compile_model=True):
+    layers = [keras.layers.Conv2D(8, (3, 3)), keras.layers.Flatten(), keras.layers.Dense(1)]
+    model = model_from_layers(layers, (10, 10, 1), model_type)
+    if compile_model:
+        model.compile(keras.optimizers.legacy.SGD(learning_rate=0.001), "mse")
+    return model
+
+
+def _tensorboard_fit(model, callback, validation=True, epochs=2):
+    x, y = np.ones((10, 10, 10, 1)), np.ones((10, 1))
+    model.fit(x, y, batch_size=2, epochs=epochs, verbose=0, callbacks=[callback],
+              validation_data=(x, y) if validation else None)  # fmt: skip
+
+
+EPOCH_SCALARS = {
+    ("train", "epoch_loss"),
+    ("validation", "epoch_loss"),
+    ("validation", "evaluation_loss_vs_iterations"),
+}
+
+
+@pytest.mark.follows("test_TensorBoard_default_logdir")
+def test_tensorboard_default_logdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _tensorboard_fit(_tensorboard_model(), keras.callbacks.TensorBoard())  # no logdir given
+    scalars, _ = _summaries(tmp_path)
+    assert scalars == {(f"logs/{run}", tag) for run, tag in EPOCH_SCALARS}
+
+
+@pytest.mark.follows("test_TensorBoard_across_invocations")
+def test_tensorboard_across_invocations(tmp_path):
+    model, callback = _tensorboard_model(), keras.callbacks.TensorBoard(str(tmp_path))
+    for _ in range(2):
+        _tensorboard_fit(model, callback)
+    assert _summaries(tmp_path)[0] == EPOCH_SCALARS
+
+
+@pytest.mark.follows("test_TensorBoard_no_spurious_event_files")
+def test_tensorboard_no_spurious_event_files(tmp_path):
+    _tensorboard_fit(_tensorboard_model(), keras.callbacks.TensorBoard(str(tmp_path)), False)
+    runs = {p.parent.name for p in tmp_path.rglob("events.out.*")}
+    assert runs == {"train"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tf_keras 2.21's TensorBoard writes batch summaries from its batch hooks, which it "
+    "calls only when profiling or writing steps per second: update_freq=1 alone writes no "
+    "batch_loss (the original's Keras wrote it)",
+)
+@pytest.mark.follows("test_TensorBoard_batch_metrics")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_tensorboard_batch_metrics(tmp_path, model_type):
+    callback = keras.callbacks.TensorBoard(str(tmp_path), update_freq=1)
+    _tensorboard_fit(_tensorboard_model(model_type), callback)
+    assert _summaries(tmp_path)[0] == EPOCH_SCALARS | {("train", "batch_loss")}
+
+
+def _cosine_decay_model():
+    model = _tensorboard_model(compile_model=False)
+    schedule = keras.optimizers.schedules.CosineDecay(0.01, 1)
+    model.compile(keras.optimizers.legacy.SGD(schedule), "mse")
+    return model
+
+
+@pytest.mark.follows("test_TensorBoard_learning_rate_schedules")
+def test_tensorboard_learning_rate_schedules(tmp_path):
+    _tensorboard_fit(_cosine_decay_model(), keras.callbacks.TensorBoard(str(tmp_path)), False)
+    assert _summaries(tmp_path)[0] == {("train", "epoch_loss"), ("train", "epoch_learning_rate")}
+
+
+@pytest.mark.follows("test_TensorBoard_global_step")
+def test_tensorboard_global_step(tmp_path):
+    callback = keras.callbacks.TensorBoard(
+        str(tmp_path), update_freq=1, profile_batch=0, write_steps_per_second=True
+    )
+    _tensorboard_fit(_cosine_decay_model(), callback, False)
+    assert _summaries(tmp_path)[0] == {
+        ("train", "epoch_loss"),
+        ("train", "batch_loss"),
+        ("train", "epoch_learning_rate"),
+        ("train", "epoch_steps_per_second"),
+        ("train", "batch_steps_per_second"),
+    }
+
+
+@pytest.mark.follows("test_TensorBoard_projector_callback")
+def test_tensorboard_projector_callback(tmp_path):
+    layers = [
+        keras.layers.Embedding(10, 10, name="test_embedding"),
+        keras.layers.Dense(10, activation="relu"),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ]
+    model = model_from_layers(layers, (10,), "functional")
+    model.compile(optimizer="adam", loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    x, y = np.ones((10, 10)), np.ones((10, 10))
+    callback = keras.callbacks.TensorBoard(
+        str(tmp_path), embeddings_freq=1, embeddings_metadata={"test_embedding": "metadata.tsv"}
+    )
+    model.fit(x, y, batch_size=2, epochs=2, validation_data=(x, y), callbacks=[callback],
+              verbose=0)  # fmt: skip
+    assert (tmp_path / "projector_config.pbtxt").read_text().splitlines(keepends=True) == [
+        "embeddings {\n",
+        '  tensor_name: "layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE"\n',
+        '  metadata_path: "metadata.tsv"\n',
+        "}\n",
+    ]
+
+
+@pytest.mark.follows("test_TensorBoard_invalid_argument")
+def test_tensorboard_invalid_argument():
+    with pytest.raises(ValueError, match="Unrecognized arguments"):
+        keras.callbacks.TensorBoard(wwrite_images=True)
+
+
+@pytest.mark.follows("test_TensorBoard_non_blocking")
+def test_tensorboard_non_blocking(tmp_path):
+    callback = keras.callbacks.TensorBoard(str(tmp_path))
+    assert callback._supports_tf_logs  # noqa: SLF001 - what the original checks
+    model = keras.Sequential([keras.layers.Dense(1)])
+    cb_list = keras.callbacks.CallbackList([callback], model=model, epochs=1, steps=100,
+                                           verbose=0)  # fmt: skip
+    logs = {"metric": _tensor_refusing_numpy()}
+    _run_hooks(cb_list, logs)
+    cb_list.on_predict_begin(logs)
+    cb_list.on_predict_batch_begin(logs)
+    cb_list.on_predict_batch_end(logs)
+    cb_list.on_predict_end(logs)
+
+
+#: Why the train graph is missing (tf_keras 2.21, stock as on the IPU).
+NO_TRAIN_GRAPH = (
+    "tf_keras 2.21's TensorBoard writes the train graph from its batch hooks, which it calls "
+    "only when profiling or writing steps per second (profile_batch=0 here): no graph is "
+    "written (the original's Keras wrote one)"
+)
+
+
+def _check_keras_model_written(model, tmp_path):
+    callback = keras.callbacks.TensorBoard(str(tmp_path), write_graph=True, profile_batch=0)
+    _tensorboard_fit(model, callback, epochs=3)
+    tensors, graphs = _summaries(tmp_path, "tensors")
+    assert tensors == {("train", "keras")}
+    assert len(graphs) == 1  # one train graph, with every layer in it
+    for layer in model.layers:
+        if "input" not in layer.name:
+            assert layer.name in str(graphs[0])
+
+
+@pytest.mark.xfail(strict=True, reason=NO_TRAIN_GRAPH)
+@pytest.mark.follows("test_TensorBoard_writeSequentialModel_noInputShape")
+def test_tensorboard_write_sequential_model_no_input_shape(tmp_path):
+    model = keras.Sequential(
+        [keras.layers.Conv2D(8, (3, 3)), keras.layers.Flatten(), keras.layers.Dense(1)]
+    )
+    model.compile("sgd", "mse")
+    _check_keras_model_written(model, tmp_path)
+
+
+@pytest.mark.xfail(strict=True, reason=NO_TRAIN_GRAPH)
+@pytest.mark.follows("test_TensorBoard_writeSequentialModel_withInputShape")
+def test_tensorboard_write_sequential_model_with_input_shape(tmp_path):
+    model = keras.Sequential(
+        [
+            keras.layers.Conv2D(8, (3, 3), input_shape=(10, 10, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile("sgd", "mse")
+    _check_keras_model_written(model, tmp_path)
+
+
+@pytest.mark.xfail(strict=True, reason=NO_TRAIN_GRAPH)
+@pytest.mark.follows("test_TensorBoard_writeModel")
+def test_tensorboard_write_model(tmp_path):
+    inputs = keras.layers.Input([10, 10, 1])
+    x = keras.layers.Conv2D(8, (3, 3), activation="relu")(inputs)
+    model = keras.Model(inputs, [keras.layers.Dense(1)(keras.layers.Flatten()(x))])
+    model.compile("sgd", "mse")
+    _check_keras_model_written(model, tmp_path)
