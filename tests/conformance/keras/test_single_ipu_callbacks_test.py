@@ -9,7 +9,8 @@ within an epoch; callbacks that read their logs only when they must (checkpoints
 verbose-2 progress bar), logs changed by callbacks of either kind seen by all, the
 deprecated `epsilon` of ReduceLROnPlateau, no warnings from the default callbacks, a
 subclassed model checkpointed as a SavedModel, and TensorBoard's event files (the runs and
-summary tags written, the projector's config, the model summary). Where tf_keras 2.21 (the
+summary tags written, the projector's config, the model summary), RemoteMonitor's posts
+(requests.post mocked) and checkpoints with TF_CONFIG set. Where tf_keras 2.21 (the
 Keras here) behaves unlike the original's Keras, the scenario is an expected failure
 naming the difference; TensorBoard's profiler traces (autoTrace) are not ported.
 """
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 import pathlib
 import re
 import threading
 
 import numpy as np
 import pytest
+import requests
 import tensorflow as tf
 import tf_keras as keras
 from single_ipu_checks import MODEL_TYPES, assert_close, model_from_layers, stock
@@ -1050,3 +1053,63 @@ def test_tensorboard_write_model(tmp_path):
     model = keras.Model(inputs, [keras.layers.Dense(1)(keras.layers.Flatten()(x))])
     model.compile("sgd", "mse")
     _check_keras_model_written(model, tmp_path)
+
+
+@pytest.mark.follows("test_fit_with_ModelCheckpoint_with_tf_config")
+def test_fit_with_model_checkpoint_with_tf_config(tmp_path, monkeypatch):
+    model, train = _checkpointed_model()
+    callback = keras.callbacks.ModelCheckpoint(str(tmp_path / "checkpoint.h5"))
+    cluster = {"cluster": {"worker": ["localhost:23333"]}, "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(cluster))
+    # fit works whether TF_CONFIG is set or not.
+    model.fit(train, epochs=1, callbacks=[callback], verbose=0)
+    assert (tmp_path / "checkpoint.h5").exists()
+
+
+def _unreachable_post(*args, **kwargs):
+    raise requests.exceptions.ConnectionError("unreachable")
+
+
+@pytest.mark.follows("test_RemoteMonitor")
+def test_remote_monitor(monkeypatch):
+    # The default address is unreachable: a warning, not an error (no network needed here).
+    monkeypatch.setattr(requests, "post", _unreachable_post)
+    keras.callbacks.RemoteMonitor().on_epoch_end(0, logs={"loss": 0.0})
+
+
+@pytest.mark.follows("test_RemoteMonitor_np_array")
+def test_remote_monitor_np_array():
+    with tf.compat.v1.test.mock.patch.object(requests, "post") as post:
+        monitor = keras.callbacks.RemoteMonitor(send_as_json=True)
+        monitor.on_epoch_end(0, logs={"loss": 0.0, "val": np.arange(1)})  # a 1 by 1 array
+    post.assert_called_once_with(
+        monitor.root + monitor.path,
+        json={"loss": 0.0, "epoch": 0, "val": 0},
+        headers=monitor.headers,
+    )
+
+
+@pytest.mark.follows("test_RemoteMonitor_np_float32")
+def test_remote_monitor_np_float32():
+    with tf.compat.v1.test.mock.patch.object(requests, "post") as post:
+        monitor = keras.callbacks.RemoteMonitor(send_as_json=True)
+        monitor.on_epoch_end(0, logs={"loss": 0.0, "val": np.float32(1.0)})
+    post.assert_called_once_with(
+        monitor.root + monitor.path,
+        json={"loss": 0.0, "epoch": 0, "val": 1.0},
+        headers=monitor.headers,
+    )
+
+
+@pytest.mark.follows("test_RemoteMonitorWithJsonPayload")
+def test_remote_monitor_with_json_payload():
+    (x_train, y_train), (x_test, y_test) = _categorical_data()
+    model = _small_mlp()
+    model.compile(loss="categorical_crossentropy", optimizer="rmsprop", metrics=["accuracy"])
+    with tf.compat.v1.test.mock.patch.object(requests, "post") as post:
+        model.fit(x_train, y_train.astype(np.int32), batch_size=BATCH_SIZE, epochs=1, verbose=0,
+                  validation_data=(x_test, y_test.astype(np.int32)),
+                  callbacks=[keras.callbacks.RemoteMonitor(send_as_json=True)])  # fmt: skip
+    (_, kwargs) = post.call_args
+    assert post.call_count == 1 and kwargs["json"]["epoch"] == 0
+    assert set(kwargs["json"]) == {"epoch", "loss", "accuracy", "val_loss", "val_accuracy"}
