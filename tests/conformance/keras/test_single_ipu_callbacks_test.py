@@ -12,7 +12,8 @@ subclassed model checkpointed as a SavedModel, and TensorBoard's event files (th
 summary tags written, the projector's config, the model summary), RemoteMonitor's posts
 (requests.post mocked) and checkpoints with TF_CONFIG set. Where tf_keras 2.21 (the
 Keras here) behaves unlike the original's Keras, the scenario is an expected failure
-naming the difference; TensorBoard's profiler traces (autoTrace) are not ported.
+naming the difference. TensorBoard's profiler traces are counted as TensorFlow 2.21
+writes them (see `_trace_files`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import pathlib
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -1113,3 +1115,98 @@ def test_remote_monitor_with_json_payload():
     (_, kwargs) = post.call_args
     assert post.call_count == 1 and kwargs["json"]["epoch"] == 0
     assert set(kwargs["json"]) == {"epoch", "loss", "accuracy", "val_loss", "val_accuracy"}
+
+
+def _trace_files(logdir):
+    """The profiler traces written under `logdir`: TensorFlow 2.21's profiler writes one as
+    plugins/profile/<run>/<host>.xplane.pb under the callback's log dir (the original's
+    TensorFlow, a .trace.json.gz under its train run's)."""
+    return len(list((pathlib.Path(logdir) / "plugins" / "profile").rglob("*.xplane.pb")))
+
+
+def _traced_fit(logdir, profile_batch, batch_size=2, epochs=2, integers=False):
+    """Fits the original's Sequential model with a TensorBoard callback profiling
+    `profile_batch`; gives the tensor summaries written."""
+    dtype = np.int32 if integers else np.float64
+    x, y = np.ones((10, 10, 10, 1), dtype), np.ones((10, 1), dtype)
+    model = keras.Sequential(
+        [
+            keras.layers.Conv2D(8, (3, 3), input_shape=(10, 10, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(keras.optimizers.legacy.SGD(learning_rate=0.001), "mse")
+    callback = keras.callbacks.TensorBoard(
+        str(logdir), histogram_freq=1, profile_batch=profile_batch, write_graph=False
+    )
+    model.fit(x, y, batch_size=batch_size, epochs=epochs, validation_data=(x, y), verbose=0,
+              callbacks=[callback])  # fmt: skip
+    return model, callback, _summaries(logdir, "tensors")[0]
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace")
+def test_tensorboard_auto_trace(tmp_path):
+    _, _, tensors = _traced_fit(tmp_path, 1)
+    assert tensors == {("train", "batch_1")}
+    assert _trace_files(tmp_path) == 1
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_outerProfiler")
+def test_tensorboard_auto_trace_outer_profiler(tmp_path):
+    # A profiler session of the program's own: the callback makes no trace, and no error.
+    tf.profiler.experimental.start(logdir="")
+    try:
+        _, _, tensors = _traced_fit(tmp_path, 1)
+    finally:
+        tf.profiler.experimental.stop(save=False)
+    assert tensors == {("train", "batch_1")}
+    assert _trace_files(tmp_path) == 0
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_tagNameWithBatchNum")
+def test_tensorboard_auto_trace_tag_name_with_batch_num(tmp_path):
+    _, _, tensors = _traced_fit(tmp_path, 2)
+    assert tensors == {("train", "batch_2")}
+    assert _trace_files(tmp_path) == 1
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_profileBatchRangeSingle")
+def test_tensorboard_auto_trace_profile_batch_range_single(tmp_path):
+    _, _, tensors = _traced_fit(tmp_path, "2,2", batch_size=5, integers=True)
+    assert tensors == {("train", "batch_2")}  # logged at the batch the profiling stops
+    assert _trace_files(tmp_path) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.follows("test_TensorBoard_autoTrace_profileBatchRangeTwice")
+def test_tensorboard_auto_trace_profile_batch_range_twice(tmp_path):
+    model, callback, _ = _traced_fit(tmp_path, "10,10", batch_size=5, epochs=10, integers=True)
+    time.sleep(1)  # the second profile must not overwrite the first
+    x, y = np.ones((10, 10, 10, 1), np.int32), np.ones((10, 1), np.int32)
+    model.fit(x, y, batch_size=5, epochs=10, validation_data=(x, y), verbose=0,
+              callbacks=[callback])  # fmt: skip
+    assert _trace_files(tmp_path) == 2
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_profileBatchRange")
+def test_tensorboard_auto_trace_profile_batch_range(tmp_path):
+    _, _, tensors = _traced_fit(tmp_path, "1,3", batch_size=5, integers=True)
+    assert tensors == {("train", "batch_3")}
+    assert _trace_files(tmp_path) == 1
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_profileInvalidBatchRange")
+@pytest.mark.parametrize("profile_batch", ["-1,3", "1,None", "6,5", -1])
+def test_tensorboard_auto_trace_profile_invalid_batch_range(tmp_path, profile_batch):
+    with pytest.raises(ValueError):
+        keras.callbacks.TensorBoard(
+            str(tmp_path), histogram_freq=1, profile_batch=profile_batch, write_graph=False
+        )
+
+
+@pytest.mark.follows("test_TensorBoard_autoTrace_profile_batch_largerThanBatchCount")
+def test_tensorboard_auto_trace_profile_batch_larger_than_batch_count(tmp_path):
+    _, _, tensors = _traced_fit(tmp_path, 10000)
+    assert tensors == set()  # only the 10000th batch would be traced
+    assert _trace_files(tmp_path) == 0
