@@ -90,6 +90,10 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
     def reduction_method(self) -> GradientAccumulationReductionMethod:
         return self._reduction_method
 
+    def mini_batches_added(self) -> tf.Tensor:
+        """How many mini-batches of the current group were added (this replica's count)."""
+        return self._accumulation.counter().read_value()
+
     def apply_gradients(
         self,
         grads_and_vars: Iterable[tuple[tf.Tensor | tf.IndexedSlices | None, tf.Variable]],

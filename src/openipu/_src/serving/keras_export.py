@@ -22,23 +22,41 @@ def input_signature(model: Any, batch_size: int | None) -> list[tf.TensorSpec]:
         isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
     ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if not getattr(model, "inputs", None):
-        raise ValueError(
-            "The model has no known inputs (build it, or call it once, before exporting it)"
-        )
     specs = []
-    for tensor in model.inputs:
-        shape = tensor.shape.as_list()
+    for shape, dtype, name in _model_inputs(model):
         if batch_size is not None:
             shape[0] = batch_size
-        name = re.sub(r"\W", "_", tensor.name.split(":")[0])
-        specs.append(tf.TensorSpec(shape, tensor.dtype, name=name))
+        specs.append(tf.TensorSpec(shape, dtype, name=name))
     if any(None in spec.shape.as_list() for spec in specs):
         raise ValueError(
             "Not all dimensions of inputs can be determined. Please specify batch size in the "
             "model's input layer or specify `batch_size` parameter when exporting model."
         )
     return specs
+
+
+def _model_inputs(model: Any) -> list[tuple[list[int | None], tf.DType, str]]:
+    """(shape, dtype, name) of each of the model's inputs: its input tensors', or a subclassed
+    model's `build` shapes (tf_keras 2.21 keeps no call signature for them, while the
+    original's Keras did, naming them input_1, input_2, ...)."""
+    if getattr(model, "inputs", None):
+        return [
+            (t.shape.as_list(), t.dtype, re.sub(r"\W", "_", t.name.split(":")[0]))
+            for t in model.inputs
+        ]
+    built = keras_internals.build_input_shape(model) if model.built else None
+    if built is None:
+        raise ValueError(
+            "The model has no known inputs (build it, or call it once, before exporting it)"
+        )
+    one_shape = isinstance(built, tf.TensorShape) or all(
+        isinstance(d, (int, type(None))) for d in built
+    )
+    shapes = [built] if one_shape else list(built.values() if isinstance(built, dict) else built)
+    return [
+        (tf.TensorShape(shape).as_list(), model.dtype or tf.float32, f"input_{number}")
+        for number, shape in enumerate(shapes, 1)
+    ]
 
 
 def export_model(

@@ -65,7 +65,10 @@ def _install(optimizer) -> None:
                 context = getattr(_current, "context", None)
                 captured = context.captured_gradients if context is not None else None
                 if captured:
-                    kwargs["captured_grads"] = captured
+                    # The original's train step passes the captured gradients alone
+                    # (extensions_base.py `_ipu_train_step`): an optimizer taking them
+                    # need not take Keras' `name`.
+                    return original(grads_and_vars, captured_grads=captured)
                 return original(grads_and_vars, *args, **kwargs)
 
             object.__setattr__(optimizer, "apply_gradients", apply_gradients)

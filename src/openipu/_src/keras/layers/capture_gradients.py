@@ -146,6 +146,8 @@ class CaptureActivationGradients(_GradientCaptureLayerBase):
             wrapped = _ActivationCapture(activation, tag=f"{self.tag}_{key}")
             wrapped_activations[key] = wrapped
             layer_config[key] = wrapped
+        # Kept, as the original keeps them (its tests count them).
+        self._wrapped_activations = wrapped_activations
         # The wrapped layer is made again from its config, with the capturing activations.
         with tf_keras.utils.custom_object_scope(wrapped_activations):
             self._layer = type(self.layer).from_config(layer_config)

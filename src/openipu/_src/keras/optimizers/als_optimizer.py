@@ -178,8 +178,12 @@ class ALSOptimizer(OptimizerWrapper):
         lsf = tf.where(lsf < float(self.max_loss_scaling_factor), lsf, self._lsf)
         return tf.where(lsf >= 1.0, lsf, self._lsf)
 
-    def _do_lsf_update(self, captured_grads=None) -> None:
+    def _do_lsf_update(self, captured_grads=None, weight_update=None) -> None:
+        """Adds `captured_grads` to the statistics and, on a weight update (a boolean
+        tensor; every call without one), counts it and updates the factor when due."""
         due = self._lsf_update_due()
+        if weight_update is not None:
+            due = due & weight_update
         hist = tf.where(
             self._should_update_hist(),
             self._add_captured_grads(self._hist, captured_grads),
@@ -188,7 +192,10 @@ class ALSOptimizer(OptimizerWrapper):
         lsf = tf.where(due, self._updated_lsf(hist), self._lsf)
         prev_lsf = tf.where(tf.equal(lsf, self._lsf), self._prev_lsf, self._lsf)
         hist = tf.where(due, tf.zeros_like(hist), hist)
-        n = tf.where(due, 0, self._n + 1)
+        counted = (
+            self._n + 1 if weight_update is None else tf.where(weight_update, self._n + 1, self._n)
+        )
+        n = tf.where(due, 0, counted)
         self._lsf.assign(lsf)
         self._prev_lsf.assign(prev_lsf)
         self._store_hist(hist, skip_lpf=due)

@@ -145,7 +145,11 @@ class ALSGradientAccumulationOptimizer(GradientAccumulationOptimizer):
         for gradient, variable in grads_and_vars:
             als._add_grads(gradient)  # noqa: SLF001 - the original's calls
             rescaled.append((als._unscaled(gradient), variable))  # noqa: SLF001
-        als._do_lsf_update(captured_grads)  # noqa: SLF001
+        # Every mini-batch adds to the statistics; the factor's update period counts weight
+        # updates (the original's als_optimizer_test.py: with 2 mini-batches per update, the
+        # factor changes after `update_frequency` executions of 2 mini-batches each).
+        weight_update = self._accumulation.mini_batches_added() + 1 >= self._num_mini_batches
+        als._do_lsf_update(captured_grads, weight_update=weight_update)  # noqa: SLF001
         return super().apply_gradients(rescaled, name, experimental_aggregate_gradients)
 
     histogram = delegated("als_optimizer", "histogram")
