@@ -129,7 +129,12 @@ def cpu_losses(
         with v1.variable_scope("cpu", use_resource=True, reuse=False):
             values = list(inputs) + _as_list(element)
             for stage in stages:
-                values = _as_list(stage(*values))
+                if isinstance(stage, list):
+                    # Parallel functions (the original's list stage): each takes the
+                    # stage's arguments; their outputs, one after the other, feed the next.
+                    values = [v for function in stage for v in _as_list(function(*values))]
+                else:
+                    values = _as_list(stage(*values))
             loss = values[0] if len(values) == 1 else values
             if optimizer_fn is None:
                 grads, apply, fed = [], None, []

@@ -561,12 +561,6 @@ def test_pipeline_compare3():
 
 
 @pytest.mark.follows("testPipelineCompareSharedWeights")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: parallel stages (a list of functions as one stage, a list of IPUs in "
-    "device_mapping) are refused ('Every computational stage must be callable'); the original "
-    "takes them, and refuses this Interleaved training pipeline with NotImplementedError",
-)
 def test_pipeline_compare_shared_weights():
     model = pipeline_scenarios.shared_weights(1)
     stage1, stage2, stage3, stage4, stage5 = model["stages"]
@@ -1445,4 +1439,128 @@ def test_shared_weights_decompose():
         schedule=pipelining_ops.PipelineSchedule.Grouped,
         device_mapping=[0, 1, 0],
         reduction_method="running_mean",
+    )
+
+
+# Parallel stages: a list of functions as one stage, on a list of IPUs; each function
+# takes the stage's arguments, and the next stage takes all their outputs. Small images
+# (8x8, the original's 32x32) and fewer batches.
+
+
+def _images_with_mean_labels():
+    dataset = tu.create_single_increasing_dataset(100, shape=[4])
+    dataset = dataset.batch(8, drop_remainder=True).batch(8, drop_remainder=True)
+    dataset = dataset.batch(2, drop_remainder=True)
+    # Labels: the image means, modulo the 10 classes.
+    return dataset.map(
+        lambda img: (img, tf.cast(tf.reduce_mean(img, axis=[1, 2, 3]), np.int32) % 10)
+    )
+
+
+def _classify(x, label):
+    x = tf.reduce_mean(x, axis=[1, 2])
+    x = tf.keras.layers.Dense(
+        10, kernel_initializer=v1.constant_initializer(0.1), bias_initializer="zeros"
+    )(x)
+    return _cross_entropy_stage(x, label)
+
+
+def _conv_pool(img, activation):
+    x = activation(pipeline_scenarios._conv(img, 3, 2, 4))  # noqa: SLF001 - shared model parts
+    return tf.keras.layers.MaxPooling2D(3, 2, padding="SAME")(x)
+
+
+@pytest.mark.follows("testPipelineCompareParStages")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_pipeline_compare_par_stages(reduction_method):
+    def stage1(img, label):
+        with v1.variable_scope("stage1", use_resource=True):
+            return _conv_pool(img, tf.nn.relu), label
+
+    def stage2a(x, _):
+        with v1.variable_scope("stage2a", use_resource=True):
+            return pipeline_scenarios._residual_block("b", 2, 4, 1, x)  # noqa: SLF001
+
+    def stage2b(x, label):
+        with v1.variable_scope("stage2b", use_resource=True):
+            return pipeline_scenarios._residual_block("b", 2, 4, 1, x), label  # noqa: SLF001
+
+    def stage3(xa, xb, label):
+        with v1.variable_scope("stage3", use_resource=True):
+            return _classify(xa - xb, label)
+
+    compare_to_cpu(
+        stages=[stage1, [stage2a, stage2b], stage3],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=6,
+        dataset_fn=_images_with_mean_labels,
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+        device_mapping=[0, [0, 1], 1],
+        reduction_method=reduction_method,
+    )
+
+
+@pytest.mark.follows("testPipelineCompareParStagesInfeed")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_pipeline_compare_par_stages_infeed(reduction_method):
+    def stage1a(img, _):
+        with v1.variable_scope("stage1a", use_resource=True):
+            return _conv_pool(img, tf.nn.relu)
+
+    def stage1b(img, label):
+        with v1.variable_scope("stage1b", use_resource=True):
+            return _conv_pool(img, tf.nn.softmax), label
+
+    def stage2(a, b, label):
+        with v1.variable_scope("stage2a", use_resource=True):
+            return pipeline_scenarios._residual_block("b", 2, 4, 1, a + b), label  # noqa: SLF001
+
+    def stage3(x, label):
+        with v1.variable_scope("stage3", use_resource=True):
+            return _classify(x, label)
+
+    compare_to_cpu(
+        stages=[[stage1a, stage1b], stage2, stage3],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=6,
+        dataset_fn=_images_with_mean_labels,
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+        device_mapping=[[0, 1], 0, 1],
+        reduction_method=reduction_method,
+    )
+
+
+@pytest.mark.follows("testPipelineCompareMultiIPUStage")
+@pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
+def test_pipeline_compare_multi_ipu_stage(reduction_method):
+    def stage1(img, label):
+        with v1.variable_scope("stage1", use_resource=True):
+            return _conv_pool(img, tf.nn.relu), label
+
+    def stage2(x, label):
+        with v1.variable_scope("stage2", use_resource=True):
+            return pipeline_scenarios._residual_block("b", 2, 4, 1, x), label  # noqa: SLF001
+
+    def stage3(x, label):
+        with v1.variable_scope("stage3", use_resource=True):
+            return _classify(x, label)
+
+    compare_to_cpu(
+        stages=[stage1, stage2, stage3],
+        inputs_fn=lambda: [],
+        input_values=[],
+        repeat_count=2,
+        gradient_accumulation_count=6,
+        dataset_fn=_images_with_mean_labels,
+        optimizer_fn=_sgd,
+        schedule=pipelining_ops.PipelineSchedule.Grouped,
+        # The first stage on all the pipeline's IPUs (the original's private constant).
+        device_mapping=[pipelining_ops._ALL_DEVICES, 0, 1],  # noqa: SLF001
+        reduction_method=reduction_method,
     )

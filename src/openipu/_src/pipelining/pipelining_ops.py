@@ -47,7 +47,8 @@ from openipu._src.engine.value_types import Nested
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
 from openipu._src.optimizers.ipu_optimizer import Optimizer
-from openipu._src.pipelining import pipeline_options
+from openipu._src.pipelining import parallel_stages, pipeline_options
+from openipu._src.pipelining.parallel_stages import IpuMapping, ParallelStage
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
     PipelineStageOptions,
@@ -276,8 +277,11 @@ def pipeline(
     )
     pipeline_options.check_enum(recomputation_mode, RecomputationMode, "recomputation_mode", None)
     mapping = _check_device_mapping(device_mapping, len(stages), serialization)
+    for stage, entry in zip(stages, mapping, strict=True):
+        parallel_stages.check_mapping(stage, entry)
+    ipus = parallel_stages.flat_ipus(mapping)
     # A replica of this program spans the pipeline's IPUs.
-    replicated.require_ipus_per_replica(max(mapping) + 1)
+    replicated.require_ipus_per_replica(max(ipus, default=0) + 1)
     for option_name, value in (
         ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
         ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
@@ -318,13 +322,13 @@ def pipeline(
             "Batch serialization is only supported with the `Sequential` schedule: "
             "batch_serialization_iterations > 1 needs the Sequential pipeline schedule"
         )
-    if serialization > 1 and len(set(mapping)) > 1:
+    if serialization > 1 and len(set(ipus)) > 1:
         raise NotImplementedError(
             "When using batch serialization, all the pipeline stages need to be mapped to a "
             "single IPU: batch_serialization_iterations > 1 needs every stage on the same IPU"
         )
     training = optimizer_function is not None
-    if schedule is PipelineSchedule.Interleaved and training and len(set(mapping)) < len(mapping):
+    if schedule is PipelineSchedule.Interleaved and training and len(set(ipus)) < len(ipus):
         raise NotImplementedError(
             "The pipelining schedule 'Interleaved' does not currently support multiple "
             "pipeline stages on the same device for training graphs. Please use a different "
@@ -397,17 +401,22 @@ def pipeline(
     return build()
 
 
-def _check_stages(stages: object) -> list[Callable[..., Nested]]:
+def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]:
     if not isinstance(stages, (list, tuple)):
         raise TypeError(
             f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
         )
+    checked: list[Callable[..., Nested] | ParallelStage] = []
     for stage in stages:
-        if not callable(stage):
+        if isinstance(stage, list):  # functions run side by side (parallel_stages.py)
+            checked.append(ParallelStage(stage))
+        elif not callable(stage):
             raise TypeError(f"Every computational stage must be callable, got {stage!r}")
+        else:
+            checked.append(stage)
     if len(stages) < 2:  # as the original (pipelining_ops.py), its message
         raise ValueError("Pipeline requires at least two computational stages.")
-    return list(stages)
+    return checked
 
 
 def _check_positive_int(value: object, name: str) -> int:
@@ -419,7 +428,9 @@ def _check_positive_int(value: object, name: str) -> int:
     return value
 
 
-def _check_device_mapping(device_mapping: object, stages: int, serialization: int) -> list[int]:
+def _check_device_mapping(
+    device_mapping: object, stages: int, serialization: int
+) -> list[IpuMapping]:
     if device_mapping is None:
         return [0] * stages if serialization > 1 else list(range(stages))
     if not isinstance(device_mapping, (list, tuple)):
@@ -434,8 +445,8 @@ def _check_device_mapping(device_mapping: object, stages: int, serialization: in
             f"stages (device_mapping has {len(device_mapping)} entries but the pipeline has "
             f"{stages} computational stages: give one IPU per stage)"
         )
-    for ipu in device_mapping:
-        if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < 0:
+    for ipu in parallel_stages.to_flat_list(list(device_mapping)):
+        if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < parallel_stages.ALL_DEVICES:
             raise TypeError(f"device_mapping entries must be ints >= 0, got {ipu!r}")
     return list(device_mapping)
 
@@ -444,13 +455,13 @@ def _check_device_mapping(device_mapping: object, stages: int, serialization: in
 class _PipelinePlan:
     """Everything `pipeline` checked, and how to build it in the current region."""
 
-    stages: list[Callable[..., Nested]]
+    stages: list[Callable[..., Nested] | ParallelStage]
     count: int
     repeats: int
     inputs: list[Nested]
     outfeed: IPUOutfeedQueue | None
     optimizer_function: Callable[..., OptimizerFunctionOutput] | None
-    mapping: list[int]
+    mapping: list[IpuMapping]
     outfeed_loss: bool
     outfeed_mask: list[bool] | None
     accumulate_outfeed: bool
@@ -459,7 +470,9 @@ class _PipelinePlan:
     reduction: GradientAccumulationReductionMethod
     _replica_states: dict[int, _ReplicaState] = dataclasses.field(default_factory=dict, init=False)
     # Set by `build`: each stage's host device (None: the region's), and the variables'.
-    _stage_devices: list[str | None] = dataclasses.field(default_factory=list, init=False)
+    _stage_devices: list[str | list[str | None] | None] = dataclasses.field(
+        default_factory=list, init=False
+    )
     _variable_device: str | None = dataclasses.field(default=None, init=False)
 
     def _state(self) -> _ReplicaState:
@@ -531,7 +544,9 @@ class _PipelinePlan:
 
         return lockstep.exchange(None, fetch_for_all, "a pipeline's infeed")
 
-    def _stage_host_devices(self, region: region_lib.CompiledRegion | None) -> list[str | None]:
+    def _stage_host_devices(
+        self, region: region_lib.CompiledRegion | None
+    ) -> list[str | list[str | None] | None]:
         if region is None or region.device is None:
             return [None] * len(self.stages)
         system = configure.maybe_current_system()
@@ -539,7 +554,7 @@ class _PipelinePlan:
         if system is None or ordinal >= len(system.devices):
             return [None] * len(self.stages)
         device = system.device(ordinal)
-        needed = max(self.mapping) + 1
+        needed = max(parallel_stages.flat_ipus(self.mapping), default=0) + 1
         if needed > device.num_ipus:
             raise ValueError(
                 f"The pipeline's device_mapping {self.mapping} needs {needed} IPUs but "
@@ -547,7 +562,14 @@ class _PipelinePlan:
                 "(IPUConfig.auto_select_ipus)"
             )
         self._variable_device = device.host_device(0)
-        return [device.host_device(ipu) for ipu in self.mapping]
+
+        def host_device(ipu: int) -> str | None:
+            return None if ipu == parallel_stages.ALL_DEVICES else device.host_device(ipu)
+
+        return [
+            [host_device(i) for i in ipu] if isinstance(ipu, list) else host_device(ipu)
+            for ipu in self.mapping
+        ]
 
     def _mini_batch_in_replica(self, element: Nested = None) -> tf.Tensor:
         """One mini-batch on one replica: stages, gradients, outfeed; returns a token."""
@@ -661,9 +683,33 @@ class _PipelinePlan:
         outputs = None
         for index, stage in enumerate(self.stages):
             device = self._stage_devices[index]
-            with ops.device(self._stage_placer(device)) if device else contextlib.nullcontext():
-                outputs = stage(*args, **kwargs) if index == 0 else self._call_with(stage, outputs)
+            if isinstance(stage, ParallelStage):
+                on = device if isinstance(device, list) else [None] * len(stage.functions)
+                # Each function takes the stage's arguments; their outputs, one flat list.
+                outputs = parallel_stages.to_flat_list(
+                    [
+                        self._run_stage(function, on[i], index == 0, args, kwargs, outputs)
+                        for i, function in enumerate(stage.functions)
+                    ]
+                )
+            else:
+                on_one = device if isinstance(device, str) else None
+                outputs = self._run_stage(stage, on_one, index == 0, args, kwargs, outputs)
         return outputs
+
+    def _run_stage(
+        self,
+        function: Callable[..., Nested],
+        device: str | None,
+        first: bool,
+        args: list[Nested],
+        kwargs: dict[str, Nested],
+        previous: Nested,
+    ) -> Nested:
+        """One stage's function on its IPU's host device: the first stage takes the
+        pipeline's inputs and element, the others the previous stage's outputs."""
+        with ops.device(self._stage_placer(device)) if device else contextlib.nullcontext():
+            return function(*args, **kwargs) if first else self._call_with(function, previous)
 
     def _stage_placer(self, stage_device: str) -> Callable[[ops.Operation], str]:
         """Places a stage's ops on its IPU's host device, and its variables with the region's."""
