@@ -343,17 +343,7 @@ def test_pipeline_with_device_mapping_same_ipu(tf1_graph):
 @pytest.mark.follows("testPipelineWithInfeedsKwargs")
 @pytest.mark.parametrize(
     "dynamic_count",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="difference: pipeline's gradient_accumulation_count must be a Python int; "
-                "the original also takes a tensor fed at run time",
-            ),
-        ),
-    ],
+    [False, True],
     ids=["Fixed", "Dynamic"],
 )
 def test_pipeline_with_infeeds_kwargs(tf1_graph, dynamic_count):
@@ -1564,3 +1554,79 @@ def test_pipeline_compare_multi_ipu_stage(reduction_method):
         device_mapping=[pipelining_ops._ALL_DEVICES, 0, 1],  # noqa: SLF001
         reduction_method=reduction_method,
     )
+
+
+@pytest.mark.follows("testPipelineWithStagesWithConstants")
+@pytest.mark.parametrize("dynamic_count", [False, True], ids=["Fixed", "Dynamic"])
+def test_pipeline_with_stages_with_constants(tf1_graph, dynamic_count):
+    dataset = tu.create_single_increasing_dataset(5, shape=[4, 4, 2])
+    dataset = dataset.batch(batch_size=2, drop_remainder=True)
+    dataset = dataset.map(lambda v: {"a": v, "b": (v + 10.0) / 2.0, "idx": v[0][0][0][0]})
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def dense(x):
+        return tf.keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="ones")(x)
+
+    def stage1(c, **kwargs):
+        y = tf.keras.layers.Conv2D(2, 1, use_bias=True, kernel_initializer="ones", name="conv1")(
+            kwargs["a"]
+        )
+        y = ipu.normalization_ops.group_norm(y)
+        return y + kwargs["b"], c, kwargs["idx"]
+
+    def optimizer_function(loss, _):
+        clipped = ipu.optimizers.MapGradientOptimizer(
+            v1.train.GradientDescentOptimizer(0.01), lambda grad, _: tf.clip_by_value(grad, -1, 1)
+        )
+        return pipelining_ops.OptimizerFunctionOutput(clipped, loss)
+
+    def my_net(c, count):
+        return pipelining_ops.pipeline(
+            [
+                stage1,
+                lambda x, c, idx: (x, c, idx),
+                lambda x, c, idx: (dense(x), c, idx),
+                lambda x, c, idx: (tf.reduce_sum(dense(x)) + c, idx),
+            ],
+            count,
+            inputs=[c],
+            optimizer_function=optimizer_function,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            pipeline_schedule=pipelining_ops.PipelineSchedule.Interleaved,
+            reduction_method=GA.SUM,
+        )
+
+    c = _placeholder([])
+    count_placeholder = _placeholder([], np.int32)
+    count = count_placeholder if dynamic_count else 12
+    with tf.device("/device:IPU:0"):
+        compiled = ipu.ipu_compiler.compile(my_net, inputs=[c, count])
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 4
+    config.configure_ipu_system()
+    try:
+        ipu.utils.move_variable_initialization_to_cpu()
+        dequeued = outfeed.dequeue()
+        with v1.Session(graph=tf1_graph) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(infeed.initializer)
+            for _ in range(2):  # the pipeline runs twice
+                sess.run(compiled, {c: 10.01, count_placeholder: 12})
+            losses = sess.run(dequeued)
+    finally:
+        ipu.config.reset_ipu_configuration()
+    # The original's values (checked there against the same graph sharded with gradient
+    # accumulation): a weight update after the first 12 mini-batches.
+    np.testing.assert_allclose(
+        losses[0],
+        [
+            1546.01, 1802.01, 1738.01, 1674.01, 1930.01, 1546.01, 1802.01, 1738.01,
+            1674.01, 1930.01, 1546.01, 1802.01, 1331.1415, 1281.5806, 1479.8259, 1182.457,
+            1380.7043, 1331.1415, 1281.5806, 1479.8259, 1182.457, 1380.7043, 1331.1415,
+            1281.5806,
+        ],
+        rtol=1e-5,
+    )  # fmt: skip
+    np.testing.assert_allclose(losses[1], [0, 2, 4, 1, 3] * 4 + [0, 2, 4, 1])

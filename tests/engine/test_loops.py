@@ -62,7 +62,7 @@ def test_repeat_zero_iterations_keeps_inputs(strategy):
     assert float(_run_tf2(strategy, lambda: ipu.loops.repeat(0, lambda a: a + 1, [4.0]))) == 4.0
 
 
-def test_repeat_checks_n(strategy):
+def test_repeat_checks_n(strategy):  # a tensor n is a count given at run time
     with pytest.raises(TypeError, match="n must be a Python int"):
         _run_tf2(strategy, lambda: ipu.loops.repeat(2.5, lambda a: a, [1.0]))
     with pytest.raises(ValueError, match="n must be >= 0"):

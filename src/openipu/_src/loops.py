@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import tensorflow as tf
-
 from openipu._src.engine import device_loop
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
@@ -42,12 +40,8 @@ def repeat(n: int, body: Callable, inputs=None, infeed_queue=None, use_while_v1:
     """Builds a loop that runs `body` exactly `n` times; returns the final loop-carried values."""
     _check_infeed(infeed_queue)
     body = _unpacking_a_lone_dict(body, infeed_queue)
-    n = plain_int(n)
-    if tf.is_tensor(n):
-        # A count known only when the program runs: the original's `repeat` is a
-        # `while_loop` with `maximum_iterations=n` (tensorflow/python/ipu/loops.py).
-        return device_loop.while_loop(lambda *_: True, body, inputs, infeed_queue, n)
-    return device_loop.repeat(n, body, inputs, infeed_queue)
+    # A tensor count known only when the program runs is the engine's too.
+    return device_loop.repeat(plain_int(n), body, inputs, infeed_queue)
 
 
 def while_loop(

@@ -111,6 +111,7 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
     provisional_device = deferred_builds.unconfigured_host_device(ordinal)
     built_once: list[bool] = []
     made = _VariablesMade()
+    numbering = variable_reuse.ScopeNumbering()
 
     def build():
         if not built_once:
@@ -122,7 +123,7 @@ def _built_before_configuration(computation: Callable, inputs, ordinal: int):
         # Again, in the scopes it was built in: its variables are found, not made again
         # (those of `get_variable` by its reuse, the others, such as Keras layers', by name).
         with (
-            variable_reuse.finding_variables_again(variable_scope),
+            variable_reuse.finding_variables_again(variable_scope, numbering),
             ops.name_scope(f"{name_scope}/" if name_scope else None),
             scopes.ipu_scope(f"/device:IPU:{ordinal}"),
             tf.variable_creator_scope(made.reuse),

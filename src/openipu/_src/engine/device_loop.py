@@ -168,9 +168,18 @@ def check_signature(
 
 
 def repeat(
-    n: int, body: Callable[..., Nested], inputs: Nested = None, infeed: Infeed | None = None
+    n: int | tf.Tensor,
+    body: Callable[..., Nested],
+    inputs: Nested = None,
+    infeed: Infeed | None = None,
 ) -> Nested:
-    """Runs `body` `n` times in the current compiled region (opening one if needed)."""
+    """Runs `body` `n` times in the current compiled region (opening one if needed).
+
+    `n` may be an integer tensor known only when the program runs: the loop is then the
+    original's form of `repeat`, a `while_loop` of at most `n` iterations
+    (tensorflow/python/ipu/loops.py), whose iterations read the infeed one by one."""
+    if isinstance(n, (tf.Tensor, tf.Variable)) and n.dtype.is_integer:
+        return while_loop(lambda *_: True, body, inputs, infeed, n)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"repeat: n must be a Python int, got {n!r}")
     if n < 0:
@@ -295,7 +304,7 @@ def while_loop(
             name="ipu_while",
         )
     if not carried:
-        return _loop_results([], results)
+        return _loop_results([], _as_list(results)[0])  # the dummy value, after the body
     return _loop_results(_as_list(results), _as_list(results)[0])
 
 

@@ -67,14 +67,15 @@ class GradientAccumulationReductionMethod(enum.Enum):
         )
 
     def accumulate(
-        self, accumulator: tf.Variable, gradient: object, count: int, index: object
+        self, accumulator: tf.Variable, gradient: object, count: int | tf.Tensor, index: object
     ) -> object:
         """Adds micro-batch `index` (0-based) of `count` into `accumulator`; returns the update."""
         value = tf.cast(tf.convert_to_tensor(gradient), accumulator.dtype)
         if self is GradientAccumulationReductionMethod.SUM:
             return accumulator.assign_add(value)
         if self is GradientAccumulationReductionMethod.MEAN:
-            return accumulator.assign_add(value / count)
+            # The count may be a tensor given at run time (a pipeline's).
+            return accumulator.assign_add(value / tf.cast(count, accumulator.dtype))
         n = tf.cast(index, accumulator.dtype)
         return accumulator.assign(accumulator * n / (n + 1) + value / (n + 1))
 

@@ -34,6 +34,7 @@ def compile_replicated(
 ) -> Nested:
     """`computation(*inputs)` as one region of R replicas on `/device:IPU:<ipu_ordinal>`."""
     device = configure.current_system(purpose).device(ipu_ordinal)
+    numbering = variable_reuse.ScopeNumbering()  # a rebuild numbers scopes as the first
 
     def attempt(replicas: int) -> Nested:
         def build(layout: ReplicaLayout, *args: Nested) -> Nested:
@@ -53,7 +54,7 @@ def compile_replicated(
         rebuilt = replicas < device.num_ipus or lockstep.traces_each_replica()
         # The replicas may become fewer while the program is built (a pipeline in it).
         layout = ReplicaLayout(replicas, device.num_ipus)
-        return _reusing_variables_if_rebuilt(rebuilt)(
+        return _reusing_variables_if_rebuilt(rebuilt, numbering)(
             computation if replicas == 1 else functools.partial(build, layout),
             inputs,
             device.host_device(),
@@ -68,7 +69,9 @@ def compile_replicated(
     return replicated.with_replica_count(device.num_ipus, attempt, f"/device:IPU:{ipu_ordinal}")
 
 
-def _reusing_variables_if_rebuilt(rebuilt: bool) -> Callable[..., Nested]:
+def _reusing_variables_if_rebuilt(
+    rebuilt: bool, numbering: variable_reuse.ScopeNumbering
+) -> Callable[..., Nested]:
     """`region.compile_region`, finding the variables an abandoned first build made.
 
     A build with fewer replicas than IPUs follows one that found a replica spans several
@@ -79,7 +82,7 @@ def _reusing_variables_if_rebuilt(rebuilt: bool) -> Callable[..., Nested]:
         return region.compile_region
 
     def compile_again(*args: Any, **kwargs: Any) -> Nested:
-        with variable_reuse.finding_variables_again():
+        with variable_reuse.finding_variables_again(numbering=numbering):
             return region.compile_region(*args, **kwargs)
 
     return compile_again

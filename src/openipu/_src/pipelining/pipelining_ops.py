@@ -264,7 +264,7 @@ def pipeline(
 ) -> tf.Operation:
     """Runs `computational_stages` as a pipeline; returns the operation that runs it."""
     stages = _check_stages(computational_stages)
-    count = _check_positive_int(gradient_accumulation_count, "gradient_accumulation_count")
+    count = _check_count(gradient_accumulation_count)
     repeats = _check_positive_int(repeat_count, "repeat_count")
     serialization = _check_positive_int(
         batch_serialization_iterations, "batch_serialization_iterations"
@@ -390,7 +390,9 @@ def pipeline(
 
     def build() -> Nested:
         region = region_lib.current_region()
-        if region is not None:  # for the cost model: the schedule's bubble, per group
+        if region is not None and isinstance(count, int):
+            # For the cost model: the schedule's bubble, per group (a count given at run
+            # time is not modelled).
             # offload_weight_update_variables=None (remote buffers if the device has them)
             # is modelled as not offloaded.
             region.pipeline = (schedule.name, count, offload_weight_update_variables is True)
@@ -417,6 +419,15 @@ def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]
     if len(stages) < 2:  # as the original (pipelining_ops.py), its message
         raise ValueError("Pipeline requires at least two computational stages.")
     return checked
+
+
+def _check_count(value: object) -> int | tf.Tensor:
+    """gradient_accumulation_count: a positive int, or an integer tensor whose value is
+    known only when the program runs (the original's pipeline op takes it as an input)."""
+    value = plain_int(value)
+    if isinstance(value, (tf.Tensor, tf.Variable)) and value.dtype.is_integer:
+        return tf.cast(value, tf.int32)
+    return _check_positive_int(value, "gradient_accumulation_count")
 
 
 def _check_positive_int(value: object, name: str) -> int:
@@ -456,7 +467,7 @@ class _PipelinePlan:
     """Everything `pipeline` checked, and how to build it in the current region."""
 
     stages: list[Callable[..., Nested] | ParallelStage]
-    count: int
+    count: int | tf.Tensor  # a tensor: given at run time
     repeats: int
     inputs: list[Nested]
     outfeed: IPUOutfeedQueue | None
@@ -489,7 +500,10 @@ class _PipelinePlan:
 
     def _build_loops(self, infeed: IPUInfeedQueue | None) -> tf.Operation:
         """The repeats x mini-batches loops; steps run in replica context."""
-        if lockstep.replica_count() > 1:
+        if not isinstance(self.count, int):
+            # A count given at run time: each mini-batch reads its element on its own.
+            outer_input = None
+        elif lockstep.replica_count() > 1:
             stacked = self._replica_share_of_infeed(infeed)
             outer_input = device_loop.StackedInput(stacked) if stacked is not None else None
         else:
@@ -503,8 +517,15 @@ class _PipelinePlan:
                 )
                 outer_input = device_loop.StackedInput(stacked)
 
-        def mini_batch(*element: Nested) -> list[tf.Operation]:
-            args = element[:1]
+        def mini_batch(*element: Nested, **element_kwargs: Nested) -> list[tf.Operation]:
+            # The element, as one value: stacked buffers give it whole, an infeed read
+            # per mini-batch spreads it (a tuple as arguments, a dict as keywords).
+            if element_kwargs:
+                args: tuple[Nested, ...] = (dict(element_kwargs),)
+            elif len(element) > 1:
+                args = (tuple(element),)
+            else:
+                args = element
             return [
                 tf.group(replication.run_in_replica_context(self._mini_batch_in_replica, *args))
             ]

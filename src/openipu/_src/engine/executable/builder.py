@@ -118,6 +118,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     # Traced twice: first to learn the streams' specs (the program's inputs), then the
     # program. What the first trace creates is not the program's (see `_variables_of`).
     before = _variable_collections()
+    numbering = None if tf.executing_eagerly() else variable_reuse.ScopeNumbering()
     tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
     probed = _created_since(before)
     stream_specs = [
@@ -125,7 +126,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
-        with variable_reuse.finding_variables_again():
+        with variable_reuse.finding_variables_again(numbering=numbering):
             return _program(lambda: call(args[: len(specs)]), args[len(specs) :], streams)
 
     # The IPU's floating-point exception traps, as a region of this system has them; the
