@@ -582,11 +582,6 @@ def single_pixel_conv(gradient_accumulation_count=8, repeat_count=2):
 
 ORIGINAL_INFERENCE_LOSSES = [410.01, 730.01, 650.01, 570.01, 890.01] * 2 + [410.01, 730.01]
 
-ILLEGAL_CAPTURE_DIFFERENCE = (
-    "difference: a pipeline stage may capture a tensor from outside the pipeline (a "
-    "placeholder); the original raises ValueError 'Trying to capture the tensor ...'"
-)
-
 
 def check_no_outfeed_refused(schedule, training: bool) -> None:
     import pytest

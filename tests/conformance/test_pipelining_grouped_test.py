@@ -94,7 +94,6 @@ def test_pipeline_with_infeeds_kwargs():
 
 
 @pytest.mark.follows("testIllegalCapture")
-@pytest.mark.xfail(strict=True, reason=scenarios.ILLEGAL_CAPTURE_DIFFERENCE)
 def test_illegal_capture(tf1_graph):
     scenarios.check_illegal_capture_refused(SCHEDULE)
 

@@ -352,11 +352,6 @@ def test_pipeline_with_infeeds_kwargs(tf1_graph, dynamic_count):
 
 
 @pytest.mark.follows("testIllegalCapture")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: a pipeline stage may capture a tensor from outside the pipeline "
-    "(a placeholder); the original raises ValueError 'Trying to capture the tensor ...'",
-)
 def test_illegal_capture(tf1_graph):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     y = _placeholder([])

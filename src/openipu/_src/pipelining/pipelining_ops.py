@@ -54,6 +54,7 @@ from openipu._src.pipelining.pipeline_options import (
     PipelineStageOptions,
     RecomputationMode,
 )
+from openipu._src.pipelining.stage_captures import CaptureCheck
 from openipu._src.system import configure
 
 #: The type `accumulate_outfeed` sums in: None (the data's), a DType, or a callable from
@@ -656,8 +657,10 @@ class _PipelinePlan:
         self, element: tuple[Nested, ...], element_kwargs: dict[str, Nested]
     ) -> tuple[Nested, tf.Tensor | None, list[object]]:
         args, kwargs = self._stage0_arguments(element, element_kwargs)
+        captures = CaptureCheck(allowed=nest.flatten([self.inputs, args, kwargs]))
         with tf.GradientTape(persistent=False) as tape:
             outputs = self._run_stages(args, kwargs)
+            captures.check()
             if self.optimizer_function is None:
                 return outputs, None, []
             result = self._call_with(self.optimizer_function, outputs)
