@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart.graphcore_ops import op_spec
+from openipu._src.popart.graphcore_ops.checks import refuse_zero_stride
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
@@ -230,10 +231,31 @@ class IncrementMod(Op):
 class Bucketize(Op):
     def compute(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor:
         # right=0: b[i-1] < x <= b[i] (first boundary >= x); right=1: b[i-1] <= x < b[i].
-        side = "right" if self.attrs.right else "left"
-        flat = tf.reshape(x, [1, -1])
-        index = tf.searchsorted(tf.reshape(boundaries, [1, -1]), flat, side=side, out_type=tf.int64)
-        return tf.reshape(index, tf.shape(x))
+        count = boundaries.shape.num_elements()
+        if count is None:
+            side = "right" if self.attrs.right else "left"
+            flat = tf.reshape(x, [1, -1])
+            index = tf.searchsorted(
+                tf.reshape(boundaries, [1, -1]), flat, side=side, out_type=tf.int64
+            )
+            return tf.reshape(index, tf.shape(x))
+        return bisect(x, tf.reshape(boundaries, [-1]), count, bool(self.attrs.right))
+
+
+def bisect(x: tf.Tensor, boundaries: tf.Tensor, count: int, right: bool) -> tf.Tensor:
+    """The bucket of each value by binary search over `count` boundaries, halving as
+    torch.bucketize does, which the original's results match also where the boundaries are
+    not sorted (operators_test/bucketize_test.py); NaN goes past the last boundary."""
+    start = tf.zeros(tf.shape(x), tf.int64)
+    end = tf.fill(tf.shape(x), tf.constant(count, tf.int64))
+    for _ in range(max(count, 1).bit_length()):
+        searching = start < end
+        middle = start + (end - start) // 2
+        value = tf.gather(boundaries, tf.minimum(middle, count - 1))
+        past = value > x if right else value >= x
+        end = tf.where(searching & past, middle, end)
+        start = tf.where(searching & ~past, middle + 1, start)
+    return start
 
 
 # -- shapes and slicing ----------------------------------------------------------------------
@@ -272,6 +294,9 @@ class Slice(Op):
 
 @graphcore_op("Subsample")
 class Subsample(Op):
+    def setup(self) -> None:
+        refuse_zero_stride(list(self.attrs.strides))
+
     def compute(self, *inputs: tf.Tensor) -> tuple[tf.Tensor, ...]:
         strides = list(self.attrs.strides)
         return tuple(x[tuple(slice(None, None, s) for s in strides)] for x in inputs)
