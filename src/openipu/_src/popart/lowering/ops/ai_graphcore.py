@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.popart.errors import LoweringError
 from openipu._src.popart.graphcore_ops import op_spec
 from openipu._src.popart.graphcore_ops.checks import refuse_zero_stride
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
@@ -538,14 +539,37 @@ class BatchNormalization(Op):
         return y, running_mean, running_variance, batch_mean, batch_variance
 
 
+def _broadcasts_to(shape: list[int], target: list[int]) -> bool:
+    try:
+        return list(np.broadcast_shapes(tuple(shape), tuple(target))) == target
+    except ValueError:
+        return False
+
+
 @graphcore_op("ShapedDropout")
 class ShapedDropout(Op):
     """Dropout with one mask of ``shape`` broadcast over the input; identity in inference."""
 
     stateful = True
 
+    def setup(self) -> None:
+        # As Dropout's (willow/src/op/dropoutbase.cpp, validateRatioAttribute).
+        ratio = self.attrs.ratio
+        if not 0 <= ratio < 1:
+            raise self.error(
+                f"ratio value {ratio} is not valid. Please use a value in the interval [0,1)"
+            )
+
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x = inputs[0]
+        shape = list(self.attrs.shape)
+        if x.shape.is_fully_defined() and not _broadcasts_to(shape, x.shape.as_list()):
+            # The original's words first (willow/src/op/shapeddropout.cpp, setup).
+            raise LoweringError(
+                "ShapedDropout: incompatible input tensor and dropout shape. "
+                f"Node '{self.name}' is configured with shape {shape} which is not "
+                f"broadcastable to the input tensor with shape {x.shape.as_list()}."
+            )
         ratio = self.attrs.ratio
         if not context.training or ratio == 0:
             return (tf.identity(x),)
