@@ -191,11 +191,33 @@ class GRU(RecurrentOp):
         return ((1 - z) * candidate + z * h,)
 
 
+_POPART_LSTM_ACTIVATIONS = frozenset(
+    {"Sigmoid", "Relu", "Tanh", "Gelu", "Swish", "Softmax", "SoftmaxStable", "SoftmaxScaled"}
+)
+
+
 @register_op("LSTM", since=(1, 7, 14, 22))
 class LSTM(RecurrentOp):
     gate_count = 4
     default_activations = ("Sigmoid", "Tanh", "Tanh")
     has_cell_state = True
+
+    def setup(self) -> None:
+        # PopART's LSTM takes only its own activation functions, one for the gates and one
+        # for the output and forget gates alike (willow/src/op/lstm.cpp, readActivations;
+        # willow/src/op/lstmutil.cpp, fromString; operators_test/lstm_test.py).
+        names = list(self.attrs.get("activations") or [])
+        for name in names[:2]:
+            if name not in _POPART_LSTM_ACTIVATIONS:
+                raise self.error(f"Activation type '{name}' is not supported")
+        if len(names) >= 3 and names[1] != names[2]:
+            raise self.error("LSTM activations must be the same for output and forget gates.")
+        if len(names) > 3:
+            raise self.error(
+                f"Too many activations ({len(names)}) specified. Number of activations "
+                "should be 1 or 3."
+            )
+        super().setup()
 
     def direction_weights(self, direction, weight, recurrence, bias, extra, hidden):
         weights = super().direction_weights(direction, weight, recurrence, bias, extra, hidden)
