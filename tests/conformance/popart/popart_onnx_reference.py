@@ -10,6 +10,29 @@ import onnx
 from onnx.reference import ReferenceEvaluator
 
 
+def numeric_gradients(
+    function, feeds: dict[str, np.ndarray], upstream: np.ndarray, wrt: Sequence[str]
+) -> list[np.ndarray]:
+    """d(sum(upstream * function(feeds))) / d feeds[w] for each w in `wrt`, by central
+    differences in float64."""
+    step = 1e-5
+    base = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in feeds.items()}
+    upstream = upstream.astype(np.float64)
+    grads = []
+    for name in wrt:
+        grad = np.zeros(base[name].shape)
+        for position in np.ndindex(base[name].shape):
+            values = []
+            for sign in (1, -1):
+                moved = dict(base)
+                moved[name] = base[name].copy()
+                moved[name][position] += sign * step
+                values.append(np.sum(upstream * function(moved)))
+            grad[position] = (values[0] - values[1]) / (2 * step)
+        grads.append(grad.astype(feeds[name].dtype))
+    return grads
+
+
 class OnnxReference:
     """The forward model a test built, evaluated by onnx.reference."""
 
@@ -30,25 +53,12 @@ class OnnxReference:
         output: str,
         upstream: np.ndarray,
         wrt: Sequence[str],
-        step: float = 1e-5,
     ) -> list[np.ndarray]:
         """d(sum(upstream * output)) / d feeds[w] for each w in `wrt`, by central differences."""
         index = self._outputs.index(output)
-        base = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in feeds.items()}
-        upstream = upstream.astype(np.float64)
-        grads = []
-        for name in wrt:
-            grad = np.zeros(base[name].shape)
-            for position in np.ndindex(base[name].shape):
-                values = []
-                for sign in (1, -1):
-                    moved = dict(base)
-                    moved[name] = base[name].copy()
-                    moved[name][position] += sign * step
-                    values.append(np.sum(upstream * self._evaluator.run(None, moved)[index]))
-                grad[position] = (values[0] - values[1]) / (2 * step)
-            grads.append(grad.astype(feeds[name].dtype))
-        return grads
+        return numeric_gradients(
+            lambda moved: self._evaluator.run(None, moved)[index], feeds, upstream, wrt
+        )
 
 
 def check_against_onnx(
