@@ -1,7 +1,8 @@
 """graphcore/popart tests/integration/operators_test/operators_test.py (part): elementwise
 ops forward, in place and with their gradients (Reciprocal, Div, Fmod, Remainder, Mod,
 Sqrt, Sub, Exp, Sigmoid, Asin, Acos, Acosh, Atan, Sinh, Log) and Transpose, against numpy
-(Cpu). The convolution, control-flow, padding and shape scenarios are not ported yet."""
+(Cpu); the lists of supported operations, Add, If and Loop. The convolution scenarios are not
+ported yet."""
 
 import numpy as np
 import pytest
@@ -568,3 +569,127 @@ def test_flatten_infer(op_tester):
 
     op_tester.setPatterns([], enableRuntimeAsserts=False)
     op_tester.run(init_builder, lambda _: [d1.reshape(6, 20)], "infer")
+
+
+@pytest.mark.follows("test_get_op_types")
+@pytest.mark.xfail(
+    strict=True,
+    reason="openipu's getSupportedOperations* list no internal ops (PopART's grad and inplace "
+    "ops), so includeInternal=True lists no more than False",
+)
+def test_get_op_types():
+    ops_public = popart.getSupportedOperations(False)
+    ops_all = popart.getSupportedOperations(True)
+    assert len(ops_public) > 0
+    assert len(ops_all) > len(ops_public)
+
+
+@pytest.mark.follows("test_get_op_types_definition")
+@pytest.mark.xfail(
+    strict=True,
+    reason="openipu's getSupportedOperations* list no internal ops (PopART's grad and inplace "
+    "ops), so includeInternal=True lists no more than False",
+)
+def test_get_op_types_definition():
+    ops_public = popart.getSupportedOperationsDefinition(False)
+    assert len(ops_public) > 0
+    for key, definition in ops_public.items():
+        assert key.domain is not None and key.type and key.version >= 1
+        for tensor in [*definition.inputs, *definition.outputs]:
+            assert isinstance(tensor.name, str)
+            assert tensor.supportedTensors is not None
+        for _, rule in definition.attributes.items():
+            assert isinstance(rule.supportedValuesRegex, str)
+    assert len(popart.getSupportedOperationsDefinition(True)) > len(ops_public)
+
+
+@pytest.mark.follows("test_add")
+def test_add(op_tester):
+    op_tester.setPatterns(["PreUniRepl"], enableRuntimeAsserts=False)
+    check_binary_training(
+        op_tester,
+        lambda b, x, y: b.aiOnnx.add([x, y], "test_add"),
+        np.random.rand(2).astype(np.float32),
+        np.random.rand(2).astype(np.float32),
+        lambda x, y: x + y,
+        lambda x, y: (np.ones_like(x), np.ones_like(y)),
+    )
+
+
+def _if(op_tester, then_branch, build_inputs, build_else, expected):
+    def init_builder(builder):
+        i1, i2, condition = build_inputs(builder)
+        then_builder = builder.createSubgraphBuilder()
+        then_builder.addInputTensorFromParentGraph(i1)
+        then_builder.addInputTensorFromParentGraph(i2)
+        then_builder.addOutputTensor(then_builder.aiOnnx.add([i1, i2]))
+        else_builder = builder.createSubgraphBuilder()
+        build_else(else_builder, i1, i2)
+        o = builder.aiOnnx.logical_if([condition], 1, else_builder, then_builder)[0]
+        builder.addOutputTensor(o)
+        return [o]
+
+    op_tester.run(init_builder, lambda _: [expected], "infer")
+
+
+@pytest.mark.follows("test_logical_if")
+@pytest.mark.parametrize("then_branch", [True, False])
+def test_logical_if(op_tester, then_branch):
+    def build_inputs(builder):
+        return (
+            builder.addInputTensor(np.asarray([0, 20, 5]).astype(np.int32)),
+            builder.addInputTensor(np.asarray([7, 2, -1]).astype(np.int32)),
+            builder.addInputTensor(np.asarray(then_branch)),
+        )
+
+    def build_else(else_builder, i1, i2):
+        else_builder.addInputTensorFromParentGraph(i1)
+        else_builder.addInputTensorFromParentGraph(i2)
+        else_builder.addOutputTensor(else_builder.aiOnnx.sub([i1, i2]))
+
+    expected = [7, 22, 4] if then_branch else [-7, 18, 6]
+    _if(op_tester, then_branch, build_inputs, build_else, np.asarray(expected, np.int32))
+
+
+@pytest.mark.follows("test_logical_if_2")
+@pytest.mark.parametrize("then_branch", [True, False])
+def test_logical_if_2(op_tester, then_branch):
+    # The else branch reads nothing of the parent graph.
+    def build_inputs(builder):
+        return (
+            builder.addInitializedInputTensor(np.asarray(1).astype(np.int32)),
+            builder.aiOnnx.constant(np.asarray(2).astype(np.int32)),
+            builder.aiOnnx.constant(np.asarray(then_branch)),
+        )
+
+    def build_else(else_builder, i1, i2):
+        out = else_builder.aiOnnx.constant(np.asarray(10).astype(np.int32))
+        else_builder.addOutputTensor(else_builder.aiGraphcore.nop([out]))
+
+    expected = np.asarray(3 if then_branch else 10).astype(np.int32)
+    _if(op_tester, then_branch, build_inputs, build_else, expected)
+
+
+@pytest.mark.follows("test_loop")
+def test_loop(op_tester):
+    i1 = np.array([[1, 2], [3, 4]]).astype(np.float32)
+    trip_count = 10
+
+    def init_builder(builder):
+        builder.setGraphName("main_graph")
+        a, b = builder.addInputTensor(i1), builder.addInputTensor(i1)
+        trips = builder.aiOnnx.constant(np.array(trip_count).astype(np.int64))
+        cond = builder.aiOnnx.constant(np.array(True).astype(np.bool_), "cond")
+        body = builder.createSubgraphBuilder()
+        body.setGraphName("body")
+        body.addInputTensor(popart.TensorInfo("INT64", []))
+        keepgoing = body.addInputTensor(popart.TensorInfo("BOOL", []))
+        a_out = body.aiOnnx.matmul([body.addUntypedInputTensor(a), b])
+        body.addOutputTensor(keepgoing)
+        body.addOutputTensor(a_out)
+        o = builder.aiOnnx.loop([trips, cond, a], 1, body)[0]
+        builder.addOutputTensor(o)
+        return [o]
+
+    expected = np.linalg.matrix_power(i1.astype(np.float64), trip_count + 1).astype(np.float32)
+    op_tester.run(init_builder, lambda _: [expected], step_type="infer")
