@@ -1,11 +1,13 @@
 """graphcore/popart tests/integration/operators_test/operators_test.py (part): elementwise
 ops forward, in place and with their gradients (Reciprocal, Div, Fmod, Remainder, Mod,
 Sqrt, Sub, Exp, Sigmoid, Asin, Acos, Acosh, Atan, Sinh, Log) and Transpose, against numpy
-(Cpu); the lists of supported operations, Add, If and Loop. The convolution scenarios are not
-ported yet."""
+(Cpu); the lists of supported operations, Add, If and Loop; and convolutions (1-D to 3-D,
+grouped, padded, strided and dilated) and their data gradients against onnx.reference's Conv and
+central differences of it."""
 
 import numpy as np
 import pytest
+from popart_onnx_reference import check_against_onnx
 from popart_op_checks import check_binary_training, check_unary
 
 import popart
@@ -693,3 +695,103 @@ def test_loop(op_tester):
 
     expected = np.linalg.matrix_power(i1.astype(np.float64), trip_count + 1).astype(np.float32)
     op_tester.run(init_builder, lambda _: [expected], step_type="infer")
+
+
+def _conv(op_tester, data, filt, train=False, bias=None, **attributes):
+    """Conv of `data` by `filt` (and `bias`) with `attributes`, forward or with the data's
+    gradient, against onnx.reference."""
+    arrays = [data, filt] + ([bias] if bias is not None else [])
+    op_tester.atol, op_tester.rtol = 1e-5, 1e-4
+    if train:
+        op_tester.setPatterns(["ConvDataGrad"], enableRuntimeAsserts=False)
+    check_against_onnx(
+        op_tester,
+        arrays,
+        lambda b, ids: [b.aiOnnx.conv(ids, **attributes)],
+        train_inputs=[0] if train else None,
+    )
+
+
+def _ones(*shape):
+    return np.ones(shape, dtype=np.float32)
+
+
+def _random(*shape):
+    return np.random.rand(*shape).astype(np.float32)
+
+
+PLAIN_2D = {"dilations": [1, 1], "pads": [1, 1, 1, 1], "strides": [1, 1]}
+
+
+@pytest.mark.follows("test_convolution")
+def test_convolution(op_tester):
+    _conv(op_tester, _ones(1, 2, 4, 4), _ones(3, 2, 3, 3), **PLAIN_2D)
+
+
+@pytest.mark.follows("test_convolution_2")
+def test_convolution_2(op_tester):
+    # The backward convolution differs from the forward one (stride 2, 1x1 kernel).
+    attributes = {"dilations": [1, 1], "pads": [0, 0, 0, 0], "strides": [2, 2]}
+    _conv(op_tester, _ones(1, 2, 4, 4), _ones(4, 2, 1, 1), train=True, **attributes)
+
+
+@pytest.mark.follows("test_convolution_3")
+def test_convolution_3(op_tester):
+    _conv(op_tester, _ones(1, 2, 4, 4), _ones(3, 2, 3, 3), **PLAIN_2D)
+
+
+@pytest.mark.follows("test_convolution_4")
+def test_convolution_4(op_tester):
+    _conv(op_tester, _random(1, 6, 4, 4), _random(9, 2, 3, 3), group=3, **PLAIN_2D)
+
+
+@pytest.mark.follows("test_convolution_5")
+def test_convolution_5(op_tester):
+    groups = 5
+    data, filt = _random(1, groups * 11, 4, 4), _random(groups * 7, 11, 3, 3)
+    _conv(op_tester, data, filt, train=True, group=groups, **PLAIN_2D)
+
+
+@pytest.mark.follows("test_convolution_6")
+def test_convolution_6(op_tester):
+    # Padding larger than the kernel.
+    attributes = {"dilations": [1, 1], "pads": [5] * 4, "strides": [1, 1]}
+    _conv(op_tester, _ones(1, 2, 4, 4), _ones(3, 2, 3, 3), train=True, **attributes)
+
+
+@pytest.mark.follows("test_convolution_7")
+def test_convolution_7(op_tester):
+    attributes = {"dilations": [3, 3], "pads": [4, 2, 4, 2], "strides": [2, 1]}
+    _conv(op_tester, _ones(1, 4, 8, 10), _ones(2, 4, 3, 5), train=True, **attributes)
+
+
+PLAIN_3D = {"dilations": [1, 1, 1], "pads": [1] * 6, "strides": [1, 1, 1]}
+
+
+@pytest.mark.follows("test_convolution_3d")
+def test_convolution_3d(op_tester):
+    _conv(op_tester, _ones(1, 2, 4, 4, 4), _ones(3, 2, 3, 3, 3), **PLAIN_3D)
+
+
+@pytest.mark.follows("test_convolution_3d_2")
+def test_convolution_3d_2(op_tester):
+    groups = 5
+    data, filt = _random(1, groups * 2, 4, 4, 4), _random(groups * 3, 2, 3, 3, 3)
+    _conv(op_tester, data, filt, train=True, group=groups, **PLAIN_3D)
+
+
+@pytest.mark.follows("test_convolution_default_infer")
+def test_convolution_default_infer(op_tester):
+    _conv(op_tester, _random(1, 2, 4, 4), _random(3, 2, 3, 3))
+
+
+@pytest.mark.follows("test_convolution_default_train")
+def test_convolution_default_train(op_tester):
+    _conv(op_tester, _random(1, 2, 4, 4), _random(3, 2, 3, 3), train=True)
+
+
+@pytest.mark.follows("test_convolution_with_bias_1d")
+def test_convolution_with_bias_1d(op_tester):
+    bias = np.arange(3, dtype=np.float32)
+    attributes = {"dilations": [1], "pads": [1, 1], "strides": [1]}
+    _conv(op_tester, _ones(1, 2, 4), _ones(3, 2, 3), bias=bias, **attributes)
