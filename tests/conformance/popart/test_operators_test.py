@@ -795,3 +795,46 @@ def test_convolution_with_bias_1d(op_tester):
     bias = np.arange(3, dtype=np.float32)
     attributes = {"dilations": [1], "pads": [1, 1], "strides": [1]}
     _conv(op_tester, _ones(1, 2, 4), _ones(3, 2, 3), bias=bias, **attributes)
+
+
+REVERSE_DATA_SHAPE = (4, 1, 3)
+
+
+def _reverse_builder(data, dims):
+    def init_builder(builder):
+        o = builder.aiGraphcore.reverse([builder.addInputTensor(data)], dims)
+        builder.addOutputTensor(o)
+        return [o]
+
+    return init_builder
+
+
+@pytest.mark.follows("test_reverse")
+def test_reverse(op_tester):
+    d1 = np.random.rand(*REVERSE_DATA_SHAPE).astype(np.float32)
+    expected = np.flip(d1, (2, 1))
+    op_tester.run(_reverse_builder(d1, [2, 1]), lambda _: [expected], "infer")
+    for dims, message in [
+        ([2, -2], "invalid dimension '-2'. Only positive dimensions are supported"),
+        ([1, 1], "Dimension 1 appears multiple times"),
+        ([3], "invalid dimension '3' for input tensor of rank 3"),
+    ]:
+        with pytest.raises(popart.popart_exception) as e_info:
+            op_tester.run(_reverse_builder(d1, dims), lambda _: [expected], "infer")
+        assert message in e_info.value.args[0]
+
+
+@pytest.mark.follows("test_reverse_grad")
+def test_reverse_grad(op_tester):
+    d1 = np.random.rand(*REVERSE_DATA_SHAPE).astype(np.float32)
+
+    def init_builder(builder):
+        i1 = builder.addInputTensor(d1)
+        o = builder.aiGraphcore.reverse([i1], [2, 1])
+        builder.addOutputTensor(o)
+        return [o, G + i1, G + o]
+
+    def reference(ref_data):
+        return [np.flip(d1, (2, 1)), np.flip(ref_data.getOutputTensorGrad(0), (2, 1)), None]
+
+    op_tester.run(init_builder, reference, "train")

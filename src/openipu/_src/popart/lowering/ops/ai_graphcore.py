@@ -280,7 +280,27 @@ class Reshape(Op):
 @graphcore_op("Reverse")
 class Reverse(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
-        dimensions = normalize_axes(self.attrs.dimensions, x.shape.rank)
+        # PopART takes only dimensions in [0, rank), each once (willow/src/op/reverse.cpp,
+        # setup; operators_test/operators_test.py, test_reverse).
+        rank = x.shape.rank
+        dimensions: list[int] = []
+        for dim in self.attrs.dimensions:
+            if dim < 0:
+                raise self.error(
+                    f"ReverseOp '{self.name}' invalid dimension '{dim}'. Only positive "
+                    "dimensions are supported"
+                )
+            if dim >= rank:
+                raise self.error(
+                    f"ReverseOp '{self.name}' invalid dimension '{dim}' for input tensor of "
+                    f"rank {rank}"
+                )
+            if dim in dimensions:
+                raise self.error(
+                    f"Dimension {dim} appears multiple times in the list of dimensions of "
+                    f"ReverseOp '{self.name}'"
+                )
+            dimensions.append(dim)
         return tf.reverse(x, dimensions) if dimensions else tf.identity(x)
 
 
