@@ -1,7 +1,10 @@
 """graphcore/popart tests/integration/operators_test/batchnorm_test.py (part): BatchNormalization
-in inference repeated with the same result, in float16 with a float32 variance for training
-and inference, and the shapes of its five training outputs (Cpu). The scenarios comparing
-training statistics with torch are not ported yet."""
+in inference (2-D, 3-D and empty inputs, against numpy with the running statistics), in
+training (batch statistics, the input's gradient against TensorFlow's autodiff of the same
+formula), detached in inference mode inside a training session, refused in inference mode
+in training undetached; repeated inference with the same result, float16 with a float32
+variance, and the shapes of its five training outputs (Cpu). The error cases, the
+non-spatial (opset 7) and torch-version scenarios are not ported yet."""
 
 import numpy as np
 import pytest
@@ -124,3 +127,138 @@ def test_batchnorm_shapeinference():
     anchors = _train(builder, i1, d1, list(outputs), outputs[0])
     for o, shape in zip(outputs, shapes, strict=True):
         assert anchors[o].shape == shape
+
+
+def _normalized(x, scale, bias, mean, var):
+    """(x - mean) / sqrt(var + eps) * scale + bias, the statistics per channel (axis 1)."""
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean, var, scale, bias = (np.reshape(v, shape) for v in (mean, var, scale, bias))
+    return (x - mean) / np.sqrt(var + EPSILON) * scale + bias
+
+
+def _bn_inputs(shape, running=None):
+    d1 = np.random.rand(*shape).astype(np.float32)
+    channels = shape[1]
+    scale = np.random.rand(channels).astype(np.float32)
+    b = np.random.rand(channels).astype(np.float32)
+    if running is None:
+        mean = np.random.rand(channels).astype(np.float32)
+        var = np.ones(channels, np.float32) + (np.random.rand(channels).astype(np.float32) - 0.5)
+    else:
+        mean, var = running
+    return d1, scale, b, mean, var
+
+
+def _bn_infer(op_tester, d1, scale, b, mean, var):
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b, mean, var)]
+        (o_y,) = builder.aiOnnx.batchnormalization(ids, 1, EPSILON, MOMENTUM)
+        builder.addOutputTensor(o_y)
+        return [o_y]
+
+    expected = _normalized(d1.astype(np.float64), scale, b, mean, var).astype(np.float32)
+    op_tester.rtol = 1e-5
+    op_tester.atol = 1e-6
+    op_tester.run(init_builder, lambda _: [expected], "infer")
+
+
+@pytest.mark.follows("test_batchnorm_test_0")
+def test_batchnorm_test_0(op_tester):
+    d1 = np.array(
+        [[[[1, 1], [1, 1]], [[1, 1], [1, 1]]], [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]],
+        dtype=np.float32,
+    )
+    ones, zeros = np.ones(2, np.float32), np.zeros(2, np.float32)
+    _bn_infer(op_tester, d1, ones, zeros, zeros, ones)
+
+
+@pytest.mark.follows("test_batchnorm_test_1")
+def test_batchnorm_test_1(op_tester):
+    _bn_infer(op_tester, *_bn_inputs((2, 2, 2, 2)))
+
+
+@pytest.mark.follows("test_batchnorm_test_2")
+def test_batchnorm_test_2(op_tester):
+    _bn_infer(op_tester, *_bn_inputs((2, 2, 2, 2, 2)))
+
+
+@pytest.mark.follows("test_batchnorm_test_3")
+def test_batchnorm_test_3(op_tester):
+    empty = np.zeros(0, np.float32)
+    _bn_infer(op_tester, np.zeros((0, 0, 0, 0), np.float32), empty, empty, empty, empty)
+
+
+def _training_reference(d1, scale, b, d__o):
+    """Training-mode output (batch mean, biased batch variance) and the input's gradient,
+    by TensorFlow's autodiff."""
+    import tensorflow as tf
+
+    x = tf.Variable(d1.astype(np.float64))
+    axes = [0, *range(2, d1.ndim)]
+    with tf.GradientTape() as tape:
+        mean, var = tf.nn.moments(x, axes=axes, keepdims=True)
+        shape = (1, -1) + (1,) * (d1.ndim - 2)
+        y = (x - mean) / tf.sqrt(var + EPSILON) * scale.reshape(shape) + b.reshape(shape)
+    grad = tape.gradient(y, x, output_gradients=tf.constant(d__o.astype(np.float64)))
+    return y.numpy().astype(np.float32), grad.numpy().astype(np.float32)
+
+
+@pytest.mark.follows("test_batchnorm_train_0")
+def test_batchnorm_train_0(op_tester):
+    d1 = np.array(
+        [[[[1, 1], [1, 1]], [[1, 1], [1, 1]]], [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]],
+        dtype=np.float32,
+    )
+    scale, b = np.ones(2, np.float32), np.zeros(2, np.float32)
+    mean, var = np.zeros(2, np.float32), np.ones(2, np.float32)
+    g = popart.reservedGradientPrefix()
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b, mean, var)]
+        o_y, o_mean, o_var, _, _ = builder.aiOnnx.batchnormalization(ids, 5, EPSILON, MOMENTUM)
+        for o in (o_y, o_mean, o_var):
+            builder.addOutputTensor(o)
+        return [o_y, g + ids[0], g + o_y]
+
+    def reference(ref_data):
+        d__o = ref_data.getOutputTensorGrad(0)
+        y, grad = _training_reference(d1, scale, b, d__o)
+        return [y, grad, d__o]
+
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+    op_tester.atol *= 10
+    op_tester.run(init_builder, reference, "train")
+
+
+def _one_output_training(op_tester, detach):
+    d1, scale, b, mean, var = _bn_inputs((2, 2, 2, 2), running=(np.zeros(2), np.ones(2)))
+    mean, var = mean.astype(np.float32), var.astype(np.float32)
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b, mean, var)]
+        (o_y,) = builder.aiOnnx.batchnormalization(ids, 1, EPSILON, MOMENTUM)
+        if detach:
+            o_y = builder.aiGraphcore.detach([o_y])
+        builder.addOutputTensor(o_y)
+        return [o_y]
+
+    expected = _normalized(d1.astype(np.float64), scale, b, mean, var).astype(np.float32)
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+    op_tester.rtol = 1e-04
+    op_tester.run(init_builder, lambda _: [expected], "train")
+
+
+@pytest.mark.follows("test_batchnorm_train_3")
+def test_batchnorm_train_3(op_tester):
+    with pytest.raises(popart.popart_exception) as e_info:
+        _one_output_training(op_tester, detach=False)
+    assert (
+        "To use the BatchNorm Op in inference mode during training, it has to be detached first."
+        in e_info.value.args[0]
+    )
+
+
+@pytest.mark.follows("test_batchnorm_train_4")
+def test_batchnorm_train_4(op_tester):
+    # Detached, a one-output BatchNormalization runs in inference mode (running statistics).
+    _one_output_training(op_tester, detach=True)

@@ -79,3 +79,19 @@ def batch_norm_statistics(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[
             if statistic in weight_ids and output:
                 updates[statistic] = output
     return updates
+
+
+def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> list[str]:
+    """The BatchNormalization nodes with only their Y output (inference mode) whose output
+    the loss's gradient reaches: PopART would create their gradient op, which it refuses
+    (willow/src/op/batchnorm.cpp, BatchNormGradOp; operators_test/batchnorm_test.py)."""
+    found = []
+    for node in graph.node:
+        if canonical_domain(node.domain) != ONNX_DOMAIN or node.op_type != "BatchNormalization":
+            continue
+        if any(a.name == "training_mode" and a.i for a in node.attribute):
+            continue
+        outputs = [name for name in node.output if name]
+        if len(outputs) == 1 and outputs[0] in reachable:
+            found.append(node.name or outputs[0])
+    return found

@@ -84,6 +84,14 @@ class TrainingSession(SessionCore):
 
     def _after_lowering(self) -> None:
         self._check_loss()
+        for name in loss_graph.inference_batch_norms_in(
+            self._model.graph, self._gradient_reachable()
+        ):
+            raise popart_exception(
+                f'BatchNorm Op "{name}" has 1 output(s) which means it is in inference mode, '
+                "but its gradient Op is being created. To use the BatchNorm Op in inference "
+                "mode during training, it has to be detached first."
+            )
         depends_on = loss_graph.ancestors(self._model.graph, self._loss_id)
         self._loss_ancestors = depends_on
         weights = self._weights
