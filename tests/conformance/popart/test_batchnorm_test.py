@@ -262,3 +262,84 @@ def test_batchnorm_train_3(op_tester):
 def test_batchnorm_train_4(op_tester):
     # Detached, a one-output BatchNormalization runs in inference mode (running statistics).
     _one_output_training(op_tester, detach=True)
+
+
+def _batch_normalized(x, scale, b):
+    axes = (0, *range(2, x.ndim))
+    x = x.astype(np.float64)
+    return _normalized(x, scale, b, x.mean(axis=axes), x.var(axis=axes))
+
+
+@pytest.mark.follows("test_batchnorm_train_2")
+def test_batchnorm_train_2(op_tester):
+    # Sixteen chained five-output BatchNormalizations normalise by their batch statistics,
+    # in an InferenceSession too: the statistics outputs make them train.
+    d1, scale, b, mean, var = _bn_inputs((2, 2, 2, 2, 2), running=(np.zeros(2), np.ones(2)))
+    mean, var = mean.astype(np.float32), var.astype(np.float32)
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b, mean, var)]
+        o_y, o_mean, o_var, _, _ = builder.aiOnnx.batchnormalization(ids, 5, EPSILON, MOMENTUM)
+        for _ in range(15):
+            o_y, o_mean, o_var, _, _ = builder.aiOnnx.batchnormalization(
+                [o_y, ids[1], ids[2], o_mean, o_var], 5, EPSILON, MOMENTUM
+            )
+        for o in (o_y, o_mean, o_var):
+            builder.addOutputTensor(o)
+        return [o_y, o_mean, o_var]
+
+    expected = d1
+    for _ in range(16):
+        expected = _batch_normalized(expected, scale, b)
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+    op_tester.rtol, op_tester.atol = 1e-04, 1e-5
+    op_tester.run(init_builder, lambda _: [expected.astype(np.float32), None, None], "infer")
+
+
+@pytest.mark.follows("test_batchnorm_train_fp32var_torch_version")
+def test_batchnorm_train_fp32var_torch_version(op_tester):
+    # ai.graphcore's BatchNormalization updates the running variance with the unbiased
+    # (N - 1) batch variance, as torch does: with momentum 0 it is that variance.
+    d1 = np.random.rand(1, 3, 2).astype(np.float32) * 100
+    scale, b = np.random.rand(3).astype(np.float32), np.random.rand(3).astype(np.float32)
+    mean, var = np.zeros(3, np.float32), np.ones(3, np.float32)
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(d1)]
+        ids += [builder.addInitializedInputTensor(a) for a in (scale, b, mean, var)]
+        o_y, _, running_var, _, _ = builder.aiGraphcore.batchnormalization(ids, 5, EPSILON, 0)
+        builder.addOutputTensor(running_var)
+        builder.addOutputTensor(o_y)
+        return [o_y, running_var]
+
+    expected_var = d1.astype(np.float64).var(axis=(0, 2), ddof=1).astype(np.float32)
+    expected_y = _batch_normalized(d1, scale, b).astype(np.float32)
+    op_tester.atol = 1e-05
+    op_tester.rtol = 1e-5
+    op_tester.run(init_builder, lambda _: [expected_y, expected_var], "infer")
+
+
+@pytest.mark.follows("test_batchnorm_test_detached_mean_var")
+def test_batchnorm_test_detached_mean_var(op_tester):
+    d1 = np.array(
+        [[[[1, 1], [1, 1]], [[1, 1], [1, 1]]], [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]],
+        dtype=np.float32,
+    )
+    scale, b = np.ones(2, np.float32), np.zeros(2, np.float32)
+    mean, var = np.zeros(2, np.float32), np.ones(2, np.float32)
+
+    def init_builder(builder):
+        i1, i_scale, i_b, i_mean, i_var = (
+            builder.addInputTensor(a) for a in (d1, scale, b, mean, var)
+        )
+        statistics = [builder.aiGraphcore.detach([t]) for t in (i_mean, i_var)]
+        (o_y,) = builder.aiOnnx.batchnormalization(
+            [i1, i_scale, i_b, *statistics], 1, EPSILON, MOMENTUM
+        )
+        builder.addOutputTensor(o_y)
+        return [o_y]
+
+    expected = _normalized(d1.astype(np.float64), scale, b, mean, var).astype(np.float32)
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+    op_tester.atol = 1e-6
+    op_tester.run(init_builder, lambda _: [expected], "infer")

@@ -23,6 +23,7 @@ from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, upsample_with_zeros
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
+from openipu._src.popart.lowering.ops.normalization import wants_statistics
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
 from openipu._src.popart.lowering.remainder import truncated_remainder
@@ -543,7 +544,7 @@ class BatchNormalization(Op):
         rank = x.shape.rank
         broadcast = [1, -1] + [1] * (rank - 2)
         epsilon, momentum = self.attrs.epsilon, self.attrs.momentum
-        if not context.training:
+        if not wants_statistics(self.node):
             inverse = tf.math.rsqrt(variance + epsilon)
             y = (x - tf.reshape(mean, broadcast)) * tf.reshape(scale * inverse, broadcast)
             return (y + tf.reshape(bias, broadcast), mean, variance, mean, variance)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import onnx
 import tensorflow as tf
 
 from openipu._src.popart.lowering.op import Op, RunContext
@@ -17,18 +18,24 @@ def per_channel(value: tf.Tensor, rank: int) -> tf.Tensor:
     return tf.reshape(value, [1, -1] + [1] * (rank - 2))
 
 
+def wants_statistics(node: onnx.NodeProto) -> bool:
+    """A batch normalization asked for more than its Y output computes batch statistics."""
+    return len([name for name in node.output if name]) > 1
+
+
 @register_op("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
 class BatchNormalization(Op):
     """Inference uses the running statistics; training mode uses (and updates) batch statistics.
 
-    Training mode is the ``training_mode`` attribute (opset >= 14) or, as in PopART, a training
-    run of a node that asks for the statistics outputs.
+    Training mode is the ``training_mode`` attribute (opset >= 14) or, as in PopART, a node
+    that asks for the statistics outputs, in any session (willow/src/op/batchnorm.cpp: "If we
+    have the optional outputs we can assume we are training"; operators_test/batchnorm_test.py,
+    test_batchnorm_train_2 runs such nodes in an InferenceSession).
     """
 
     def training(self, context: RunContext) -> bool:
-        wants_statistics = len([name for name in self.node.output if name]) > 1
         return bool(self.attrs.get("training_mode")) or (
-            self.opset_version < 14 and context.training and wants_statistics
+            self.opset_version < 14 and wants_statistics(self.node)
         )
 
     @property
