@@ -343,3 +343,75 @@ def test_batchnorm_test_detached_mean_var(op_tester):
     op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
     op_tester.atol = 1e-6
     op_tester.run(init_builder, lambda _: [expected], "infer")
+
+
+@pytest.mark.follows("test_batchnorm_train_1")
+def test_batchnorm_train_1(op_tester, tmp_path):
+    # Trained with running statistics that are weights: modelToHost writes them updated, in
+    # float_data as the original's writer does.
+    d1, scale, b, _, _ = _bn_inputs((2, 2, 2, 2))
+    mean, var = np.array([5, 5], np.float32), np.array([7, 7], np.float32)
+    initializers = {}
+    g = popart.reservedGradientPrefix()
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b)]
+        for value in (mean, var):
+            ids.append(builder.addInitializedInputTensor(value))
+            initializers[ids[-1]] = value
+        o_y, o_mean, o_var, _, _ = builder.aiOnnx.batchnormalization(ids, 5, EPSILON, MOMENTUM)
+        for o in (o_y, o_mean, o_var):
+            builder.addOutputTensor(o)
+        return [o_y, g + ids[0], g + o_y]
+
+    def reference(ref_data):
+        d__o = ref_data.getOutputTensorGrad(0)
+        y, grad = _training_reference(d1, scale, b, d__o)
+        return [y, grad, d__o]
+
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+    op_tester.rtol = 1e-04
+    # The input's gradient is zero up to float32 rounding (the loss is a mean of y).
+    op_tester.atol = 1e-7
+    session = op_tester.run(init_builder, reference, "train")
+    path = str(tmp_path / "test_batchnorm_train_1.onnx")
+    session.modelToHost(path)
+    import onnx
+
+    for init in onnx.load(path).graph.initializer:
+        assert not np.allclose(initializers[init.name], np.array(init.float_data, np.float32))
+
+
+@pytest.mark.follows("test_batchnorm_train_0_errorcases")
+def test_batchnorm_train_0_errorcases(op_tester):
+    d1 = np.zeros((2, 2, 2, 2), np.float32)
+    ones, zeros = np.ones(2, np.float32), np.zeros(2, np.float32)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    op_tester.setPatterns(["PreUniRepl", "ReciprocalGradOp"], enableRuntimeAsserts=False)
+
+    def refused(inputs, opsets=None, **attributes):
+        def init_builder(builder):
+            ids = [builder.addInputTensor(a) for a in inputs]
+            (o_y,) = builder.aiOnnx.batchnormalization(ids, 1, EPSILON, MOMENTUM, **attributes)
+            return [o_y]
+
+        with pytest.raises(popart.popart_exception) as e_info:
+            op_tester.run(init_builder, None, "train", opsets=opsets)
+        return e_info.value.args[0]
+
+    # An input of fewer than 4 dimensions.
+    assert "batch norm requires" in refused([np.ones((2, 2), np.float32), ones, zeros, zeros, ones])
+    # Each of scale, B, mean and var must have X's channel count.
+    for index, name in enumerate(["scale", "B", "mean", "var"]):
+        inputs = [d1, ones, zeros, zeros, ones]
+        inputs[1 + index] = one if name in ("scale", "var") else zero
+        message = refused(inputs)
+        assert all(m in message for m in ["expected shape", name, "to be [2]"])
+    # Non-spatial (opset 7): the statistics have X's shape but the first dimension.
+    three = np.zeros((2, 2, 2), np.float32)
+    message = refused(
+        [d1, three, three, three, np.ones((2, 2, 4), np.float32)],
+        opsets={"ai.onnx": 7, "ai.onnx.ml": 1, "ai.graphcore": 1},
+        spatial=0,
+    )
+    assert all(m in message for m in ["expected shape", "var", "to be [2 2 2]"])

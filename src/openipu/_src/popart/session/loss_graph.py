@@ -81,9 +81,9 @@ def batch_norm_statistics(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[
     return updates
 
 
-def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> list[str]:
-    """The BatchNormalization nodes with only their Y output (inference mode) whose output
-    the loss's gradient reaches: PopART would create their gradient op, which it refuses
+def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> list[onnx.NodeProto]:
+    """The BatchNormalization nodes with only their Y output (inference mode) that the
+    loss's gradient reaches: PopART would create their gradient op, which it refuses
     (willow/src/op/batchnorm.cpp, BatchNormGradOp; operators_test/batchnorm_test.py)."""
     found = []
     for node in graph.node:
@@ -93,5 +93,5 @@ def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> lis
             continue
         outputs = [name for name in node.output if name]
         if len(outputs) == 1 and outputs[0] in reachable:
-            found.append(node.name or outputs[0])
+            found.append(node)
     return found
