@@ -2,9 +2,10 @@
 in inference (2-D, 3-D and empty inputs, against numpy with the running statistics), in
 training (batch statistics, the input's gradient against TensorFlow's autodiff of the same
 formula), detached in inference mode inside a training session, refused in inference mode
-in training undetached; repeated inference with the same result, float16 with a float32
-variance, and the shapes of its five training outputs (Cpu). The error cases, the
-non-spatial (opset 7) and torch-version scenarios are not ported yet."""
+in training undetached, its input shapes refused; non-spatial (opset 7) against a reshaped
+spatial one; the running variance of ai.graphcore's (unbiased); repeated inference with the
+same result, float16 with a float32 variance, and the shapes of its five training outputs
+(Cpu)."""
 
 import numpy as np
 import pytest
@@ -415,3 +416,73 @@ def test_batchnorm_train_0_errorcases(op_tester):
         spatial=0,
     )
     assert all(m in message for m in ["expected shape", "var", "to be [2 2 2]"])
+
+
+OPSET_7 = {"ai.onnx": 7, "ai.onnx.ml": 1, "ai.graphcore": 1}
+
+
+def _nonspatial_inputs():
+    d1 = np.random.rand(2, 2, 2).astype(np.float32)
+    scale, b, mean = (np.random.rand(2, 2).astype(np.float32) for _ in range(3))
+    var = np.ones((2, 2), np.float32) + (np.random.rand(2, 2).astype(np.float32) - 0.5)
+    return d1, scale, b, mean, var
+
+
+def _as_spatial(d1, *params):
+    """spatial=0 on [N, C, D] is spatial=1 on [N, C*D, 1] with the parameters flattened."""
+    return (d1.reshape(2, 4, 1), *(p.reshape(4) for p in params))
+
+
+def _nonspatial(op_tester, train, also_spatial=False):
+    d1, scale, b, mean, var = _nonspatial_inputs()
+    g = popart.reservedGradientPrefix()
+
+    def init_builder(builder):
+        ids = [builder.addInputTensor(a) for a in (d1, scale, b, mean, var)]
+        count = 5 if train or also_spatial else 1
+        outputs = builder.aiOnnx.batchnormalization(ids, count, EPSILON, MOMENTUM, spatial=0)
+        o_y = outputs[0]
+        for o in outputs[:3]:
+            builder.addOutputTensor(o)
+        if also_spatial:
+            flat = [builder.reshape_const(builder.aiOnnx, [ids[0]], [2, 4, 1])]
+            flat += [builder.reshape_const(builder.aiOnnx, [i], [4]) for i in ids[1:]]
+            o_y2 = builder.aiOnnx.batchnormalization(flat, count, EPSILON, MOMENTUM, spatial=1)[0]
+            o_y2 = builder.reshape_const(builder.aiOnnx, [o_y2], [2, 2, 2])
+            return [o_y, o_y2]
+        return [o_y, g + ids[0], g + o_y] if train else [o_y]
+
+    def reference(ref_data):
+        x, *params = _as_spatial(d1, scale, b, mean, var)
+        if not train and not also_spatial:
+            return [_normalized(x.astype(np.float64), *params).reshape(d1.shape).astype(np.float32)]
+        d__o = ref_data.getOutputTensorGrad(0) if train and not also_spatial else np.ones_like(d1)
+        y, grad = _training_reference(x, params[0], params[1], d__o.reshape(2, 4, 1))
+        if also_spatial:
+            return [y.reshape(d1.shape), y.reshape(d1.shape)]
+        return [y.reshape(d1.shape), grad.reshape(d1.shape), d__o]
+
+    # The input's gradient is zero up to float32 rounding (the loss is a mean of y).
+    op_tester.atol, op_tester.rtol = 1e-05, 1e-03
+    op_tester.run(init_builder, reference, "train" if train else "infer", opsets=OPSET_7)
+
+
+@pytest.mark.follows("test_batchnorm_train_nonspatial")
+def test_batchnorm_train_nonspatial(op_tester):
+    _nonspatial(op_tester, train=True)
+
+
+@pytest.mark.follows("test_batchnorm_train_nonspatial_2")
+def test_batchnorm_train_nonspatial_2(op_tester):
+    # Non-spatial against a reshaped spatial normalization in the same model.
+    _nonspatial(op_tester, train=True, also_spatial=True)
+
+
+@pytest.mark.follows("test_batchnorm_test_nonspatial")
+def test_batchnorm_test_nonspatial(op_tester):
+    _nonspatial(op_tester, train=False)
+
+
+@pytest.mark.follows("test_batchnorm_test_nonspatial_2")
+def test_batchnorm_test_nonspatial_2(op_tester):
+    _nonspatial(op_tester, train=False, also_spatial=True)
