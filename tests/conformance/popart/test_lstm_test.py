@@ -1,7 +1,7 @@
 """graphcore/popart tests/integration/operators_test/lstm_test.py: ONNX LSTM forward (with
 biases, initial states and sequence lengths) and its gradients against onnx.reference's LSTM
 and central differences of it; PopART's own ai.graphcore LSTM (weights [4, I+H, H], gates
-forget, input, candidate, output) giving the ONNX LSTM's values; an unsupported activation
+forget, input, candidate, output) giving the ONNX LSTM's values and gradients; an unsupported activation
 refused; and the IR checks (one LSTM, outlined, recomputed), which openipu cannot make
 (IpuModel2, as the original's CMake)."""
 
@@ -179,6 +179,66 @@ def test_lstm_onnx_vs_popart_2():
 
     popart_out = _run_inference(build_popart, inputs)
     np.testing.assert_allclose(_onnx_lstm_output(inputs), popart_out, rtol=1e-6, atol=1e-7)
+
+
+def _train_gradients(build, data, weights, inputs):
+    """Gradients of identityloss(Y) with respect to the data and the initialized `weights`,
+    for the Y of `build(builder, data id, weight ids, input ids)`, on the IpuModel2."""
+    builder = popart.Builder()
+    data_id = builder.addInputTensor(popart.TensorInfo(data))
+    weight_ids = [builder.addInitializedInputTensor(w) for w in weights]
+    input_ids = [builder.addInputTensor(popart.TensorInfo(i)) for i in inputs]
+    y = build(builder, data_id, weight_ids, input_ids)
+    loss = builder.aiGraphcore.identityloss([y])
+    grads = [popart.reservedGradientPrefix() + t for t in (data_id, *weight_ids)]
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {a: popart.AnchorReturnType("All") for a in grads}),
+        loss=loss,
+        optimizer=popart.ConstSGD(0.01),
+        deviceInfo=create_test_device(DEVICE),
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    feeds = dict(zip([data_id, *input_ids], [data, *inputs], strict=True))
+    session.run(popart.PyStepIO(feeds, anchors))
+    return [anchors[g] for g in grads]
+
+
+@pytest.mark.follows("test_lstm_training_onnx_vs_popart")
+def test_lstm_training_onnx_vs_popart():
+    hidden = 7
+    data, w, r, biases, seq_lens, initial_h, initial_c = _onnx_inputs(2, 2, hidden)
+
+    def build_onnx(builder, x, weights, inputs):
+        return builder.aiOnnx.lstm([x, *weights, *inputs], 3, clip=None)[0]
+
+    def build_popart(builder, x, weights, inputs):
+        w_id, r_id, b_id = weights
+
+        def reshape_weights(weight):
+            parts = builder.aiOnnx.split([weight], 4, 1, [hidden] * 4)
+            parts = [builder.aiOnnx.transpose([p], [0, 2, 1]) for p in parts]
+            return builder.aiOnnx.concat([parts[i] for i in GATE_ORDER], 0)
+
+        stacked = builder.aiOnnx.concat([reshape_weights(w_id), reshape_weights(r_id)], 1)
+        parts = builder.aiOnnx.split([b_id], 8, 1, [hidden] * 8)
+        bias = builder.aiOnnx.add(
+            [
+                builder.aiOnnx.concat([parts[i] for i in GATE_ORDER], 0),
+                builder.aiOnnx.concat([parts[i + 4] for i in GATE_ORDER], 0),
+            ]
+        )
+        state = builder.aiOnnx.concat(inputs, 0)
+        return builder.aiGraphcore.lstm([x, stacked, bias, state])[0]
+
+    onnx_grads = _train_gradients(
+        build_onnx, data, [w, r, biases], [seq_lens, initial_h, initial_c]
+    )
+    popart_grads = _train_gradients(build_popart, data, [w, r, biases], [initial_h, initial_c])
+    for onnx_grad, popart_grad in zip(onnx_grads, popart_grads, strict=True):
+        np.testing.assert_allclose(onnx_grad, popart_grad, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.follows("test_lstm_torch")
