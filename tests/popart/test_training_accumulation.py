@@ -209,9 +209,10 @@ def test_automatic_loss_scaling_follows_the_histogram_rule():
         expected.append(scale)
     np.testing.assert_array_equal(scales, expected)
     assert len(set(expected)) > 2  # it went up and down
-    # The update removes the loss scaling: w' = w - lr * (scaled gradient) / scale.
-    for step in range(steps - 1):
-        change = arrays[model.w][step + 1].astype(np.float64) - arrays[model.w][step]
+    # The update removes the loss scaling: w' = w - lr * (scaled gradient) / scale. The
+    # anchored weight is the one after the step's update (as the original's anchors are).
+    for step in range(1, steps):
+        change = arrays[model.w][step].astype(np.float64) - arrays[model.w][step - 1]
         np.testing.assert_allclose(
             change,
             -0.01 * arrays[grads[0]][step].astype(np.float64) / scales[step],

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import onnx
 
-from openipu._src.popart.lowering.registry import ONNX_DOMAIN, canonical_domain
+from openipu._src.popart.lowering.registry import GRAPHCORE_DOMAIN, ONNX_DOMAIN, canonical_domain
 
 
 def _names_used(node: onnx.NodeProto) -> set[str]:
@@ -56,9 +56,16 @@ def gradient_reachable(
     Like `ancestors`, but a tensor that carries no gradient (an integer one) stops the walk:
     PopART has no grad op across it (CastOp from an integer type, willow/src/op/cast.cpp).
     Ops whose gradient is zero (Ceil, Floor, Round, ...: OneWayUnaryOp) do not stop it; their
-    inputs get zero gradients (willow/src/op/onewayunary.cpp).
+    inputs get zero gradients (willow/src/op/onewayunary.cpp). An ai.graphcore Detach stops it
+    too: it has no grad op (willow/src/op/detach.cpp; operators_test/detach_test.py).
     """
-    return _walk_back(graph, loss_id, carries_gradient)
+    detached = {
+        output
+        for node in graph.node
+        if canonical_domain(node.domain) == GRAPHCORE_DOMAIN and node.op_type == "Detach"
+        for output in node.output
+    }
+    return _walk_back(graph, loss_id, lambda name: name not in detached and carries_gradient(name))
 
 
 def batch_norm_statistics(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[str, str]:
@@ -72,3 +79,19 @@ def batch_norm_statistics(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[
             if statistic in weight_ids and output:
                 updates[statistic] = output
     return updates
+
+
+def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> list[onnx.NodeProto]:
+    """The BatchNormalization nodes with only their Y output (inference mode) that the
+    loss's gradient reaches: PopART would create their gradient op, which it refuses
+    (willow/src/op/batchnorm.cpp, BatchNormGradOp; operators_test/batchnorm_test.py)."""
+    found = []
+    for node in graph.node:
+        if canonical_domain(node.domain) != ONNX_DOMAIN or node.op_type != "BatchNormalization":
+            continue
+        if any(a.name == "training_mode" and a.i for a in node.attribute):
+            continue
+        outputs = [name for name in node.output if name]
+        if len(outputs) == 1 and outputs[0] in reachable:
+            found.append(node)
+    return found

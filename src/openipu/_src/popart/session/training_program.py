@@ -299,7 +299,12 @@ class _TrainingSteps:
         anchors = {}
         for plan in self._spec.program.device_anchors:
             reserved = self._spec.reserved_anchors.get(plan.tensor_id)
-            if reserved is None:
+            if reserved is None and plan.tensor_id in self._spec.trained:
+                # An anchored weight is copied to the host at the end of the step, after
+                # its update, as the original's tests expect of it (operators_test/
+                # detach_test.py, decompose_gradient_summation_test.py).
+                value = self._weights.device[plan.tensor_id].read_value()
+            elif reserved is None:
                 value = known[plan.tensor_id]
             elif reserved.kind is ReservedKind.GRADIENT:
                 value = gradients[reserved.base]

@@ -26,6 +26,7 @@ from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
 from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.lowering.ops.normalization import check_batch_norm_shapes
 from openipu._src.popart.optimizers.adam import Adam
 from openipu._src.popart.optimizers.optimizer import Optimizer
 from openipu._src.popart.options.patterns import Patterns
@@ -84,6 +85,19 @@ class TrainingSession(SessionCore):
 
     def _after_lowering(self) -> None:
         self._check_loss()
+        for node in loss_graph.inference_batch_norms_in(
+            self._model.graph, self._gradient_reachable()
+        ):
+            # PopART sets the op up (checking its inputs' shapes) before it makes the grad op.
+            shapes = [list(self._types.get(name).shape) for name in node.input[:5]]
+            spatial = next((a.i for a in node.attribute if a.name == "spatial"), 1)
+            check_batch_norm_shapes(shapes[0], shapes[1:], bool(spatial))
+            name = node.name or node.output[0]
+            raise popart_exception(
+                f'BatchNorm Op "{name}" has 1 output(s) which means it is in inference mode, '
+                "but its gradient Op is being created. To use the BatchNorm Op in inference "
+                "mode during training, it has to be detached first."
+            )
         depends_on = loss_graph.ancestors(self._model.graph, self._loss_id)
         self._loss_ancestors = depends_on
         weights = self._weights

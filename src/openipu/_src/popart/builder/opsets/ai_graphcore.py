@@ -33,6 +33,7 @@ from openipu._src.popart.builder.settings_encoding import encode_comm_group
 from openipu._src.popart.builder.tensor_info import DataType, data_type_from
 from openipu._src.popart.errors import UnsupportedOpsetError, check_tensor_ids, popart_exception
 from openipu._src.popart.graphcore_ops import ABSENT, GRAPHCORE_OPS, REQUIRED, op_spec
+from openipu._src.popart.graphcore_ops.checks import refuse_zero_stride
 from openipu._src.popart.graphcore_ops.spec import UNBOUNDED
 
 # The methods' parameter defaults are the table's attribute defaults, ...
@@ -233,6 +234,7 @@ class AiGraphcore(Opset):
 
     def subsample(self, args: list[str], strides: list[int], debugContext: Any = "") -> str:  # noqa: N803
         """x[::s0, ::s1, ...]."""
+        refuse_zero_stride(strides)
         return self._op("Subsample", args, debugContext, strides=strides)[0]
 
     def depthtospace(

@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.popart.errors import LoweringError
 from openipu._src.popart.graphcore_ops import op_spec
+from openipu._src.popart.graphcore_ops.checks import refuse_zero_stride
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, upsample_with_zeros
 from openipu._src.popart.lowering.ops.indexing import scatter_reduce
+from openipu._src.popart.lowering.ops.normalization import wants_statistics
 from openipu._src.popart.lowering.ops.shape import depth_to_space, slice_tensor
 from openipu._src.popart.lowering.registry import OpClass, register_op
 from openipu._src.popart.lowering.remainder import truncated_remainder
@@ -230,10 +233,31 @@ class IncrementMod(Op):
 class Bucketize(Op):
     def compute(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor:
         # right=0: b[i-1] < x <= b[i] (first boundary >= x); right=1: b[i-1] <= x < b[i].
-        side = "right" if self.attrs.right else "left"
-        flat = tf.reshape(x, [1, -1])
-        index = tf.searchsorted(tf.reshape(boundaries, [1, -1]), flat, side=side, out_type=tf.int64)
-        return tf.reshape(index, tf.shape(x))
+        count = boundaries.shape.num_elements()
+        if count is None:
+            side = "right" if self.attrs.right else "left"
+            flat = tf.reshape(x, [1, -1])
+            index = tf.searchsorted(
+                tf.reshape(boundaries, [1, -1]), flat, side=side, out_type=tf.int64
+            )
+            return tf.reshape(index, tf.shape(x))
+        return bisect(x, tf.reshape(boundaries, [-1]), count, bool(self.attrs.right))
+
+
+def bisect(x: tf.Tensor, boundaries: tf.Tensor, count: int, right: bool) -> tf.Tensor:
+    """The bucket of each value by binary search over `count` boundaries, halving as
+    torch.bucketize does, which the original's results match also where the boundaries are
+    not sorted (operators_test/bucketize_test.py); NaN goes past the last boundary."""
+    start = tf.zeros(tf.shape(x), tf.int64)
+    end = tf.fill(tf.shape(x), tf.constant(count, tf.int64))
+    for _ in range(max(count, 1).bit_length()):
+        searching = start < end
+        middle = start + (end - start) // 2
+        value = tf.gather(boundaries, tf.minimum(middle, count - 1))
+        past = value > x if right else value >= x
+        end = tf.where(searching & past, middle, end)
+        start = tf.where(searching & ~past, middle + 1, start)
+    return start
 
 
 # -- shapes and slicing ----------------------------------------------------------------------
@@ -257,7 +281,27 @@ class Reshape(Op):
 @graphcore_op("Reverse")
 class Reverse(Op):
     def compute(self, x: tf.Tensor) -> tf.Tensor:
-        dimensions = normalize_axes(self.attrs.dimensions, x.shape.rank)
+        # PopART takes only dimensions in [0, rank), each once (willow/src/op/reverse.cpp,
+        # setup; operators_test/operators_test.py, test_reverse).
+        rank = x.shape.rank
+        dimensions: list[int] = []
+        for dim in self.attrs.dimensions:
+            if dim < 0:
+                raise self.error(
+                    f"ReverseOp '{self.name}' invalid dimension '{dim}'. Only positive "
+                    "dimensions are supported"
+                )
+            if dim >= rank:
+                raise self.error(
+                    f"ReverseOp '{self.name}' invalid dimension '{dim}' for input tensor of "
+                    f"rank {rank}"
+                )
+            if dim in dimensions:
+                raise self.error(
+                    f"Dimension {dim} appears multiple times in the list of dimensions of "
+                    f"ReverseOp '{self.name}'"
+                )
+            dimensions.append(dim)
         return tf.reverse(x, dimensions) if dimensions else tf.identity(x)
 
 
@@ -272,6 +316,9 @@ class Slice(Op):
 
 @graphcore_op("Subsample")
 class Subsample(Op):
+    def setup(self) -> None:
+        refuse_zero_stride(list(self.attrs.strides))
+
     def compute(self, *inputs: tf.Tensor) -> tuple[tf.Tensor, ...]:
         strides = list(self.attrs.strides)
         return tuple(x[tuple(slice(None, None, s) for s in strides)] for x in inputs)
@@ -497,7 +544,7 @@ class BatchNormalization(Op):
         rank = x.shape.rank
         broadcast = [1, -1] + [1] * (rank - 2)
         epsilon, momentum = self.attrs.epsilon, self.attrs.momentum
-        if not context.training:
+        if not wants_statistics(self.node):
             inverse = tf.math.rsqrt(variance + epsilon)
             y = (x - tf.reshape(mean, broadcast)) * tf.reshape(scale * inverse, broadcast)
             return (y + tf.reshape(bias, broadcast), mean, variance, mean, variance)
@@ -513,14 +560,37 @@ class BatchNormalization(Op):
         return y, running_mean, running_variance, batch_mean, batch_variance
 
 
+def _broadcasts_to(shape: list[int], target: list[int]) -> bool:
+    try:
+        return list(np.broadcast_shapes(tuple(shape), tuple(target))) == target
+    except ValueError:
+        return False
+
+
 @graphcore_op("ShapedDropout")
 class ShapedDropout(Op):
     """Dropout with one mask of ``shape`` broadcast over the input; identity in inference."""
 
     stateful = True
 
+    def setup(self) -> None:
+        # As Dropout's (willow/src/op/dropoutbase.cpp, validateRatioAttribute).
+        ratio = self.attrs.ratio
+        if not 0 <= ratio < 1:
+            raise self.error(
+                f"ratio value {ratio} is not valid. Please use a value in the interval [0,1)"
+            )
+
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x = inputs[0]
+        shape = list(self.attrs.shape)
+        if x.shape.is_fully_defined() and not _broadcasts_to(shape, x.shape.as_list()):
+            # The original's words first (willow/src/op/shapeddropout.cpp, setup).
+            raise LoweringError(
+                "ShapedDropout: incompatible input tensor and dropout shape. "
+                f"Node '{self.name}' is configured with shape {shape} which is not "
+                f"broadcastable to the input tensor with shape {x.shape.as_list()}."
+            )
         ratio = self.attrs.ratio
         if not context.training or ratio == 0:
             return (tf.identity(x),)

@@ -83,7 +83,32 @@ class Pow(BinaryOp):
                 result = tf.pow(tf.cast(base, tf.float64), tf.cast(exponent, tf.float64))
                 return tf.cast(result, base.dtype)
             return widened(tf.pow, base, tf.cast(exponent, base.dtype))
-        return tf.pow(base, tf.cast(exponent, base.dtype))
+        return float_power(base, tf.cast(exponent, base.dtype))
+
+
+def float_power(base: tf.Tensor, exponent: tf.Tensor) -> tf.Tensor:
+    """Pow, differentiated as PopART's PowArg0GradOp and PowArg1GradOp patterns do
+    (willow/src/patterns/powarg{0,1}gradoppattern.cpp): the base's gradient is zero where
+    the exponent is zero, the exponent's where the base is zero and the exponent is neither
+    negative nor NaN (TensorFlow's own gradients give NaN there)."""
+    shape = tf.broadcast_dynamic_shape(tf.shape(base), tf.shape(exponent))
+
+    @tf.custom_gradient
+    def power(base: tf.Tensor, exponent: tf.Tensor):
+        output = tf.pow(base, exponent)
+
+        def gradient(upstream: tf.Tensor):
+            zeros = tf.zeros_like(output)
+            d_base = upstream * exponent * tf.pow(base, exponent - 1)
+            d_base = tf.where(tf.equal(exponent, 0), zeros, d_base)
+            negative_or_nan = tf.logical_or(exponent < 0, tf.math.is_nan(exponent))
+            zero_base = tf.logical_and(tf.equal(base, 0), tf.logical_not(negative_or_nan))
+            d_exponent = upstream * tf.where(zero_base, zeros, output * tf.math.log(base))
+            return d_base, d_exponent
+
+        return output, gradient
+
+    return power(tf.broadcast_to(base, shape), tf.broadcast_to(exponent, shape))
 
 
 # Mod-28 defines fmod=0 on floats (floor division, with IEEE special cases): floormod computes

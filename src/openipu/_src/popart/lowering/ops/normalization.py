@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import onnx
 import tensorflow as tf
 
+from openipu._src.popart.errors import LoweringError
 from openipu._src.popart.lowering.op import Op, RunContext
 from openipu._src.popart.lowering.registry import register_op
 from openipu._src.popart.lowering.tensor_utils import normalize_axes, normalize_axis
@@ -17,18 +19,47 @@ def per_channel(value: tf.Tensor, rank: int) -> tf.Tensor:
     return tf.reshape(value, [1, -1] + [1] * (rank - 2))
 
 
+def _dims(shape: list[int]) -> str:
+    """A shape as PopART prints one: [2 2 2]."""
+    return "[" + " ".join(str(d) for d in shape) + "]"
+
+
+def check_batch_norm_shapes(x_shape: list[int], shapes: Sequence[list[int]], spatial: bool) -> None:
+    """PopART's checks of a batch normalization's input shapes, X's channels-first
+    (willow/src/op/batchnorm.cpp, setup and validateInput; operators_test/batchnorm_test.py,
+    test_batchnorm_train_0_errorcases)."""
+    if len(x_shape) < 3:
+        raise LoweringError(
+            f"batch norm requires X to have a rank >= 3.  x has rank {len(x_shape)}"
+        )
+    expected = x_shape[1:2] if spatial else x_shape[1:]
+    described = "dimension 1" if spatial else "all but the first dimension"
+    for shape, name in zip(shapes, ["scale", "B", "mean", "var"], strict=True):
+        if list(shape) != expected:
+            raise LoweringError(
+                f"expected shape of batch norm input tensor {name} ({_dims(list(shape))}) to be "
+                f"{_dims(expected)} to match {described} of X ({_dims(x_shape)})"
+            )
+
+
+def wants_statistics(node: onnx.NodeProto) -> bool:
+    """A batch normalization asked for more than its Y output computes batch statistics."""
+    return len([name for name in node.output if name]) > 1
+
+
 @register_op("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
 class BatchNormalization(Op):
     """Inference uses the running statistics; training mode uses (and updates) batch statistics.
 
-    Training mode is the ``training_mode`` attribute (opset >= 14) or, as in PopART, a training
-    run of a node that asks for the statistics outputs.
+    Training mode is the ``training_mode`` attribute (opset >= 14) or, as in PopART, a node
+    that asks for the statistics outputs, in any session (willow/src/op/batchnorm.cpp: "If we
+    have the optional outputs we can assume we are training"; operators_test/batchnorm_test.py,
+    test_batchnorm_train_2 runs such nodes in an InferenceSession).
     """
 
     def training(self, context: RunContext) -> bool:
-        wants_statistics = len([name for name in self.node.output if name]) > 1
         return bool(self.attrs.get("training_mode")) or (
-            self.opset_version < 14 and context.training and wants_statistics
+            self.opset_version < 14 and wants_statistics(self.node)
         )
 
     @property
@@ -43,12 +74,18 @@ class BatchNormalization(Op):
         return tf.expand_dims(value, 0)
 
     def run_channels_last(self, context: RunContext, inputs: Sequence[Any]) -> Any:
+        shape = list(inputs[0].shape)
+        self.check_shapes([shape[0], shape[-1], *shape[1:-1]] if len(shape) > 2 else shape, inputs)
         if self.training(context) or not self.spatial:
             return None  # batch statistics, or per-feature values: computed channels-first
         # Per-channel values broadcast against the last axis as they are.
         return self.with_running_statistics(inputs, lambda value: value)
 
+    def check_shapes(self, x_shape: list[int], inputs: Sequence[Any]) -> None:
+        check_batch_norm_shapes(x_shape, [list(v.shape) for v in inputs[1:5]], self.spatial)
+
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor, ...]:
+        self.check_shapes(list(inputs[0].shape), inputs)
         x, scale, bias, mean, variance = inputs[:5]
         rank = x.shape.rank
         epsilon = self.attrs.epsilon

@@ -1,7 +1,8 @@
 """Random ops (Dropout, RandomNormal/Uniform[Like], Bernoulli, Multinomial).
 
-All use TensorFlow's stateless random ops, seeded from the node's ``seed`` attribute or else the
-run's seed, so a seeded run gives the same numbers eagerly and compiled.
+All use TensorFlow's stateless random ops, seeded from the node's ``seed`` attribute (where
+PopART allows one) or else the run's seed, so a seeded run gives the same numbers eagerly and
+compiled.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
+from onnx import TensorProto
 
-from openipu._src.popart.lowering.dtypes import ONNX_TO_TF
+from openipu._src.popart.lowering.dtypes import ONNX_TO_TF, TF_TO_ONNX
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.registry import register_op
 
@@ -89,8 +91,48 @@ def random_values(
     return tf.cast(values, dtype)
 
 
+# The element types Poplar has no type for (willow/src/popx/irlowering.cpp, popType).
+_NOT_IN_POPLAR = frozenset(
+    {
+        TensorProto.UNDEFINED,
+        TensorProto.INT64,
+        TensorProto.STRING,
+        TensorProto.BFLOAT16,
+        TensorProto.DOUBLE,
+        TensorProto.UINT64,
+        TensorProto.COMPLEX64,
+        TensorProto.COMPLEX128,
+    }
+)
+
+
+class RandomDraw(RandomOp):
+    """RandomNormal/Uniform[Like]: PopART draws them from the session's seed only and
+    refuses a seed attribute (willow/src/op/randombase.cpp, errorIfSeedIsSet), and a type
+    Poplar does not have."""
+
+    def setup(self) -> None:
+        if any(attribute.name == "seed" for attribute in self.node.attribute):
+            raise self.error(
+                "Optional seed attribute is not supported. Use session::setRandomSeed instead."
+            )
+        dtype = self.attrs.get("dtype")
+        if dtype in _NOT_IN_POPLAR:
+            raise self.error(
+                f"The data type {TensorProto.DataType.Name(dtype)} is not supported in Poplar"
+            )
+
+    def like_dtype(self, x: tf.Tensor) -> tf.DType:
+        """The type of a -like op's draws: its dtype attribute, else its input's, which
+        must be float16 or float32 (willow/src/op/shapeorlike.cpp, setupLike)."""
+        if self.attrs.get("dtype") is None and x.dtype not in (tf.float16, tf.float32):
+            name = TensorProto.DataType.Name(TF_TO_ONNX[x.dtype])
+            raise self.error(f"Unsupported data type requested: {name}")
+        return self.dtype(x.dtype)
+
+
 @register_op("RandomNormal", since=(1, 22))
-class RandomNormal(RandomOp):
+class RandomNormal(RandomDraw):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         attrs = self.attrs
         values = random_values(
@@ -105,7 +147,7 @@ class RandomNormal(RandomOp):
 
 
 @register_op("RandomUniform", since=(1, 22))
-class RandomUniform(RandomOp):
+class RandomUniform(RandomDraw):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         attrs = self.attrs
         values = random_values(
@@ -120,21 +162,21 @@ class RandomUniform(RandomOp):
 
 
 @register_op("RandomNormalLike", since=(1, 22))
-class RandomNormalLike(RandomOp):
+class RandomNormalLike(RandomDraw):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x, attrs = inputs[0], self.attrs
         values = random_values(
-            "normal", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.mean, attrs.scale
+            "normal", tf.shape(x), self.like_dtype(x), self.seed(context), attrs.mean, attrs.scale
         )
         return (values,)
 
 
 @register_op("RandomUniformLike", since=(1, 22))
-class RandomUniformLike(RandomOp):
+class RandomUniformLike(RandomDraw):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[tf.Tensor]:
         x, attrs = inputs[0], self.attrs
         values = random_values(
-            "uniform", tf.shape(x), self.dtype(x.dtype), self.seed(context), attrs.low, attrs.high
+            "uniform", tf.shape(x), self.like_dtype(x), self.seed(context), attrs.low, attrs.high
         )
         return (values,)
 

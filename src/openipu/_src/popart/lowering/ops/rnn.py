@@ -158,10 +158,45 @@ class RecurrentOp(Op):
         return tf.clip_by_value(value, -clip, clip) if clip is not None else value
 
 
+# The activation functions PopART's recurrent ops have (willow/src/op/lstmutil.cpp, fromString).
+_POPART_ACTIVATIONS = frozenset(
+    {"Sigmoid", "Relu", "Tanh", "Gelu", "Swish", "Softmax", "SoftmaxStable", "SoftmaxScaled"}
+)
+
+
 @register_op("RNN", since=(1, 7, 14, 22))
 class RNN(RecurrentOp):
     gate_count = 1
     default_activations = ("Tanh",)
+
+    def setup(self) -> None:
+        # PopART's RNN: one activation of its own, forward only, no activation parameters
+        # or clip (willow/src/op/rnn.cpp, rnnOpCreator; operators_test/rnn_test.py).
+        given = {attribute.name for attribute in self.node.attribute}
+        names = self.attrs.get("activations") if "activations" in given else None
+        if names is not None:
+            if len(names) != 1:
+                raise self.error(
+                    f"{self.name} only supports 1 activation, {len(names)} were specified"
+                )
+            if names[0] not in _POPART_ACTIVATIONS:
+                raise self.error(f"Activation type '{names[0]}' is not supported for {self.name}")
+        for attribute in ("activation_alpha", "activation_beta", "clip"):
+            if attribute in given:
+                raise self.error(f"Attribute `{attribute}' of {self.name} is not supported")
+        if self.attrs.direction != "forward":
+            raise self.error(f"{self.name} only supports `forward' direction")
+        super().setup()
+
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
+        hidden = self.attrs.get("hidden_size")
+        if hidden and hidden != inputs[2].shape[-1]:
+            # willow/src/op/rnnbase.cpp, checkHiddenSize.
+            raise self.error(
+                f"hidden_size attribute passed to {self.name} ({hidden}) does not match "
+                f"hidden size calculated from recurrenceWeights tensor ({inputs[2].shape[-1]})."
+            )
+        return super().run(context, inputs)
 
     def cell(self, x_projected, states, weights, activations):
         (h,) = states
@@ -196,6 +231,23 @@ class LSTM(RecurrentOp):
     gate_count = 4
     default_activations = ("Sigmoid", "Tanh", "Tanh")
     has_cell_state = True
+
+    def setup(self) -> None:
+        # PopART's LSTM takes only its own activation functions, one for the gates and one
+        # for the output and forget gates alike (willow/src/op/lstm.cpp, readActivations;
+        # willow/src/op/lstmutil.cpp, fromString; operators_test/lstm_test.py).
+        names = list(self.attrs.get("activations") or [])
+        for name in names[:2]:
+            if name not in _POPART_ACTIVATIONS:
+                raise self.error(f"Activation type '{name}' is not supported")
+        if len(names) >= 3 and names[1] != names[2]:
+            raise self.error("LSTM activations must be the same for output and forget gates.")
+        if len(names) > 3:
+            raise self.error(
+                f"Too many activations ({len(names)}) specified. Number of activations "
+                "should be 1 or 3."
+            )
+        super().setup()
 
     def direction_weights(self, direction, weight, recurrence, bias, extra, hidden):
         weights = super().direction_weights(direction, weight, recurrence, bias, extra, hidden)
