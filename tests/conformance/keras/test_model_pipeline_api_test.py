@@ -238,12 +238,6 @@ def test_assignment_with_scopes(scope):
 
 
 @pytest.mark.follows("testRunModelWithPartialPipelineStageAssignments")
-@pytest.mark.xfail(
-    strict=True,
-    reason="predict refuses the model as the original, but an explicit `build()` does not: "
-    "here a subclassed model's call is traced for its stages when they are first needed, the "
-    "original's build traces it (and fails) at once",
-)
 def test_partial_assignments(scope):
     m = ModelWithMissingPipelineStage()
     m.compile(steps_per_execution=6)

@@ -114,6 +114,20 @@ _internal(
 )
 
 
+_internal(
+    "tf_keras.src.engine.base_layer_utils.CallContext",
+    "layer",
+    "a PipelineStage entered in a subclassed model's call marks that model as staged",
+)
+
+
+def calling_layer():
+    """The layer (or model) whose call is running in this thread, None outside calls."""
+    from tf_keras.src.engine import base_layer_utils
+
+    return base_layer_utils.call_context().layer
+
+
 def call_context(model, inputs):
     """The context in which `model.call(inputs)` builds a graph (metrics and losses of its
     layers are recorded as in a call)."""

@@ -266,7 +266,7 @@ class KerasExtensions(_KerasModel):
 
     def _pipeline_records(self) -> list | None:
         """The layer records (nested models' in place) if the model is pipelined, else None."""
-        if pipeline_stages.kind_of(self) == "model" and pipeline_stages.scopes_used():
+        if pipeline_stages.kind_of(self) == "model" and pipeline_stages.uses_stage_scopes(self):
             self._ipu_traced_graph(quiet=True)
         if not self._ipu.pipeline_assignment:
             return None
@@ -293,15 +293,31 @@ class KerasExtensions(_KerasModel):
                 if not quiet:
                     raise
                 return None
-            if self.save_spec() is None:
-                # As the original's traced graph network: a model built from shapes saves.
-                keras_internals.set_save_spec(self, state.traced_graph.save_specs())
-                state.traced_graph.specs = pipeline_stages._input_specs_of(self)  # noqa: SLF001
             if not state.pipeline_assignment:
-                scoped = pipeline_stages.assignment_from_scopes(self)
+                try:
+                    scoped = pipeline_stages.assignment_from_scopes(self)
+                except ValueError:
+                    state.traced_graph = None  # refused each time, as the original's build
+                    raise
                 if scoped is not None:
                     self.set_pipeline_stage_assignment(scoped)
         return state.traced_graph
+
+    def _ipu_built_from_shape(self) -> None:
+        """A subclassed model built by `build(input_shape)`: as the original, whose build
+        traces the call as a graph network, it can be saved (inputs of the shapes it was
+        built with) and its PipelineStage scopes are read now."""
+        if self.save_spec() is None:
+            specs = pipeline_stages._input_specs_of(self)  # noqa: SLF001
+            keras_internals.set_save_spec(
+                self,
+                tf.nest.map_structure(
+                    lambda spec: tf.TensorSpec([None, *spec.shape[1:]], spec.dtype), specs
+                ),
+            )
+        self._ipu.traced_graph = None
+        if pipeline_stages.uses_stage_scopes(self) or self._ipu.pipeline_assignment:
+            self._ipu_traced_graph()
 
     def _init_graph_network(self, *args, **kwargs):
         result = super()._init_graph_network(*args, **kwargs)

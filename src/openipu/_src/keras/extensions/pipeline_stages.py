@@ -3,14 +3,17 @@
 A pipelined model's layers are split into stages, each on its own IPU. The
 stages change where computation happens, not what is computed: a pipelined
 model trains like the same model with gradient accumulation over the
-pipeline depth. openipu keeps the assignment, validates it as the original
-does (every layer invocation assigned, stages in data-flow order, a device
-for every stage), and feeds it to the cost model; the compiled program of a
-replica holds all its stages.
+pipeline depth. openipu keeps the assignment, validates it with the original's
+rules and messages (keras/ipu/extensions/*_extensions.py: every layer invocation
+assigned, in execution order, no stage taking a later stage's outputs, no empty
+stage), and feeds it to the cost model; the compiled program of a replica holds
+all its stages.
 
-Stages come from `tf.keras.ipu.PipelineStage(n)` contexts around layer calls
-(recorded on the functional graph's nodes, or on invocations traced from a
-subclassed model's `call`), or from `set_pipeline_stage_assignment`.
+Stages come from `tf.keras.ipu.PipelineStage(n)` scopes around layer calls or
+layer constructions (recorded on the functional graph's nodes and on layers; a
+subclassed model's `call` is traced on Keras inputs into such a graph, as the
+original's), or from `set_pipeline_stage_assignment`. Models nested in models
+have records holding their own records.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class PipelineStage:
 
     def __enter__(self) -> PipelineStage:
         _install_node_recorder()
+        _mark_staged_model()
         _state.__dict__.setdefault("stages", []).append(self._stage)
         return self
 
@@ -56,19 +60,39 @@ class PipelineStage:
         _state.stages.pop()
 
 
-_recording = {"installed": False}
-
-
 def _install_node_recorder() -> None:
     """Makes functional-graph nodes and layers remember the stage they were created in."""
     keras_node_init.install(_record_stage, _record_layer_stage)
-    _recording["installed"] = True
 
 
-def scopes_used() -> bool:
-    """Whether a PipelineStage scope was entered in this process (only then can a model's
-    layers or calls have stages from scopes)."""
-    return _recording["installed"]
+_STAGED = "_ipu_stage_scopes_in_call"
+
+
+def _mark_staged_model() -> None:
+    """Marks the model whose call (or build) enters this scope: its call must be traced to
+    read its stages."""
+    model = keras_internals.calling_layer() or getattr(_state, "building", None)
+    if model is not None:
+        model.__dict__[_STAGED] = True
+
+
+@contextlib.contextmanager
+def building(model) -> Iterator[None]:
+    """While `model.build` runs its call, scopes entered in it mark the model."""
+    saved = getattr(_state, "building", None)
+    _state.building = model
+    try:
+        yield
+    finally:
+        _state.building = saved
+
+
+def uses_stage_scopes(model) -> bool:
+    """Whether the model's call entered a PipelineStage scope, or a layer of it was made in
+    one: only then can scopes give a subclassed model stages."""
+    return model.__dict__.get(_STAGED, False) or any(
+        "_ipu_pipeline_stage" in layer.__dict__ for layer in model.layers
+    )
 
 
 def _record_stage(node) -> None:
@@ -291,12 +315,6 @@ class TracedGraph:
         nodes_by_depth = keras_internals.map_graph_network(self.inputs, self.outputs)
         self.post_order = _post_order(nodes_by_depth, self.inputs)
 
-    def save_specs(self):
-        """The traced input specs, any batch size."""
-        return tf.nest.map_structure(
-            lambda spec: tf.TensorSpec([None, *spec.shape[1:]], spec.dtype), self.specs
-        )
-
     def current(self, model) -> bool:
         """Whether the model's inputs are still those of this trace."""
         return repr(_input_specs_of(model)) == repr(self.specs)
@@ -315,9 +333,9 @@ def _input_specs(shape):
     """TensorSpecs for a model's recorded build input shape."""
     if isinstance(shape, dict):
         return {k: _input_specs(v) for k, v in shape.items()}
-    dims = shape.as_list() if isinstance(shape, tf.TensorShape) else shape
-    if isinstance(dims, (list, tuple)) and all(isinstance(d, (int, type(None))) for d in dims):
-        return tf.TensorSpec(dims, tf.float32)
+    dimension = (int, type(None), tf.compat.v1.Dimension)
+    if isinstance(shape, tf.TensorShape) or all(isinstance(d, dimension) for d in shape):
+        return tf.TensorSpec(tf.TensorShape(shape), tf.float32)
     return type(shape)(_input_specs(s) for s in shape)
 
 
@@ -672,16 +690,6 @@ def summary_lines(model, assignment, line_length: int | None = None) -> list[str
     lines.append("=" * width)
     records(assignment)
     return lines
-
-
-@contextlib.contextmanager
-def no_stage() -> Iterator[None]:
-    saved = getattr(_state, "stages", [])
-    _state.stages = []
-    try:
-        yield
-    finally:
-        _state.stages = saved
 
 
 def print_summary(model, assignment, line_length=None, print_fn: Callable | None = None) -> None:
