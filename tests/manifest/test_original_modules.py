@@ -70,6 +70,7 @@ REEXPORTED_NAMES = {
             "SequentialLayerPipelineStageAssignment",
             "NestedModelPipelineStageAssignment",
             "FunctionalNestedModelPipelineStageAssignment",
+            "SequentialNestedModelPipelineStageAssignment",
             "ReplicatedMetricReductionMethod",
         )
     },
@@ -90,7 +91,6 @@ PENDING_NAMES = [
     ("tensorflow.python.ipu.utils", "export_variables_from_live_model"),
     ("tensorflow.python.ipu.utils", "import_data_in_live_session"),
     ("tensorflow.python.ipu.utils", "import_data_in_live_model"),
-    ("tensorflow.keras.ipu", "SequentialNestedModelPipelineStageAssignment"),
 ]
 
 

@@ -57,7 +57,9 @@ class SimpleSubclassedModel(keras.Model):
         self.dense_layers = [_dense(u) for u in hidden_units]
 
     def get_config(self):
-        return {"hidden_units": self.hidden_units}
+        config = super().get_config()  # as the original's (its IPU options are saved then)
+        config["hidden_units"] = self.hidden_units
+        return config
 
     def call(self, inputs):
         x = self.flatten(inputs)

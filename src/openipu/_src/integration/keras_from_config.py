@@ -1,4 +1,5 @@
-"""`tf_keras` `Model.from_config`, `Sequential.from_config` and the SavedModel loader, wrapped.
+"""`tf_keras` `Model.from_config`, `Sequential.from_config` and the SavedModel loader, wrapped;
+`Model.get_config` counted.
 
 Why: the IPU options of a model (gradient accumulation, pipelining, ...) are
 saved in its config under the original's keys (`keras/extensions/activation.py`),
@@ -8,14 +9,53 @@ restores the options on the loaded model. A model revived from a SavedModel is
 not built by `from_config`: the loader's wrapper restores its options from the
 config in its metadata. Checked with tf_keras 2.21 (both classes define
 `from_config` in their own `__dict__`; Sequential does not call Model's; `load_model`
-calls the loader through its module, `saved_model_load.load`).
+calls the loader through its module, `saved_model_load.load`). `Model.get_config` counts its
+calls per thread: a subclassed model's own `get_config` that does not call it saves no IPU
+options, and the original refuses to load such a model (its model_extensions.py
+`_verify_get_config_override`); the count tells.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 
 from openipu._src.integration.patching import Kind, Patch, apply, delegating, register
+
+_calls = threading.local()
+
+
+def _counting(stock: Callable) -> Callable:
+    @functools.wraps(stock)  # keeps Keras's `_is_default` mark
+    def get_config(self):
+        _calls.count = getattr(_calls, "count", 0) + 1
+        return stock(self)
+
+    return get_config
+
+
+MODEL_GET_CONFIG = register(
+    Patch(
+        module="tf_keras.src.engine.training",
+        attribute="Model.get_config",
+        kind=Kind.METHOD,
+        replacement=_counting,
+        reason="whether a subclassed model's own get_config calls the base's (the IPU options "
+        "are saved only then, as the original's)",
+        tf_keras=("2.21",),
+    )
+)
+
+
+def base_get_config_calls() -> int:
+    """How many times `Model.get_config` ran in this thread (`install_get_config_count`)."""
+    return getattr(_calls, "count", 0)
+
+
+def install_get_config_count() -> None:
+    apply(MODEL_GET_CONFIG)
+
 
 _handler: list[Callable] = []
 

@@ -81,6 +81,74 @@ def inbound_nodes(layer) -> list:
 
 
 _internal(
+    "tf_keras.src.engine.base_layer.Layer",
+    "_outbound_nodes",
+    "a subclassed model's call is traced as a graph of nodes; each trace starts afresh",
+)
+
+
+def outbound_nodes(layer) -> list:
+    """The nodes that take `layer`'s outputs."""
+    return layer._outbound_nodes
+
+
+_internal(
+    "tf_keras.src.engine.functional",
+    "_map_graph_network",
+    "a subclassed model's traced call is ordered as a functional graph (its pipeline stages)",
+)
+
+
+def map_graph_network(inputs, outputs) -> dict:
+    """The nodes by depth of the graph from `inputs` to `outputs`."""
+    import tensorflow as tf
+    from tf_keras.src.engine import functional
+
+    return functional._map_graph_network(tf.nest.flatten(inputs), tf.nest.flatten(outputs))[1]
+
+
+_internal(
+    "tf_keras.src.engine.base_layer_utils",
+    "call_context",
+    "a subclassed model's call is traced in Keras' call context (as `__call__` would)",
+)
+
+
+_internal(
+    "tf_keras.src.engine.base_layer_utils.CallContext",
+    "layer",
+    "a PipelineStage entered in a subclassed model's call marks that model as staged",
+)
+
+
+def calling_layer():
+    """The layer (or model) whose call is running in this thread, None outside calls."""
+    from tf_keras.src.engine import base_layer_utils
+
+    return base_layer_utils.call_context().layer
+
+
+def call_context(model, inputs):
+    """The context in which `model.call(inputs)` builds a graph (metrics and losses of its
+    layers are recorded as in a call)."""
+    from tf_keras.src.engine import base_layer_utils
+
+    return base_layer_utils.call_context().enter(layer=model, inputs=inputs, build_graph=True)
+
+
+_internal(
+    "tf_keras.src.engine.training.Model",
+    "_set_save_spec",
+    "a subclassed model traced for its pipeline stages can be saved, as the original's",
+)
+
+
+def set_save_spec(model, specs) -> None:
+    """Sets the input specs a saved model's `call` is traced with (if none are set yet)."""
+    model._set_save_spec(specs)
+
+
+_internal(
     "tf_keras.src.engine.functional.Functional",
     "_nodes_by_depth",
     "pipeline stages are checked in the functional graph's topological order",

@@ -14,7 +14,6 @@ PATCH_FAMILIES = (
     "keras_api_attribute",
     "keras_data_handler",
     "keras_from_config",
-    "keras_layer_call",
     "keras_loss_scaling",
     "keras_model_new",
     "keras_node_init",

@@ -15,6 +15,7 @@ from openipu._src.keras.extensions.pipeline_stages import (
     NestedModelPipelineStageAssignment,
     PipelineStage,
     SequentialLayerPipelineStageAssignment,
+    SequentialNestedModelPipelineStageAssignment,
 )
 from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricReductionMethod
 
@@ -22,6 +23,7 @@ from openipu._src.keras.extensions.replicated_metrics import ReplicatedMetricRed
 from openipu.keras_ipu.extensions import extensions_base as extensions_base
 from openipu.keras_ipu.extensions import functional_extensions as functional_extensions
 from openipu.keras_ipu.extensions import model_extensions as model_extensions
+from openipu.keras_ipu.extensions import pipeline_stage_assignment as pipeline_stage_assignment
 from openipu.keras_ipu.extensions import sequential_extensions as sequential_extensions
 
 __all__ = [
@@ -35,4 +37,5 @@ __all__ = [
     "PipelineStage",
     "ReplicatedMetricReductionMethod",
     "SequentialLayerPipelineStageAssignment",
+    "SequentialNestedModelPipelineStageAssignment",
 ]

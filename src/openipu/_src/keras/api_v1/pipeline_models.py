@@ -23,7 +23,7 @@ from openipu._src.keras.extensions.model_extensions import KerasExtensions
 def _set_pipelining(model, gradient_accumulation_count, device_mapping, pipelining_kwargs) -> None:
     count = _check_count(gradient_accumulation_count, "gradient_accumulation_count")
     model._ipu.first_api_accumulation = count  # noqa: SLF001
-    records = model.get_pipeline_stage_assignment()
+    records = pipeline_stages.flatten(model.get_pipeline_stage_assignment())
     pipeline_stages.validate(model, records, device_mapping)
     KerasExtensions.set_pipelining_options(
         model,
@@ -119,7 +119,7 @@ class PipelineSequential(FirstAPIModel, sequential.Sequential):
             for layer in layers:
                 self.add(layer)
         self._ipu.layer_replacement = bool(layer_replacement)
-        self._ipu.pipeline_assignment = pipeline_stages.from_user_assignment(self, assignment)
+        KerasExtensions.set_pipeline_stage_assignment(self, assignment)
         _set_pipelining(
             self, gradient_accumulation_count, device_mapping, _pipelining_kwargs(locals())
         )

@@ -35,6 +35,7 @@ class ExecutionFunction:
         # to Keras yet, and the next execution, running while the callbacks run.
         self._pending: collections.deque = collections.deque()
         self._ahead: _Ahead | None = None
+        self._checked_stages = False
 
     def __call__(self, iterator):
         if self._model._ipu.executing and self._model._ipu.step_callbacks:  # noqa: SLF001
@@ -53,6 +54,11 @@ class ExecutionFunction:
         outputs = self._program(steps, replicas, _inner_shapes(element), every_step, synthetic)(
             element
         )
+        if not self._checked_stages:
+            # A subclassed model is built (and its call's PipelineStage scopes seen) by its
+            # first step: its stages are read and checked now (the original builds it before).
+            self._checked_stages = True
+            self._model._pipeline_records()  # noqa: SLF001
         if synthetic:
             outputs = _synthetic_outputs(outputs, steps, replicas, self._kind, every_step)
         if every_step:

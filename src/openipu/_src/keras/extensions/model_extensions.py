@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
-from tf_keras.src.engine import functional, sequential
+from tf_keras.src.engine import sequential
 from tf_keras.src.utils import tf_utils
 
 from openipu._src.config import poplar_flags
@@ -82,7 +82,12 @@ class IPUModelState:
         self.pipelining_accumulate_outfeed: bool | None = None
         self.pipelining_reduction = GradientAccumulationReductionMethod.SUM
         self.pipelining_kwargs: dict = {}
-        self.pipeline_assignment: list | None = None
+        #: The assignment set (or read from PipelineStage scopes); empty: not pipelined.
+        self.pipeline_assignment: list = []
+        #: A Sequential model's assignment still matches its layers (none added or popped).
+        self.assignment_valid = False
+        #: A subclassed model's call traced as a graph (`pipeline_stages.TracedGraph`).
+        self.traced_graph: pipeline_stages.TracedGraph | None = None
         self.infeed_options: dict = {}
         self.outfeed_options: dict = {}
         self.asynchronous_callbacks = False
@@ -91,7 +96,6 @@ class IPUModelState:
         self.step_callbacks = 0
         self.replicated_metric_reduction = ReplicatedMetricReductionMethod.NONE
         self.executing = False
-        self.traced_assignment: list | None = None
         # The first API's state (api_v1): the constructor's accumulation count, and
         # whether the model is being built (the only time it may be called directly).
         self.first_api_accumulation = 1
@@ -160,6 +164,7 @@ class KerasExtensions(_KerasModel):
             )
         self._ipu.gradient_accumulation_steps = steps
         self._ipu.gradient_accumulation_reduction = reduction
+        self._ipu.pipelining_reduction = reduction  # one method, as the original's
         self._ipu.gradient_accumulation_dtype = _accumulation_dtype(dtype)
         self._ipu.gradient_accumulation_kwargs = dict(
             kwargs,
@@ -177,46 +182,72 @@ class KerasExtensions(_KerasModel):
         gradient_accumulation_reduction_method="sum",
         **pipelining_kwargs,
     ) -> None:
-        """Options of a pipelined model: its pipeline depth, stage-to-IPU mapping and more."""
-        self._ipu.pipelining_steps = _positive_int_or_none(
-            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
-        )
-        if device_mapping is not None:
-            if not isinstance(device_mapping, (list, tuple)) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in device_mapping
-            ):
-                raise TypeError(
-                    f"device_mapping must be a list of IPU indices (ints >= 0), got {device_mapping!r}"
-                )
-            device_mapping = list(device_mapping)
-        self._ipu.pipelining_device_mapping = device_mapping
-        self._ipu.pipelining_accumulate_outfeed = (
-            None if accumulate_outfeed is None else bool(accumulate_outfeed)
-        )
-        self._ipu.pipelining_reduction = GradientAccumulationReductionMethod.parse(
+        """Options of a pipelined model: its pipeline depth, stage-to-IPU mapping and more.
+
+        As the original's extensions_base.py `_set_pipelining_options_impl`: options given
+        as None keep their value."""
+        state = self._ipu
+        # One reduction method for both kinds of accumulation, set by either options call.
+        state.pipelining_reduction = GradientAccumulationReductionMethod.parse(
             gradient_accumulation_reduction_method, "gradient_accumulation_reduction_method"
         )
-        self._ipu.pipelining_kwargs = pipeline_options.check_keras_pipelining_kwargs(
-            pipelining_kwargs
-        )
+        state.gradient_accumulation_reduction = state.pipelining_reduction
+        steps = gradient_accumulation_steps_per_replica
+        if steps is not None:
+            if not isinstance(steps, int) or steps < 1:
+                raise ValueError(
+                    "Expected `gradient_accumulation_steps_per_replica` to be a positive "
+                    f"integer, but got {steps} instead."
+                )
+            state.pipelining_steps = steps
+        if device_mapping is not None:
+            if not isinstance(device_mapping, list) or not all(
+                isinstance(d, int) for d in device_mapping
+            ):
+                raise ValueError("Expected `device_mapping` to be a list of integers.")
+            state.pipelining_device_mapping = list(device_mapping)
+        if accumulate_outfeed is not None:
+            state.pipelining_accumulate_outfeed = bool(accumulate_outfeed)
+        _check_pipelining_kwargs_keys(pipelining_kwargs)
+        state.pipelining_kwargs = pipeline_options.check_keras_pipelining_kwargs(pipelining_kwargs)
         self._reset_execution_functions()
 
     def set_pipeline_stage_assignment(self, pipeline_stage_assignment) -> None:
-        """Assigns every layer invocation to a pipeline stage (ints, or assignment records)."""
-        records = pipeline_stages.from_user_assignment(self, pipeline_stage_assignment)
-        pipeline_stages.validate(self, records, None)
-        self._ipu.pipeline_assignment = records
+        """Assigns every layer invocation to a pipeline stage (see the original's
+        *_extensions.py: ints or records for a Sequential model, records otherwise)."""
+        kind = pipeline_stages.kind_of(self)
+        if kind == "sequential":
+            pipeline_stage_assignment = pipeline_stages.sequential_assignment(
+                self, pipeline_stage_assignment
+            )
+            self._ipu.assignment_valid = True
+        else:
+            if kind == "model" and self._ipu_traced_graph() is None:
+                raise RuntimeError(
+                    f"Cannot set pipeline stage assignments for model `{self.name}` which has "
+                    "not been built yet. Please call `model.build()` first, or assign pipeline "
+                    "stages in your graph definition using PipelineStage scopes."
+                )
+            pipeline_stages.check_assignment(self, pipeline_stage_assignment)
+        self._ipu.pipeline_assignment = pipeline_stage_assignment
         self._reset_execution_functions()
 
     def get_pipeline_stage_assignment(self) -> list:
-        """The assignment records (layers not assigned yet have `pipeline_stage` None)."""
-        if self._ipu.pipeline_assignment is not None:
+        """A copy of the assignment set, else unassigned records of every layer invocation
+        (nested models: a record holding theirs), in execution order."""
+        if pipeline_stages.kind_of(self) == "model" and self._ipu_traced_graph() is None:
+            raise RuntimeError(
+                f"Cannot get pipeline stage assignments for model `{self.name}` which has not "
+                "been built yet. Please call `model.build()` first."
+            )
+        if self._ipu.pipeline_assignment:
             return list(self._ipu.pipeline_assignment)
         return pipeline_stages.default_assignment(self)
 
     def reset_pipeline_stage_assignment(self) -> None:
         """The model is no longer pipelined."""
         self._ipu.pipeline_assignment = []
+        self._ipu.assignment_valid = False
         self._reset_execution_functions()
 
     def print_pipeline_stage_assignment_summary(self, line_length=None, print_fn=None) -> None:
@@ -224,19 +255,90 @@ class KerasExtensions(_KerasModel):
             self, self.get_pipeline_stage_assignment(), line_length, print_fn
         )
 
+    def _is_pipelined(self) -> bool:
+        if pipeline_stages.kind_of(self) == "model":
+            self._ipu_traced_graph()
+        return bool(self._ipu.pipeline_assignment)
+
+    @property
+    def _pipeline_stage_assignment_valid(self) -> bool:
+        return self._ipu.assignment_valid
+
     def _pipeline_records(self) -> list | None:
-        """The model's stage assignment if it is pipelined, else None."""
-        if self._ipu.pipeline_assignment == []:
+        """The layer records (nested models' in place) if the model is pipelined, else None."""
+        if pipeline_stages.kind_of(self) == "model" and pipeline_stages.uses_stage_scopes(self):
+            self._ipu_traced_graph(quiet=True)
+        if not self._ipu.pipeline_assignment:
             return None
-        if self._ipu.pipeline_assignment is None and self._ipu.traced_assignment is None:
-            # Read once: for subclassed models this traces `call`.
-            self._ipu.traced_assignment = (
-                pipeline_stages.default_assignment(self) if self.built else None
-            )
-        records = self._ipu.pipeline_assignment or self._ipu.traced_assignment or []
-        if not records or all(r.pipeline_stage is None for r in records):
-            return None
+        records = pipeline_stages.flatten(self._ipu.pipeline_assignment)
+        if all(r.pipeline_stage is not None for r in records):
+            pipeline_stages.check_no_empty_stage(records)
         return records
+
+    def _ipu_traced_graph(self, quiet: bool = False) -> pipeline_stages.TracedGraph | None:
+        """A built subclassed model's call as a graph (traced once per build); its
+        PipelineStage scopes give its assignment if none was set (as the original's
+        model_extensions.py `_update_graph_network`). None while not built.
+
+        `quiet`: a call that cannot be traced on Keras inputs gives None (models that use no
+        PipelineStage run as before); the partial-assignment error is raised all the same.
+        """
+        state = self._ipu
+        if state.traced_graph is not None and not state.traced_graph.current(self):
+            state.traced_graph = None  # built or called with other inputs since: trace again
+        if state.traced_graph is None and self.built:
+            try:
+                state.traced_graph = pipeline_stages.TracedGraph(self)
+            except Exception:
+                if not quiet:
+                    raise
+                return None
+            if not state.pipeline_assignment:
+                try:
+                    scoped = pipeline_stages.assignment_from_scopes(self)
+                except ValueError:
+                    state.traced_graph = None  # refused each time, as the original's build
+                    raise
+                if scoped is not None:
+                    self.set_pipeline_stage_assignment(scoped)
+        return state.traced_graph
+
+    def _ipu_built_from_shape(self) -> None:
+        """A subclassed model built by `build(input_shape)`: as the original, whose build
+        traces the call as a graph network, it can be saved (inputs of the shapes it was
+        built with) and its PipelineStage scopes are read now."""
+        if self.save_spec() is None:
+            specs = pipeline_stages._input_specs_of(self)  # noqa: SLF001
+            keras_internals.set_save_spec(
+                self,
+                tf.nest.map_structure(
+                    lambda spec: tf.TensorSpec([None, *spec.shape[1:]], spec.dtype), specs
+                ),
+            )
+        self._ipu.traced_graph = None
+        if pipeline_stages.uses_stage_scopes(self) or self._ipu.pipeline_assignment:
+            self._ipu_traced_graph()
+
+    def _init_graph_network(self, *args, **kwargs):
+        result = super()._init_graph_network(*args, **kwargs)
+        if pipeline_stages.kind_of(self) == "functional":
+            # As the original's functional.py: the scopes give the assignment at construction.
+            scoped = pipeline_stages.assignment_from_scopes(self)
+            if scoped is not None:
+                pipeline_stages.check_assignment(self, scoped)
+                self._ipu.pipeline_assignment = scoped
+        return result
+
+    def add(self, layer):
+        if self._ipu.pipeline_assignment:
+            # sequential_extensions.py `_add_delegate`: the assignment no longer holds.
+            self._ipu.assignment_valid = False
+        return super().add(layer)
+
+    def pop(self):
+        if self._ipu.pipeline_assignment:
+            self._ipu.assignment_valid = False
+        return super().pop()
 
     # Queues, callbacks, replication ----------------------------------------------------------
 
@@ -616,25 +718,17 @@ class KerasExtensions(_KerasModel):
             "infeed_kwargs": dict(state.infeed_options),
             "outfeed_kwargs": dict(state.outfeed_options),
         }
-        records = self._saved_stage_records()
+        assignment = self._ipu.pipeline_assignment
         if isinstance(self, sequential.Sequential):
-            config["pipeline_stage_assignment_valid"] = bool(records)
-            config["pipeline_stage_assignment"] = [r.pipeline_stage for r in records]
-        elif isinstance(self, functional.Functional):
+            config["pipeline_stage_assignment_valid"] = self._ipu.assignment_valid
+            config["pipeline_stage_assignment"] = [r.pipeline_stage for r in assignment]
+        elif not any(r.is_nested_model for r in assignment):
+            # Functional and subclassed models: (layer index, node index, stage) per record.
             index = {id(layer): i for i, layer in enumerate(self.layers)}
             config["pipeline_stage_assignment"] = [
-                (index[id(r.layer)], _node_index(r), r.pipeline_stage) for r in records
+                (index[id(r.layer)], r.node_index, r.pipeline_stage) for r in assignment
             ]
         return config
-
-    def _saved_stage_records(self) -> list:
-        if not isinstance(self, (sequential.Sequential, functional.Functional)):
-            return []  # a subclassed model's invocations are traced, not saved
-        try:
-            records = self._pipeline_records()
-        except ValueError:
-            return []
-        return records or []
 
     def _ipu_restore_options(self, options: dict) -> None:
         """Sets the options `_ipu_saved_options` saved (extensions_base.py `_from_base_config`)."""
@@ -665,18 +759,26 @@ class KerasExtensions(_KerasModel):
         self._restore_stage_assignment(options)
 
     def _restore_stage_assignment(self, options: dict) -> None:
-        saved = options.get("pipeline_stage_assignment")
-        if not saved or options.get("pipeline_stage_assignment_valid", True) is False:
-            return
-        if isinstance(self, sequential.Sequential):
-            self.set_pipeline_stage_assignment([int(stage) for stage in saved])
-            return
-        stage_of = {(int(i), int(node)): int(stage) for i, node, stage in saved}
-        records = pipeline_stages.default_assignment(self)
-        index = {id(layer): i for i, layer in enumerate(self.layers)}
-        stages = [stage_of.get((index[id(r.layer)], _node_index(r))) for r in records]
-        if None not in stages:
-            self.set_pipeline_stage_assignment(stages)
+        """The saved assignment, as the original's `_deserialize_from_config_delegate`s: set
+        as saved (a subclassed model's is checked when its call is traced)."""
+        saved = options.get("pipeline_stage_assignment") or []
+        kind = pipeline_stages.kind_of(self)
+        if kind == "sequential":
+            self._ipu.pipeline_assignment = [
+                pipeline_stages.SequentialLayerPipelineStageAssignment(self.layers[i], stage)
+                for i, stage in enumerate(saved)
+            ]
+            self._ipu.assignment_valid = bool(options.get("pipeline_stage_assignment_valid"))
+        else:
+            record = (
+                pipeline_stages.FunctionalLayerPipelineStageAssignment
+                if kind == "functional"
+                else pipeline_stages.ModelLayerPipelineStageAssignment
+            )
+            self._ipu.pipeline_assignment = [
+                record(self.layers[int(i)], int(node), stage) for i, node, stage in saved
+            ]
+        self._reset_execution_functions()
 
 
 #: The original's values of ReplicatedMetricReductionMethod (extensions_base.py).
@@ -707,6 +809,48 @@ SAVED_OPTION_KEYS = (
 )
 
 
+def _check_pipelining_kwargs_keys(kwargs: dict) -> None:
+    """The keys `set_pipelining_options` refuses (extensions_base.py
+    `_set_pipelining_options_impl`), with the original's messages."""
+    explicit = {
+        "gradient_accumulation_count": "gradient_accumulation_steps_per_replica",
+        "device_mapping": "device_mapping",
+        "accumulate_outfeed": "accumulate_outfeed",
+    }
+    for key, argument in explicit.items():
+        if key in kwargs:
+            raise ValueError(
+                f"Found `{key}` key in `pipelining_kwargs`. Set the `{argument}` argument to "
+                "`set_pipelining_options` instead."
+            )
+    automatic = (
+        "computational_stages",
+        "repeat_count",
+        "inputs",
+        "infeed_queue",
+        "outfeed_queue",
+        "optimizer_function",
+    )
+    for key in automatic:
+        if key in kwargs:
+            raise ValueError(
+                f"Found `{key}` key in `pipelining_kwargs`. This argument is automatically set "
+                "by Keras."
+            )
+    for key in ("outfeed_loss", "outfeed_mask", "batch_serialization_iterations"):
+        if key in kwargs:
+            raise ValueError(
+                f"Found `{key}` key in `pipelining_kwargs`. This argument is not compatible "
+                "with Keras."
+            )
+    if "experimental_normalize_gradients" in kwargs:
+        raise ValueError(
+            "Found `experimental_normalize_gradients` argument to `set_pipelining_options`. "
+            "This argument has now been removed, use `gradient_accumulation_reduction_method` "
+            "instead."
+        )
+
+
 def _parse_saved_reduction(value) -> GradientAccumulationReductionMethod:
     if value is None:
         return GradientAccumulationReductionMethod.SUM
@@ -715,9 +859,3 @@ def _parse_saved_reduction(value) -> GradientAccumulationReductionMethod:
     return GradientAccumulationReductionMethod.parse(
         value, "gradient_accumulation_reduction_method"
     )
-
-
-def _node_index(record: object) -> int:
-    """The node of a functional model's layer invocation (its records are per node)."""
-    assert isinstance(record, pipeline_stages.FunctionalLayerPipelineStageAssignment)
-    return record.node_index

@@ -3,14 +3,17 @@
 A pipelined model's layers are split into stages, each on its own IPU. The
 stages change where computation happens, not what is computed: a pipelined
 model trains like the same model with gradient accumulation over the
-pipeline depth. openipu keeps the assignment, validates it as the original
-does (every layer invocation assigned, stages in data-flow order, a device
-for every stage), and feeds it to the cost model; the compiled program of a
-replica holds all its stages.
+pipeline depth. openipu keeps the assignment, validates it with the original's
+rules and messages (keras/ipu/extensions/*_extensions.py: every layer invocation
+assigned, in execution order, no stage taking a later stage's outputs, no empty
+stage), and feeds it to the cost model; the compiled program of a replica holds
+all its stages.
 
-Stages come from `tf.keras.ipu.PipelineStage(n)` contexts around layer calls
-(recorded on the functional graph's nodes, or on invocations traced from a
-subclassed model's `call`), or from `set_pipeline_stage_assignment`.
+Stages come from `tf.keras.ipu.PipelineStage(n)` scopes around layer calls or
+layer constructions (recorded on the functional graph's nodes and on layers; a
+subclassed model's `call` is traced on Keras inputs into such a graph, as the
+original's), or from `set_pipeline_stage_assignment`. Models nested in models
+have records holding their own records.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import tf_keras
 from tensorflow.python.platform import tf_logging
 from tf_keras.src.engine import functional, sequential
 
-from openipu._src.integration import keras_internals, keras_layer_call, keras_node_init
+from openipu._src.integration import keras_internals, keras_node_init
 
 _state = threading.local()
 
@@ -49,6 +52,7 @@ class PipelineStage:
 
     def __enter__(self) -> PipelineStage:
         _install_node_recorder()
+        _mark_staged_model()
         _state.__dict__.setdefault("stages", []).append(self._stage)
         return self
 
@@ -57,21 +61,70 @@ class PipelineStage:
 
 
 def _install_node_recorder() -> None:
-    """Makes functional-graph nodes remember the stage they were created in."""
-    keras_node_init.install(_record_stage)
+    """Makes functional-graph nodes and layers remember the stage they were created in."""
+    keras_node_init.install(_record_stage, _record_layer_stage)
+
+
+_STAGED = "_ipu_stage_scopes_in_call"
+
+
+def _mark_staged_model() -> None:
+    """Marks the model whose call (or build) enters this scope: its call must be traced to
+    read its stages."""
+    model = keras_internals.calling_layer() or getattr(_state, "building", None)
+    if model is not None:
+        model.__dict__[_STAGED] = True
+
+
+@contextlib.contextmanager
+def building(model) -> Iterator[None]:
+    """While `model.build` runs its call, scopes entered in it mark the model."""
+    saved = getattr(_state, "building", None)
+    _state.building = model
+    try:
+        yield
+    finally:
+        _state.building = saved
+
+
+def uses_stage_scopes(model) -> bool:
+    """Whether the model's call entered a PipelineStage scope, or a layer of it was made in
+    one: only then can scopes give a subclassed model stages."""
+    return model.__dict__.get(_STAGED, False) or any(
+        "_ipu_pipeline_stage" in layer.__dict__ for layer in model.layers
+    )
 
 
 def _record_stage(node) -> None:
-    node._ipu_pipeline_stage = current_stage()
+    stage = current_stage()
+    if stage is not None:
+        node.__dict__["_ipu_pipeline_stage"] = stage
 
 
-# Assignment records -------------------------------------------------------------------------
+def _record_layer_stage(layer) -> None:
+    stage = current_stage()
+    if stage is not None:
+        layer.__dict__["_ipu_pipeline_stage"] = stage
 
 
-class _PipelineStageAssignment:
-    """One layer invocation and the pipeline stage it runs in (None: not assigned)."""
+def _stage_of_node(node) -> int | None:
+    """The stage of a layer invocation: its own scope's, else its layer's construction
+    scope's (as the original's functional_extensions.py `_get_pipelining_from_nodes`)."""
+    stage = node.__dict__.get("_ipu_pipeline_stage")
+    if stage is None:
+        stage = node.layer.__dict__.get("_ipu_pipeline_stage")
+    return stage
 
-    def __init__(self, layer, pipeline_stage: int | None = None) -> None:
+
+# Assignment records (keras/ipu/extensions/pipeline_stage_assignment.py) ---------------------
+
+
+class _LayerRecord:
+    """A layer and its pipeline stage (None: not assigned)."""
+
+    is_nested_model = False
+
+    def __init__(self, layer, pipeline_stage=None) -> None:
         self._layer = layer
         self.pipeline_stage = pipeline_stage
 
@@ -80,240 +133,458 @@ class _PipelineStageAssignment:
         return self._layer
 
     @property
-    def pipeline_stage(self) -> int | None:
+    def pipeline_stage(self):
         return self._pipeline_stage
 
     @pipeline_stage.setter
-    def pipeline_stage(self, value: int | None) -> None:
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise ValueError(
-                f"The pipeline stage of {self._layer.name!r} must be an int >= 0, got {value!r}"
-            )
+    def pipeline_stage(self, value) -> None:
+        # Checked when the assignment is set, as the original's.
         self._pipeline_stage = value
 
-    def _key(self):
-        return (id(self._layer),)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(layer={self._layer.name!r}, pipeline_stage={self.pipeline_stage})"
+class SequentialLayerPipelineStageAssignment(_LayerRecord):
+    """A layer of a Sequential model and its pipeline stage (None: not assigned)."""
 
-
-class SequentialLayerPipelineStageAssignment(_PipelineStageAssignment):
-    """A layer of a Sequential model and its pipeline stage."""
-
-    @property
-    def inbound_layers(self) -> list:
-        nodes = keras_internals.inbound_nodes(self._layer)
-        if not nodes:
-            return []
-        inbound = nodes[0].inbound_layers
-        return inbound if isinstance(inbound, list) else [inbound]
+    def __str__(self) -> str:
+        return f"Layer: {self._layer.name} is assigned to pipeline stage: {self.pipeline_stage}"
 
 
-class FunctionalLayerPipelineStageAssignment(_PipelineStageAssignment):
-    """An invocation (node) of a layer in a functional model and its pipeline stage."""
+class ModelLayerPipelineStageAssignment(_LayerRecord):
+    """An invocation (`node_index`: which call) of a layer in a model and its pipeline stage."""
 
-    def __init__(self, layer, node_index: int, pipeline_stage: int | None = None) -> None:
+    def __init__(self, layer, node_index, pipeline_stage=None) -> None:
         super().__init__(layer, pipeline_stage)
         self._node_index = node_index
 
     @property
-    def node_index(self) -> int:
+    def node_index(self):
         return self._node_index
 
     @property
     def inbound_layers(self) -> list:
-        inbound = keras_internals.inbound_nodes(self._layer)[self._node_index].inbound_layers
-        return inbound if isinstance(inbound, list) else [inbound]
+        return _inbound_layers(self._layer, self._node_index)
 
-    def _key(self):
-        return (id(self._layer), self._node_index)
-
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return (
-            f"{type(self).__name__}(layer={self._layer.name!r}, node_index={self._node_index}, "
-            f"pipeline_stage={self.pipeline_stage})"
+            f"Layer: {self._layer.name} (node index {self._node_index}) is assigned to "
+            f"pipeline stage: {self.pipeline_stage}"
         )
 
 
-class FunctionalNestedModelPipelineStageAssignment(FunctionalLayerPipelineStageAssignment):
-    """An invocation of a nested model inside a functional model and its pipeline stage."""
+class FunctionalLayerPipelineStageAssignment(ModelLayerPipelineStageAssignment):
+    """An invocation of a layer in a functional model and its pipeline stage."""
+
+
+class _NestedRecord:
+    """A nested model and the records of its own layers."""
+
+    is_nested_model = True
+
+    def __init__(self, nested_model, pipeline_stage_assignments) -> None:
+        self._nested_model = nested_model
+        self._pipeline_stage_assignments = pipeline_stage_assignments
 
     @property
     def nested_model(self):
-        return self._layer
-
-
-class ModelLayerPipelineStageAssignment(_PipelineStageAssignment):
-    """An invocation of a layer in a subclassed model's `call` and its pipeline stage."""
-
-    def __init__(self, layer, invocation_index: int, pipeline_stage: int | None = None) -> None:
-        super().__init__(layer, pipeline_stage)
-        self._invocation_index = invocation_index
+        return self._nested_model
 
     @property
-    def node_index(self) -> int:
-        return self._invocation_index
+    def pipeline_stage_assignments(self) -> list:
+        return list(self._pipeline_stage_assignments)
+
+
+class SequentialNestedModelPipelineStageAssignment(_NestedRecord):
+    """The assignments of a model nested in a Sequential model."""
+
+    def __str__(self) -> str:
+        inner = "".join(f"\n  {x}" for x in self._pipeline_stage_assignments)
+        return (
+            f"Model: {self._nested_model.name} has the following pipeline stage assignments:{inner}"
+        )
+
+
+class NestedModelPipelineStageAssignment(_NestedRecord):
+    """The assignments of one invocation (`node_index`) of a model nested in a model."""
+
+    def __init__(self, nested_model, node_index, pipeline_stage_assignments) -> None:
+        super().__init__(nested_model, pipeline_stage_assignments)
+        self._node_index = node_index
+
+    @property
+    def node_index(self):
+        return self._node_index
 
     @property
     def inbound_layers(self) -> list:
-        return []
+        return _inbound_layers(self._nested_model, self._node_index)
 
-    def _key(self):
-        return (id(self._layer), self._invocation_index)
-
-
-class NestedModelPipelineStageAssignment(ModelLayerPipelineStageAssignment):
-    """An invocation of a nested model in a subclassed model's `call` and its pipeline stage."""
-
-    @property
-    def nested_model(self):
-        return self._layer
+    def __str__(self) -> str:
+        inner = "".join(f"\n  {x}" for x in self._pipeline_stage_assignments)
+        return (
+            f"Model: {self._nested_model.name} (node index {self._node_index}) has the "
+            f"following pipeline stage assignments:{inner}"
+        )
 
 
-# Building and checking assignments -----------------------------------------------------------
+class FunctionalNestedModelPipelineStageAssignment(NestedModelPipelineStageAssignment):
+    """The assignments of one invocation of a model nested in a functional model."""
 
 
-def default_assignment(model) -> list[_PipelineStageAssignment]:
-    """The model's layer invocations, with the stages their PipelineStage contexts gave."""
+def _inbound_layers(layer, node_index: int) -> list:
+    node = keras_internals.inbound_nodes(layer)[node_index]
+    return [parent.layer for parent in node.parent_nodes]
+
+
+_LAYER_RECORD: dict[str, Any] = {
+    "sequential": SequentialLayerPipelineStageAssignment,
+    "functional": FunctionalLayerPipelineStageAssignment,
+    "model": ModelLayerPipelineStageAssignment,
+}
+_NESTED_RECORD: dict[str, Any] = {
+    "sequential": SequentialNestedModelPipelineStageAssignment,
+    "functional": FunctionalNestedModelPipelineStageAssignment,
+    "model": NestedModelPipelineStageAssignment,
+}
+
+
+def kind_of(model) -> str:
     if isinstance(model, sequential.Sequential):
-        return [
-            SequentialLayerPipelineStageAssignment(layer, _stage_of_layer(layer))
-            for layer in model.layers
-        ]
+        return "sequential"
     if isinstance(model, functional.Functional):
-        return _functional_assignment(model)
-    return _subclassed_assignment(model)
+        return "functional"
+    return "model"
 
 
-def _stage_of_layer(layer) -> int | None:
-    stages = {getattr(n, "_ipu_pipeline_stage", None) for n in keras_internals.inbound_nodes(layer)}
-    stages.discard(None)
-    return stages.pop() if len(stages) == 1 else None
+def is_extended_model(layer) -> bool:
+    """Whether `layer` is a model nested as a layer, with assignments of its own."""
+    return isinstance(layer, tf_keras.Model) and hasattr(layer, "get_pipeline_stage_assignment")
 
 
-def _functional_assignment(model) -> list[_PipelineStageAssignment]:
-    records: list[_PipelineStageAssignment] = []
-    nodes_by_depth = keras_internals.nodes_by_depth(model)
-    for depth in sorted(nodes_by_depth, reverse=True):  # topological order
+def flatten(assignment) -> list:
+    """The layer records of an assignment, those of nested models in place."""
+    flat = []
+    for record in assignment:
+        if getattr(record, "is_nested_model", False):
+            flat.extend(flatten(record.pipeline_stage_assignments))
+        else:
+            flat.append(record)
+    return flat
+
+
+# The graph of a model: its layer invocations in execution order -------------------------------
+
+
+def post_order(model) -> list:
+    """The nodes of a functional model (or of a subclassed model's traced graph), inputs
+    excluded, in execution order (the original's extensions_base.py `_create_post_order`)."""
+    if kind_of(model) == "model":
+        return model._ipu_traced_graph().post_order  # noqa: SLF001
+    return _post_order(keras_internals.nodes_by_depth(model), model.inputs)
+
+
+def _post_order(nodes_by_depth: dict, inputs) -> list:
+    visited = {str(id(x)) for x in tf.nest.flatten(inputs)}
+    order = []
+    for depth in sorted(nodes_by_depth, reverse=True):
         for node in nodes_by_depth[depth]:
-            layer = node.layer
-            if isinstance(layer, tf_keras.layers.InputLayer):
+            if node.is_input or any(t not in visited for t in node.flat_input_ids):
                 continue
-            node_index = keras_internals.inbound_nodes(layer).index(node)
-            record_class = (
-                FunctionalNestedModelPipelineStageAssignment
-                if isinstance(layer, tf_keras.Model)
-                else FunctionalLayerPipelineStageAssignment
-            )
-            records.append(
-                record_class(layer, node_index, getattr(node, "_ipu_pipeline_stage", None))
-            )
-    return records
+            visited.update(node.flat_output_ids)
+            order.append(node)
+    return order
 
 
-def _subclassed_assignment(model) -> list[_PipelineStageAssignment]:
-    """Traces the model's `call` once to list its layer invocations (the model must be built)."""
-    if not model.built:
-        raise ValueError(
-            f"Model {model.name!r} must be built (called on data, or `build(input_shape)`) before "
-            "its pipeline stage assignment can be read"
+class TracedGraph:
+    """A subclassed model's `call`, run once on Keras inputs: its layer invocations are nodes
+    of a functional graph (as the original's model_extensions.py `_trace_graph_network`)."""
+
+    def __init__(self, model) -> None:
+        # Node indices count from the trace: forget the calls of earlier traces.
+        for layer in model.layers:
+            keras_internals.inbound_nodes(layer).clear()
+            keras_internals.outbound_nodes(layer).clear()
+        self.specs = _input_specs_of(model)
+        self.inputs = tf.nest.map_structure(
+            lambda spec: tf_keras.Input(
+                batch_size=spec.shape[0] or 1, shape=spec.shape[1:], dtype=spec.dtype
+            ),
+            self.specs,
         )
-    invocations = trace_layer_invocations(model)
-    counts: dict[int, int] = {}
-    records: list[_PipelineStageAssignment] = []
-    for layer, stage in invocations:
-        index = counts.get(id(layer), 0)
-        counts[id(layer)] = index + 1
-        record_class = (
-            NestedModelPipelineStageAssignment
-            if isinstance(layer, tf_keras.Model)
-            else ModelLayerPipelineStageAssignment
-        )
-        records.append(record_class(layer, index, stage))
-    return records
+        with keras_internals.call_context(model, self.inputs):
+            self.outputs = model.call(self.inputs)
+        nodes_by_depth = keras_internals.map_graph_network(self.inputs, self.outputs)
+        self.post_order = _post_order(nodes_by_depth, self.inputs)
+
+    def current(self, model) -> bool:
+        """Whether the model's inputs are still those of this trace."""
+        return repr(_input_specs_of(model)) == repr(self.specs)
 
 
-def trace_layer_invocations(model) -> list[tuple[object, int | None]]:
-    """The (layer, stage) of each direct sublayer call in one symbolic run of `model.call`."""
-    import tensorflow as tf
-
-    invocations: list[tuple[object, int | None]] = []
-    direct = {id(layer) for layer in model.layers}
-    depth = {"value": 0}
-
-    def recording_call(stock_call, layer, *args, **kwargs):
-        if id(layer) in direct and depth["value"] == 0:
-            invocations.append((layer, current_stage()))
-        depth["value"] += id(layer) in direct
-        try:
-            return stock_call(layer, *args, **kwargs)
-        finally:
-            depth["value"] -= id(layer) in direct
-
-    inputs = _traced_inputs(model)
-    with keras_layer_call.intercepted(recording_call):
-        # Through `__call__`, not `call`: a model whose `call` adds metrics or losses needs
-        # Keras's call context (the next real call clears the traced losses).
-        concrete = tf.function(lambda x: model(x)).get_concrete_function(inputs)
-        del concrete
-    return invocations
-
-
-def _traced_inputs(model):
-    """Specs of the inputs the model was last called on (their dtypes), else float32 ones of
-    its build input shape; a batch of 1 where unknown."""
+def _input_specs_of(model):
+    """Specs of the inputs the model was last called on, else of its build input shape
+    (float32)."""
     saved = model.save_spec(dynamic_batch=False)
-    if saved is not None:
-        args, _ = saved
-        if len(args) == 1:
-            return tf.nest.map_structure(
-                lambda spec: tf.TensorSpec(
-                    [1 if d is None else d for d in spec.shape.as_list()], spec.dtype
-                ),
-                args[0],
-            )
+    if saved is not None and len(saved[0]) == 1:
+        return saved[0][0]
     return _input_specs(keras_internals.build_input_shape(model))
 
 
 def _input_specs(shape):
-    """TensorSpecs (batch of 1 where unknown) for a model's recorded build input shape."""
-    import tensorflow as tf
-
+    """TensorSpecs for a model's recorded build input shape."""
     if isinstance(shape, dict):
         return {k: _input_specs(v) for k, v in shape.items()}
-    dims = shape.as_list() if isinstance(shape, tf.TensorShape) else shape
-    if isinstance(dims, (list, tuple)) and all(isinstance(d, (int, type(None))) for d in dims):
-        return tf.TensorSpec([1 if d is None else d for d in dims], tf.float32)
+    dimension = (int, type(None), tf.compat.v1.Dimension)
+    if isinstance(shape, tf.TensorShape) or all(isinstance(d, dimension) for d in shape):
+        return tf.TensorSpec(tf.TensorShape(shape), tf.float32)
     return type(shape)(_input_specs(s) for s in shape)
 
 
-def validate(
-    model, records: list[_PipelineStageAssignment], device_mapping: list[int] | None
-) -> int:
-    """Checks an assignment; returns the number of stages."""
+def default_assignment(model) -> list:
+    """Unassigned records of every layer invocation, in execution order; nested models give
+    a record holding their own current assignment."""
+    kind = kind_of(model)
+    if kind == "sequential":
+        return [
+            _NESTED_RECORD[kind](layer, layer.get_pipeline_stage_assignment())
+            if is_extended_model(layer)
+            else _LAYER_RECORD[kind](layer)
+            for layer in model.layers
+        ]
+    records = []
+    for node in post_order(model):
+        layer = node.layer
+        node_index = keras_internals.inbound_nodes(layer).index(node)
+        if is_extended_model(layer):
+            records.append(
+                _NESTED_RECORD[kind](layer, node_index, layer.get_pipeline_stage_assignment())
+            )
+        else:
+            records.append(_LAYER_RECORD[kind](layer, node_index))
+    return records
+
+
+def assignment_from_scopes(model) -> list | None:
+    """The assignment the model's PipelineStage scopes give, None if it has none; every
+    layer invocation needs one then (functional_extensions.py `_get_pipelining_from_nodes`)."""
+    kind = kind_of(model)
+    order = post_order(model)
+    if not any(_stage_of_node(node) is not None for node in order):
+        return None
+    records = []
+    for node in order:
+        layer = node.layer
+        node_index = keras_internals.inbound_nodes(layer).index(node)
+        if is_extended_model(layer):
+            records.append(
+                _NESTED_RECORD[kind](layer, node_index, layer.get_pipeline_stage_assignment())
+            )
+            continue
+        stage = _stage_of_node(node)
+        if stage is None:
+            raise ValueError(
+                "All layers of a pipelined model must have an associated pipeline stage. "
+                f"However, {layer.name} has not been assigned to one. Pipeline stages can be "
+                "assigned when a layer is constructed, or each time a layer is called. "
+                "Different pipeline stages can assigned to each call."
+            )
+        records.append(_LAYER_RECORD[kind](layer, node_index, stage))
+    return records
+
+
+# Checking an assignment (the original's messages) ----------------------------------------------
+
+
+def check_assignment(model, assignment, nested: bool = False) -> None:
+    """Raises ValueError unless `assignment` is a valid assignment of `model` (the checks of
+    the original's `_validate_pipeline_stage_assignment`, per model kind). A `nested`
+    model's assignment is checked as part of the graph it is called in (a nested Sequential
+    model's first layer need not be in stage 0)."""
+    kind = kind_of(model)
+    plain = not any(is_extended_model(layer) for layer in model.layers)
+    if kind == "sequential" and plain and not nested:
+        _check_sequential(model, assignment)
+        return
+    if not isinstance(assignment, list):
+        raise ValueError("`pipeline_stage_assignment` needs to be a list.")
+    expected = _invocations(model)
+    _check_length(assignment, len(expected))
+    stages: dict[int, tuple[int, int]] = {}  # node id -> (first, last) stage
+    for record, (layer, node) in zip(assignment, expected, strict=True):
+        key = id(node) if node is not None else id(record)
+        if is_extended_model(layer):
+            stages[key] = _check_nested(model, kind, record, layer)
+            continue
+        cls = _LAYER_RECORD[kind]
+        if not isinstance(record, cls):
+            raise ValueError(
+                f"The pipeline stage assignment for layer {layer.name} in {model.name} must be "
+                f"an instance of `{cls.__name__}`. Instead the assignment was of type "
+                f"{type(record).__name__}."
+            )
+        _check_same_layer(record.layer, layer)
+        if record.pipeline_stage is None:
+            where = "" if kind == "sequential" else f" with node_index {record.node_index}"
+            raise ValueError(
+                f"Layer {layer.name}{where} has not been assigned a pipeline stage in "
+                "`pipeline_stage_assignment`."
+            )
+        if node is not None and keras_internals.inbound_nodes(layer)[record.node_index] is not node:
+            raise ValueError(
+                "The order of `pipeline_stage_assignment` does not match the post-order "
+                f"generated from the graph (missmatched nodes of layer {layer.name})."
+            )
+        stages[key] = (record.pipeline_stage, record.pipeline_stage)
+    _check_dependencies(model, expected, assignment, stages)
+
+
+def _invocations(model) -> list[tuple[Any, Any]]:
+    """(layer, node) of each invocation; Sequential models have no node per layer here."""
+    if kind_of(model) == "sequential":
+        return [(layer, None) for layer in model.layers]
+    return [(node.layer, node) for node in post_order(model)]
+
+
+def _check_length(assignment, count: int) -> None:
+    if len(assignment) != count:
+        raise ValueError(
+            f"The length of the provided `pipeline_stage_assignment` ({len(assignment)}) does "
+            f"not match the number of layers in the graph ({count}). Each layer needs to be "
+            "assigned a pipeline stage (excluding input layers)."
+        )
+
+
+def _check_same_layer(given, expected) -> None:
+    if given is not expected:
+        raise ValueError(
+            "The order of `pipeline_stage_assignment` does not match the post-order generated "
+            f"from the graph ({given.name} != {expected.name})."
+        )
+
+
+def _check_nested(model, kind: str, record, nested) -> tuple[int, int]:
+    cls = _NESTED_RECORD[kind]
+    if not isinstance(record, cls):
+        raise ValueError(
+            f"The pipeline stage assignment for nested model {nested.name} in {model.name} "
+            f"must be an instance of `{cls.__name__}`. Instead the assignment was of type "
+            f"{type(record).__name__}."
+        )
+    _check_same_layer(record.nested_model, nested)
+    inner = record.pipeline_stage_assignments
+    check_assignment(nested, inner, nested=True)
+    leaves = [r.pipeline_stage for r in flatten(inner)]
+    return min(leaves), max(leaves)
+
+
+def _check_dependencies(model, expected, assignment, stages) -> None:
+    """Stage by stage, each invocation's inputs must have been computed by then (the
+    original's `_get_pipelined_post_order`: a stage's layers may only take outputs of the
+    same or earlier stages)."""
+    keys = [
+        id(node) if node is not None else id(rec)
+        for (_, node), rec in zip(expected, assignment, strict=True)
+    ]
+    last = max(hi for _, hi in stages.values())
+    ordered = sorted(
+        (stages[key][0], index) for index, key in enumerate(keys) if 0 <= stages[key][0] <= last
+    )
+    for stage, index in ordered:
+        layer, node = expected[index]
+        if node is None:
+            parents = [keys[index - 1]] if index else []
+        else:
+            parents = [id(p) for p in node.parent_nodes if id(p) in stages]
+        for parent in parents:
+            first, final = stages[parent]
+            if first < 0 or final > stage:
+                raise ValueError(
+                    f"Layer {layer.name} in pipeline stage {stage} has a dependency from a "
+                    "pipeline stage which has not yet been executed. Layers can only use "
+                    "outputs from current or previous pipeline stages."
+                )
+
+
+def _check_sequential(model, assignment) -> None:
+    """sequential_extensions.py `set_pipeline_stage_assignment` and its validation."""
+    previous = 0
+    for index, record in enumerate(assignment):
+        if record.pipeline_stage is None:
+            raise ValueError(f"Layer {record.layer.name} has not been assigned a pipeline stage.")
+        layer = model.layers[index]
+        if layer is not record.layer:
+            raise ValueError(
+                f"The provided assignment at index {index} `pipeline_stage_assignment` is for "
+                f"layer {record.layer.name}, but the layer in the Sequential model at index "
+                f"{index} is {layer.name}."
+            )
+        if index == 0:
+            if record.pipeline_stage != 0:
+                raise ValueError(
+                    "The first layer in a pipelined sequential model needs to be assigned to "
+                    "the 0th pipeline stage, however it was assigned to "
+                    f"{record.pipeline_stage}."
+                )
+        elif record.pipeline_stage not in (previous, previous + 1):
+            raise ValueError(
+                f"Layer {record.layer.name} has been assigned to pipeline stage "
+                f"{record.pipeline_stage}, however the previous layer in the Sequential model "
+                f"was assigned to pipeline stage {previous}. A layer in a Sequential model can "
+                "only be assigned to the same pipeline stage as the previous layer or to the "
+                "next pipeline stage."
+            )
+        previous = record.pipeline_stage
+
+
+def sequential_assignment(model, assignment) -> list:
+    """A Sequential model's `set_pipeline_stage_assignment` argument as records: ints become
+    records in place, as in the original's sequential_extensions.py."""
+    if not isinstance(assignment, list):
+        raise ValueError("`pipeline_stage_assignment` needs to be a list.")
+    _check_length(assignment, len(model.layers))
+    for index, item in enumerate(assignment):
+        if isinstance(item, int):
+            assignment[index] = SequentialLayerPipelineStageAssignment(model.layers[index], item)
+    records = (SequentialLayerPipelineStageAssignment, SequentialNestedModelPipelineStageAssignment)
+    if not all(isinstance(record, records) for record in assignment):
+        raise ValueError(
+            "All elements of `pipeline_stage_assignment` must be instances of "
+            "`SequentialLayerPipelineStageAssignment` for layers or  "
+            "`SequentialNestedModelPipelineStageAssignment` for nested models."
+        )
+    check_assignment(model, assignment)
+    return assignment
+
+
+def check_no_empty_stage(records) -> None:
+    """Every stage up to the last one used needs a layer (extensions_base.py
+    `_get_pipeline_post_order`)."""
+    used = {r.pipeline_stage for r in records}
+    highest = max(used)
+    missing = sorted(set(range(highest + 1)) - used)
+    if missing:
+        raise RuntimeError(
+            "All stages in a pipeline must have at lease one layer assigned to them. The "
+            f"highest stage with an assignment is stage {highest}, however the preceeding "
+            f"stages {missing} had no assignments."
+        )
+
+
+def validate(model, records: list, device_mapping: list[int] | None) -> int:
+    """Checks the layer records of a pipelined model before it runs; returns its stage count."""
     unassigned = [r.layer.name for r in records if r.pipeline_stage is None]
     if unassigned:
         raise ValueError(
-            f"Every layer invocation of a pipelined model needs a pipeline stage; "
-            f"{', '.join(repr(n) for n in unassigned)} of model {model.name!r} has none. "
-            "Use tf.keras.ipu.PipelineStage or set_pipeline_stage_assignment."
+            f"Layer {unassigned[0]} has not been assigned a pipeline stage in "
+            "`pipeline_stage_assignment`."
         )
-    stages = sorted({r.pipeline_stage for r in records if r.pipeline_stage is not None})
-    if stages != list(range(len(stages))):
-        raise ValueError(
-            f"The pipeline stages of model {model.name!r} are {stages}: they must be "
-            f"0, 1, ..., {len(stages) - 1} with none missing"
-        )
-    _check_data_flow_order(model, records)
-    if device_mapping is not None and len(device_mapping) < len(stages):
+    check_no_empty_stage(records)
+    stages = max(r.pipeline_stage for r in records) + 1
+    if device_mapping is not None and len(device_mapping) < stages:
         raise ValueError(
             f"device_mapping {list(device_mapping)} has {len(device_mapping)} entries but model "
-            f"{model.name!r} has {len(stages)} pipeline stages: give one IPU per stage"
+            f"{model.name!r} has {stages} pipeline stages: give one IPU per stage"
         )
-    return len(stages)
+    return stages
 
 
 def warn_of_batch_normalization(records) -> bool:
@@ -367,91 +638,60 @@ def check_weights_on_one_ipu(records, device_mapping: list[int] | None) -> None:
                 )
 
 
-def _check_data_flow_order(model, records) -> None:
-    if isinstance(model, sequential.Sequential) or not isinstance(model, functional.Functional):
-        ordered = [r for r in records]
-        for before, after in zip(ordered, ordered[1:], strict=False):
-            if after.pipeline_stage < before.pipeline_stage:
-                raise ValueError(
-                    f"Pipeline stages must follow the data flow: {after.layer.name!r} is in stage "
-                    f"{after.pipeline_stage} but comes after {before.layer.name!r} in stage "
-                    f"{before.pipeline_stage}"
-                )
-        return
-    stage_of = {r._key(): r.pipeline_stage for r in records}  # noqa: SLF001
-    for record in records:
-        node = keras_internals.inbound_nodes(record.layer)[record.node_index]
-        for parent in node.parent_nodes:
-            if isinstance(parent.layer, tf_keras.layers.InputLayer):
+def summary_lines(model, assignment, line_length: int | None = None) -> list[str]:
+    """The lines of `print_pipeline_stage_assignment_summary` (the original's layout: a
+    Sequential model's layers and stages; other models' invocations, their input layers one
+    per line, and stages; a nested model's assignment under its name)."""
+    sequential_kind = kind_of(model) == "sequential"
+    width = line_length or (60 if sequential_kind else 89)
+    fractions = (0.5, 1.0) if sequential_kind else (0.4, 0.8, 1.0)
+    positions = [int(width * f) for f in fractions]
+    lines = []
+
+    def row(fields) -> None:
+        line = ""
+        for index, field in enumerate(fields):
+            if index:
+                line = line[:-1] + " "
+            line = (line + str(field))[: positions[index]]
+            line += " " * (positions[index] - len(line))
+        lines.append(line)
+
+    def records(assignment) -> None:
+        for index, record in enumerate(assignment):
+            if record.is_nested_model:
+                lines.append(f'Nested Model: "{record.nested_model.name}"')
+                lines.append("-" * width)
+                records(record.pipeline_stage_assignments)
                 continue
-            parent_key = (
-                id(parent.layer),
-                keras_internals.inbound_nodes(parent.layer).index(parent),
-            )
-            if stage_of.get(parent_key, 0) > record.pipeline_stage:
-                raise ValueError(
-                    f"Pipeline stages must follow the data flow: {record.layer.name!r} is in stage "
-                    f"{record.pipeline_stage} but takes the output of {parent.layer.name!r} in "
-                    f"stage {stage_of[parent_key]}"
+            name = f"{record.layer.name} ({type(record.layer).__name__})"
+            if sequential_kind:
+                row([name, str(record.pipeline_stage)])
+            else:
+                inputs = [layer.name for layer in tf.nest.flatten(record.inbound_layers)]
+                row(
+                    [
+                        f"{name} ({record.node_index})",
+                        inputs[0] if inputs else "",
+                        str(record.pipeline_stage),
+                    ]
                 )
+                for other in inputs[1:]:
+                    row(["", other, ""])
+            last = index == len(assignment) - 1 or assignment[index + 1].is_nested_model
+            lines.append(("=" if last else "_") * width)
 
-
-def from_user_assignment(model, assignment) -> list[_PipelineStageAssignment]:
-    """Records from `set_pipeline_stage_assignment`'s argument (ints or records)."""
-    if not isinstance(assignment, (list, tuple)):
-        raise TypeError(
-            "set_pipeline_stage_assignment takes a list of ints (one per layer invocation) or of "
-            f"assignment records, got {type(assignment).__name__}"
-        )
-    records = default_assignment(model)
-    if len(assignment) != len(records):
-        raise ValueError(
-            f"set_pipeline_stage_assignment got {len(assignment)} entries but model {model.name!r} "
-            f"has {len(records)} layer invocations to assign"
-        )
-    if all(isinstance(a, _PipelineStageAssignment) for a in assignment):
-        known = {r._key() for r in records}  # noqa: SLF001
-        for given in assignment:
-            if given._key() not in known:  # noqa: SLF001
-                raise ValueError(
-                    f"The assignment record for layer {given.layer.name!r} does not belong to "
-                    f"model {model.name!r}"
-                )
-        return list(assignment)
-    for record, stage in zip(records, assignment, strict=True):
-        if isinstance(stage, bool) or not isinstance(stage, int):
-            raise TypeError(
-                f"set_pipeline_stage_assignment: the stage of {record.layer.name!r} must be an "
-                f"int, got {stage!r}"
-            )
-        record.pipeline_stage = stage
-    return records
-
-
-def summary_lines(model, records, line_length: int | None = None) -> list[str]:
-    width = line_length or 98
-    header = f"{'Layer (type)':<{width // 2}}{'Inbound layers':<{width // 3}}{'Pipeline stage'}"
-    lines = [f'Model: "{model.name}"', "_" * width, header, "=" * width]
-    for record in records:
-        layer = record.layer
-        name = f"{layer.name} ({type(layer).__name__})"
-        inbound = ", ".join(getattr(l, "name", str(l)) for l in record.inbound_layers)  # noqa: E741
-        stage = "-" if record.pipeline_stage is None else str(record.pipeline_stage)
-        lines.append(f"{name:<{width // 2}}{inbound:<{width // 3}}{stage}")
+    lines += [f'Model: "{model.name}"', "_" * width]
+    row(
+        ["Layer (type)", "Pipeline Stage"]
+        if sequential_kind
+        else ["Layer (type) (node index)", "Input Layers", "Pipeline Stage"]
+    )
     lines.append("=" * width)
+    records(assignment)
     return lines
 
 
-@contextlib.contextmanager
-def no_stage() -> Iterator[None]:
-    saved = getattr(_state, "stages", [])
-    _state.stages = []
-    try:
-        yield
-    finally:
-        _state.stages = saved
-
-
-def print_summary(model, records, line_length=None, print_fn: Callable | None = None) -> None:
-    for line in summary_lines(model, records, line_length):
+def print_summary(model, assignment, line_length=None, print_fn: Callable | None = None) -> None:
+    for line in summary_lines(model, assignment, line_length):
         (print_fn or print)(line)
