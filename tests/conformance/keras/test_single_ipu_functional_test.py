@@ -697,3 +697,201 @@ def test_multi_output_layer_output_names():
     model = keras.Model(inp, _MultiOutput(name="out")(inp))
     assert model.output_names == ["out", "out_1"]
     assert_close(model(1.0), [2.0, 3.0])
+
+
+@pytest.mark.follows("test_default_model_name")
+def test_default_model_name():
+    inputs = keras.Input(shape=(1,))
+    outputs = keras.layers.Dense(1, activation="relu")(inputs)
+    backend.reset_uids()  # Keras's name counters start again
+    names = [keras.Model(inputs=inputs, outputs=outputs).name for _ in range(3)]
+    assert names == ["model", "model_1", "model_2"]
+
+
+class _UpdatesLayer(keras.layers.Layer):
+    def build(self, input_shape):
+        self.a = self.add_weight("a", (1, 1), "float32", trainable=False)
+        self.b = self.add_weight("b", (1, 1), "float32", trainable=False)
+        self.add_update(tf.compat.v1.assign_add(self.a, [[1.0]], name="unconditional_update"))
+        self.built = True
+
+    def call(self, inputs):
+        self.add_update(tf.compat.v1.assign_add(self.b, inputs, name="conditional_update"))
+        return inputs + 1
+
+
+@pytest.mark.follows("test_get_updates")
+def test_get_updates():
+    # As the original: a v1 graph of its own, where updates are collected as ops.
+    with tf.Graph().as_default():
+        layer = _UpdatesLayer()
+        layer(keras.Input(shape=(1,)))
+        assert len(layer.updates) == 2
+        x2 = keras.Input(shape=(1,))
+        y2 = layer(x2)
+        assert len(layer.updates) == 3
+        network = keras.Model(x2, y2)
+        assert len(network.updates) == 3
+        layer(keras.Input(shape=(1,)))
+        assert len(network.updates) == 4
+        x4 = keras.Input(shape=(1,))
+        network(x4)
+        assert len(network.updates) == 5
+        network.add_update(tf.compat.v1.assign_add(layer.a, [[1]]))
+        assert len(network.updates) == 6
+        network.add_update(tf.compat.v1.assign_add(layer.b, x4))
+        assert len(network.updates) == 7
+
+
+@pytest.mark.follows("test_get_updates_bn")
+def test_get_updates_bn():
+    with tf.Graph().as_default():
+        layer = keras.layers.BatchNormalization()
+        layer(keras.Input(shape=(1,)))
+        assert len(layer.updates) == 2  # the moving mean and variance
+
+
+@pytest.mark.follows("testTopologicalAttributes")
+def test_topological_attributes():
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    test_layer = keras.layers.Dense(16, name="test_layer")
+    a_test = test_layer(a)
+    assert test_layer.input is a
+    assert test_layer.output is a_test
+    assert test_layer.input_shape == (None, 32)
+    assert test_layer.output_shape == (None, 16)
+    dense = keras.layers.Dense(16, name="dense_1")
+    a_2, b_2 = dense(a), dense(b)
+    assert dense.get_input_at(0) is a
+    assert dense.get_input_at(1) is b
+    assert dense.get_output_at(0) is a_2
+    assert dense.get_output_at(1) is b_2
+    assert [dense.get_input_shape_at(i) for i in (0, 1)] == [(None, 32)] * 2
+    assert [dense.get_output_shape_at(i) for i in (0, 1)] == [(None, 16)] * 2
+    with pytest.raises(ValueError):
+        dense.get_input_at(2)
+    for attribute in ("input", "output", "output_shape", "input_shape"):
+        with pytest.raises(AttributeError):
+            getattr(keras.layers.Dense(16), attribute)
+    # Called on inputs of different shapes: no single input shape.
+    new_dense = keras.layers.Dense(16)
+    new_dense(keras.Input(shape=(3, 32)))
+    new_dense(keras.Input(shape=(5, 32)))
+    with pytest.raises(AttributeError):
+        _ = new_dense.input_shape
+
+
+@pytest.mark.follows("testTopologicalAttributesMultiOutputLayer")
+def test_topological_attributes_multi_output_layer():
+    class PowersLayer(keras.layers.Layer):
+        def call(self, inputs):
+            return [inputs**2, inputs**3]
+
+    x = keras.Input(shape=(32,))
+    test_layer = PowersLayer()
+    p1, p2 = test_layer(x)
+    assert test_layer.input is x
+    assert all(o is p for o, p in zip(test_layer.output, [p1, p2], strict=True))
+    assert test_layer.input_shape == (None, 32)
+    assert test_layer.output_shape == [(None, 32), (None, 32)]
+    model = keras.Model(x, [p1, p2])
+    values = np.arange(64, dtype=np.float32).reshape(2, 32) / 10
+    squares, cubes = model.predict(values, batch_size=2, verbose=0)
+    assert_close(squares, values**2, rtol=1e-5)
+    assert_close(cubes, values**3, rtol=1e-5)
+
+
+@pytest.mark.follows("testTopologicalAttributesMultiInputLayer")
+def test_topological_attributes_multi_input_layer():
+    class AddLayer(keras.layers.Layer):
+        def call(self, inputs):
+            assert len(inputs) == 2
+            return inputs[0] + inputs[1]
+
+    a, b = keras.Input(shape=(32,)), keras.Input(shape=(32,))
+    test_layer = AddLayer()
+    y = test_layer([a, b])
+    assert all(i is t for i, t in zip(test_layer.input, [a, b], strict=True))
+    assert test_layer.output is y
+    assert test_layer.input_shape == [(None, 32), (None, 32)]
+    assert test_layer.output_shape == (None, 32)
+    model = keras.Model([a, b], y)
+    x = np.ones((2, 32), np.float32)
+    assert_close(model.predict([x, 2 * x], batch_size=2, verbose=0), 3 * x)
+
+
+def _same_objects(a, b):
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.follows("testBasicNetwork")
+def test_basic_network():
+    x = keras.Input(shape=(32,))
+    dense = keras.layers.Dense(2)
+    network = keras.Model(x, dense(x), name="dense_network")
+    assert network.name == "dense_network"
+    assert len(network.layers) == 2  # InputLayer + Dense
+    assert network.layers[1] is dense
+    assert _same_objects(network.weights, dense.weights)
+    assert _same_objects(network.trainable_weights, dense.trainable_weights)
+    assert _same_objects(network.non_trainable_weights, dense.non_trainable_weights)
+    assert network(keras.Input(shape=(32,))).shape.as_list() == [None, 2]
+    values = np.ones((3, 32), np.float32)
+    kernel, bias = dense.get_weights()
+    assert_close(network(tf.constant(values)), values @ kernel + bias, rtol=1e-5)
+    network.trainable = False
+    assert _same_objects(network.weights, dense.weights)
+    assert network.trainable_weights == []
+    assert _same_objects(
+        network.non_trainable_weights, dense.trainable_weights + dense.non_trainable_weights
+    )
+
+
+@pytest.mark.follows("test_layer_call_arguments")
+def test_layer_call_arguments():
+    inp = keras.Input(shape=(2,))
+    x = keras.layers.Dense(3, kernel_initializer="ones")(inp)
+    x = keras.layers.Dropout(0.999)(x, training=True)
+    model = keras.Model(inp, x)
+    values = np.ones((64, 2), np.float32)
+
+    def dropped_fraction(m):
+        return np.mean(m.predict(values, batch_size=64, verbose=0) == 0)
+
+    # The training argument is kept: dropout applies in predict, also after from_config.
+    assert dropped_fraction(model) > 0.9
+    assert dropped_fraction(keras.Model.from_config(model.get_config())) > 0.9
+
+
+@pytest.mark.follows("test_node_construction")
+def test_node_construction():
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    with pytest.raises(ValueError):
+        keras.Input(shape=(32,), batch_shape=(10, 32))
+    with pytest.raises(ValueError):
+        keras.Input(shape=(32,), unknown_kwarg=None)
+    assert a.shape.as_list() == [None, 32]
+    a_layer, a_node_index, a_tensor_index = a._keras_history
+    b_layer = b._keras_history[0]
+    assert len(a_layer._inbound_nodes) == 1
+    assert a_tensor_index == 0
+    node = a_layer._inbound_nodes[a_node_index]
+    assert node.outbound_layer == a_layer
+    assert node.inbound_layers == []
+    assert node.input_tensors == [a]
+    assert node.input_shapes == [(None, 32)]
+    assert node.output_shapes == [(None, 32)]
+    dense = keras.layers.Dense(16, name="dense_1")
+    dense(a)
+    dense(b)
+    assert len(dense._inbound_nodes) == 2
+    assert len(dense._outbound_nodes) == 0
+    assert dense._inbound_nodes[0].inbound_layers == a_layer
+    assert dense._inbound_nodes[1].inbound_layers == b_layer
+    assert dense._inbound_nodes[0].input_tensors is a
+    assert dense._inbound_nodes[1].input_tensors is b
+    assert dense.kernel.shape.as_list() == [32, 16]
+    assert [dense.get_input_mask_at(i) for i in (0, 1)] == [None, None]
+    assert [dense.get_output_mask_at(i) for i in (0, 1)] == [None, None]
