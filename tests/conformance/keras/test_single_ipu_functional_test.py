@@ -895,3 +895,191 @@ def test_node_construction():
     assert dense.kernel.shape.as_list() == [32, 16]
     assert [dense.get_input_mask_at(i) for i in (0, 1)] == [None, None]
     assert [dense.get_output_mask_at(i) for i in (0, 1)] == [None, None]
+
+
+def _merge_model():
+    """The originals' two-input model: a shared Dense, concatenated, two more Denses."""
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    dense = keras.layers.Dense(16, name="dense_1")
+    merged = keras.layers.concatenate([dense(a), dense(b)], name="merge")
+    c = keras.layers.Dense(64, name="dense_2")(merged)
+    d = keras.layers.Dense(5, name="dense_3")(c)
+    return keras.Model(inputs=[a, b], outputs=[c, d], name="model"), (a, b, c)
+
+
+def _merge_model_numpy(model, x_a, x_b):
+    """The merge model's outputs computed with numpy from its weights."""
+    k1, b1 = model.get_layer("dense_1").get_weights()
+    k2, b2 = model.get_layer("dense_2").get_weights()
+    k3, b3 = model.get_layer("dense_3").get_weights()
+    c = np.concatenate([x_a @ k1 + b1, x_b @ k1 + b1], axis=1) @ k2 + b2
+    return c, c @ k3 + b3
+
+
+def _random_inputs(count, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.random((10, 32), np.float32) for _ in range(count)]
+
+
+@pytest.mark.follows("test_multi_input_layer")
+def test_multi_input_layer():
+    model, (a, b, c) = _merge_model()
+    assert len(model.layers) == 6
+    shapes = model.compute_output_shape([(None, 32), (None, 32)])
+    assert [s.as_list() for s in shapes] == [[None, 64], [None, 5]]
+    assert model.compute_mask([a, b], [None, None]) == [None, None]
+    assert [layer.name for layer in model.layers][2:] == ["dense_1", "merge", "dense_2", "dense_3"]
+    assert model.input_names == ["input_a", "input_b"]
+    assert model.output_names == ["dense_2", "dense_3"]
+    assert _same_objects(keras.utils.get_source_inputs(c), [a, b])
+    x = _random_inputs(2)
+    outputs = model.predict(x, batch_size=10, verbose=0)
+    for out, ref in zip(outputs, _merge_model_numpy(model, *x), strict=True):
+        assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    recreated = keras.models.model_from_json(model.to_json())
+    recreated.compile("rmsprop", "mse")
+    assert [layer.name for layer in recreated.layers][2:] == [
+        "dense_1",
+        "merge",
+        "dense_2",
+        "dense_3",
+    ]
+    assert recreated.output_names == ["dense_2", "dense_3"]
+    recreated.set_weights(model.get_weights())
+    for out, ref in zip(recreated.predict(x, batch_size=10, verbose=0), outputs, strict=True):
+        assert_close(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.follows("test_recursion")
+def test_recursion():
+    model, (_, _, c) = _merge_model()
+    e = keras.Input(shape=(32,), name="input_e")
+    f = keras.Input(shape=(32,), name="input_f")
+    g, h = model([e, f])
+    assert len(model.inputs) == 2
+    assert g.shape.as_list() == c.shape.as_list()
+    assert h.shape.as_list() == [None, 5]
+    dense_4 = keras.layers.Dense(7, name="dense_4")
+    final_model = keras.Model(inputs=[e, f], outputs=[dense_4(h), g], name="final")
+    assert len(final_model.inputs) == 2
+    assert len(final_model.outputs) == 2
+    assert [layer.name for layer in final_model.layers][2:] == ["model", "dense_4"]
+    assert final_model.compute_output_shape([(10, 32), (10, 32)]) == [(10, 7), (10, 64)]
+    x = _random_inputs(2)
+    out_i, out_g = final_model.predict(x, batch_size=10, verbose=0)
+    ref_g, ref_h = _merge_model_numpy(model, *x)
+    k4, b4 = dense_4.get_weights()
+    assert_close(out_g, ref_g, rtol=1e-4, atol=1e-5)
+    assert_close(out_i, ref_h @ k4 + b4, rtol=1e-4, atol=1e-5)
+    recreated = keras.Model.from_config(final_model.get_config())
+    recreated.set_weights(final_model.get_weights())
+    for out, ref in zip(
+        recreated.predict(x, batch_size=10, verbose=0), [out_i, out_g], strict=True
+    ):
+        assert_close(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.follows("test_multi_input_multi_output_recursion")
+def test_multi_input_multi_output_recursion():
+    model, _ = _merge_model()
+    j, k, o, p = (keras.Input(shape=(32,), name=f"input_{n}") for n in "jkop")
+    _, n = model([j, k])
+    q, _ = model([o, p])
+    assert n.shape.as_list() == [None, 5]
+    assert q.shape.as_list() == [None, 64]
+    s = keras.layers.concatenate([n, q], name="merge_nq")
+    assert s.shape.as_list() == [None, 64 + 5]
+    x = _random_inputs(4)
+    expected = np.concatenate(
+        [_merge_model_numpy(model, x[0], x[1])[1], _merge_model_numpy(model, x[2], x[3])[0]],
+        axis=1,
+    )
+    for outputs in ([s], s):  # a one-element list or the tensor
+        multi_io_model = keras.Model([j, k, o, p], outputs)
+        assert_close(
+            multi_io_model.predict(x, batch_size=10, verbose=0), expected, rtol=1e-4, atol=1e-5
+        )
+    recreated = keras.Model.from_config(multi_io_model.get_config())
+    recreated.set_weights(multi_io_model.get_weights())
+    assert_close(recreated.predict(x, batch_size=10, verbose=0), expected, rtol=1e-4, atol=1e-5)
+    keras.Model.from_config(model.get_config())
+    keras.models.model_from_json(model.to_json())
+
+
+@pytest.mark.follows("test_invalid_graphs")
+def test_invalid_graphs():
+    model, _ = _merge_model()
+
+    def called():
+        j = keras.Input(shape=(32,), name="input_j")
+        k = keras.Input(shape=(32,), name="input_k")
+        return j, k, *model([j, k])
+
+    j, k, m, n = called()
+    with pytest.raises(ValueError):  # a disconnected graph
+        keras.Model([j], [m, n])
+    j, k, m, n = called()
+    assert len(keras.Model([j, k], [m, n, n]).outputs) == 3  # redundant outputs are allowed
+    j, k, m, n = called()
+    with pytest.raises(ValueError):  # redundant inputs
+        keras.Model([j, k, j], [m, n])
+    j, k, m, n = called()
+    with pytest.raises((TypeError, ValueError)):  # garbage as an output
+        keras.Model([j, k], [m, n, 0])
+
+
+@pytest.mark.follows("test_invalid_graphs")
+@pytest.mark.xfail(
+    strict=True,
+    reason="stock tf_keras 2.21 (under openipu) accepts a non-Input tensor as a model input "
+    "with a warning; the original's Keras raises",
+)
+def test_invalid_graphs_input_not_an_input():
+    model, _ = _merge_model()
+    j = keras.layers.Dense(32)(keras.Input(shape=(32,), name="input_j"))
+    k = keras.Input(shape=(32,), name="input_k")
+    m, n = model([j, k])
+    with pytest.raises(ValueError):
+        keras.Model([j, k], [m, n])
+
+
+@pytest.mark.follows("test_raw_tf_compatibility")
+def test_raw_tf_compatibility():
+    # As the original: v1 placeholders, in a graph of its own.
+    with tf.Graph().as_default():
+        model, _ = _merge_model()
+        j = keras.Input(shape=(32,), name="input_j")
+        k = keras.Input(shape=(32,), name="input_k")
+        m, n = model([j, k])
+        assert len(model.inputs) == 2
+        tf_model = keras.Model([j, k], [m, n])
+        j_tf = tf.compat.v1.placeholder(dtype=tf.float32, shape=(None, 32))
+        k_tf = tf.compat.v1.placeholder(dtype=tf.float32, shape=(None, 32))
+        m_tf, n_tf = tf_model([j_tf, k_tf])
+        assert m_tf.shape.as_list() == [None, 64]
+        assert n_tf.shape.as_list() == [None, 5]
+        assert keras.layers.concatenate([j_tf, k_tf], axis=1).shape.as_list() == [None, 64]
+        assert keras.layers.add([j_tf, k_tf]).shape.as_list() == [None, 32]
+        x = tf.compat.v1.placeholder(shape=(None, 2), dtype=tf.float32)
+        keras.layers.InputLayer(input_tensor=x)
+        out = keras.layers.Dense(2)(keras.Input(tensor=x))
+        assert out.shape.as_list() == [None, 2]
+
+
+@pytest.mark.follows("testMaskingSingleInput")
+def test_masking_single_input():
+    class MaskedLayer(keras.layers.Layer):
+        def call(self, inputs, mask=None):
+            if mask is not None:
+                return inputs * mask
+            return inputs
+
+        def compute_mask(self, inputs, mask=None):
+            return tf.ones_like(inputs)
+
+    a = tf.constant([2] * 32)
+    mask = tf.constant([0, 1] * 16)
+    b = MaskedLayer()(a, mask=mask)
+    np.testing.assert_array_equal(b._keras_mask, np.ones(32))
+    np.testing.assert_array_equal(b, (a * mask).numpy())
