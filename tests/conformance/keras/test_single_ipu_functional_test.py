@@ -1083,3 +1083,112 @@ def test_masking_single_input():
     b = MaskedLayer()(a, mask=mask)
     np.testing.assert_array_equal(b._keras_mask, np.ones(32))
     np.testing.assert_array_equal(b, (a * mask).numpy())
+
+
+class _MaybeAdd(keras.layers.Layer):
+    def call(self, x1, x2=None):
+        if x2 is not None:
+            return x1 + x2
+        return x1
+
+
+class _IdentityLayer(keras.layers.Layer):
+    def call(self, x):
+        return x
+
+
+def _fit_loss(model, x, y):
+    """The first-epoch loss of `model` and of its copy from its config (as the originals)."""
+    losses = []
+    custom_objects = {"_MaybeAdd": _MaybeAdd, "_IdentityLayer": _IdentityLayer}
+    for m in (model, keras.Model.from_config(model.get_config(), custom_objects=custom_objects)):
+        m.compile("sgd", "mse")
+        losses.append(m.fit(x=x, y=y, batch_size=2, verbose=0).history["loss"][0])
+    return losses
+
+
+@pytest.mark.follows("test_call_kwarg_derived_from_keras_layer")
+@pytest.mark.parametrize("share_already_used_layer", [True, False])
+def test_call_kwarg_derived_from_keras_layer(share_already_used_layer):
+    input1, input2 = keras.Input(10), keras.Input(10)
+    identity_layer = _IdentityLayer()
+    if share_already_used_layer:
+        keras.Model([input1], identity_layer(input1))
+    outputs = _MaybeAdd()(input1, x2=identity_layer(input2))
+    model = keras.Model([input1, input2], outputs)
+    x = [3 * np.ones((10, 10)), 7 * np.ones((10, 10))]
+    assert _fit_loss(model, x, 10 * np.ones((10, 10))) == [0.0, 0.0]  # 3 + 7 is the target
+
+
+@pytest.mark.follows("test_call_kwarg_dtype_serialization")
+def test_call_kwarg_dtype_serialization():
+    class Double(keras.layers.Layer):
+        def call(self, x1, dtype=None):
+            return tf.cast(x1 + x1, dtype=dtype)
+
+    input1 = keras.Input(10)
+    model = keras.Model([input1], Double()(input1, dtype=tf.float16))
+    for m in (
+        model,
+        keras.Model.from_config(model.get_config(), custom_objects={"Double": Double}),
+    ):
+        m.compile("sgd", "mse")
+        history = m.fit(x=[3 * np.ones((10, 10))], y=6 * np.ones((10, 10)), batch_size=2, verbose=0)
+        assert history.history["loss"][0] == 0.0
+        assert m(tf.ones((3, 10))).dtype == tf.float16
+
+
+@pytest.mark.follows("test_call_kwarg_nonserializable")
+def test_call_kwarg_nonserializable():
+    class Double(keras.layers.Layer):
+        def call(self, x1, kwarg=None):
+            del kwarg
+            return x1 + x1
+
+    class NonSerializable:
+        def __init__(self, foo=None):
+            self.foo = foo
+
+    input1 = keras.Input(10)
+    model = keras.Model([input1], Double(name="double")(input1, kwarg=NonSerializable()))
+    model.compile("sgd", "mse")
+    history = model.fit(x=[3 * np.ones((10, 10))], y=6 * np.ones((10, 10)), batch_size=2, verbose=0)
+    assert history.history["loss"][0] == 0.0
+    with pytest.raises(TypeError, match="Layer double was passed non-JSON-serializable arguments."):
+        model.get_config()
+
+
+@pytest.mark.follows("test_call_kwarg_derived_from_keras_layer_and_first_arg_is_constant")
+@pytest.mark.parametrize("share_already_used_layer", [True, False])
+def test_call_kwarg_derived_from_keras_layer_and_first_arg_is_constant(share_already_used_layer):
+    input2 = keras.Input(10)
+    identity_layer = _IdentityLayer()
+    if share_already_used_layer:
+        keras.Model([input2], identity_layer(input2))
+    model = keras.Model([input2], _MaybeAdd()(3.0, x2=identity_layer(input2)))
+    assert _fit_loss(model, 7 * np.ones((10, 10)), 10 * np.ones((10, 10))) == [0.0, 0.0]
+
+
+@pytest.mark.follows("test_call_nested_arg_derived_from_keras_layer")
+def test_call_nested_arg_derived_from_keras_layer():
+    class AddAll(keras.layers.Layer):
+        def call(self, x1, x2, x3=None):
+            out = x1 + x2
+            if x3 is not None:
+                for t in x3.values():
+                    out += t
+            return out
+
+    input1, input2, input3 = keras.Input(10), keras.Input(10), keras.Input(10)
+    outputs = AddAll()(
+        input1, 4 * tf.ones((1, 10)), x3={"a": input2, "b": input3, "c": 5 * tf.ones((1, 10))}
+    )
+    model = keras.Model([input1, input2, input3], outputs)
+    x = [np.ones((10, 10)), 2 * np.ones((10, 10)), 3 * np.ones((10, 10))]
+    for m in (
+        model,
+        keras.Model.from_config(model.get_config(), custom_objects={"AddAll": AddAll}),
+    ):
+        m.compile("sgd", "mse")
+        history = m.fit(x=x, y=15 * np.ones((10, 10)), batch_size=2, verbose=0)
+        assert history.history["loss"][0] == 0.0  # 1 + 4 + 2 + 3 + 5
