@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
-from single_ipu_checks import assert_close
+from single_ipu_checks import assert_close, small_mlp
 from tf_keras import backend
 
 pytestmark = pytest.mark.usefixtures("ipu_scope")
@@ -1192,3 +1192,76 @@ def test_call_nested_arg_derived_from_keras_layer():
         m.compile("sgd", "mse")
         history = m.fit(x=x, y=15 * np.ones((10, 10)), batch_size=2, verbose=0)
         assert history.history["loss"][0] == 0.0  # 1 + 4 + 2 + 3 + 5
+
+
+@pytest.mark.follows("test_dependency_tracking")
+@pytest.mark.parametrize("model_type", ["sequential", "functional", "subclass"])
+def test_dependency_tracking(model_type):
+    model = small_mlp(1, 4, 3, model_type)
+    model.trackable = tf.train.Checkpoint()
+    assert "trackable" in model._unconditional_dependency_names
+    assert model.trackable is model._lookup_dependency("trackable")
+
+
+@pytest.mark.follows("test_external_keras_serialization_compat_input_layers")
+def test_external_keras_serialization_compat_input_layers():
+    inputs = keras.Input(shape=(10,))
+    config = keras.Model(inputs, keras.layers.Dense(1)(inputs)).get_config()
+    # Single inputs and outputs are saved as 1-element lists.
+    assert len(config["input_layers"]) == 1
+    assert len(config["output_layers"]) == 1
+
+
+@pytest.mark.follows("test_external_keras_serialization_compat_inbound_nodes")
+def test_external_keras_serialization_compat_inbound_nodes():
+    inputs = keras.Input(shape=(10,), name="in")
+    config = keras.Model(inputs, keras.layers.Dense(1)(inputs)).get_config()
+    assert config["layers"][1]["inbound_nodes"] == [[["in", 0, 0, {}]]]
+    inputs1 = keras.Input(shape=(10,), name="in1")
+    inputs2 = keras.Input(shape=(10,), name="in2")
+    model = keras.Model([inputs1, inputs2], keras.layers.Add()([inputs1, inputs2]))
+    assert model.get_config()["layers"][2]["inbound_nodes"] == [
+        [["in1", 0, 0, {}], ["in2", 0, 0, {}]]
+    ]
+
+
+@pytest.mark.follows("test_updates_with_direct_call")
+def test_updates_with_direct_call():
+    # As the original: a v1 graph of its own, where updates are collected as ops.
+    with tf.Graph().as_default():
+        inputs = keras.Input(shape=(10,))
+        x = keras.layers.Dense(10)(keras.layers.BatchNormalization()(inputs))
+        model = keras.Model(inputs, x)
+        model(backend.placeholder(shape=(10, 10)))
+        assert len(model.updates) == 4  # moving mean and variance, for each of two calls
+
+
+@pytest.mark.follows("test_graph_network_dtype")
+def test_graph_network_dtype():
+    inputs = keras.Input((10,))
+    network = keras.Model(inputs, keras.layers.Dense(10)(inputs))
+    assert network.dtype == "float32"
+
+
+@pytest.mark.follows("test_subclassed_network_dtype")
+def test_subclassed_network_dtype():
+    class IdentityNetwork(keras.Model):
+        def call(self, inputs):
+            return inputs
+
+    for kwargs, dtype, output_dtype in [
+        ({}, "float32", "float32"),
+        ({"dtype": "float16"}, "float16", "float16"),
+        ({"autocast": False}, "float32", "float64"),
+    ]:
+        network = IdentityNetwork(**kwargs)
+        assert network.dtype == dtype
+        assert network(tf.constant(1, "float64")).dtype == output_dtype
+
+
+@pytest.mark.follows("test_compute_output_shape_cache")
+def test_compute_output_shape_cache():
+    x = keras.Input(shape=(None, 32))
+    network = keras.Model(x, keras.layers.Dense(2)(x), name="dense_network")
+    for i in range(999, 1024):
+        assert network.compute_output_shape((1, i, 32)) == (1, i, 2)
