@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
-from single_ipu_checks import assert_close
+from single_ipu_checks import assert_close, small_mlp
 from tf_keras import backend
 
 pytestmark = pytest.mark.usefixtures("ipu_scope")
@@ -697,3 +697,571 @@ def test_multi_output_layer_output_names():
     model = keras.Model(inp, _MultiOutput(name="out")(inp))
     assert model.output_names == ["out", "out_1"]
     assert_close(model(1.0), [2.0, 3.0])
+
+
+@pytest.mark.follows("test_default_model_name")
+def test_default_model_name():
+    inputs = keras.Input(shape=(1,))
+    outputs = keras.layers.Dense(1, activation="relu")(inputs)
+    backend.reset_uids()  # Keras's name counters start again
+    names = [keras.Model(inputs=inputs, outputs=outputs).name for _ in range(3)]
+    assert names == ["model", "model_1", "model_2"]
+
+
+class _UpdatesLayer(keras.layers.Layer):
+    def build(self, input_shape):
+        self.a = self.add_weight("a", (1, 1), "float32", trainable=False)
+        self.b = self.add_weight("b", (1, 1), "float32", trainable=False)
+        self.add_update(tf.compat.v1.assign_add(self.a, [[1.0]], name="unconditional_update"))
+        self.built = True
+
+    def call(self, inputs):
+        self.add_update(tf.compat.v1.assign_add(self.b, inputs, name="conditional_update"))
+        return inputs + 1
+
+
+@pytest.mark.follows("test_get_updates")
+def test_get_updates():
+    # As the original: a v1 graph of its own, where updates are collected as ops.
+    with tf.Graph().as_default():
+        layer = _UpdatesLayer()
+        layer(keras.Input(shape=(1,)))
+        assert len(layer.updates) == 2
+        x2 = keras.Input(shape=(1,))
+        y2 = layer(x2)
+        assert len(layer.updates) == 3
+        network = keras.Model(x2, y2)
+        assert len(network.updates) == 3
+        layer(keras.Input(shape=(1,)))
+        assert len(network.updates) == 4
+        x4 = keras.Input(shape=(1,))
+        network(x4)
+        assert len(network.updates) == 5
+        network.add_update(tf.compat.v1.assign_add(layer.a, [[1]]))
+        assert len(network.updates) == 6
+        network.add_update(tf.compat.v1.assign_add(layer.b, x4))
+        assert len(network.updates) == 7
+
+
+@pytest.mark.follows("test_get_updates_bn")
+def test_get_updates_bn():
+    with tf.Graph().as_default():
+        layer = keras.layers.BatchNormalization()
+        layer(keras.Input(shape=(1,)))
+        assert len(layer.updates) == 2  # the moving mean and variance
+
+
+@pytest.mark.follows("testTopologicalAttributes")
+def test_topological_attributes():
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    test_layer = keras.layers.Dense(16, name="test_layer")
+    a_test = test_layer(a)
+    assert test_layer.input is a
+    assert test_layer.output is a_test
+    assert test_layer.input_shape == (None, 32)
+    assert test_layer.output_shape == (None, 16)
+    dense = keras.layers.Dense(16, name="dense_1")
+    a_2, b_2 = dense(a), dense(b)
+    assert dense.get_input_at(0) is a
+    assert dense.get_input_at(1) is b
+    assert dense.get_output_at(0) is a_2
+    assert dense.get_output_at(1) is b_2
+    assert [dense.get_input_shape_at(i) for i in (0, 1)] == [(None, 32)] * 2
+    assert [dense.get_output_shape_at(i) for i in (0, 1)] == [(None, 16)] * 2
+    with pytest.raises(ValueError):
+        dense.get_input_at(2)
+    for attribute in ("input", "output", "output_shape", "input_shape"):
+        with pytest.raises(AttributeError):
+            getattr(keras.layers.Dense(16), attribute)
+    # Called on inputs of different shapes: no single input shape.
+    new_dense = keras.layers.Dense(16)
+    new_dense(keras.Input(shape=(3, 32)))
+    new_dense(keras.Input(shape=(5, 32)))
+    with pytest.raises(AttributeError):
+        _ = new_dense.input_shape
+
+
+@pytest.mark.follows("testTopologicalAttributesMultiOutputLayer")
+def test_topological_attributes_multi_output_layer():
+    class PowersLayer(keras.layers.Layer):
+        def call(self, inputs):
+            return [inputs**2, inputs**3]
+
+    x = keras.Input(shape=(32,))
+    test_layer = PowersLayer()
+    p1, p2 = test_layer(x)
+    assert test_layer.input is x
+    assert all(o is p for o, p in zip(test_layer.output, [p1, p2], strict=True))
+    assert test_layer.input_shape == (None, 32)
+    assert test_layer.output_shape == [(None, 32), (None, 32)]
+    model = keras.Model(x, [p1, p2])
+    values = np.arange(64, dtype=np.float32).reshape(2, 32) / 10
+    squares, cubes = model.predict(values, batch_size=2, verbose=0)
+    assert_close(squares, values**2, rtol=1e-5)
+    assert_close(cubes, values**3, rtol=1e-5)
+
+
+@pytest.mark.follows("testTopologicalAttributesMultiInputLayer")
+def test_topological_attributes_multi_input_layer():
+    class AddLayer(keras.layers.Layer):
+        def call(self, inputs):
+            assert len(inputs) == 2
+            return inputs[0] + inputs[1]
+
+    a, b = keras.Input(shape=(32,)), keras.Input(shape=(32,))
+    test_layer = AddLayer()
+    y = test_layer([a, b])
+    assert all(i is t for i, t in zip(test_layer.input, [a, b], strict=True))
+    assert test_layer.output is y
+    assert test_layer.input_shape == [(None, 32), (None, 32)]
+    assert test_layer.output_shape == (None, 32)
+    model = keras.Model([a, b], y)
+    x = np.ones((2, 32), np.float32)
+    assert_close(model.predict([x, 2 * x], batch_size=2, verbose=0), 3 * x)
+
+
+def _same_objects(a, b):
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.follows("testBasicNetwork")
+def test_basic_network():
+    x = keras.Input(shape=(32,))
+    dense = keras.layers.Dense(2)
+    network = keras.Model(x, dense(x), name="dense_network")
+    assert network.name == "dense_network"
+    assert len(network.layers) == 2  # InputLayer + Dense
+    assert network.layers[1] is dense
+    assert _same_objects(network.weights, dense.weights)
+    assert _same_objects(network.trainable_weights, dense.trainable_weights)
+    assert _same_objects(network.non_trainable_weights, dense.non_trainable_weights)
+    assert network(keras.Input(shape=(32,))).shape.as_list() == [None, 2]
+    values = np.ones((3, 32), np.float32)
+    kernel, bias = dense.get_weights()
+    assert_close(network(tf.constant(values)), values @ kernel + bias, rtol=1e-5)
+    network.trainable = False
+    assert _same_objects(network.weights, dense.weights)
+    assert network.trainable_weights == []
+    assert _same_objects(
+        network.non_trainable_weights, dense.trainable_weights + dense.non_trainable_weights
+    )
+
+
+@pytest.mark.follows("test_layer_call_arguments")
+def test_layer_call_arguments():
+    inp = keras.Input(shape=(2,))
+    x = keras.layers.Dense(3, kernel_initializer="ones")(inp)
+    x = keras.layers.Dropout(0.999)(x, training=True)
+    model = keras.Model(inp, x)
+    values = np.ones((64, 2), np.float32)
+
+    def dropped_fraction(m):
+        return np.mean(m.predict(values, batch_size=64, verbose=0) == 0)
+
+    # The training argument is kept: dropout applies in predict, also after from_config.
+    assert dropped_fraction(model) > 0.9
+    assert dropped_fraction(keras.Model.from_config(model.get_config())) > 0.9
+
+
+@pytest.mark.follows("test_node_construction")
+def test_node_construction():
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    with pytest.raises(ValueError):
+        keras.Input(shape=(32,), batch_shape=(10, 32))
+    with pytest.raises(ValueError):
+        keras.Input(shape=(32,), unknown_kwarg=None)
+    assert a.shape.as_list() == [None, 32]
+    a_layer, a_node_index, a_tensor_index = a._keras_history
+    b_layer = b._keras_history[0]
+    assert len(a_layer._inbound_nodes) == 1
+    assert a_tensor_index == 0
+    node = a_layer._inbound_nodes[a_node_index]
+    assert node.outbound_layer == a_layer
+    assert node.inbound_layers == []
+    assert node.input_tensors == [a]
+    assert node.input_shapes == [(None, 32)]
+    assert node.output_shapes == [(None, 32)]
+    dense = keras.layers.Dense(16, name="dense_1")
+    dense(a)
+    dense(b)
+    assert len(dense._inbound_nodes) == 2
+    assert len(dense._outbound_nodes) == 0
+    assert dense._inbound_nodes[0].inbound_layers == a_layer
+    assert dense._inbound_nodes[1].inbound_layers == b_layer
+    assert dense._inbound_nodes[0].input_tensors is a
+    assert dense._inbound_nodes[1].input_tensors is b
+    assert dense.kernel.shape.as_list() == [32, 16]
+    assert [dense.get_input_mask_at(i) for i in (0, 1)] == [None, None]
+    assert [dense.get_output_mask_at(i) for i in (0, 1)] == [None, None]
+
+
+def _merge_model():
+    """The originals' two-input model: a shared Dense, concatenated, two more Denses."""
+    a = keras.Input(shape=(32,), name="input_a")
+    b = keras.Input(shape=(32,), name="input_b")
+    dense = keras.layers.Dense(16, name="dense_1")
+    merged = keras.layers.concatenate([dense(a), dense(b)], name="merge")
+    c = keras.layers.Dense(64, name="dense_2")(merged)
+    d = keras.layers.Dense(5, name="dense_3")(c)
+    return keras.Model(inputs=[a, b], outputs=[c, d], name="model"), (a, b, c)
+
+
+def _merge_model_numpy(model, x_a, x_b):
+    """The merge model's outputs computed with numpy from its weights."""
+    k1, b1 = model.get_layer("dense_1").get_weights()
+    k2, b2 = model.get_layer("dense_2").get_weights()
+    k3, b3 = model.get_layer("dense_3").get_weights()
+    c = np.concatenate([x_a @ k1 + b1, x_b @ k1 + b1], axis=1) @ k2 + b2
+    return c, c @ k3 + b3
+
+
+def _random_inputs(count, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.random((10, 32), np.float32) for _ in range(count)]
+
+
+@pytest.mark.follows("test_multi_input_layer")
+def test_multi_input_layer():
+    model, (a, b, c) = _merge_model()
+    assert len(model.layers) == 6
+    shapes = model.compute_output_shape([(None, 32), (None, 32)])
+    assert [s.as_list() for s in shapes] == [[None, 64], [None, 5]]
+    assert model.compute_mask([a, b], [None, None]) == [None, None]
+    assert [layer.name for layer in model.layers][2:] == ["dense_1", "merge", "dense_2", "dense_3"]
+    assert model.input_names == ["input_a", "input_b"]
+    assert model.output_names == ["dense_2", "dense_3"]
+    assert _same_objects(keras.utils.get_source_inputs(c), [a, b])
+    x = _random_inputs(2)
+    outputs = model.predict(x, batch_size=10, verbose=0)
+    for out, ref in zip(outputs, _merge_model_numpy(model, *x), strict=True):
+        assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    recreated = keras.models.model_from_json(model.to_json())
+    recreated.compile("rmsprop", "mse")
+    assert [layer.name for layer in recreated.layers][2:] == [
+        "dense_1",
+        "merge",
+        "dense_2",
+        "dense_3",
+    ]
+    assert recreated.output_names == ["dense_2", "dense_3"]
+    recreated.set_weights(model.get_weights())
+    for out, ref in zip(recreated.predict(x, batch_size=10, verbose=0), outputs, strict=True):
+        assert_close(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.follows("test_recursion")
+def test_recursion():
+    model, (_, _, c) = _merge_model()
+    e = keras.Input(shape=(32,), name="input_e")
+    f = keras.Input(shape=(32,), name="input_f")
+    g, h = model([e, f])
+    assert len(model.inputs) == 2
+    assert g.shape.as_list() == c.shape.as_list()
+    assert h.shape.as_list() == [None, 5]
+    dense_4 = keras.layers.Dense(7, name="dense_4")
+    final_model = keras.Model(inputs=[e, f], outputs=[dense_4(h), g], name="final")
+    assert len(final_model.inputs) == 2
+    assert len(final_model.outputs) == 2
+    assert [layer.name for layer in final_model.layers][2:] == ["model", "dense_4"]
+    assert final_model.compute_output_shape([(10, 32), (10, 32)]) == [(10, 7), (10, 64)]
+    x = _random_inputs(2)
+    out_i, out_g = final_model.predict(x, batch_size=10, verbose=0)
+    ref_g, ref_h = _merge_model_numpy(model, *x)
+    k4, b4 = dense_4.get_weights()
+    assert_close(out_g, ref_g, rtol=1e-4, atol=1e-5)
+    assert_close(out_i, ref_h @ k4 + b4, rtol=1e-4, atol=1e-5)
+    recreated = keras.Model.from_config(final_model.get_config())
+    recreated.set_weights(final_model.get_weights())
+    for out, ref in zip(
+        recreated.predict(x, batch_size=10, verbose=0), [out_i, out_g], strict=True
+    ):
+        assert_close(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.follows("test_multi_input_multi_output_recursion")
+def test_multi_input_multi_output_recursion():
+    model, _ = _merge_model()
+    j, k, o, p = (keras.Input(shape=(32,), name=f"input_{n}") for n in "jkop")
+    _, n = model([j, k])
+    q, _ = model([o, p])
+    assert n.shape.as_list() == [None, 5]
+    assert q.shape.as_list() == [None, 64]
+    s = keras.layers.concatenate([n, q], name="merge_nq")
+    assert s.shape.as_list() == [None, 64 + 5]
+    x = _random_inputs(4)
+    expected = np.concatenate(
+        [_merge_model_numpy(model, x[0], x[1])[1], _merge_model_numpy(model, x[2], x[3])[0]],
+        axis=1,
+    )
+    for outputs in ([s], s):  # a one-element list or the tensor
+        multi_io_model = keras.Model([j, k, o, p], outputs)
+        assert_close(
+            multi_io_model.predict(x, batch_size=10, verbose=0), expected, rtol=1e-4, atol=1e-5
+        )
+    recreated = keras.Model.from_config(multi_io_model.get_config())
+    recreated.set_weights(multi_io_model.get_weights())
+    assert_close(recreated.predict(x, batch_size=10, verbose=0), expected, rtol=1e-4, atol=1e-5)
+    keras.Model.from_config(model.get_config())
+    keras.models.model_from_json(model.to_json())
+
+
+@pytest.mark.follows("test_invalid_graphs")
+def test_invalid_graphs():
+    model, _ = _merge_model()
+
+    def called():
+        j = keras.Input(shape=(32,), name="input_j")
+        k = keras.Input(shape=(32,), name="input_k")
+        return j, k, *model([j, k])
+
+    j, k, m, n = called()
+    with pytest.raises(ValueError):  # a disconnected graph
+        keras.Model([j], [m, n])
+    j, k, m, n = called()
+    assert len(keras.Model([j, k], [m, n, n]).outputs) == 3  # redundant outputs are allowed
+    j, k, m, n = called()
+    with pytest.raises(ValueError):  # redundant inputs
+        keras.Model([j, k, j], [m, n])
+    j, k, m, n = called()
+    with pytest.raises((TypeError, ValueError)):  # garbage as an output
+        keras.Model([j, k], [m, n, 0])
+
+
+@pytest.mark.follows("test_invalid_graphs")
+@pytest.mark.xfail(
+    strict=True,
+    reason="stock tf_keras 2.21 (under openipu) accepts a non-Input tensor as a model input "
+    "with a warning; the original's Keras raises",
+)
+def test_invalid_graphs_input_not_an_input():
+    model, _ = _merge_model()
+    j = keras.layers.Dense(32)(keras.Input(shape=(32,), name="input_j"))
+    k = keras.Input(shape=(32,), name="input_k")
+    m, n = model([j, k])
+    with pytest.raises(ValueError):
+        keras.Model([j, k], [m, n])
+
+
+@pytest.mark.follows("test_raw_tf_compatibility")
+def test_raw_tf_compatibility():
+    # As the original: v1 placeholders, in a graph of its own.
+    with tf.Graph().as_default():
+        model, _ = _merge_model()
+        j = keras.Input(shape=(32,), name="input_j")
+        k = keras.Input(shape=(32,), name="input_k")
+        m, n = model([j, k])
+        assert len(model.inputs) == 2
+        tf_model = keras.Model([j, k], [m, n])
+        j_tf = tf.compat.v1.placeholder(dtype=tf.float32, shape=(None, 32))
+        k_tf = tf.compat.v1.placeholder(dtype=tf.float32, shape=(None, 32))
+        m_tf, n_tf = tf_model([j_tf, k_tf])
+        assert m_tf.shape.as_list() == [None, 64]
+        assert n_tf.shape.as_list() == [None, 5]
+        assert keras.layers.concatenate([j_tf, k_tf], axis=1).shape.as_list() == [None, 64]
+        assert keras.layers.add([j_tf, k_tf]).shape.as_list() == [None, 32]
+        x = tf.compat.v1.placeholder(shape=(None, 2), dtype=tf.float32)
+        keras.layers.InputLayer(input_tensor=x)
+        out = keras.layers.Dense(2)(keras.Input(tensor=x))
+        assert out.shape.as_list() == [None, 2]
+
+
+@pytest.mark.follows("testMaskingSingleInput")
+def test_masking_single_input():
+    class MaskedLayer(keras.layers.Layer):
+        def call(self, inputs, mask=None):
+            if mask is not None:
+                return inputs * mask
+            return inputs
+
+        def compute_mask(self, inputs, mask=None):
+            return tf.ones_like(inputs)
+
+    a = tf.constant([2] * 32)
+    mask = tf.constant([0, 1] * 16)
+    b = MaskedLayer()(a, mask=mask)
+    np.testing.assert_array_equal(b._keras_mask, np.ones(32))
+    np.testing.assert_array_equal(b, (a * mask).numpy())
+
+
+class _MaybeAdd(keras.layers.Layer):
+    def call(self, x1, x2=None):
+        if x2 is not None:
+            return x1 + x2
+        return x1
+
+
+class _IdentityLayer(keras.layers.Layer):
+    def call(self, x):
+        return x
+
+
+def _fit_loss(model, x, y):
+    """The first-epoch loss of `model` and of its copy from its config (as the originals)."""
+    losses = []
+    custom_objects = {"_MaybeAdd": _MaybeAdd, "_IdentityLayer": _IdentityLayer}
+    for m in (model, keras.Model.from_config(model.get_config(), custom_objects=custom_objects)):
+        m.compile("sgd", "mse")
+        losses.append(m.fit(x=x, y=y, batch_size=2, verbose=0).history["loss"][0])
+    return losses
+
+
+@pytest.mark.follows("test_call_kwarg_derived_from_keras_layer")
+@pytest.mark.parametrize("share_already_used_layer", [True, False])
+def test_call_kwarg_derived_from_keras_layer(share_already_used_layer):
+    input1, input2 = keras.Input(10), keras.Input(10)
+    identity_layer = _IdentityLayer()
+    if share_already_used_layer:
+        keras.Model([input1], identity_layer(input1))
+    outputs = _MaybeAdd()(input1, x2=identity_layer(input2))
+    model = keras.Model([input1, input2], outputs)
+    x = [3 * np.ones((10, 10)), 7 * np.ones((10, 10))]
+    assert _fit_loss(model, x, 10 * np.ones((10, 10))) == [0.0, 0.0]  # 3 + 7 is the target
+
+
+@pytest.mark.follows("test_call_kwarg_dtype_serialization")
+def test_call_kwarg_dtype_serialization():
+    class Double(keras.layers.Layer):
+        def call(self, x1, dtype=None):
+            return tf.cast(x1 + x1, dtype=dtype)
+
+    input1 = keras.Input(10)
+    model = keras.Model([input1], Double()(input1, dtype=tf.float16))
+    for m in (
+        model,
+        keras.Model.from_config(model.get_config(), custom_objects={"Double": Double}),
+    ):
+        m.compile("sgd", "mse")
+        history = m.fit(x=[3 * np.ones((10, 10))], y=6 * np.ones((10, 10)), batch_size=2, verbose=0)
+        assert history.history["loss"][0] == 0.0
+        assert m(tf.ones((3, 10))).dtype == tf.float16
+
+
+@pytest.mark.follows("test_call_kwarg_nonserializable")
+def test_call_kwarg_nonserializable():
+    class Double(keras.layers.Layer):
+        def call(self, x1, kwarg=None):
+            del kwarg
+            return x1 + x1
+
+    class NonSerializable:
+        def __init__(self, foo=None):
+            self.foo = foo
+
+    input1 = keras.Input(10)
+    model = keras.Model([input1], Double(name="double")(input1, kwarg=NonSerializable()))
+    model.compile("sgd", "mse")
+    history = model.fit(x=[3 * np.ones((10, 10))], y=6 * np.ones((10, 10)), batch_size=2, verbose=0)
+    assert history.history["loss"][0] == 0.0
+    with pytest.raises(TypeError, match="Layer double was passed non-JSON-serializable arguments."):
+        model.get_config()
+
+
+@pytest.mark.follows("test_call_kwarg_derived_from_keras_layer_and_first_arg_is_constant")
+@pytest.mark.parametrize("share_already_used_layer", [True, False])
+def test_call_kwarg_derived_from_keras_layer_and_first_arg_is_constant(share_already_used_layer):
+    input2 = keras.Input(10)
+    identity_layer = _IdentityLayer()
+    if share_already_used_layer:
+        keras.Model([input2], identity_layer(input2))
+    model = keras.Model([input2], _MaybeAdd()(3.0, x2=identity_layer(input2)))
+    assert _fit_loss(model, 7 * np.ones((10, 10)), 10 * np.ones((10, 10))) == [0.0, 0.0]
+
+
+@pytest.mark.follows("test_call_nested_arg_derived_from_keras_layer")
+def test_call_nested_arg_derived_from_keras_layer():
+    class AddAll(keras.layers.Layer):
+        def call(self, x1, x2, x3=None):
+            out = x1 + x2
+            if x3 is not None:
+                for t in x3.values():
+                    out += t
+            return out
+
+    input1, input2, input3 = keras.Input(10), keras.Input(10), keras.Input(10)
+    outputs = AddAll()(
+        input1, 4 * tf.ones((1, 10)), x3={"a": input2, "b": input3, "c": 5 * tf.ones((1, 10))}
+    )
+    model = keras.Model([input1, input2, input3], outputs)
+    x = [np.ones((10, 10)), 2 * np.ones((10, 10)), 3 * np.ones((10, 10))]
+    for m in (
+        model,
+        keras.Model.from_config(model.get_config(), custom_objects={"AddAll": AddAll}),
+    ):
+        m.compile("sgd", "mse")
+        history = m.fit(x=x, y=15 * np.ones((10, 10)), batch_size=2, verbose=0)
+        assert history.history["loss"][0] == 0.0  # 1 + 4 + 2 + 3 + 5
+
+
+@pytest.mark.follows("test_dependency_tracking")
+@pytest.mark.parametrize("model_type", ["sequential", "functional", "subclass"])
+def test_dependency_tracking(model_type):
+    model = small_mlp(1, 4, 3, model_type)
+    model.trackable = tf.train.Checkpoint()
+    assert "trackable" in model._unconditional_dependency_names
+    assert model.trackable is model._lookup_dependency("trackable")
+
+
+@pytest.mark.follows("test_external_keras_serialization_compat_input_layers")
+def test_external_keras_serialization_compat_input_layers():
+    inputs = keras.Input(shape=(10,))
+    config = keras.Model(inputs, keras.layers.Dense(1)(inputs)).get_config()
+    # Single inputs and outputs are saved as 1-element lists.
+    assert len(config["input_layers"]) == 1
+    assert len(config["output_layers"]) == 1
+
+
+@pytest.mark.follows("test_external_keras_serialization_compat_inbound_nodes")
+def test_external_keras_serialization_compat_inbound_nodes():
+    inputs = keras.Input(shape=(10,), name="in")
+    config = keras.Model(inputs, keras.layers.Dense(1)(inputs)).get_config()
+    assert config["layers"][1]["inbound_nodes"] == [[["in", 0, 0, {}]]]
+    inputs1 = keras.Input(shape=(10,), name="in1")
+    inputs2 = keras.Input(shape=(10,), name="in2")
+    model = keras.Model([inputs1, inputs2], keras.layers.Add()([inputs1, inputs2]))
+    assert model.get_config()["layers"][2]["inbound_nodes"] == [
+        [["in1", 0, 0, {}], ["in2", 0, 0, {}]]
+    ]
+
+
+@pytest.mark.follows("test_updates_with_direct_call")
+def test_updates_with_direct_call():
+    # As the original: a v1 graph of its own, where updates are collected as ops.
+    with tf.Graph().as_default():
+        inputs = keras.Input(shape=(10,))
+        x = keras.layers.Dense(10)(keras.layers.BatchNormalization()(inputs))
+        model = keras.Model(inputs, x)
+        model(backend.placeholder(shape=(10, 10)))
+        assert len(model.updates) == 4  # moving mean and variance, for each of two calls
+
+
+@pytest.mark.follows("test_graph_network_dtype")
+def test_graph_network_dtype():
+    inputs = keras.Input((10,))
+    network = keras.Model(inputs, keras.layers.Dense(10)(inputs))
+    assert network.dtype == "float32"
+
+
+@pytest.mark.follows("test_subclassed_network_dtype")
+def test_subclassed_network_dtype():
+    class IdentityNetwork(keras.Model):
+        def call(self, inputs):
+            return inputs
+
+    for kwargs, dtype, output_dtype in [
+        ({}, "float32", "float32"),
+        ({"dtype": "float16"}, "float16", "float16"),
+        ({"autocast": False}, "float32", "float64"),
+    ]:
+        network = IdentityNetwork(**kwargs)
+        assert network.dtype == dtype
+        assert network(tf.constant(1, "float64")).dtype == output_dtype
+
+
+@pytest.mark.follows("test_compute_output_shape_cache")
+def test_compute_output_shape_cache():
+    x = keras.Input(shape=(None, 32))
+    network = keras.Model(x, keras.layers.Dense(2)(x), name="dense_network")
+    for i in range(999, 1024):
+        assert network.compute_output_shape((1, i, 32)) == (1, i, 2)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 
 import tensorflow as tf
+from tf_keras.src import backend
 from tf_keras.src.engine import functional, training
 from tf_keras.src.utils import generic_utils
 
@@ -59,6 +60,11 @@ def extended_class(cls: type) -> type:
                     # Keras asks whether a model's own class defines `build` (an unbuilt
                     # one then has no weights to read, `Model._assert_weights_created`).
                     **({"build": cls.__dict__["build"]} if "build" in cls.__dict__ else {}),
+                    **(
+                        {"_init_set_name": _init_set_name_as_model}
+                        if cls is functional.Functional
+                        else {}
+                    ),
                 },
             )
             _extended_classes[cls] = extended
@@ -82,6 +88,15 @@ class _BuildTracing(KerasExtensions):
         with pipeline_stages.building(self):
             training.Model.build(self, input_shape)
         self._ipu_built_from_shape()
+
+
+def _init_set_name_as_model(self, name, zero_based: bool = True) -> None:
+    """An unnamed functional model is "model", "model_1", ... as in stock Keras, which names
+    it so only when its class is exactly `Functional` (functional.py `_init_set_name`)."""
+    if name:
+        self._name = name
+    else:
+        self._name = backend.unique_object_name("model", zero_based=zero_based)
 
 
 @generic_utils.default  # Keras treats the config as its own (not a user override)
