@@ -1453,11 +1453,6 @@ def test_sequence_input_types():
 
 
 @pytest.mark.follows("test_custom_mapping_in_config")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu merges its IPU options into the config a subclassed model's own "
-    "get_config returns; the original saves only the user's config",
-)
 def test_custom_mapping_in_config():
     class MyModel(keras.Model):
         def call(self, inputs):
@@ -1647,13 +1642,6 @@ def test_calling_subclass_model_on_different_datasets():
 
 
 @pytest.mark.follows("test_subclassed_model_with_training_arg")
-@pytest.mark.xfail(
-    strict=True,
-    reason="to read a subclassed model's pipeline stages, openipu traces its `call` once more "
-    "without a training argument after the first training step "
-    "(pipeline_stages.trace_layer_invocations), so the last training value the model and "
-    "its layer saw is None (the original: True)",
-)
 def test_subclassed_model_with_training_arg():
     class LayerWithTrainingArg(keras.layers.Layer):
         def call(self, inputs, training=None):
