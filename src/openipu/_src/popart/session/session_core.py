@@ -145,7 +145,9 @@ class SessionCore:
         )
         self._check_options()
         self._lowered = lower_model(self._model)
-        self._input_signatures = input_signatures(self._lowered, self._shape_info)
+        self._input_signatures = input_signatures(
+            self._lowered, self._shape_info, self._model.graph
+        )
         self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
         self._weights = WeightStore(self._lowered.initializers)
         self._after_lowering()
