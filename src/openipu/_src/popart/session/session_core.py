@@ -570,6 +570,12 @@ class SessionCore:
 
     def modelToHost(self, fn: str) -> None:  # noqa: N802
         """Writes the model with the device's current weights to an ONNX file."""
+        if not self._prepared:
+            # It reads the weights from the device (willow/src/popx/devicex.cpp, weightsToHost).
+            raise popart_runtime_error(
+                "Devicex::prepare() must be called before Devicex::weightsToHost(const "
+                "std::map<TensorId, MutableVoidData> &) is called."
+            )
         weights = self._weights.current()
         model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
         model_writer.write_model(os.fspath(fn), model, self._external_locations)
