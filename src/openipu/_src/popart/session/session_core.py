@@ -674,6 +674,12 @@ class SessionCore:
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
+        if not self._prepared:
+            # The seed lives on the device (willow/src/popx/devicex.cpp, setRandomSeedFromHost).
+            raise popart_runtime_error(
+                "Devicex::prepare() must be called before "
+                "Devicex::setRandomSeedFromHost(uint64_t) is called."
+            )
         self._random.seed = seedValue  # every replica's copy (see `replicas.py`)
 
     def getRNGState(self) -> list[int]:  # noqa: N802
