@@ -10,9 +10,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
+from popart_session_helpers import ipu_model_device
 
 import popart
-from conftest import create_test_device
 
 BATCHES_PER_STEP = 2
 HIDDEN = 4
@@ -96,7 +96,7 @@ def _run(tmp_path, optim, reduction_type, batchserial, explicit_loops, split):
         options.enableReplicatedGraphs = True
         options.replicatedGraphCount = replication
 
-    device = create_test_device("IpuModel", num_ipus=replication)
+    device = ipu_model_device(replication)
     try:
         session = popart.TrainingSession(
             fnModel=builder.getModelProto(),

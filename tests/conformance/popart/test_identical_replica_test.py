@@ -5,9 +5,9 @@ here on two emulated IPUs."""
 
 import numpy as np
 import pytest
+from popart_session_helpers import ipu_model_device
 
 import popart
-from conftest import create_test_device
 
 
 @pytest.mark.follows("test_replica_bitwise_identical_update")
@@ -25,7 +25,7 @@ def test_replica_bitwise_identical_update():
     options.replicatedGraphCount = 2
     options.engineOptions = {"target.deterministicWorkers": "portable"}
     updated = popart.reservedUpdatedVarPrefix() + w0
-    device = create_test_device("IpuModel", num_ipus=2)
+    device = ipu_model_device(2)
     try:
         session = popart.TrainingSession(
             fnModel=builder.getModelProto(),

@@ -7,9 +7,9 @@ runs this file on IPU hardware; here on emulated IPUs."""
 
 import numpy as np
 import pytest
+from popart_session_helpers import ipu_model_device
 
 import popart
-from conftest import create_test_device
 
 
 @pytest.mark.follows("test_set_random_seed_error")
@@ -18,7 +18,7 @@ def test_set_random_seed_error():
     i1 = builder.addInputTensor(popart.TensorInfo("FLOAT", [10]))
     [o] = builder.aiOnnx.dropout([i1], num_outputs=1, ratio=0.3)
     loss = builder.aiGraphcore.identityloss([o])
-    device = create_test_device("IpuModel", num_ipus=2)
+    device = ipu_model_device(2)
     try:
         session = popart.TrainingSession(
             fnModel=builder.getModelProto(),
@@ -52,7 +52,7 @@ def test_stochastic_rounding():
     builder.addOutputTensor(o_y)
     options = popart.SessionOptions()
     options.enableStochasticRounding = True
-    device = create_test_device("IpuModel")
+    device = ipu_model_device()
     try:
         session = popart.TrainingSession(
             fnModel=builder.getModelProto(),
@@ -84,7 +84,7 @@ def test_stochastic_rounding_behaviour():
     out = builder.aiOnnx.add([d0, d1])
     options = popart.SessionOptions()
     options.enableStochasticRounding = True
-    device = create_test_device("IpuModel")
+    device = ipu_model_device()
     try:
         session = popart.InferenceSession(
             fnModel=builder.getModelProto(),
@@ -148,7 +148,7 @@ def test_reproducible_randomness_from_checkpoint(tmp_path):
         session.weightsFromHost()
         return session
 
-    device = create_test_device("IpuModel")
+    device = ipu_model_device()
     try:
         s0 = session_on(device, builder.getModelProto())
         anchors0 = s0.initAnchorArrays()
@@ -159,7 +159,7 @@ def test_reproducible_randomness_from_checkpoint(tmp_path):
         s0.run(popart.PyStepIO({t1: in_data}, anchors0))
     finally:
         device.detach()
-    device = create_test_device("IpuModel")
+    device = ipu_model_device()
     try:
         s1 = session_on(device, path)
         s1.setRandomSeed(seed)
