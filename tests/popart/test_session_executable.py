@@ -111,6 +111,7 @@ def test_model_to_host_is_atomic(small_model, ipu_model_device, tmp_path, monkey
     path = tmp_path / "model.onnx"
     path.write_bytes(b"old model")
     session = make_session(small_model, ipu_model_device)
+    session.prepareDevice()
 
     monkeypatch.setattr(executable_file.os, "fdopen", _failing_fdopen)
     with pytest.raises(OSError, match="No space left"):

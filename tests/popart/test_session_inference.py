@@ -295,6 +295,7 @@ def test_externally_saved_weights_move_with_their_location(small_model, ipu_mode
     with pytest.raises(popart.popart_exception, match="already exists"):
         session.updateExternallySavedTensorLocations("weights.bin", "model.onnx")
     session.updateExternallySavedTensorLocations("weights.bin", "moved.bin")
+    session.prepareDevice()
     session.modelToHost(str(tmp_path / "out.onnx"))
     reloaded = onnx.load_model(str(tmp_path / "out.onnx"))
     by_name = {t.name: onnx.numpy_helper.to_array(t) for t in reloaded.graph.initializer}

@@ -116,7 +116,10 @@ def test_sgd_against_numpy(case):
         else False
     )
     x, t = regression_data(STEPS)
-    anchors = [popart.reservedAcclPrefix() + name for name in ("w", "b")] if keeps_velocity else []
+    # The velocity is `Accl___<w>` (Combined) or `Accl1___<w>` (Separate), as the original's.
+    separate = keywords.get("accumulatorAndMomentum") == popart.SGDAccumulatorAndMomentum.Separate
+    velocity = popart.reservedAccl1Prefix() if separate else popart.reservedAcclPrefix()
+    anchors = [velocity + name for name in ("w", "b")] if keeps_velocity else []
     _, weights, arrays = train_session(model, optimizer, x, t, BATCHES_PER_STEP, anchors=anchors)
     params, states = numpy_training(model, x, t, sgd_reference(per_weight, keeps_velocity))
     check(
@@ -124,7 +127,7 @@ def test_sgd_against_numpy(case):
         arrays,
         params,
         states,
-        {popart.reservedAcclPrefix(): "v"} if keeps_velocity else {},
+        {velocity: "v"} if keeps_velocity else {},
     )
 
 
@@ -279,7 +282,8 @@ def adaptive_reference(mode, decay_mode, lr, wd, alpha, momentum, eps, tf_varian
 
     def update(name, w, g, state):
         s = g + wd * w if l2 else g
-        v1 = state.get("v1", 0.0)
+        # TensorFlow's RMSProp starts its mean square at one (the original's tf variant too).
+        v1 = state.get("v1", 1.0 if tf_variant else 0.0)
         v2 = state.get("v2", 0.0)
         v1 = v1 + s**2 if mode is Mode.AdaGrad else alpha * v1 + (1 - alpha) * s**2
         if mode is Mode.AdaDelta:

@@ -24,3 +24,9 @@ def infer(
     arrays = session.initAnchorArrays()
     session.run(popart.PyStepIO(inputs, arrays))
     return arrays
+
+
+def ipu_model_device(num_ipus: int = 1) -> Any:
+    """An IPU Model device, standing in for the IPU hardware some original tests need (4
+    tiles per IPU, as the original's test_util gives simulated devices)."""
+    return popart.DeviceManager().createIpuModelDevice({"numIPUs": num_ipus, "tilesPerIPU": 4})

@@ -120,7 +120,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             self._context = _parent._context
             self._graph.name = self._context.next_subgraph_name(ROOT_GRAPH_NAME)
         elif modelProtoOrFilename is not None:
-            self._load(load_model(modelProtoOrFilename))
+            # The original checks a loaded model's structure only (onnx's checker::check_model
+            # in willow/src/builder_impl.cpp, loadModelProto); a session checks it in full.
+            self._load(load_model(modelProtoOrFilename, infer_shapes=False))
         else:
             self._context = ModelContext()
             self._graph.name = ROOT_GRAPH_NAME

@@ -60,12 +60,21 @@ _SUBBYTE_TYPES = {
 }
 
 
-def check_model(model: ModelProto, what: str) -> None:
-    """Raises a popart_exception if `model` (described by `what`) is not a valid ONNX model."""
+def check_model(model: ModelProto, what: str, infer_shapes: bool = True) -> None:
+    """Raises a popart_exception if `model` (described by `what`) is not a valid ONNX model
+    (with `infer_shapes` False, checking its structure only, as onnx's checker does)."""
     _check_text(model, "model")
     for graph in iter_graphs(model.graph):
         _check_initializers(graph)
         _check_declared_types(graph)
+    if not infer_shapes:
+        try:
+            onnx.checker.check_model(model)
+        except (onnx.checker.ValidationError, ValueError, RuntimeError) as error:
+            raise popart_exception(
+                f"{what} is not a valid ONNX model: {_first_line(error)}"
+            ) from None
+        return
     check_ir_shapes(model)
     _check_with_onnx(model, what)
 

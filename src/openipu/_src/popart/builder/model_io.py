@@ -19,10 +19,13 @@ logger = logging.getLogger("popart.builder")
 
 
 def load_model(
-    model_or_filename: Any, refuse: Callable[[ModelProto], None] | None = None
+    model_or_filename: Any,
+    refuse: Callable[[ModelProto], None] | None = None,
+    infer_shapes: bool = True,
 ) -> ModelProto:
     """A checked ModelProto from serialized bytes, a file name, or a ModelProto; `refuse`
-    (a session's own checks, which come first in the original) runs before ONNX's."""
+    (a session's own checks, which come first in the original) runs before ONNX's;
+    `infer_shapes` False checks the structure only (no shape and type inference)."""
     if isinstance(model_or_filename, ModelProto):
         model = ModelProto()
         model.CopyFrom(model_or_filename)
@@ -47,7 +50,7 @@ def load_model(
         )
     if refuse is not None:
         refuse(model)
-    check_model(model, what)
+    check_model(model, what, infer_shapes)
     return model
 
 

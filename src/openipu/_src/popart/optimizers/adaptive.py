@@ -17,8 +17,8 @@ alpha, m its momentum:
     w' = w - lr * (wd * w + v3)      (Decay)
          w - lr * v3                 (L2Regularization)
 
-`rmsprop_tf_variant` (RMSProp and CenteredRMSProp only) follows TensorFlow: eps inside the
-square root (x = s / sqrt(v1 + eps), centered x = s / sqrt(v1 - v2^2 + eps)), and with
+`rmsprop_tf_variant` (RMSProp and CenteredRMSProp only) follows TensorFlow: v1 starts at one
+rather than zero, eps inside the square root (x = s / sqrt(v1 + eps), centered x = s / sqrt(v1 - v2^2 + eps)), and with
 momentum the learning rate goes into the momentum: v3 = m * v3 + lr * x and w' = w - (wd * w +
 v3) with Decay, w' = w - v3 with L2 (the fact sheet's rule, weight decay not multiplied by lr).
 "With momentum" means a momentum that is non-const or not 0: such weights keep v3.
@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from openipu._src.popart import reserved_names
@@ -52,6 +53,10 @@ from openipu._src.popart.options.typed_fields import check_bool, check_enum
 
 _WITH_V2 = (AdaptiveMode.CenteredRMSProp, AdaptiveMode.AdaDelta)
 _TF_VARIANT_MODES = (AdaptiveMode.RMSProp, AdaptiveMode.CenteredRMSProp)
+
+
+def _ones_like(weight: np.ndarray) -> np.ndarray:
+    return np.ones_like(weight)
 
 
 class Adaptive(Optimizer):
@@ -127,7 +132,12 @@ class Adaptive(Optimizer):
         return not momentum.isConst() or momentum.val() != 0
 
     def state_slots(self, weight_id: str, accumulating: bool) -> list[StateSlot]:
-        slots = [StateSlot(reserved_names.reservedAccl1Prefix(), self._accl1_type)]
+        # TensorFlow's RMSProp starts its mean square at one, not zero (the original's
+        # willow/src/patterns/adaptivedecompose.cpp does the same for the TF variant).
+        starts_at_one = _ones_like if self._tf_variant else None
+        slots = [
+            StateSlot(reserved_names.reservedAccl1Prefix(), self._accl1_type, initial=starts_at_one)
+        ]
         if self._mode in _WITH_V2:
             slots.append(StateSlot(reserved_names.reservedAccl2Prefix(), self._accl2_type))
         if self._has_momentum(weight_id):

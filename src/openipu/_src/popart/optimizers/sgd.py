@@ -12,7 +12,8 @@ The velocity is stored multiplied by the velocity scaling vs (v = v * mm + vs * 
 (g + wd * w), and w' = w - lr / vs * v'), which changes the stored state but not the weights.
 
 A weight whose momentum is a const 0 without gradient accumulation keeps no velocity (the
-original's "SGD0": w' = w - lr * (1 - dm) * (g + wd * w)); the others keep `Accl___<w>`.
+original's "SGD0": w' = w - lr * (1 - dm) * (g + wd * w)); the others keep `Accl___<w>`
+(Combined) or `Accl1___<w>` (Separate).
 
 Deviation from the original, deliberately: its Combined mode (one tensor for the accumulator
 and the velocity) precomputes the momentum and weight-decay terms at the end of each step, so
@@ -116,14 +117,21 @@ class SGD(Optimizer):
     def state_slots(self, weight_id: str, accumulating: bool) -> list[StateSlot]:
         if not self.keeps_velocity(weight_id, accumulating):
             return []
-        return [StateSlot(reserved_names.reservedAcclPrefix(), self._accl1_type)]
+        return [StateSlot(self._velocity_prefix(), self._accl1_type)]
+
+    def _velocity_prefix(self) -> str:
+        # The original names the Combined mode's accumulator-and-velocity `Accl___<w>` and the
+        # Separate mode's velocity `Accl1___<w>` (willow/src/patterns/sgd2decompose.cpp).
+        if self._mode is SGDAccumulatorAndMomentum.Separate:
+            return reserved_names.reservedAccl1Prefix()
+        return reserved_names.reservedAcclPrefix()
 
     def apply(self, update: WeightUpdate) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         weight, gradient, state = update.weight, update.gradient, update.state
         hyper, loss_scaling, weight_id = update.hyper, update.loss_scaling, update.weight_id
         lr, wd, dm = hyper("learningRate"), hyper("weightDecay"), hyper("dampening")
         regularised = gradient / loss_scaling + wd * weight
-        velocity_prefix = reserved_names.reservedAcclPrefix()
+        velocity_prefix = self._velocity_prefix()
         if velocity_prefix not in state:
             return weight - lr * (1 - dm) * regularised, {}
         mm, vs = hyper("momentum"), hyper("velocityScaling")

@@ -183,8 +183,19 @@ def _check_virtual_graphs(
             )
     if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
-    for node in model.graph.node:
-        graph = _annotation(node, annotation_names.VIRTUAL_GRAPH)
+    graphs = [_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node]
+    if None in graphs and any(graph is not None for graph in graphs):
+        # The original's words for a mix (willow/src/ir.cpp, Ir::verifyVirtualGraphIds).
+        missing = [
+            f"  {node.name or node.output[0]} ({node.op_type})"
+            for node, graph in zip(model.graph.node, graphs, strict=True)
+            if graph is None
+        ]
+        raise popart_exception(
+            "Either all Ops must have their virtual graph ids set, or none must. "
+            "Ops with no virtual graph id:\n" + "\n".join(missing)
+        )
+    for node, graph in zip(model.graph.node, graphs, strict=True):
         where = f"Op '{node.name or node.output[0]}' ({node.op_type})"
         if graph is None:
             raise popart_exception(

@@ -145,7 +145,9 @@ class SessionCore:
         )
         self._check_options()
         self._lowered = lower_model(self._model)
-        self._input_signatures = input_signatures(self._lowered, self._shape_info)
+        self._input_signatures = input_signatures(
+            self._lowered, self._shape_info, self._model.graph
+        )
         self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
         self._weights = WeightStore(self._lowered.initializers)
         self._after_lowering()
@@ -568,6 +570,12 @@ class SessionCore:
 
     def modelToHost(self, fn: str) -> None:  # noqa: N802
         """Writes the model with the device's current weights to an ONNX file."""
+        if not self._prepared:
+            # It reads the weights from the device (willow/src/popx/devicex.cpp, weightsToHost).
+            raise popart_runtime_error(
+                "Devicex::prepare() must be called before Devicex::weightsToHost(const "
+                "std::map<TensorId, MutableVoidData> &) is called."
+            )
         weights = self._weights.current()
         model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
         model_writer.write_model(os.fspath(fn), model, self._external_locations)
@@ -666,6 +674,12 @@ class SessionCore:
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
+        if not self._prepared:
+            # The seed lives on the device (willow/src/popx/devicex.cpp, setRandomSeedFromHost).
+            raise popart_runtime_error(
+                "Devicex::prepare() must be called before "
+                "Devicex::setRandomSeedFromHost(uint64_t) is called."
+            )
         self._random.seed = seedValue  # every replica's copy (see `replicas.py`)
 
     def getRNGState(self) -> list[int]:  # noqa: N802

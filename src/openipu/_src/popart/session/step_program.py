@@ -162,11 +162,28 @@ def synthetic_inputs(
         dtype = plan.signature.dtype
         shape = plan.stacked_shape[1:]
         input_seed = tf.random.experimental.stateless_fold_in(seed, index)
-        if mode is SyntheticDataMode.Zeros or not dtype.is_floating:
-            # Integer inputs are often indices: zeros are always valid ones.
+        if mode is SyntheticDataMode.Zeros:
             inputs[plan.tensor_id] = tf.zeros(shape, dtype)
+        elif not dtype.is_floating:
+            inputs[plan.tensor_id] = _synthetic_integers(shape, dtype, mode, input_seed)
         elif mode is SyntheticDataMode.RandomNormal:
             inputs[plan.tensor_id] = tf.random.stateless_normal(shape, input_seed, dtype=dtype)
         else:
             inputs[plan.tensor_id] = tf.random.stateless_uniform(shape, input_seed, dtype=dtype)
     return inputs
+
+
+def _synthetic_integers(
+    shape: list[int], dtype: tf.DType, mode: SyntheticDataMode, seed: tf.Tensor
+) -> tf.Tensor:
+    """The original's synthetic integers and booleans (willow/src/ir.cpp): uniform over the
+    whole range of the type, or standard normal values converted to it."""
+    if mode is SyntheticDataMode.RandomNormal:
+        return tf.cast(tf.random.stateless_normal(shape, seed), dtype)
+    if dtype == tf.bool:
+        low, high = 0, 2
+    else:
+        low, high = int(dtype.min), int(dtype.max) + 1
+    # Drawn as int64 (covering uint32's range), then narrowed.
+    values = tf.random.stateless_uniform(shape, seed, minval=low, maxval=high, dtype=tf.int64)
+    return tf.cast(values, dtype)

@@ -78,6 +78,15 @@ def _check_dtype(array: np.ndarray, signature: TensorSignature, tensor_id: str, 
     )
 
 
+def _host_input(array: np.ndarray, signature: TensorSignature) -> np.ndarray:
+    """The input as the stream takes it: int64 data for an int32 tensor is cast (as the
+    original's Devicex::InputDatastream::read does, e.g. after GraphTransformer's
+    convertINT64ToINT32), any other type must match (`_check_dtype`)."""
+    if array.dtype == np.int64 and not signature.is_string and signature.numpy_dtype == np.int32:
+        return array.astype(np.int32)
+    return array
+
+
 def _fitted(array: np.ndarray, count: int, asserts: bool, message: Callable[[], str]) -> np.ndarray:
     """`array` flattened to `count` elements: exact, or wrapped when asserts are off."""
     flat = array.reshape(-1)
@@ -162,7 +171,7 @@ class PyStepIO(StepIO):
     def _read(self, plan: InputPlan) -> np.ndarray:
         if plan.tensor_id not in self._inputs:
             raise popart_exception(f"No tensor {plan.tensor_id} provided in PyStepIO's inputs")
-        array = self._inputs[plan.tensor_id]
+        array = _host_input(self._inputs[plan.tensor_id], plan.signature)
         _check_dtype(array, plan.signature, plan.tensor_id, "input")
         count = plan.signature.nelms * plan.fetches
 
@@ -242,7 +251,7 @@ class PyStepIOCallback(StepIO):
                 raise popart_exception(
                     f"input_callback returned no data for tensor '{plan.tensor_id}'"
                 )
-            array = np.asarray(array)
+            array = _host_input(np.asarray(array), plan.signature)
             _check_dtype(array, plan.signature, plan.tensor_id, "input")
             if array.size != plan.signature.nelms:
                 raise popart_exception(

@@ -31,8 +31,24 @@ from openipu._src.popart.session.popart_retyped import retyped_tensors
 
 
 def _is_full(shape: tuple[int | None, ...]) -> TypeGuard[tuple[int, ...]]:
-    """Whether every dimension of the shape is known."""
-    return None not in shape
+    """Whether every dimension of the shape is known (a negative one is not a size)."""
+    return all(d is not None and d >= 0 for d in shape)
+
+
+def _unknown_dimension_message(name: str, declared: onnx.ValueInfoProto | None) -> str | None:
+    """The original's refusal of an input declared with a symbolic or negative dimension
+    (willow/src/ir.cpp, checkForDimParams), or None if its declaration has neither."""
+    if declared is None or declared.type.WhichOneof("value") != "tensor_type":
+        return None
+    dims = declared.type.tensor_type.shape.dim
+    shown = [d.dim_param if d.HasField("dim_param") else str(d.dim_value) for d in dims]
+    for dim, text in zip(dims, shown, strict=True):
+        if dim.HasField("dim_param") or dim.dim_value < 0:
+            return (
+                f"Input tensor '{name}' must be specified in InputShapeInfo, as it has shape "
+                f"[{', '.join(shown)}], which uses an unknown value '{text}'."
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -92,9 +108,10 @@ def signature_of(info: TensorInfo) -> TensorSignature:
 
 
 def input_signatures(
-    lowered: LoweredGraph, shape_info: InputShapeInfo
+    lowered: LoweredGraph, shape_info: InputShapeInfo, graph: onnx.GraphProto
 ) -> dict[str, TensorSignature]:
     """The full signature of every streamed input (InputShapeInfo's, or the model's)."""
+    declared = {value.name: value for value in graph.input}
     signatures = {}
     for spec in lowered.inputs:
         if shape_info.has(spec.name):
@@ -104,6 +121,9 @@ def input_signatures(
             raise popart_exception(
                 f"Input '{spec.name}' is a {spec.kind}: sessions stream tensors only"
             )
+        message = _unknown_dimension_message(spec.name, declared.get(spec.name))
+        if message is not None:
+            raise popart_exception(message)
         if spec.dtype is None or spec.shape is None or not _is_full(spec.shape):
             shape = "unknown" if spec.shape is None else [d or "?" for d in spec.shape]
             raise popart_exception(

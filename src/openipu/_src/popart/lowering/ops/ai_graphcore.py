@@ -746,9 +746,10 @@ class PrintTensor(Op):
 
     def compute(self, x: tf.Tensor) -> tf.Tensor:
         title = self.attrs.title or (self.node.input[0] if self.node.input else "")
-        # 0 (no threshold) prints like the default threshold.
-        threshold = self.attrs.summariseThreshold or self.attribute_defaults["summariseThreshold"]
-        tf.print(title, x, summarize=threshold)
+        # 0 disables summarisation (willow/include/popart/builder.hpp, printtensor): every
+        # element, which tf.print spells -1.
+        threshold = self.attrs.summariseThreshold
+        tf.print(title, x, summarize=threshold if threshold > 0 else -1)
         return tf.identity(x)
 
 
