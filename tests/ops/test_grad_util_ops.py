@@ -3,6 +3,8 @@ original's docstrings use them, against gradients computed by hand and by tf.Gra
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -56,6 +58,9 @@ def test_forward_pass_is_the_identity():
 
 
 def test_gradient_outside_a_capture_context_is_an_error():
+    # A context's frame stays until its gradients are read or it is collected (as in the
+    # original): collect those earlier tests left behind.
+    gc.collect()
     x = tf.Variable(1.0)
     with tf.GradientTape() as tape:
         y = capture_upstream_gradients(x * 3.0, tag="outside")

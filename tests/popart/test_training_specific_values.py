@@ -119,7 +119,7 @@ def test_accumulator_and_state_types_with_gradient_accumulation():
         ),
     }
     expected_types = {
-        "sgd": {"Accum___": "FLOAT16", "Accl___": "FLOAT16"},
+        "sgd": {"Accum___": "FLOAT16", "Accl1___": "FLOAT16"},
         "adam": {"Accum___": "FLOAT16", "Accl1___": "FLOAT", "Accl2___": "FLOAT"},
         "adaptive": {"Accum___": "FLOAT16", "Accl1___": "FLOAT16"},
     }

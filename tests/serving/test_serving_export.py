@@ -300,7 +300,11 @@ def test_a_pipelined_keras_model_exports_with_its_stages(strategy_on, tmp_path):
         hidden = tf.keras.layers.Dense(3, activation="relu", name="first")(inputs)
         outputs = tf.keras.layers.Dense(2, name="second")(hidden)
         model = tf.keras.Model(inputs, outputs)
-        model.set_pipeline_stage_assignment([0, 1])
+        # As the original's functional models take it: the assignment's records, staged.
+        assignment = model.get_pipeline_stage_assignment()
+        for stage, record in enumerate(assignment):
+            record.pipeline_stage = stage
+        model.set_pipeline_stage_assignment(assignment)
         model.compile(steps_per_execution=2)
         x = np.random.RandomState(4).rand(2, 4).astype(np.float32)
         export_dir = tmp_path / "pipelined"

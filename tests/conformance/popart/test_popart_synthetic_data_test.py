@@ -4,6 +4,7 @@ inputs are not read from the host: Zeros gives zeros; RandomNormal (float) and R
 a PrintTensor's output on stderr; both random modes accept float16, float, int32, uint32 and
 bool inputs. The original's CMake runs this file on IPU hardware; here on emulated IPUs."""
 
+import logging
 from collections import namedtuple
 
 import numpy as np
@@ -52,12 +53,21 @@ def _printed_values(text):
     return np.array(body.split(), dtype=float)
 
 
+@pytest.fixture
+def quiet_popart_log():
+    """PopART's log off for the test (only the printed tensors reach stderr), then as it was."""
+    logger = logging.getLogger("popart")
+    level = logger.level
+    popart.getLogger().setLevel("OFF")
+    yield
+    logger.setLevel(level)
+
+
 @pytest.mark.follows("test_verify_synthetic_inputs")
 @pytest.mark.parametrize(
     "input_type", [_INT8, _UINT8, _BOOL, None], ids=["int8", "uint8", "bool", "float"]
 )
-def test_verify_synthetic_inputs(capfd, input_type):
-    popart.getLogger().setLevel("OFF")
+def test_verify_synthetic_inputs(capfd, input_type, quiet_popart_log):
     capfd.readouterr()
     _print_input(popart.SyntheticDataMode.Zeros, input_type)
     zeros = _printed_values(capfd.readouterr().err)
