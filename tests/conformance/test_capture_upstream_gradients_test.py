@@ -237,19 +237,11 @@ def _variable_and_activation_pipeline(strategy, use_tape):
     )
 
 
-_NO_CAPTURED_GRADIENT_OUTFEED = (
-    "difference: a pipeline's OptimizerFunctionOutput(captured_gradient_outfeed=...) raises "
-    "NotImplementedError: pipelines do not push captured gradients to an outfeed here"
-)
-
-
 @pytest.mark.follows("testVariableAndActivationPipelineTape")
-@pytest.mark.xfail(strict=True, raises=NotImplementedError, reason=_NO_CAPTURED_GRADIENT_OUTFEED)
 def test_variable_and_activation_pipeline_tape(strategy_of):
     _variable_and_activation_pipeline(strategy_of(2), use_tape=True)
 
 
 @pytest.mark.follows("testVariableAndActivationPipelineContext")
-@pytest.mark.xfail(strict=True, raises=NotImplementedError, reason=_NO_CAPTURED_GRADIENT_OUTFEED)
 def test_variable_and_activation_pipeline_context(strategy_of):
     _variable_and_activation_pipeline(strategy_of(2), use_tape=False)

@@ -23,6 +23,7 @@ conditional on the counter (`complete_after`).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeAlias, TypeVar
@@ -78,6 +79,24 @@ class GradientAccumulationReductionMethod(enum.Enum):
             return accumulator.assign_add(value / tf.cast(count, accumulator.dtype))
         n = tf.cast(index, accumulator.dtype)
         return accumulator.assign(accumulator * n / (n + 1) + value / (n + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorKey:
+    """A gradient accumulated without a variable: one of the gradients captured under
+    `tag` (`capture_upstream_gradients`). Its accumulator is made from the gradient's
+    shape and type, as the original's accumulate_tagged_gradients (ops/op_util.py)."""
+
+    tag: str
+    index: int
+    tensor: tf.Tensor = dataclasses.field(compare=False, hash=False, repr=False)
+
+    @property
+    def dtype(self) -> tf.DType:
+        return self.tensor.dtype
+
+    def store_key(self, dtype: tf.DType) -> Hashable:
+        return ("tagged", self.tag, self.index, tuple(self.tensor.shape), dtype)
 
 
 def floating_accumulator_dtype(dtype: tf.DType, owner: str) -> tf.DType:
@@ -210,11 +229,19 @@ class GradientAccumulation(Generic[Key]):
     def accumulator(self, key: Key) -> tf.Variable:
         if self._accumulator_for is not None:
             return self._accumulator_for(key)
+        if isinstance(key, TensorKey):
+            dtype = self.accumulator_dtype(key)
+            return self._store.buffer(
+                key.store_key(dtype),
+                key.tensor.shape,
+                dtype,
+                f"{key.tag}_{key.index}_captured_gradient_accumulator",
+            )
         if not isinstance(key, tf.Variable):
             raise TypeError(f"Gradients are accumulated per tf.Variable, got {key!r}")
         return self._store.accumulator(key, self.accumulator_dtype(key))
 
-    def accumulator_dtype(self, variable: tf.Variable) -> tf.DType:
+    def accumulator_dtype(self, variable: tf.Variable | TensorKey) -> tf.DType:
         rule = self._dtype
         if rule is None:
             return variable.dtype.base_dtype
@@ -223,13 +250,14 @@ class GradientAccumulation(Generic[Key]):
         except TypeError:
             if not callable(rule):
                 raise
-        returned = rule(variable)
+        # A callable is given the variable, or the captured gradient (op_util.py).
+        returned = rule(variable.tensor if isinstance(variable, TensorKey) else variable)
         try:
             dtype = tf.as_dtype(returned)
         except TypeError:
             raise TypeError(
                 f"{self._owner}: the dtype callable must return a DType, got {returned!r} for "
-                f"{variable.name}"
+                f"{variable.tag if isinstance(variable, TensorKey) else variable.name}"
             ) from None
         return floating_accumulator_dtype(dtype, self._owner)
 

@@ -40,6 +40,7 @@ from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulation,
     GradientAccumulationReductionMethod,
+    TensorKey,
 )
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
@@ -47,7 +48,7 @@ from openipu._src.engine.value_types import Nested
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
 from openipu._src.optimizers.ipu_optimizer import Optimizer
-from openipu._src.pipelining import parallel_stages, pipeline_options
+from openipu._src.pipelining import captured_gradients, parallel_stages, pipeline_options
 from openipu._src.pipelining.parallel_stages import IpuMapping, ParallelStage
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
@@ -235,6 +236,7 @@ def pipeline(
     computational_stages: Sequence[Callable[..., Nested]],
     gradient_accumulation_count: int | None = None,
     gradient_accumulation_dtype: AccumulatorDType = None,
+    gradient_accumulation_for_captured_grads: bool = True,
     repeat_count: int = 1,
     batch_serialization_iterations: int = 1,
     inputs: Nested = None,
@@ -365,6 +367,7 @@ def pipeline(
         accumulate_outfeed=bool(accumulate_outfeed),
         accumulate_outfeed_dtype=accumulate_outfeed_dtype,
         accumulation_dtype=gradient_accumulation_dtype,
+        accumulate_captured=bool(gradient_accumulation_for_captured_grads),
         reduction=reduction,
     )
     capture = stream_capture.current()
@@ -479,6 +482,7 @@ class _PipelinePlan:
     accumulate_outfeed: bool
     accumulate_outfeed_dtype: OutfeedDType
     accumulation_dtype: AccumulatorDType
+    accumulate_captured: bool
     reduction: GradientAccumulationReductionMethod
     _replica_states: dict[int, _ReplicaState] = dataclasses.field(default_factory=dict, init=False)
     # Set by `build`: each stage's host device (None: the region's), and the variables'.
@@ -672,8 +676,14 @@ class _PipelinePlan:
         self._state().optimizer_output = result
         # As the original, a missing outfeed is found before the gradients are computed.
         self._check_outfeed(self._outfeed_data(outputs, result.loss))
-        grads_and_vars = self._gradients(result, tape)
-        return outputs, result.loss, self._accumulate(grads_and_vars)
+        grads_and_vars: list[tuple[tf.Tensor, object]] = list(self._gradients(result, tape))
+        captured = captured_gradients.read(result)
+        kept: list[object] = []
+        if captured and self.accumulate_captured:
+            grads_and_vars += captured_gradients.keyed(captured)
+        elif captured:
+            kept = self._keep_captured(captured)
+        return outputs, result.loss, [*self._accumulate(grads_and_vars), *kept]
 
     def _check_outfeed(self, data: Nested) -> None:
         if data is None or self.outfeed is not None:
@@ -763,18 +773,29 @@ class _PipelinePlan:
                 kwargs["var_list"] = [v for v in tape.watched_variables() if v.trainable]
             pairs = opt.compute_gradients(result.loss, *result.compute_gradients_args, **kwargs)
             return _zeros_for_stage_variables(pairs, tape)
-        if result.captured_gradient_outfeed is not None:
-            raise NotImplementedError(
-                "OptimizerFunctionOutput.captured_gradient_outfeed: pipelines do not push "
-                "captured gradients to an outfeed in openipu"
-            )
         variables = result.trainable_variables(tape)
         gradients = tape.gradient(result.loss, variables)
         return _zeros_for_stage_variables(list(zip(gradients, variables, strict=True)), tape)
 
-    def _accumulate(self, grads_and_vars: list[tuple[tf.Tensor, tf.Variable]]) -> list[object]:
+    def _keep_captured(self, captured: captured_gradients.CapturedGradients) -> list[object]:
+        """Without their accumulation, the last mini-batch's captured gradients are kept
+        for the weight update."""
+        pairs = captured_gradients.keyed(captured)
+        buffers = [
+            _ACCUMULATORS.buffer(
+                ("last", key.store_key(gradient.dtype)),
+                gradient.shape,
+                gradient.dtype,
+                f"{key.tag}_captured_gradient",
+            )
+            for gradient, key in pairs
+        ]
+        self._state().kept_captured = [(b, key) for b, (_, key) in zip(buffers, pairs, strict=True)]
+        return [b.assign(g, read_value=False) for b, (g, _) in zip(buffers, pairs, strict=True)]
+
+    def _accumulate(self, grads_and_vars: list[tuple[tf.Tensor, object]]) -> list[object]:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
-        accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
+        accumulation: GradientAccumulation[object] = GradientAccumulation(
             self.count,
             self.reduction,
             _ACCUMULATORS,
@@ -789,11 +810,23 @@ class _PipelinePlan:
         result, accumulation = state.optimizer_output, state.accumulation
         # Both are set by this replica's mini-batch (`_forward_and_backward`), traced first.
         assert result is not None and accumulation is not None
-        return accumulation.apply_and_restart(
-            lambda accumulated: result.opt.apply_gradients(
-                accumulated, *result.apply_gradients_args, **result.apply_gradients_kwargs
-            )
-        )
+        kept = [(buffer.read_value(), key) for buffer, key in state.kept_captured]
+
+        def apply(accumulated: list[tuple[tf.Tensor, object]]) -> list[object]:
+            tagged = [(v, k) for v, k in accumulated if isinstance(k, TensorKey)]
+            captured = captured_gradients.regrouped(tagged + kept) or None
+            kwargs = dict(result.apply_gradients_kwargs)
+            if captured_gradients.optimizer_takes_them(result.opt):
+                kwargs["captured_grads"] = captured
+            variables = [(v, k) for v, k in accumulated if not isinstance(k, TensorKey)]
+            applied = [
+                result.opt.apply_gradients(variables, *result.apply_gradients_args, **kwargs)
+            ]
+            if captured and result.captured_gradient_outfeed is not None:
+                applied.append(result.captured_gradient_outfeed.enqueue(captured))
+            return applied
+
+        return accumulation.apply_and_restart(apply)
 
     # Outfeed data ----------------------------------------------------------------------------
 
@@ -859,7 +892,10 @@ class _ReplicaState:
         self.outfeed_accumulators: list[tf.Variable] = []
         self.outfeed_structure: Nested = None
         self.optimizer_output: OptimizerFunctionOutput | None = None
-        self.accumulation: GradientAccumulation[tf.Variable] | None = None
+        self.accumulation: GradientAccumulation[object] | None = None
+        # The last mini-batch's captured gradients (gradient_accumulation_for_captured_grads
+        # False): buffers and keys.
+        self.kept_captured: list[tuple[tf.Variable, TensorKey]] = []
 
 
 # Pipelines' accumulators (gradients, outfeed data) are kept across traces: a pipeline

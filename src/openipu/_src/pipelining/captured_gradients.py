@@ -1,0 +1,66 @@
+"""A training pipeline's captured upstream gradients (`capture_upstream_gradients`).
+
+As the original's pipeline (ipu/ops/pipelining_ops.py): after a mini-batch's gradients
+are taken, the gradients captured by the optimizer function's `GradientCaptureTape` (or
+`gradient_capture_context`) are read; they are accumulated over the group of mini-batches
+like the variables' gradients (unless `gradient_accumulation_for_captured_grads` is
+False: then the last mini-batch's are kept); at the weight update they are given to an
+optimizer that takes them (`apply_gradients(..., captured_grads=...)`) and pushed to the
+`captured_gradient_outfeed`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import tensorflow as tf
+
+from openipu._src.eager.backprop import GradientCaptureTape
+from openipu._src.engine.gradient_accumulation import TensorKey
+
+CapturedGradients = dict[str, list[tf.Tensor]]
+
+
+def read(result: object) -> CapturedGradients | None:
+    """The gradients captured by the optimizer function's tape or capture context."""
+    tape = getattr(result, "tape", None)
+    source = tape if isinstance(tape, GradientCaptureTape) else None
+    if source is None:
+        source = getattr(result, "gradient_capture_context", None)
+    if source is None:
+        return None
+    captured = source.captured_gradients
+    return dict(captured) if captured else None
+
+
+def keyed(captured: CapturedGradients) -> list[tuple[tf.Tensor, TensorKey]]:
+    """(gradient, key) pairs to accumulate beside the variables' gradients."""
+    return [
+        (gradient, TensorKey(tag, index, gradient))
+        for tag, gradients in captured.items()
+        for index, gradient in enumerate(gradients)
+    ]
+
+
+def regrouped(values: list[tuple[tf.Tensor, TensorKey]]) -> CapturedGradients:
+    """Accumulated (value, key) pairs back into {tag: [gradients]}."""
+    grouped: CapturedGradients = {}
+    for value, key in values:
+        grouped.setdefault(key.tag, []).append(value)
+    return grouped
+
+
+def optimizer_takes_them(opt: object) -> bool:
+    """Whether the original's pipeline hands `captured_grads` to `opt.apply_gradients`:
+    an optimizer saying `supports_captured_grads`, or whose keyword-arguments parameter
+    is named so (the original tests the name of `apply_gradients`' `**` parameter)."""
+    if getattr(opt, "supports_captured_grads", False):
+        return True
+    apply_gradients = getattr(type(opt), "apply_gradients", None)
+    if apply_gradients is None:
+        return False
+    try:
+        spec = inspect.getfullargspec(apply_gradients)
+    except TypeError:
+        return False
+    return bool(spec.varkw and "captured_grads" in spec.varkw)
