@@ -3,7 +3,7 @@ original's docstrings use them, against gradients computed by hand and by tf.Gra
 
 from __future__ import annotations
 
-import gc
+import threading
 
 import numpy as np
 import pytest
@@ -59,13 +59,24 @@ def test_forward_pass_is_the_identity():
 
 def test_gradient_outside_a_capture_context_is_an_error():
     # A context's frame stays until its gradients are read or it is collected (as in the
-    # original): collect those earlier tests left behind.
-    gc.collect()
-    x = tf.Variable(1.0)
-    with tf.GradientTape() as tape:
-        y = capture_upstream_gradients(x * 3.0, tag="outside")
-    with pytest.raises(RuntimeError, match="may only be used within the context of"):
-        tape.gradient(y, x)
+    # original), and frames are per thread: a thread of its own has none that earlier
+    # tests left behind.
+    raised: list[BaseException] = []
+
+    def gradient_outside() -> None:
+        x = tf.Variable(1.0)
+        with tf.GradientTape() as tape:
+            y = capture_upstream_gradients(x * 3.0, tag="outside")
+        try:
+            tape.gradient(y, x)
+        except RuntimeError as error:
+            raised.append(error)
+
+    thread = threading.Thread(target=gradient_outside)
+    thread.start()
+    thread.join()
+    assert len(raised) == 1
+    assert "may only be used within the context of" in str(raised[0])
 
 
 def test_a_tag_captured_twice_is_an_error():
