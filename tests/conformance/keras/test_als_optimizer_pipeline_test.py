@@ -10,9 +10,9 @@ wrappers; a few of its combinations are run here, each setting and wrapper at le
 The training and saturation scenarios are expected failures: their float16 results (the
 forward pass of the training scenario, whose layers of ones reach 65536; the gradients of
 the "huge" targets, 10x float16's maximum) saturate at float16's maximum on the IPU, while
-the emulated IPUs' IEEE float16 makes them infinite, so the loss is not finite. So is the
-case with CaptureUpstreamGradients (the factor following the captured gradients only):
-pipelined models do not hand captured gradients to the optimizer here.
+the emulated IPUs' IEEE float16 makes them infinite, so the loss is not finite. With
+CaptureUpstreamGradients the factor follows the captured gradients only (the last
+mini-batch's: Keras pipelines do not accumulate them by default).
 """
 
 from __future__ import annotations
@@ -61,10 +61,6 @@ FORWARD_OVERFLOW = (
     "float16 overflow is an infinity on the emulated IPUs (the IPU saturates at float16's "
     "maximum): the third float16 layer's output, 4x128x128 = 65536, is infinite here, and "
     "the loss with it"
-)
-CAPTURED_IN_PIPELINE = (
-    "pipelined Keras models do not hand captured gradients to the optimizer here (the "
-    "captured tensors are read outside the pipeline's program)"
 )
 SATURATION = (
     "float16 overflow is an infinity on the emulated IPUs (the IPU saturates at float16's "
@@ -159,7 +155,6 @@ def test_distribution_without_saturation(strategy_on, case):
         _check_lsf_update(strategy, model, als, TARGETS, overflowing=False)
 
 
-@pytest.mark.xfail(strict=True, reason=CAPTURED_IN_PIPELINE)
 @pytest.mark.follows("testDistributionWithoutSaturation")
 @pytest.mark.parametrize("case", UPSTREAM, ids=_case_id)
 def test_distribution_without_saturation_captured_only(strategy_on, case):

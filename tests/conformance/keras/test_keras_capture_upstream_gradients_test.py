@@ -113,12 +113,6 @@ def test_explicit_wrapping(strategy_on, capture):
     np.testing.assert_array_equal(history.history["loss"], history_plain.history["loss"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipelined Keras models do not hand captured gradients to the optimizer here: "
-    "set_pipelining_options does not take gradient_accumulation_for_captured_grads, and "
-    "without it the captured tensors are read outside the pipeline's program",
-)
 @pytest.mark.follows("testExplicitWrappingPipeline")
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda c: c.__name__)
 def test_explicit_wrapping_pipeline(strategy_on, capture):

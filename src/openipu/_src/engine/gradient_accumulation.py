@@ -99,6 +99,60 @@ class TensorKey:
         return ("tagged", self.tag, self.index, tuple(self.tensor.shape), dtype)
 
 
+CapturedGradients: TypeAlias = "dict[str, list[tf.Tensor]]"
+
+
+def tagged_pairs(captured: CapturedGradients) -> list[tuple[tf.Tensor, TensorKey]]:
+    """(gradient, key) pairs of captured gradients, to accumulate beside the variables'."""
+    return [
+        (gradient, TensorKey(tag, index, gradient))
+        for tag, gradients in captured.items()
+        for index, gradient in enumerate(gradients)
+    ]
+
+
+def split_tagged(
+    values: Sequence[tuple[tf.Tensor, object]],
+) -> tuple[list[tuple[tf.Tensor, object]], CapturedGradients]:
+    """Accumulated (value, key) pairs: the variables' pairs, and {tag: [gradients]}."""
+    variables: list[tuple[tf.Tensor, object]] = []
+    captured: CapturedGradients = {}
+    for value, key in values:
+        if isinstance(key, TensorKey):
+            captured.setdefault(key.tag, []).append(value)
+        else:
+            variables.append((value, key))
+    return variables, captured
+
+
+class LastCapturedGradients:
+    """Captured gradients that are not accumulated (`gradient_accumulation_for_captured_grads`
+    False): the last micro-batch's, kept in buffers for the weight update."""
+
+    def __init__(self, store: AccumulatorStore) -> None:
+        self._store = store
+        self._keys: list[TensorKey] = []
+
+    def _buffer(self, key: TensorKey) -> tf.Variable:
+        # The current replica's (the store keys buffers by the tracing replica).
+        return self._store.buffer(
+            ("last", key.store_key(key.dtype)),
+            key.tensor.shape,
+            key.dtype,
+            f"{key.tag}_{key.index}_captured_gradient",
+        )
+
+    def keep(self, captured: CapturedGradients) -> list[object]:
+        """Stores a micro-batch's captured gradients; returns the assignments."""
+        pairs = tagged_pairs(captured)
+        self._keys = [key for _, key in pairs]
+        return [self._buffer(key).assign(gradient, read_value=False) for gradient, key in pairs]
+
+    def read(self) -> list[tuple[tf.Tensor, TensorKey]]:
+        """The kept gradients as (value, key) pairs (see `split_tagged`)."""
+        return [(self._buffer(key).read_value(), key) for key in self._keys]
+
+
 def floating_accumulator_dtype(dtype: tf.DType, owner: str) -> tf.DType:
     """`dtype`, checked to be a type accumulators may have (a floating one)."""
     if not dtype.is_floating:

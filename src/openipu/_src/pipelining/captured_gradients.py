@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import inspect
 
-import tensorflow as tf
-
 from openipu._src.eager.backprop import GradientCaptureTape
-from openipu._src.engine.gradient_accumulation import TensorKey
-
-CapturedGradients = dict[str, list[tf.Tensor]]
+from openipu._src.engine.gradient_accumulation import CapturedGradients
 
 
 def read(result: object) -> CapturedGradients | None:
@@ -31,23 +27,6 @@ def read(result: object) -> CapturedGradients | None:
         return None
     captured = source.captured_gradients
     return dict(captured) if captured else None
-
-
-def keyed(captured: CapturedGradients) -> list[tuple[tf.Tensor, TensorKey]]:
-    """(gradient, key) pairs to accumulate beside the variables' gradients."""
-    return [
-        (gradient, TensorKey(tag, index, gradient))
-        for tag, gradients in captured.items()
-        for index, gradient in enumerate(gradients)
-    ]
-
-
-def regrouped(values: list[tuple[tf.Tensor, TensorKey]]) -> CapturedGradients:
-    """Accumulated (value, key) pairs back into {tag: [gradients]}."""
-    grouped: CapturedGradients = {}
-    for value, key in values:
-        grouped.setdefault(key.tag, []).append(value)
-    return grouped
 
 
 def optimizer_takes_them(opt: object) -> bool:

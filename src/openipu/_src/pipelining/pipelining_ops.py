@@ -40,7 +40,9 @@ from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulation,
     GradientAccumulationReductionMethod,
-    TensorKey,
+    LastCapturedGradients,
+    split_tagged,
+    tagged_pairs,
 )
 from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
@@ -680,9 +682,9 @@ class _PipelinePlan:
         captured = captured_gradients.read(result)
         kept: list[object] = []
         if captured and self.accumulate_captured:
-            grads_and_vars += captured_gradients.keyed(captured)
+            grads_and_vars += tagged_pairs(captured)
         elif captured:
-            kept = self._keep_captured(captured)
+            kept = self._state().last_captured.keep(captured)
         return outputs, result.loss, [*self._accumulate(grads_and_vars), *kept]
 
     def _check_outfeed(self, data: Nested) -> None:
@@ -777,22 +779,6 @@ class _PipelinePlan:
         gradients = tape.gradient(result.loss, variables)
         return _zeros_for_stage_variables(list(zip(gradients, variables, strict=True)), tape)
 
-    def _keep_captured(self, captured: captured_gradients.CapturedGradients) -> list[object]:
-        """Without their accumulation, the last mini-batch's captured gradients are kept
-        for the weight update."""
-        pairs = captured_gradients.keyed(captured)
-        buffers = [
-            _ACCUMULATORS.buffer(
-                ("last", key.store_key(gradient.dtype)),
-                gradient.shape,
-                gradient.dtype,
-                f"{key.tag}_captured_gradient",
-            )
-            for gradient, key in pairs
-        ]
-        self._state().kept_captured = [(b, key) for b, (_, key) in zip(buffers, pairs, strict=True)]
-        return [b.assign(g, read_value=False) for b, (g, _) in zip(buffers, pairs, strict=True)]
-
     def _accumulate(self, grads_and_vars: list[tuple[tf.Tensor, object]]) -> list[object]:
         """Adds a mini-batch's gradients to the accumulators; returns the update operations."""
         accumulation: GradientAccumulation[object] = GradientAccumulation(
@@ -810,15 +796,13 @@ class _PipelinePlan:
         result, accumulation = state.optimizer_output, state.accumulation
         # Both are set by this replica's mini-batch (`_forward_and_backward`), traced first.
         assert result is not None and accumulation is not None
-        kept = [(buffer.read_value(), key) for buffer, key in state.kept_captured]
+        kept = state.last_captured.read()
 
         def apply(accumulated: list[tuple[tf.Tensor, object]]) -> list[object]:
-            tagged = [(v, k) for v, k in accumulated if isinstance(k, TensorKey)]
-            captured = captured_gradients.regrouped(tagged + kept) or None
+            variables, captured = split_tagged([*accumulated, *kept])
             kwargs = dict(result.apply_gradients_kwargs)
             if captured_gradients.optimizer_takes_them(result.opt):
-                kwargs["captured_grads"] = captured
-            variables = [(v, k) for v, k in accumulated if not isinstance(k, TensorKey)]
+                kwargs["captured_grads"] = captured or None
             applied = [
                 result.opt.apply_gradients(variables, *result.apply_gradients_args, **kwargs)
             ]
@@ -894,8 +878,8 @@ class _ReplicaState:
         self.optimizer_output: OptimizerFunctionOutput | None = None
         self.accumulation: GradientAccumulation[object] | None = None
         # The last mini-batch's captured gradients (gradient_accumulation_for_captured_grads
-        # False): buffers and keys.
-        self.kept_captured: list[tuple[tf.Variable, TensorKey]] = []
+        # False).
+        self.last_captured = LastCapturedGradients(_ACCUMULATORS)
 
 
 # Pipelines' accumulators (gradients, outfeed data) are kept across traces: a pipeline

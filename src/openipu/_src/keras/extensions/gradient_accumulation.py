@@ -25,6 +25,9 @@ from openipu._src.engine.gradient_accumulation import (
     AccumulatorStore,
     GradientAccumulation,
     GradientAccumulationReductionMethod,
+    LastCapturedGradients,
+    split_tagged,
+    tagged_pairs,
 )
 from openipu._src.integration import keras_internals
 
@@ -39,12 +42,19 @@ class AccumulatingOptimizer:
         reduction: GradientAccumulationReductionMethod,
         store: AccumulatorStore,
         dtype: tf.DType | None = None,
+        accumulate_captured: bool = False,
     ) -> None:
         self._optimizer = optimizer
-        self._accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
+        self._accumulation: GradientAccumulation[object] = GradientAccumulation(
             count, reduction, store, dtype=dtype, owner="gradient_accumulation_dtype"
         )
         self._apply_args: tuple = ((), {})
+        # Gradients captured in the step (`captured_grads`): accumulated with the
+        # variables' (the pipelining option gradient_accumulation_for_captured_grads),
+        # or the last micro-batch's handed over.
+        self._accumulate_captured = accumulate_captured
+        self._last_captured = LastCapturedGradients(store)
+        self._captures = False
 
     def __getattr__(self, name: str):
         return getattr(self._optimizer, name)
@@ -68,21 +78,34 @@ class AccumulatingOptimizer:
             grads_and_vars = list(zip(tape.gradient(loss, variables), variables, strict=True))
         return self.apply_gradients(grads_and_vars)
 
-    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+    def apply_gradients(self, grads_and_vars, *args, captured_grads=None, **kwargs):
         """Adds one micro-batch's gradients to the accumulators (the update comes later)."""
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        pairs: list[tuple[tf.Tensor, object]] = [(g, v) for g, v in grads_and_vars if g is not None]
         self._apply_args = (args, kwargs)
-        return self._accumulation.add(pairs)
+        self._captures = bool(captured_grads)
+        kept: list[object] = []
+        if captured_grads and self._accumulate_captured:
+            pairs += tagged_pairs(captured_grads)
+        elif captured_grads:
+            kept = self._last_captured.keep(captured_grads)
+        added = self._accumulation.add(pairs)
+        return tf.group([added, *kept]) if kept else added
 
     def apply_accumulated(self):
         """The weight update after a group of micro-batches; restarts the accumulation."""
         if not self._accumulation.keys:
             return tf.no_op()
         args, kwargs = self._apply_args
+        kept = self._last_captured.read() if self._captures else []
 
         def apply(accumulated):
             # In the accumulators' dtype, as the original hands them over
             # (gradient_accumulation_optimizer.py: casting back is the optimizer's part).
-            return self._optimizer.apply_gradients(list(accumulated), *args, **kwargs)
+            variables, captured = split_tagged([*accumulated, *kept])
+            if captured:
+                # As the original's train step, the captured gradients alone
+                # (extensions_base.py `_ipu_train_step`).
+                return self._optimizer.apply_gradients(variables, captured_grads=captured)
+            return self._optimizer.apply_gradients(variables, *args, **kwargs)
 
         return self._accumulation.apply_and_restart(apply)

@@ -664,8 +664,18 @@ class KerasExtensions(_KerasModel):
             if pipelined
             else self._ipu.gradient_accumulation_dtype
         )
+        # The original's Keras pipelines default gradient_accumulation_for_captured_grads
+        # to False (extensions_base.py `_set_pipelining_options_impl`).
+        accumulate_captured = pipelined and bool(
+            self._ipu.pipelining_kwargs.get("gradient_accumulation_for_captured_grads", False)
+        )
         return AccumulatingOptimizer(
-            self.optimizer, steps, reduction, self._ipu.accumulator_store, dtype
+            self.optimizer,
+            steps,
+            reduction,
+            self._ipu.accumulator_store,
+            dtype,
+            accumulate_captured=accumulate_captured,
         )
 
     @contextlib.contextmanager
