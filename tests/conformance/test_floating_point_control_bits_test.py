@@ -18,12 +18,6 @@ from tensorflow.python import ipu
 v1 = tf.compat.v1
 
 
-_SATURATION = (
-    "difference: with nanoo off, a float16 overflow (10000 * 10000) gives inf here; the chip "
-    "saturates it at the largest float16 (65504)"
-)
-
-
 @pytest.fixture
 def configure(tf1_graph):
     def configure_system(inv=False, div0=False, oflo=False, nanoo=False):
@@ -93,7 +87,6 @@ def test_division_by_zero_exception(configure):
 
 
 @pytest.mark.follows("test_overflow")
-@pytest.mark.xfail(strict=True, reason=_SATURATION)
 def test_overflow(configure):
     configure()
     assert _overflow() == np.array([65500.0], dtype=np.float16)
@@ -107,7 +100,6 @@ def test_overflow_exception(configure):
 
 
 @pytest.mark.follows("test_nan_overflow")
-@pytest.mark.xfail(strict=True, reason=_SATURATION)
 def test_nan_overflow(configure):
     configure()
     assert _overflow() == np.array([65500.0], dtype=np.float16)

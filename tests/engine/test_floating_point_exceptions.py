@@ -148,14 +148,51 @@ def test_a_keras_model_trains_with_the_traps_on_and_stops_on_a_nan_loss():
 
 def test_nanoo_makes_a_half_precision_overflow_a_nan_and_raises_nothing():
     # floating_point_control_bits_test.py `test_nan_overflow_enabled`: 10000 * 10000 in half
-    # precision is a NaN with nanoo. (Without it the chip saturates at 65504; the host's
-    # IEEE arithmetic gives an infinity.)
+    # precision is a NaN with nanoo; without it the chip saturates at 65504 (`test_overflow`).
     model = lambda x, y: x * y  # noqa: E731
     feeds = [[10000.0, 2.0], [10000.0, 3.0]]
     _configure(nanoo=True)
     result = _tf1_run(model, feeds, np.float16)
     assert np.isnan(result[0]) and result[1] == 6.0
     _configure()
-    assert _tf1_run(model, feeds, np.float16).tolist() == [np.inf, 6.0]
+    assert _tf1_run(model, feeds, np.float16).tolist() == [65504.0, 6.0]
     _configure(nanoo=True)  # single precision does not overflow here
     assert _tf1_run(model, feeds).tolist() == [1e8, 6.0]
+
+
+def test_half_precision_overflows_saturate_in_optimizer_updates_and_accumulators():
+    # Adam's fused update of a float16 variable squares a gradient of 65504: on the chip the
+    # square saturates (the second step then stays finite); TensorFlow's fused kernel makes
+    # inf and then inf - inf = NaN. Reference: the same steps in numpy, each result clipped.
+    _configure()
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    with strategy.scope():
+        var = tf.Variable(np.ones([2], np.float16))
+        total = tf.Variable(np.zeros([2], np.float16))
+        opt = tf.keras.optimizers.legacy.Adam(0.1)
+
+        @tf.function(jit_compile=True)
+        def step():
+            gradient = tf.fill([2], tf.constant(60000.0, tf.float16)) * 2.0  # saturates
+            total.assign_add(gradient)  # an in-place addition saturates too
+            opt.apply_gradients([(gradient, var)])
+
+        for _ in range(2):
+            strategy.run(step)
+    half_max = np.finfo(np.float16).max
+    np.testing.assert_array_equal(total.numpy(), [half_max, half_max])
+    assert np.all(np.isfinite(var.numpy()))
+
+    def clip(x):
+        return np.clip(np.float16(x), -half_max, half_max).astype(np.float16)
+
+    m = v = np.float16(0)
+    w = np.float16(1)
+    g = half_max
+    with np.errstate(over="ignore"):  # numpy's float16 overflows before `clip`
+        for t in (1, 2):
+            lr = np.float16(0.1 * np.sqrt(1 - 0.999**t) / (1 - 0.9**t))
+            m = clip(m + (g - m) * np.float16(1 - 0.9))
+            v = clip(v + (clip(g * g) - v) * np.float16(1 - 0.999))
+            w = clip(w - lr * m / (np.sqrt(v) + np.float16(1e-7)))
+    np.testing.assert_allclose(var.numpy(), [w, w], rtol=2e-3)

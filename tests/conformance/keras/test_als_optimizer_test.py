@@ -11,14 +11,12 @@ and in Keras `fit`, with the dense layer bare or wrapped in a gradient capture l
 
 The original's cases are the product of 2 optimizers, 4 ALS settings, 3 wrappers and 2
 accumulation counts; a few of its combinations are run here, each setting, wrapper and
-count at least once (the expected failures below: one combination). With gradient accumulation the factor's update period counts weight
+count at least once. With gradient accumulation the factor's update period counts weight
 updates (executions of the accumulated mini-batches), as the original's checks say.
 
-The saturation scenarios are expected failures: their "huge" targets (10x float16's
-maximum) make float16 gradients that the IPU saturates at float16's maximum, while the
-emulated IPUs' IEEE float16 makes them infinite, so the weights and the next loss are not
-finite (the factor and histogram checks alone hold: tests/keras/test_als_optimizer.py
-checks them with targets whose gradients reach the bin edge without overflowing).
+The saturation scenarios' "huge" targets (10x float16's maximum) make float16 gradients
+that saturate at float16's maximum, as on the IPU (the emulated IPUs saturate half-precision
+overflows, in optimizer updates too: engine/half_precision_updates.py).
 """
 
 from __future__ import annotations
@@ -257,7 +255,6 @@ def test_simple_training(strategy_on, case):
 
 @pytest.mark.follows("testDistributionWithSaturation")
 @pytest.mark.parametrize("case", CASES[:1], ids=CASE_IDS[:1])
-@pytest.mark.xfail(strict=True, reason=SATURATION)
 def test_distribution_with_saturation(strategy_on, case):
     strategy = strategy_on(1)
     with strategy.scope():
@@ -288,7 +285,6 @@ NO_CAPTURE_ONLY = [case for case in CASES if case[2] != "CaptureUpstreamGradient
 
 @pytest.mark.follows("testDistributionWithSaturationNoStatAccum")
 @pytest.mark.parametrize("case", NO_CAPTURE_ONLY, ids=lambda c: f"{c[0]}_{c[1]}_{c[2]}_GA{c[3]}")
-@pytest.mark.xfail(strict=True, reason=SATURATION)
 def test_distribution_with_saturation_no_stat_accum(strategy_on, case):
     strategy = strategy_on(1)
     with strategy.scope():
@@ -348,7 +344,6 @@ def test_simple_training_keras(strategy_on, case):
 
 @pytest.mark.follows("testDistributionWithSaturationKeras")
 @pytest.mark.parametrize("case", CASES[:1], ids=CASE_IDS[:1])
-@pytest.mark.xfail(strict=True, reason=SATURATION)
 def test_distribution_with_saturation_keras(strategy_on, case):
     strategy = strategy_on(1)
     with strategy.scope():

@@ -19,8 +19,10 @@ nothing is added, so programs keep their speed.
 
 `nanoo` raises nothing: it makes a half-precision result that overflows a NaN
 (floating_point_control_bits_test.py `test_nan_overflow_enabled`), which the same
-callback does; without it the chip saturates such results, which the host does not
-model (they stay infinities). `esr` (stochastic rounding) is kept.
+callback does. Without it the chip saturates such results at the largest half value,
+±65504 (`test_overflow`, `test_nan_overflow`; the original's ALS tests rely on it):
+regions of a configured IPU system without `nanoo` get the callback for that alone,
+which adds no checks and keeps the region compiled. `esr` (stochastic rounding) is kept.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_callbacks, ops
 
@@ -136,6 +139,16 @@ def trap_message(error_message: str) -> str:
     return match.group(0) if match else text
 
 
+def saturates_half() -> bool:
+    """Whether half-precision overflows saturate: on a configured IPU system (TensorFlow's)
+    without `nanoo`, unless a front end asked for checks of its own (PopART)."""
+    return (
+        configure.maybe_current_system() is not None
+        and "nanoo" not in configured_bits()
+        and not requested_bits()
+    )
+
+
 def configured_bits(ipu_ordinal: int = 0) -> frozenset[str]:
     """The exception bits on for the configured IPU system (`set_all` turns on all)."""
     system = configure.maybe_current_system()
@@ -165,27 +178,41 @@ def requesting(bits: Iterable[str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def checking(bits: frozenset[str], ipu_ordinal: int = 0) -> Iterator[None]:
-    """Ops built in this thread within the context check for the exceptions of `bits`."""
-    if not bits or getattr(_state, "checking", False):
+def checking(bits: frozenset[str], ipu_ordinal: int = 0, saturate: bool = False) -> Iterator[None]:
+    """Ops built in this thread within the context check for the exceptions of `bits`
+    (and, with `saturate` and no `nanoo`, saturate their half-precision overflows)."""
+    saturate = saturate and "nanoo" not in bits
+    if not (bits or saturate) or getattr(_state, "checking", False):
         # One callback per thread (a replica thread of a region re-enters it).
         yield
         return
-    run_errors.install(_as_device_error)
-    callback = _Callback(frozenset(bits), ipu_ordinal)
+    if bits:
+        run_errors.install(_as_device_error)
+    if saturate:
+        # import cycle: the stepwise updates read `saturating_now`
+        from openipu._src.engine import half_precision_updates
+
+        half_precision_updates.install()
+    callback = _Callback(frozenset(bits), ipu_ordinal, saturate)
     op_callbacks.add_op_callback(callback)
-    _state.checking = True
+    _state.checking, _state.saturating = True, saturate
     try:
         yield
     finally:
-        _state.checking = False
+        _state.checking, _state.saturating = False, False
         op_callbacks.remove_op_callback(callback)
 
 
+def saturating_now() -> bool:
+    """Whether ops built in this thread now saturate their half-precision overflows."""
+    return bool(getattr(_state, "saturating", False))
+
+
 class _Callback:
-    def __init__(self, bits: frozenset[str], ipu_ordinal: int) -> None:
+    def __init__(self, bits: frozenset[str], ipu_ordinal: int, saturate: bool) -> None:
         self.bits = bits
         self.ipu_ordinal = ipu_ordinal
+        self.saturate = saturate
         self.building = False
 
     def __call__(
@@ -213,11 +240,17 @@ class _Callback:
         self.building = True
         try:
             checks = _checks(op_type, list(inputs), list(outputs), self.bits)
-            nan_on_overflow = "nanoo" in self.bits and _half_results(inputs, outputs)
-            if not checks and not nan_on_overflow:
+            half = _half_results(inputs, outputs)
+            nan_on_overflow = "nanoo" in self.bits and half
+            saturating = self.saturate and half
+            if not checks and not nan_on_overflow and not saturating:
                 return None
             if nan_on_overflow:
-                outputs = _nan_on_overflow(list(inputs), list(outputs))
+                outputs = _replace_overflows(list(inputs), list(outputs), float("nan"))
+            elif saturating:
+                outputs = _replace_overflows(list(inputs), list(outputs), None)
+            if not checks:
+                return list(outputs)
             name = _text(op_name)
             asserts = []
             with ops.name_scope(None), ops.name_scope(f"{name}_fp_check"):
@@ -238,14 +271,22 @@ def _half_results(inputs: Sequence[Any], outputs: Sequence[Any]) -> bool:
     )
 
 
-def _nan_on_overflow(inputs: list[Any], outputs: list[Any]) -> list[Any]:
-    """`nanoo`: infinities a half-precision op makes from finite inputs become NaNs."""
+_HALF_MAX = float(np.finfo(np.float16).max)
+
+
+def _replace_overflows(inputs: list[Any], outputs: list[Any], value: float | None) -> list[Any]:
+    """Infinities a half-precision op makes from finite inputs become `value` (`nanoo`'s
+    NaN), or, with None, the largest half value of their sign (the chip's saturation)."""
     finite_in = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in inputs if _is_float(t)])
     replaced = []
     for t in outputs:
         if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
             overflowed = tf.logical_and(tf.math.is_inf(t), finite_in)
-            t = tf.where(overflowed, tf.constant(float("nan"), tf.float16), t)
+            if value is None:
+                substitute = tf.sign(t) * tf.constant(_HALF_MAX, tf.float16)
+            else:
+                substitute = tf.constant(value, tf.float16)
+            t = tf.where(overflowed, substitute, t)
         replaced.append(t)
     return replaced
 

@@ -97,6 +97,8 @@ class CompiledRegion:
         self.graph_mode_reasons: list[str] = []
         #: Floating-point exceptions its ops check for (`floating_point_checks`).
         self.fp_bits: frozenset[str] = frozenset()
+        # Half-precision overflows saturate, as on the chip without `nanoo`.
+        self.saturates_half = False
         self.ipu_ordinal = 0
         #: A pipeline built in the region: (schedule name, gradient accumulation count,
         #: whether its optimizer state is offloaded to streaming memory).
@@ -257,6 +259,7 @@ def compile_region(
         context = _PlainContext(graph) if graph_only else _RegionContext(name, pivot)
         region = CompiledRegion(graph, context, device)
         region.fp_bits, region.ipu_ordinal = fp_bits, ipu_ordinal
+        region.saturates_half = floating_point_checks.saturates_half()
         stack = _state.__dict__.setdefault("regions", [])
         stack.append(region)
         first_op = len(graph.get_operations())
@@ -268,7 +271,7 @@ def compile_region(
                 region_summaries.summaries_skipped(),  # summaries cannot compile
                 random_ops.seeded_from_device(ipu_ordinal),
                 autograph_loops.fusing_iterator_loops(region),
-                floating_point_checks.checking(fp_bits, ipu_ordinal),
+                floating_point_checks.checking(fp_bits, ipu_ordinal, region.saturates_half),
             ):
                 outputs = computation(*region_inputs)
             tensors, operations, structure = _split_outputs(outputs, flat_return_rules)

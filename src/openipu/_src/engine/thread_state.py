@@ -33,9 +33,9 @@ def _holders() -> list[tuple[object, str]]:
 
 
 def _fp_checks(region: Any) -> contextlib.AbstractContextManager[None]:
-    if region is None or not region.fp_bits:
+    if region is None:
         return contextlib.nullcontext()
-    return floating_point_checks.checking(region.fp_bits, region.ipu_ordinal)
+    return floating_point_checks.checking(region.fp_bits, region.ipu_ordinal, region.saturates_half)
 
 
 def snapshot() -> list[list[Any]]:

@@ -20,6 +20,7 @@ PATCH_FAMILIES = (
     "region_summaries",
     "replicated_conds",
     "run_errors",
+    "saturating_updates",
     "session_run",
     "sharded_gradient_tape",
     "tracing_context",

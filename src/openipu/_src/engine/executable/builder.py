@@ -132,7 +132,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     # The IPU's floating-point exception traps, as a region of this system has them; the
     # checks run on the host, so the program runs as a graph.
     fp_bits = floating_point_checks.configured_bits() | floating_point_checks.requested_bits()
-    with floating_point_checks.checking(fp_bits):
+    with floating_point_checks.checking(fp_bits, saturate=floating_point_checks.saturates_half()):
         concrete = tf.function(program).get_concrete_function(*specs, *stream_specs)
     _drop_unused(probed, concrete)
     return Traced(concrete, streams, startup_signatures, fp_bits, name)
