@@ -239,7 +239,8 @@ class _Callback:
             return None
         self.building = True
         try:
-            checks = _checks(op_type, list(inputs), list(outputs), self.bits)
+            # Without exception bits (saturation alone) no check is built.
+            checks = _checks(op_type, list(inputs), list(outputs), self.bits) if self.bits else []
             half = _half_results(inputs, outputs)
             nan_on_overflow = "nanoo" in self.bits and half
             saturating = self.saturate and half
