@@ -67,8 +67,8 @@ def test_pipeline_stage_merging_accepts_the_accumulation_factor():
 @pytest.mark.follows("test_pipeline_stage_merging")
 @pytest.mark.xfail(
     strict=True,
-    reason="difference: openipu has no PopART IR to serialise (no "
-    "_serializeIr(IrSerializationFormat.JSON), no Stash ops to list)",
+    reason="difference: openipu's IR description (_serializeIr) does not model pipelining's "
+    "transforms: it lists no Stash ops",
 )
 def test_pipeline_stage_merging():
     session, device, _ = _session()

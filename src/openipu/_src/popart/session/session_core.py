@@ -45,7 +45,7 @@ from openipu._src.popart.errors import (
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import lower_model
-from openipu._src.popart.options.enums import SyntheticDataMode
+from openipu._src.popart.options.enums import IrSerializationFormat, SyntheticDataMode
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
@@ -53,6 +53,7 @@ from openipu._src.popart.session import (
     device_chip,
     engine_cache,
     executable_file,
+    ir_view,
     memory_budget,
     model_writer,
     option_rules,
@@ -137,6 +138,7 @@ class SessionCore:
 
         source = read_model(fnModel)
         self._model = source.model
+        ir_view.check_excluded_patterns(self._model)
         self._external_locations = source.external_locations
         self._model_directory = (
             os.path.dirname(os.path.abspath(os.fspath(fnModel)))
@@ -661,6 +663,26 @@ class SessionCore:
             copy.deepcopy(self._patterns),
             tuple(self._tensor_names()),
         )
+
+    def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002, N802
+        """The ops the original's IR would hold, as its JSON (see `ir_view` for the limits)."""
+        check_instance(format, IrSerializationFormat, "_serializeIr format")
+        signatures = {**self._types.inferred(), **self._input_signatures}
+        return ir_view.serialise(
+            ir_view.IrRequest(
+                model=self._model,
+                tensors=ir_view.tensor_records(signatures),
+                anchors=set(self._data_flow.anchors()),
+                enabled_patterns=set(self._patterns.enabledPatterns()),
+                constant_weights=bool(self._options.constantWeights),
+                outlining=bool(self._options.enableOutlining),
+                loss=self._ir_loss(),
+            )
+        )
+
+    def _ir_loss(self) -> str | None:
+        """The loss tensor the IR's backward pass starts from (training sessions)."""
+        return None
 
     def checkInplacingAmbiguity(self) -> None:  # noqa: N802
         """Nothing is done in place on an emulated IPU, so nothing is ambiguous."""

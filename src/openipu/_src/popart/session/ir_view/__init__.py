@@ -1,0 +1,144 @@
+"""A description of the IR a session would have in the original PopART, for
+`Session._serializeIr(IrSerializationFormat.JSON)`.
+
+openipu lowers ONNX straight to TensorFlow and has no PopART IR of its own; this package
+builds, from the session's model, the ops the original's IR would hold after the patterns
+the session enables (see `from_onnx`, `patterns`, `inplace`), in the original's JSON form.
+
+Limits (where the description depends on transforms openipu does not model):
+- the backward pass of a training session is described by the loss's gradient op only,
+  not the gradient ops of the other ops, nor the optimizer's VarUpdate ops;
+- outlining (`enableOutlining`) creates no subgraphs or Call ops; only its
+  ViewSimplify pattern is applied;
+- ops appear in the model's order, not the original's scheduler's order;
+- patterns that only rewrite gradient ops or lower ops for Poplar (MatMul grouping, the
+  *GradOp patterns, decompositions) are not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import onnx
+
+from openipu._src.popart.builder import annotation_names as names
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.lowering.dtypes import TF_TO_ONNX
+from openipu._src.popart.options.patterns import PATTERNS
+from openipu._src.popart.session.ir_view import from_onnx, inplace, patterns
+from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor, to_json
+from openipu._src.popart.session.tensor_types import TensorSignature
+
+__all__ = ["IrRequest", "check_excluded_patterns", "serialise", "tensor_records"]
+
+# The loss ops whose gradient op the description holds (willow/src/op/*loss*.cpp).
+_LOSS_GRADS = {"IdentityLoss": "IdentityLossGrad", "L1": "L1Grad", "Nll": "NllGrad"}
+
+
+def check_excluded_patterns(model: onnx.ModelProto) -> None:
+    """The original refuses an unknown pattern name given to `Builder.excludePatterns` when
+    it builds the op (willow/src/op.cpp, Op settings)."""
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            for attribute in node.attribute:
+                graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
+                if attribute.name != names.EXCLUDE_PATTERNS:
+                    continue
+                for name in (s.decode() for s in attribute.strings):
+                    if name not in PATTERNS:
+                        raise popart_exception(
+                            f"Invalid pattern name '{name}' in Op::excludePatterns"
+                        )
+
+
+@dataclass
+class IrRequest:
+    """What a session tells the description about itself."""
+
+    model: onnx.ModelProto
+    tensors: dict[str, IrTensor]
+    anchors: set[str]
+    enabled_patterns: set[str]
+    constant_weights: bool
+    outlining: bool
+    loss: str | None = None  # the loss tensor of a training session
+
+
+def tensor_records(signatures: Mapping[str, TensorSignature]) -> dict[str, IrTensor]:
+    records = {}
+    for name, signature in signatures.items():
+        onnx_type = TF_TO_ONNX.get(signature.dtype)
+        data_type = "UNDEFINED" if onnx_type is None else onnx.TensorProto.DataType.Name(onnx_type)
+        records[name] = IrTensor(name, tuple(signature.shape), data_type)
+    return records
+
+
+def _main_graph_name(model: onnx.ModelProto) -> str:
+    # An unnamed builder graph is "maingraph" (willow/src/ir.cpp, Ir::serialise).
+    name = model.graph.name
+    return "maingraph" if not name or name.startswith("BuilderGraph") else name
+
+
+def _pre_alias_patterns(request: IrRequest) -> list[tuple[str, patterns.Pattern]]:
+    table: list[tuple[str, patterns.Pattern]] = [
+        ("RandomNormalLikeOpPattern", patterns.like_to_plain),
+        ("RandomUniformLikeOpPattern", patterns.like_to_plain),
+        ("ZerosLikeOpPattern", patterns.like_to_plain),
+        ("OpToIdentity", patterns.op_to_identity),
+        ("PreUniRepl", patterns.pre_uni_repl),
+        ("PostNRepl", patterns.post_n_repl),
+        ("TransposeToIdentityOrReshapePattern", patterns.transpose_to_identity),
+    ]
+    if request.outlining:  # willow/src/patterns/viewsimplifypattern.cpp runs when outlining
+        table.append(("ViewSimplifyPattern", patterns.view_simplify))
+    return [
+        (name, pattern)
+        for name, pattern in table
+        if name == "ViewSimplifyPattern" or name in request.enabled_patterns
+    ]
+
+
+def _loss_grad(graph: IrGraph, loss: str) -> Iterable[IrOp]:
+    producer = graph.producers().get(loss)
+    if producer is None or producer.type not in _LOSS_GRADS:
+        return []
+    grad = IrOp(
+        type=_LOSS_GRADS[producer.type],
+        name=producer.name,
+        inputs={0: f"Gradient___{loss}"},
+        outputs={0: f"Gradient___{producer.inputs[0]}"},
+        attributes={"recompute": "NO"},
+        is_grad=True,
+    )
+    return [grad]
+
+
+def describe(request: IrRequest) -> tuple[list[IrGraph], dict[str, IrTensor]]:
+    training = request.loss is not None
+    built = from_onnx.build(
+        request.model,
+        request.tensors,
+        _main_graph_name(request.model),
+        weights_are_constant=request.constant_weights and not training,
+    )
+    keep = set(request.anchors) | ({request.loss} if request.loss else set())
+    context = patterns.PatternContext(built.tensors, keep, training)
+    main = built.graphs[-1]
+    patterns.apply(built.graphs, _pre_alias_patterns(request), context)
+    if request.loss is not None:
+        main.ops.extend(_loss_grad(main, request.loss))
+    if "InPlace" in request.enabled_patterns:
+        shapes = {name: tensor.shape for name, tensor in built.tensors.items()}
+        for graph in built.graphs:
+            inplace.apply(graph, shapes, built.constants | built.variables)
+    # The original lists its graphs by id: the main graph's (empty) id first.
+    graphs = [main, *sorted(built.graphs[:-1], key=lambda g: g.name)]
+    return graphs, built.tensors
+
+
+def serialise(request: IrRequest) -> str:
+    graphs, tensors = describe(request)
+    return to_json(graphs, tensors)
