@@ -9,11 +9,6 @@ import pytest
 
 import popart
 
-FLOAT_IF_CONDITION = (
-    "difference: openipu's model check (ONNX shape inference) refuses an If whose condition "
-    "is a FLOAT tensor; the original accepts it"
-)
-
 
 def _ir(builder, outputs):
     session = popart.InferenceSession(
@@ -25,7 +20,6 @@ def _ir(builder, outputs):
 
 
 @pytest.mark.follows("test_subgraph_ir_name")
-@pytest.mark.xfail(strict=True, raises=popart.popart_exception, reason=FLOAT_IF_CONDITION)
 def test_subgraph_ir_name():
     builder = popart.Builder()
     builder.setGraphName("main_graph")

@@ -92,13 +92,7 @@ def _pre_alias_patterns(request: IrRequest) -> list[tuple[str, patterns.Pattern]
         ("PostNRepl", patterns.post_n_repl),
         ("TransposeToIdentityOrReshapePattern", patterns.transpose_to_identity),
     ]
-    if request.outlining:  # willow/src/patterns/viewsimplifypattern.cpp runs when outlining
-        table.append(("ViewSimplifyPattern", patterns.view_simplify))
-    return [
-        (name, pattern)
-        for name, pattern in table
-        if name == "ViewSimplifyPattern" or name in request.enabled_patterns
-    ]
+    return [(name, pattern) for name, pattern in table if name in request.enabled_patterns]
 
 
 def _loss_grad(graph: IrGraph, loss: str) -> Iterable[IrOp]:
@@ -128,6 +122,13 @@ def describe(request: IrRequest) -> tuple[list[IrGraph], dict[str, IrTensor]]:
     context = patterns.PatternContext(built.tensors, keep, training)
     main = built.graphs[-1]
     patterns.apply(built.graphs, _pre_alias_patterns(request), context)
+    if request.outlining:
+        # Before outlining, the original simplifies chains of views in the main graph
+        # whatever the patterns (willow/src/ir.cpp, prepareImpl).
+        view_simplify: list[tuple[str, patterns.Pattern]] = [
+            ("ViewSimplifyPattern", patterns.view_simplify)
+        ]
+        patterns.apply([main], view_simplify, context, pruning=False)
     if request.loss is not None:
         main.ops.extend(_loss_grad(main, request.loss))
     if "InPlace" in request.enabled_patterns:

@@ -127,8 +127,9 @@ _VIEWS = ("Reshape", "Identity")
 
 def view_simplify(graph: IrGraph, op: IrOp, context: PatternContext) -> bool:
     """A Reshape or Identity of a Reshape or Identity reads the first one's input directly,
-    as one Reshape unless both are Identities (willow/src/patterns/viewsimplifypattern.cpp)."""
-    if op.type not in _VIEWS:
+    as a Reshape unless both are Identities (willow/src/patterns/viewsimplifypattern.cpp);
+    the first one stays, as the original prunes nothing after this pattern."""
+    if op.type not in _VIEWS or op.inputs[0] in context.anchors:
         return False
     producer = graph.producers().get(op.inputs[0])
     if producer is None or producer.type not in _VIEWS:
@@ -153,9 +154,10 @@ def apply(
     graphs: list[IrGraph],
     patterns: list[tuple[str, Pattern]],
     context: PatternContext,
+    pruning: bool = True,
 ) -> None:
     """Applies the patterns until none matches (as `Ir::applyPreAliasPatterns` does),
-    pruning ops whose results nothing uses between rounds."""
+    pruning ops whose results nothing uses between rounds (unless `pruning` is off)."""
     for graph in graphs:
         changed = True
         while changed:
@@ -164,7 +166,8 @@ def apply(
                 for op in list(graph.ops):
                     if op in graph.ops and name not in op.excluded_patterns:
                         changed = pattern(graph, op, context) or changed
-            prune(graph, context)
+            if pruning:
+                prune(graph, context)
 
 
 def prune(graph: IrGraph, context: PatternContext) -> None:
