@@ -155,6 +155,7 @@ class SessionCore:
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
+        self._write_dot_files()
         if not self._training:
             _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)
@@ -667,18 +668,35 @@ class SessionCore:
     def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002, N802
         """The ops the original's IR would hold, as its JSON (see `ir_view` for the limits)."""
         check_instance(format, IrSerializationFormat, "_serializeIr format")
+        return ir_view.serialise(self._ir_request())
+
+    def _ir_request(self) -> ir_view.IrRequest:
         signatures = {**self._types.inferred(), **self._input_signatures}
-        return ir_view.serialise(
-            ir_view.IrRequest(
-                model=self._model,
-                tensors=ir_view.tensor_records(signatures),
-                anchors=set(self._data_flow.anchors()),
-                enabled_patterns=set(self._patterns.enabledPatterns()),
-                constant_weights=bool(self._options.constantWeights),
-                outlining=bool(self._options.enableOutlining),
-                loss=self._ir_loss(),
-            )
+        return ir_view.IrRequest(
+            model=self._model,
+            tensors=ir_view.tensor_records(signatures),
+            anchors=set(self._data_flow.anchors()),
+            enabled_patterns=set(self._patterns.enabledPatterns()),
+            constant_weights=bool(self._options.constantWeights),
+            outlining=bool(self._options.enableOutlining),
+            loss=self._ir_loss(),
         )
+
+    def _write_dot_files(self) -> None:
+        """The IR's .dot files, if `dotChecks` or POPART_DOT_CHECKS ask for any."""
+        checks = ir_view.dot.requested_checks(self._options.dotChecks)
+        if not checks:
+            return
+        options = self._options
+        settings = ir_view.dot.DotSettings(
+            checks=checks,
+            log_dir=str(options.logDir),
+            separate_graphs=bool(options.separateCallOpPdfs),
+            first_op=int(options.firstDotOp),
+            final_op=int(options.finalDotOp),
+            op_names=bool(options.dotOpNames),
+        )
+        ir_view.write_dot_files(self._ir_request(), settings)
 
     def _ir_loss(self) -> str | None:
         """The loss tensor the IR's backward pass starts from (training sessions)."""

@@ -17,7 +17,7 @@ Limits (where the description depends on transforms openipu does not model):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import onnx
@@ -26,11 +26,18 @@ from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.dtypes import TF_TO_ONNX
 from openipu._src.popart.options.patterns import PATTERNS
-from openipu._src.popart.session.ir_view import from_onnx, inplace, patterns
+from openipu._src.popart.session.ir_view import dot, from_onnx, inplace, patterns
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor, to_json
 from openipu._src.popart.session.tensor_types import TensorSignature
 
-__all__ = ["IrRequest", "check_excluded_patterns", "serialise", "tensor_records"]
+__all__ = [
+    "IrRequest",
+    "check_excluded_patterns",
+    "dot",
+    "serialise",
+    "tensor_records",
+    "write_dot_files",
+]
 
 # The loss ops whose gradient op the description holds (willow/src/op/*loss*.cpp).
 _LOSS_GRADS = {"IdentityLoss": "IdentityLossGrad", "L1": "L1Grad", "Nll": "NllGrad"}
@@ -110,7 +117,19 @@ def _loss_grad(graph: IrGraph, loss: str) -> Iterable[IrOp]:
     return [grad]
 
 
-def describe(request: IrRequest) -> tuple[list[IrGraph], dict[str, IrTensor]]:
+Checkpoint = Callable[[str, list[IrGraph], dict[str, IrTensor]], None]
+
+
+def _ordered(built: from_onnx.OnnxIr) -> list[IrGraph]:
+    # The original lists its graphs by id: the main graph's (empty) id first.
+    return [built.graphs[-1], *sorted(built.graphs[:-1], key=lambda g: g.name)]
+
+
+def describe(
+    request: IrRequest, checkpoint: Checkpoint | None = None
+) -> tuple[list[IrGraph], dict[str, IrTensor]]:
+    """The IR's graphs once prepared; `checkpoint` sees them at the original's dot checkpoints
+    ("Fwd0", "Fwd1", "Bwd0" when training, "PreAlias", "Final"; willow/src/ir.cpp)."""
     training = request.loss is not None
     built = from_onnx.build(
         request.model,
@@ -118,10 +137,21 @@ def describe(request: IrRequest) -> tuple[list[IrGraph], dict[str, IrTensor]]:
         _main_graph_name(request.model),
         weights_are_constant=request.constant_weights and not training,
     )
+
+    def reached(name: str) -> None:
+        if checkpoint is not None:
+            checkpoint(name, _ordered(built), built.tensors)
+
     keep = set(request.anchors) | ({request.loss} if request.loss else set())
     context = patterns.PatternContext(built.tensors, keep, training)
     main = built.graphs[-1]
+    reached("Fwd0")
     patterns.apply(built.graphs, _pre_alias_patterns(request), context)
+    reached("Fwd1")
+    if request.loss is not None:
+        main.ops.extend(_loss_grad(main, request.loss))
+        reached("Bwd0")
+    reached("PreAlias")
     if request.outlining:
         # Before outlining, the original simplifies chains of views in the main graph
         # whatever the patterns (willow/src/ir.cpp, prepareImpl).
@@ -129,15 +159,21 @@ def describe(request: IrRequest) -> tuple[list[IrGraph], dict[str, IrTensor]]:
             ("ViewSimplifyPattern", patterns.view_simplify)
         ]
         patterns.apply([main], view_simplify, context, pruning=False)
-    if request.loss is not None:
-        main.ops.extend(_loss_grad(main, request.loss))
     if "InPlace" in request.enabled_patterns:
         shapes = {name: tensor.shape for name, tensor in built.tensors.items()}
         for graph in built.graphs:
             inplace.apply(graph, shapes, built.constants | built.variables)
-    # The original lists its graphs by id: the main graph's (empty) id first.
-    graphs = [main, *sorted(built.graphs[:-1], key=lambda g: g.name)]
-    return graphs, built.tensors
+    reached("Final")
+    return _ordered(built), built.tensors
+
+
+def write_dot_files(request: IrRequest, settings: dot.DotSettings) -> None:
+    """The .dot files of the checkpoints `settings` asks for (see `dot`)."""
+
+    def at_checkpoint(name: str, graphs: list[IrGraph], tensors: dict[str, IrTensor]) -> None:
+        dot.write_checkpoint(settings, name, graphs, tensors, graphs[0])
+
+    describe(request, at_checkpoint)
 
 
 def serialise(request: IrRequest) -> str:

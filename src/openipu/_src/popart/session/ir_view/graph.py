@@ -45,7 +45,7 @@ class IrGraph:
         return [op for op in self.ops if tensor in op.inputs.values()]
 
 
-def _shape_text(shape: tuple[int, ...] | None) -> str:
+def shape_text(shape: tuple[int, ...] | None) -> str:
     """How the original prints a shape: `[2 384 1024]`."""
     return "[" + " ".join(str(d) for d in (shape or ())) + "]"
 
@@ -57,7 +57,7 @@ def _op_json(op: IrOp, tensors: dict[str, IrTensor]) -> dict[str, object]:
         inputs.append(
             {
                 "name": name,
-                "shape": _shape_text(tensor.shape),
+                "shape": shape_text(tensor.shape),
                 "type": tensor.data_type,
                 "index": str(index),
             }
