@@ -106,8 +106,8 @@ def test_batches_per_step_greater_than_one(subgraphCopyingStrategy):
 @pytest.mark.parametrize("subgraphCopyingStrategy", STRATEGIES)
 @pytest.mark.xfail(
     strict=True,
-    reason="openipu's IR description does not outline: no third graph holds the repeated "
-    "MatMul, no Call ops are added, and the debug info has no outlined Call contexts",
+    reason="openipu's Poplar debug info has no contexts for the Call ops outlining makes (layer "
+    "popart, callee call_subgraph(0), outlinedDebugContextIds/replacedDebugContextIds)",
 )
 def test_outlining_in_subgraphs(subgraphCopyingStrategy, tmpdir):
     data = [np.random.rand(4, 4).astype(np.float32) for _ in range(2)]

@@ -148,11 +148,6 @@ def test_rnn_torch_grad_all_inputs(op_tester):
 
 
 @pytest.mark.follows("test_rnn_outlining")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's IR description does not outline: the RNN stays in the main graph "
-    "instead of moving to a subgraph called by Call ops",
-)
 def test_rnn_outlining(op_tester):
     def init_builder(builder):
         x = builder.addInputTensor(D1)

@@ -679,6 +679,7 @@ class SessionCore:
             enabled_patterns=set(self._patterns.enabledPatterns()),
             constant_weights=bool(self._options.constantWeights),
             outlining=bool(self._options.enableOutlining),
+            outline_threshold=float(self._options.outlineThreshold),
             loss=self._ir_loss(),
         )
 

@@ -8,8 +8,7 @@ the session enables (see `from_onnx`, `patterns`, `inplace`), in the original's 
 Limits (where the description depends on transforms openipu does not model):
 - the backward pass of a training session is described by the loss's gradient op only,
   not the gradient ops of the other ops, nor the optimizer's VarUpdate ops;
-- outlining (`enableOutlining`) creates no subgraphs or Call ops; only its
-  ViewSimplify pattern is applied;
+- outlining (`enableOutlining`) is a simplified form of the original's (see `outline`);
 - ops appear in the model's order, not the original's scheduler's order;
 - patterns that only rewrite gradient ops or lower ops for Poplar (MatMul grouping, the
   *GradOp patterns, decompositions) are not applied.
@@ -26,7 +25,7 @@ from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.dtypes import TF_TO_ONNX
 from openipu._src.popart.options.patterns import PATTERNS
-from openipu._src.popart.session.ir_view import dot, from_onnx, inplace, patterns
+from openipu._src.popart.session.ir_view import dot, from_onnx, inplace, outline, patterns
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor, to_json
 from openipu._src.popart.session.tensor_types import TensorSignature
 
@@ -71,6 +70,7 @@ class IrRequest:
     enabled_patterns: set[str]
     constant_weights: bool
     outlining: bool
+    outline_threshold: float = 1.0
     loss: str | None = None  # the loss tensor of a training session
 
 
@@ -159,6 +159,12 @@ def describe(
             ("ViewSimplifyPattern", patterns.view_simplify)
         ]
         patterns.apply([main], view_simplify, context, pruning=False)
+        built.graphs = [
+            *outline.outline(
+                [main, *built.graphs[:-1]], built.tensors, request.outline_threshold, keep
+            )[1:],
+            main,
+        ]
     if "InPlace" in request.enabled_patterns:
         shapes = {name: tensor.shape for name, tensor in built.tensors.items()}
         for graph in built.graphs:
