@@ -59,7 +59,7 @@ def test_lstm_popart(op_tester):
     strict=True,
     raises=popart.OutOfMemoryException,
     reason="openipu's memory estimate of four trained LSTMs exceeds the original's 4 tiles "
-    "(PopART's outlined LSTM fits); its IR description does not outline either",
+    "(PopART's outlined LSTM fits)",
 )
 def test_lstm_outlining(op_tester):
     def init_builder(builder):
@@ -301,11 +301,6 @@ def test_unsupported_activation(op_tester):
 
 
 @pytest.mark.follows("test_lstm_explicit_recompute")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's IR description does not model explicit recomputation: the "
-    "recomputed LSTM is not cloned into the backward pass (one LSTM op, not two)",
-)
 def test_lstm_explicit_recompute():
     builder = popart.Builder()
     i1 = builder.addInputTensor(popart.TensorInfo(D1))

@@ -680,6 +680,7 @@ class SessionCore:
             constant_weights=bool(self._options.constantWeights),
             outlining=bool(self._options.enableOutlining),
             outline_threshold=float(self._options.outlineThreshold),
+            explicit_recomputation=bool(self._options.explicitRecomputation),
             loss=self._ir_loss(),
         )
 

@@ -6,8 +6,9 @@ builds, from the session's model, the ops the original's IR would hold after the
 the session enables (see `from_onnx`, `patterns`, `inplace`), in the original's JSON form.
 
 Limits (where the description depends on transforms openipu does not model):
-- the backward pass of a training session is described by the loss's gradient op only,
-  not the gradient ops of the other ops, nor the optimizer's VarUpdate ops;
+- the backward pass of a training session is described by the loss's gradient op (and,
+  with explicit recomputation, the recomputed clones) only, not the gradient ops of the
+  other ops, nor the optimizer's VarUpdate ops;
 - outlining (`enableOutlining`) is a simplified form of the original's (see `outline`);
 - ops appear in the model's order, not the original's scheduler's order;
 - patterns that only rewrite gradient ops or lower ops for Poplar (MatMul grouping, the
@@ -71,6 +72,7 @@ class IrRequest:
     constant_weights: bool
     outlining: bool
     outline_threshold: float = 1.0
+    explicit_recomputation: bool = False
     loss: str | None = None  # the loss tensor of a training session
 
 
@@ -125,6 +127,30 @@ def _ordered(built: from_onnx.OnnxIr) -> list[IrGraph]:
     return [built.graphs[-1], *sorted(built.graphs[:-1], key=lambda g: g.name)]
 
 
+def _recomputed(graph: IrGraph) -> list[IrOp]:
+    """With explicit recomputation, each forward op marked Recompute is cloned for the
+    backward pass, its outputs renamed `<id>__re` (willow/src/transforms/explicitrecompute.cpp,
+    willow/src/tensornames.cpp); clones read the clones of recomputed producers."""
+    renamed: dict[str, str] = {}
+    clones = []
+    for op in graph.ops:
+        if op.is_grad or op.attributes.get("recompute") != "YES":
+            continue
+        outputs = {i: f"{t}__re" for i, t in op.outputs.items()}
+        renamed.update({t: outputs[i] for i, t in op.outputs.items()})
+        clones.append(
+            IrOp(
+                type=op.type,
+                name=op.name,
+                inputs={i: renamed.get(t, t) for i, t in op.inputs.items()},
+                outputs=outputs,
+                attributes={**op.attributes, "recompute": "NO"},
+                is_grad=True,
+            )
+        )
+    return clones
+
+
 def describe(
     request: IrRequest, checkpoint: Checkpoint | None = None
 ) -> tuple[list[IrGraph], dict[str, IrTensor]]:
@@ -151,6 +177,8 @@ def describe(
     if request.loss is not None:
         main.ops.extend(_loss_grad(main, request.loss))
         reached("Bwd0")
+        if request.explicit_recomputation:
+            main.ops.extend(_recomputed(main))
     reached("PreAlias")
     if request.outlining:
         # Before outlining, the original simplifies chains of views in the main graph

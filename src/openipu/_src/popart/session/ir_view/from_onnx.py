@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from openipu._src.popart.builder import annotation_names as names
+from openipu._src.popart.builder.enums import RecomputeType
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor
 
 # willow/src/ces/constexpr.cpp, ConstExprOpManager::registerConstOps.
@@ -86,7 +87,7 @@ def _attributes(node: onnx.NodeProto) -> dict[str, str]:
         if text is not None:
             attributes[attribute.name] = text
     recompute = _int_attribute(node, names.RECOMPUTE_OUTPUT)
-    attributes["recompute"] = "YES" if recompute == 1 else "NO"  # RecomputeType.Recompute
+    attributes["recompute"] = "YES" if recompute == RecomputeType.Recompute else "NO"
     return attributes
 
 
