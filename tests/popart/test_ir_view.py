@@ -95,3 +95,12 @@ def test_dot_range_without_ops_is_refused(tmp_path, monkeypatch):
     options.separateCallOpPdfs = False
     _session(builder, [y], options)
     assert [p.name for p in tmp_path.iterdir()] == ["Final_all.dot"]
+
+
+def test_excluding_a_pattern_only_transforms_know_is_accepted():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.identity([x])
+    builder.excludePatterns(y, ["ViewSimplifyPattern", "SGD1Decompose"])
+    z = builder.aiOnnx.identity([y])
+    assert [op["type"] for op in _main_graph(_session(builder, [z]))] == ["IdentityInplace"]
