@@ -1,8 +1,9 @@
 """graphcore/popart tests/integration/outlining_test.py: training a chain of MatMuls with
 outlining on gives the weights and gradients it gives with outlining off (one step, and two
 batches per step), for both subgraph-copying strategies; an inference model whose Call'd
-subgraph repeats main-graph ops computes numpy's result, and outlining moves the repeated
-MatMul into a third graph called twice (Cpu)."""
+subgraph repeats main-graph ops computes numpy's result, outlining moves the repeated
+MatMul into a third graph called twice, and the debug info of those Calls names the ops they
+replaced and outlined (Cpu)."""
 
 import json
 
@@ -104,11 +105,6 @@ def test_batches_per_step_greater_than_one(subgraphCopyingStrategy):
 
 @pytest.mark.follows("test_outlining_in_subgraphs")
 @pytest.mark.parametrize("subgraphCopyingStrategy", STRATEGIES)
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's Poplar debug info has no contexts for the Call ops outlining makes (layer "
-    "popart, callee call_subgraph(0), outlinedDebugContextIds/replacedDebugContextIds)",
-)
 def test_outlining_in_subgraphs(subgraphCopyingStrategy, tmpdir):
     data = [np.random.rand(4, 4).astype(np.float32) for _ in range(2)]
     weights = [np.random.rand(4, 4).astype(np.float32) for _ in range(2)]
@@ -153,3 +149,8 @@ def test_outlining_in_subgraphs(subgraphCopyingStrategy, tmpdir):
         if c["layer"] == "popart" and c.get("attributes", {}).get("callee") == "call_subgraph(0)"
     ]
     assert len(outlined) == 2
+    for context in outlined:
+        # Id lists written as text ("[5,6]"): as many outlined ops as replaced ones.
+        outlined_ids = json.loads(context["outlinedDebugContextIds"])
+        replaced_ids = json.loads(context["replacedDebugContextIds"])
+        assert len(outlined_ids) == len(replaced_ids) > 0

@@ -75,6 +75,7 @@ from openipu._src.popart.session.tensor_types import (
 )
 from openipu._src.popart.session.weights import WeightStore
 from openipu._src.popart.session.weights_io import PyWeightsIO
+from openipu._src.popart.utility import debug_info_stream
 
 logger = logging.getLogger("popart.session")
 
@@ -156,6 +157,8 @@ class SessionCore:
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
         self._write_dot_files()
+        if debug_info_stream.is_open():
+            ir_view.record_debug_infos(self._ir_request())
         if not self._training:
             _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)

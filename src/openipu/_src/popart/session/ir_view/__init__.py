@@ -27,14 +27,23 @@ from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.dtypes import TF_TO_ONNX
 from openipu._src.popart.options.patterns import PATTERNS
-from openipu._src.popart.session.ir_view import dot, from_onnx, inplace, outline, patterns
+from openipu._src.popart.session.ir_view import (
+    debug_infos,
+    dot,
+    from_onnx,
+    inplace,
+    outline,
+    patterns,
+)
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor, to_json
 from openipu._src.popart.session.tensor_types import TensorSignature
+from openipu._src.popart.utility import debug_info_stream
 
 __all__ = [
     "IrRequest",
     "check_excluded_patterns",
     "dot",
+    "record_debug_infos",
     "serialise",
     "tensor_records",
     "write_dot_files",
@@ -217,6 +226,12 @@ def write_dot_files(request: IrRequest, settings: dot.DotSettings) -> None:
         dot.write_checkpoint(settings, name, graphs, tensors, graphs[0])
 
     describe(request, at_checkpoint)
+
+
+def record_debug_infos(request: IrRequest) -> None:
+    """The IR's ops as debug infos (see `debug_infos`), when a debug-info stream is open."""
+    if debug_info_stream.is_open():
+        debug_infos.record(describe(request)[0])
 
 
 def serialise(request: IrRequest) -> str:

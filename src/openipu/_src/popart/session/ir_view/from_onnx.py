@@ -77,6 +77,10 @@ def _value_text(attribute: onnx.AttributeProto) -> str | None:
 def _attributes(node: onnx.NodeProto) -> dict[str, str]:
     attributes: dict[str, str] = {}
     for attribute in node.attribute:
+        if attribute.name in ("callee", "body") and attribute.HasField("g"):
+            # A Call, Loop or Scan prints the id of the graph it calls (willow/src/op/call.cpp).
+            attributes["callee"] = attribute.g.name
+            continue
         if attribute.name.startswith("__"):
             if attribute.name in _SETTING_ATTRIBUTES:
                 attributes[_SETTING_ATTRIBUTES[attribute.name]] = str(

@@ -29,6 +29,9 @@ class IrOp:
     excluded_patterns: frozenset[str] = frozenset()
     inplace_priorities: dict[str, float] | None = None  # the builder's preferences, if any
     is_grad: bool = False
+    # For a Call that outlining made: the ops it replaced, and their copies in the callee.
+    replaced: list[IrOp] = field(default_factory=list)
+    outlined: list[IrOp] = field(default_factory=list)
 
 
 @dataclass

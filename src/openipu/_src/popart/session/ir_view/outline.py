@@ -1,6 +1,6 @@
 """Outlining on the IR description (willow/src/transforms/subgraphoutline.cpp, simplified):
 a sequence of ops that recurs (same op types, attributes, tensor shapes and wiring) in the
-graphs is moved into a new subgraph `_subgraph(N)` and each occurrence replaced by a Call of
+graphs is moved into a new subgraph `call_subgraph(N)` and each occurrence replaced by a Call of
 it, when the sequence's value reaches `outlineThreshold` (an op's value is 1000 for the
 compute-heavy ops, 0.1 for the others: willow/include/popart/op.hpp).
 
@@ -126,13 +126,14 @@ def outline(
         instances = _best_match(graphs, tensors, threshold)
         if instances is None:
             return graphs
-        subgraph_id = f"_subgraph({counter})"
+        subgraph_id = f"call_subgraph({counter})"
         counter += 1
         positions = _output_positions(instances, keep)
-        graphs.append(_make_subgraph(subgraph_id, instances[0].ops, positions, tensors))
+        subgraph = _make_subgraph(subgraph_id, instances[0].ops, positions, tensors)
+        graphs.append(subgraph)
         # Replace from the last instance back so that earlier positions stay valid.
         for instance in sorted(instances, key=lambda i: i.start, reverse=True):
-            _replace(instance, subgraph_id, positions)
+            _replace(instance, subgraph, positions)
 
 
 def _output_positions(instances: list[_Instance], keep: set[str]) -> list[tuple[int, int]]:
@@ -187,13 +188,15 @@ def _make_subgraph(
     return IrGraph(subgraph_id, ops, [renamed[t] for t in inputs], outputs)
 
 
-def _replace(instance: _Instance, subgraph_id: str, positions: list[tuple[int, int]]) -> None:
+def _replace(instance: _Instance, subgraph: IrGraph, positions: list[tuple[int, int]]) -> None:
     ops = instance.ops
     call = IrOp(
         type="Call",
         name="",
         inputs=dict(enumerate(_external_inputs(ops))),
         outputs={n: ops[p].outputs[i] for n, (p, i) in enumerate(positions)},
-        attributes={"callee": subgraph_id, "recompute": "NO"},
+        attributes={"recompute": "NO", "callee": subgraph.name},
+        replaced=list(ops),
+        outlined=list(subgraph.ops),
     )
     instance.graph.ops[instance.start : instance.start + instance.length] = [call]
