@@ -45,7 +45,11 @@ from openipu._src.popart.errors import (
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import lower_model
-from openipu._src.popart.options.enums import IrSerializationFormat, SyntheticDataMode
+from openipu._src.popart.options.enums import (
+    IrSerializationFormat,
+    RecomputationType,
+    SyntheticDataMode,
+)
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
@@ -684,6 +688,8 @@ class SessionCore:
             outlining=bool(self._options.enableOutlining),
             outline_threshold=float(self._options.outlineThreshold),
             explicit_recomputation=bool(self._options.explicitRecomputation),
+            pipeline_recomputation=bool(self._options.enablePipelining)
+            and self._options.autoRecomputation == RecomputationType.Pipeline,
             loss=self._ir_loss(),
         )
 

@@ -8,8 +8,9 @@ JSON form, and writes its .dot files (`dot`).
 
 Limits (where the description depends on transforms openipu does not model):
 - the backward pass of a training session is described by the loss's gradient op (and,
-  with explicit recomputation, the recomputed clones) only, not the gradient ops of the
-  other ops, nor the optimizer's VarUpdate ops;
+  with explicit recomputation, the recomputed clones; with pipeline recomputation, the
+  Stash ops) only, not the gradient ops of the other ops, the Restore ops, the IPU copies
+  nor the optimizer's VarUpdate ops;
 - outlining (`enableOutlining`) is a simplified form of the original's (see `outline`);
 - ops appear in the model's order, not the original's scheduler's order;
 - patterns that only rewrite gradient ops or lower ops for Poplar (MatMul grouping, the
@@ -91,6 +92,7 @@ class IrRequest:
     outlining: bool
     outline_threshold: float = 1.0
     explicit_recomputation: bool = False
+    pipeline_recomputation: bool = False  # pipelining with RecomputationType.Pipeline
     loss: str | None = None  # the loss tensor of a training session
 
 
@@ -169,6 +171,52 @@ def _recomputed(graph: IrGraph) -> list[IrOp]:
     return clones
 
 
+def _stashes(graph: IrGraph, fixed: set[str]) -> list[IrOp]:
+    """With pipelining and pipeline recomputation, each pipeline stage but the last stashes
+    the activations it reads from outside itself (stream inputs, earlier stages' results),
+    the rest being recomputed (willow/src/transforms/pipeline.cpp); consecutive stages on
+    one IPU count as one (pipeline_consecutive_stages_test.py). `fixed` are the weights and
+    constants, which are never stashed."""
+    staged = [
+        (int(op.attributes[names.PIPELINE_STAGE]), op.attributes.get(names.VIRTUAL_GRAPH), op)
+        for op in graph.ops
+        if not op.is_grad and names.PIPELINE_STAGE in op.attributes
+    ]
+    ipu_of = {stage: ipu for stage, ipu, _ in staged}
+    merged: dict[int, int] = {}
+    previous: int | None = None
+    for stage in sorted(ipu_of):
+        same_ipu = previous is not None and ipu_of[stage] == ipu_of[previous]
+        merged[stage] = (
+            merged[previous] if same_ipu and previous is not None else len(set(merged.values()))
+        )
+        previous = stage
+    if not merged:
+        return []
+    last = max(merged.values())
+    made_in = {t: merged[stage] for stage, _, op in staged for t in op.outputs.values()}
+    stashes: list[IrOp] = []
+    stashed: set[str] = set()
+    for stage, _, op in staged:
+        for tensor in op.inputs.values():
+            if merged[stage] == last or tensor in fixed or tensor in stashed:
+                continue
+            if made_in.get(tensor) == merged[stage]:
+                continue
+            stashed.add(tensor)
+            stashes.append(
+                IrOp(
+                    type="Stash",
+                    name="",
+                    inputs={0: tensor},
+                    outputs={0: f"Stash___{tensor}"},
+                    attributes={"recompute": "NO", names.PIPELINE_STAGE: str(merged[stage])},
+                    is_grad=True,
+                )
+            )
+    return stashes
+
+
 def describe(
     request: IrRequest, checkpoint: Checkpoint | None = None
 ) -> tuple[list[IrGraph], dict[str, IrTensor]]:
@@ -197,6 +245,8 @@ def describe(
         reached("Bwd0")
         if request.explicit_recomputation:
             main.ops.extend(_recomputed(main))
+        if request.pipeline_recomputation:
+            main.ops.extend(_stashes(main, built.constants | built.variables))
     reached("PreAlias")
     if request.outlining:
         # Before outlining, the original simplifies chains of views in the main graph
