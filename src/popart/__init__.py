@@ -154,6 +154,7 @@ from openipu._src.popart.utility.operator_identity import OpDefinition, Operator
 from openipu._src.popart.utility.supported_operations import (
     getSupportedOperations,
     getSupportedOperationsDefinition,
+    getUnsupportedOperations,
 )
 from popart import writer
 

@@ -9,11 +9,6 @@ import pytest
 
 import popart
 
-NO_IR_JSON = (
-    "difference: openipu has no PopART IR to serialise; InferenceSession has no "
-    "_serializeIr(IrSerializationFormat.JSON)"
-)
-
 
 def _ir(builder, outputs):
     session = popart.InferenceSession(
@@ -25,7 +20,6 @@ def _ir(builder, outputs):
 
 
 @pytest.mark.follows("test_subgraph_ir_name")
-@pytest.mark.xfail(strict=True, reason=NO_IR_JSON)
 def test_subgraph_ir_name():
     builder = popart.Builder()
     builder.setGraphName("main_graph")
@@ -50,7 +44,6 @@ def test_subgraph_ir_name():
 
 
 @pytest.mark.follows("test_main_graph_ir_name")
-@pytest.mark.xfail(strict=True, reason=NO_IR_JSON)
 def test_main_graph_ir_name():
     builder = popart.Builder()
     builder.setGraphName("body_graph")
@@ -61,7 +54,6 @@ def test_main_graph_ir_name():
 
 
 @pytest.mark.follows("test_empty_graph_ir_name")
-@pytest.mark.xfail(strict=True, reason=NO_IR_JSON)
 def test_empty_graph_ir_name():
     builder = popart.Builder()
     i1 = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))

@@ -12,11 +12,6 @@ from popart_op_checks import unbroadcast
 import popart
 
 OPSETS_8 = {"ai.onnx": 8, "ai.graphcore": 1}
-NO_IR = pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="openipu has no PopART IR to serialise: Session._serializeIr is missing",
-)
 
 
 def _check_inplace_ir(session):
@@ -67,7 +62,6 @@ def test_expand(op_tester):
     _both_int_types(op_tester, _rand(3, 1), [2, 1, 6], False)
 
 
-@NO_IR
 @pytest.mark.follows("test_expand_inplace")
 def test_expand_inplace(op_tester):
     _both_int_types(op_tester, _rand(3, 1), [2, 1, 6], True)
@@ -78,7 +72,6 @@ def test_expand_smaller_output(op_tester):
     _both_int_types(op_tester, _rand(3, 1), [2, 1, 1], False)
 
 
-@NO_IR
 @pytest.mark.follows("test_expand_smaller_output_inplace")
 def test_expand_smaller_output_inplace(op_tester):
     _both_int_types(op_tester, _rand(3, 1), [2, 1, 1], True)
@@ -120,7 +113,6 @@ def test_expand_scalar(op_tester):
     _both_int_types(op_tester, np.array(3.0, np.float32), [2, 1, 6], False)
 
 
-@NO_IR
 @pytest.mark.follows("test_expand_scalar_inplace")
 def test_expand_scalar_inplace(op_tester):
     _both_int_types(op_tester, np.array(3.0, np.float32), [2, 1, 6], True)

@@ -11,11 +11,6 @@ import popart
 
 
 @pytest.mark.follows("test_remove_redundant_identityloss")
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="openipu has no PopART IR to serialise: Session._serializeIr is missing",
-)
 def test_remove_redundant_identityloss():
     builder = popart.Builder()
     in0 = builder.addInputTensor("FLOAT", [1, 4, 4])

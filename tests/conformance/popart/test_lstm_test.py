@@ -18,7 +18,6 @@ DEVICE = "IpuModel2"
 D1 = np.array([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]]).astype(
     np.float32
 )
-NO_IR = "openipu has no PopART IR to serialise: Session._serializeIr is missing"
 
 
 def _rand(*shape):
@@ -42,7 +41,6 @@ def _ir_of_training(op_tester, init_builder):
 
 
 @pytest.mark.follows("test_lstm_popart")
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=NO_IR)
 def test_lstm_popart(op_tester):
     def init_builder(builder):
         i1 = builder.addInputTensor(D1, "input_data")
@@ -61,7 +59,7 @@ def test_lstm_popart(op_tester):
     strict=True,
     raises=popart.OutOfMemoryException,
     reason="openipu's memory estimate of four trained LSTMs exceeds the original's 4 tiles "
-    "(PopART's outlined LSTM fits); it also has no PopART IR to serialise",
+    "(PopART's outlined LSTM fits)",
 )
 def test_lstm_outlining(op_tester):
     def init_builder(builder):
@@ -303,7 +301,6 @@ def test_unsupported_activation(op_tester):
 
 
 @pytest.mark.follows("test_lstm_explicit_recompute")
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=NO_IR)
 def test_lstm_explicit_recompute():
     builder = popart.Builder()
     i1 = builder.addInputTensor(popart.TensorInfo(D1))

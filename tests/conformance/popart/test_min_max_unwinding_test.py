@@ -9,11 +9,6 @@ import popart
 
 
 @pytest.mark.follows("test_min_max_unwinding")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the session's ONNX check applies the default opset's type "
-    "constraints and refuses int32 Max/Min (allowed from opset 12); the original accepts them",
-)
 def test_min_max_unwinding():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("INT32", [2, 4]))

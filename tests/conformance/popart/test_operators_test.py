@@ -574,11 +574,6 @@ def test_flatten_infer(op_tester):
 
 
 @pytest.mark.follows("test_get_op_types")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's getSupportedOperations* list no internal ops (PopART's grad and inplace "
-    "ops), so includeInternal=True lists no more than False",
-)
 def test_get_op_types():
     ops_public = popart.getSupportedOperations(False)
     ops_all = popart.getSupportedOperations(True)
@@ -587,11 +582,6 @@ def test_get_op_types():
 
 
 @pytest.mark.follows("test_get_op_types_definition")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's getSupportedOperations* list no internal ops (PopART's grad and inplace "
-    "ops), so includeInternal=True lists no more than False",
-)
 def test_get_op_types_definition():
     ops_public = popart.getSupportedOperationsDefinition(False)
     assert len(ops_public) > 0

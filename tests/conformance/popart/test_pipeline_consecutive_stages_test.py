@@ -65,11 +65,6 @@ def test_pipeline_stage_merging_accepts_the_accumulation_factor():
 
 
 @pytest.mark.follows("test_pipeline_stage_merging")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu has no PopART IR to serialise (no "
-    "_serializeIr(IrSerializationFormat.JSON), no Stash ops to list)",
-)
 def test_pipeline_stage_merging():
     session, device, _ = _session()
     try:

@@ -14,11 +14,6 @@ from popart_random_checks import (
 
 
 @pytest.mark.follows("test_randomuniformlike")
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="openipu has no PopART IR to serialise: Session._serializeIr is missing",
-)
 @pytest.mark.parametrize("dtypes", SUPPORTED_DTYPES)
 def test_randomuniformlike(dtypes):
     check_like_replaced(lambda b, t: b.aiOnnx.randomuniformlike([t]), dtypes[0], "RandomUniform")

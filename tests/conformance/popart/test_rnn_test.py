@@ -148,11 +148,6 @@ def test_rnn_torch_grad_all_inputs(op_tester):
 
 
 @pytest.mark.follows("test_rnn_outlining")
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="openipu has no PopART IR to serialise: Session._serializeIr is missing",
-)
 def test_rnn_outlining(op_tester):
     def init_builder(builder):
         x = builder.addInputTensor(D1)

@@ -6,7 +6,7 @@ forwarded to the `_BuilderCore`, as in the original.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -121,3 +121,11 @@ class Builder:
             np.asarray(shape, dtype=np.int64), debugContext=f"{debugContext}_const"
         )
         return aiOnnx.reshape([args[0], new_shape], debugContext)
+
+
+# What `Builder.__getattr__` returns, as the original's generated stubs annotate it (a
+# runtime Union, not this module's postponed string annotation): the operator sets
+# (python/popart/python_files/builder.py; stubs_test.py reads it with inspect.signature).
+Builder.__getattr__.__annotations__["return"] = Union[  # noqa: UP007 - read as `.__args__`
+    (AiGraphcoreOpset1, *(OPSET_CLASSES[version] for version in sorted(OPSET_CLASSES)))
+]

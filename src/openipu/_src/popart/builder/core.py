@@ -108,7 +108,8 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._graph = GraphProto()
         self._defined: set[str] = set()  # tensors this graph defines
         # Declared with addInputTensorFromParentGraph, in order (a Call binds them to its args).
-        self._from_parent: dict[str, None] = {}
+        #: Tensors of enclosing graphs this subgraph reads -> how many inputs it had before.
+        self._from_parent: dict[str, int] = {}
         self._node_index_by_output: dict[str, int] = {}
         self._name_scope: list[str] = list(_parent._name_scope) if _parent else []
         self._context_attributes: dict[str, list[AttributeProto]] = {}
@@ -328,7 +329,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
                 f"addInputTensorFromParentGraph: unknown tensor id '{tensorId}': "
                 "it is not in the parent graph"
             )
-        self._from_parent[tensorId] = None
+        self._from_parent.setdefault(tensorId, len(self._graph.input))
 
     def addOutputTensor(self, outputName: str) -> None:  # noqa: N802, N803
         self._check_tensor(outputName, "addOutputTensor")
@@ -436,17 +437,27 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         return graph
 
     def callee_proto(self) -> GraphProto:
-        """This builder's graph as a Call's callee: the tensors declared from the parent graph
-        are its last inputs, as the original's addInputTensorFromParentGraph adds them
-        (willow/src/builder_impl.cpp; operators_test/call_test.py binds them to the args)."""
+        """This builder's graph as a Call's callee: a tensor declared from the parent graph is
+        an input where it was declared among the others, as the original's
+        addInputTensorFromParentGraph appends a graph input (willow/src/builder_impl.cpp;
+        subgraph_tests/subgraph_regression_test.py binds a Call's first argument to it)."""
         graph = self.subgraph_proto()
-        formal = {value.name for value in graph.input}
+        formal = list(graph.input)
+        names = {value.name for value in formal}
         types = {value.name: value for value in (*graph.value_info, *graph.input)}
-        for name in self._from_parent:
-            if name in formal:
-                continue
-            known = self._parent.tensor_value_info(name) if self._parent is not None else None
-            graph.input.append(known or types.get(name) or onnx.ValueInfoProto(name=name))
+        ordered: list[onnx.ValueInfoProto] = []
+        parents = sorted(self._from_parent.items(), key=lambda item: item[1])
+        for position in range(len(formal) + 1):
+            for name, before in parents:
+                if before == position and name not in names:
+                    known = (
+                        self._parent.tensor_value_info(name) if self._parent is not None else None
+                    )
+                    ordered.append(known or types.get(name) or onnx.ValueInfoProto(name=name))
+            if position < len(formal):
+                ordered.append(formal[position])
+        del graph.input[:]
+        graph.input.extend(ordered)
         return graph
 
     def tensor_value_info(self, name: str) -> onnx.ValueInfoProto | None:

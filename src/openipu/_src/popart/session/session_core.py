@@ -45,7 +45,11 @@ from openipu._src.popart.errors import (
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import lower_model
-from openipu._src.popart.options.enums import SyntheticDataMode
+from openipu._src.popart.options.enums import (
+    IrSerializationFormat,
+    RecomputationType,
+    SyntheticDataMode,
+)
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
@@ -53,6 +57,7 @@ from openipu._src.popart.session import (
     device_chip,
     engine_cache,
     executable_file,
+    ir_view,
     memory_budget,
     model_writer,
     option_rules,
@@ -74,6 +79,7 @@ from openipu._src.popart.session.tensor_types import (
 )
 from openipu._src.popart.session.weights import WeightStore
 from openipu._src.popart.session.weights_io import PyWeightsIO
+from openipu._src.popart.utility import debug_info_stream
 
 logger = logging.getLogger("popart.session")
 
@@ -137,6 +143,7 @@ class SessionCore:
 
         source = read_model(fnModel)
         self._model = source.model
+        ir_view.check_excluded_patterns(self._model)
         self._external_locations = source.external_locations
         self._model_directory = (
             os.path.dirname(os.path.abspath(os.fspath(fnModel)))
@@ -153,6 +160,9 @@ class SessionCore:
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
+        self._write_dot_files()
+        if debug_info_stream.is_open():
+            ir_view.record_debug_infos(self._ir_request())
         if not self._training:
             _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)
@@ -661,6 +671,47 @@ class SessionCore:
             copy.deepcopy(self._patterns),
             tuple(self._tensor_names()),
         )
+
+    def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002, N802
+        """The ops the original's IR would hold, as its JSON (see `ir_view` for the limits)."""
+        check_instance(format, IrSerializationFormat, "_serializeIr format")
+        return ir_view.serialise(self._ir_request())
+
+    def _ir_request(self) -> ir_view.IrRequest:
+        signatures = {**self._types.inferred(), **self._input_signatures}
+        return ir_view.IrRequest(
+            model=self._model,
+            tensors=ir_view.tensor_records(signatures),
+            anchors=set(self._data_flow.anchors()),
+            enabled_patterns=set(self._patterns.enabledPatterns()),
+            constant_weights=bool(self._options.constantWeights),
+            outlining=bool(self._options.enableOutlining),
+            outline_threshold=float(self._options.outlineThreshold),
+            explicit_recomputation=bool(self._options.explicitRecomputation),
+            pipeline_recomputation=bool(self._options.enablePipelining)
+            and self._options.autoRecomputation == RecomputationType.Pipeline,
+            loss=self._ir_loss(),
+        )
+
+    def _write_dot_files(self) -> None:
+        """The IR's .dot files, if `dotChecks` or POPART_DOT_CHECKS ask for any."""
+        checks = ir_view.dot.requested_checks(self._options.dotChecks)
+        if not checks:
+            return
+        options = self._options
+        settings = ir_view.dot.DotSettings(
+            checks=checks,
+            log_dir=str(options.logDir),
+            separate_graphs=bool(options.separateCallOpPdfs),
+            first_op=int(options.firstDotOp),
+            final_op=int(options.finalDotOp),
+            op_names=bool(options.dotOpNames),
+        )
+        ir_view.write_dot_files(self._ir_request(), settings)
+
+    def _ir_loss(self) -> str | None:
+        """The loss tensor the IR's backward pass starts from (training sessions)."""
+        return None
 
     def checkInplacingAmbiguity(self) -> None:  # noqa: N802
         """Nothing is done in place on an emulated IPU, so nothing is ambiguous."""

@@ -145,6 +145,9 @@ class TrainingSession(SessionCore):
                     self._trained,
                 )
 
+    def _ir_loss(self) -> str | None:
+        return self._loss_id
+
     def _check_loss(self) -> None:
         known = self._lowered.tensor_names()
         if self._loss_id not in known:

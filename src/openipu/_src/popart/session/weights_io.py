@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from openipu._src.popart.errors import OptionTypeError
+from openipu._src.popart.errors import OptionTypeError, popart_exception
 
 
 class PyWeightsIO:
@@ -22,6 +22,14 @@ class PyWeightsIO:
                 raise OptionTypeError(
                     f"PyWeightsIO entries must be str -> numpy array, got {weight_id!r} -> "
                     f"{type(array).__name__}"
+                )
+            if not array.flags.c_contiguous:
+                # Weights are read and written in place, so a copy would lose them
+                # (python/popart/popart_core/popart.cpp, PyWeightsIO).
+                raise popart_exception(
+                    f"PyWeightsIO is unable to use the provided numpy output array for tensor "
+                    f"'{weight_id}' as it is not c-contiguous. Please use a function like "
+                    "`numpy.ascontiguousarray()` to make contiguous before passing to PyWeightsIO"
                 )
         self._weights = dict(weights)
 

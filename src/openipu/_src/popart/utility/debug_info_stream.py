@@ -29,6 +29,11 @@ class _Stream:
 _open_stream: _Stream | None = None
 
 
+def is_open() -> bool:
+    """Whether initializePoplarDebugInfo is recording."""
+    return _open_stream is not None
+
+
 def record(info: DebugInfo) -> None:
     if _open_stream is not None:
         _open_stream.infos.append(info)

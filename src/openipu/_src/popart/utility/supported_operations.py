@@ -3,7 +3,8 @@
 The original lists the operators its OpManager can create (willow/src/opmanager.cpp); here
 they are the operators the lowering registry can run, each at the opset versions it is
 registered for. Definitions come from the ONNX schemas (ai.onnx, ai.onnx.ml) and from the
-ai.graphcore table. There are no internal operators, so `includeInternal` changes nothing.
+ai.graphcore table. `includeInternal` adds the one operator the original registers as not
+public: AddBias, which its patterns make and no ONNX model may hold (willow/src/op/addbias.cpp).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import onnx.defs
 
 from openipu._src.popart.builder.tensor_info import DataType
-from openipu._src.popart.errors import incompatible_arguments
+from openipu._src.popart.errors import incompatible_arguments, popart_exception
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
 from openipu._src.popart.lowering import registry
 from openipu._src.popart.lowering.model import lower_model  # noqa: F401 - registers the ops
@@ -49,9 +50,51 @@ def _identifiers() -> list[OperatorIdentifier]:
     return found
 
 
+# The original's internal (not public) operators, with their definitions
+# (willow/src/op/addbias.cpp: one input and one output, of FLOAT16 or FLOAT).
+_INTERNAL = {
+    OperatorIdentifier("ai.graphcore", "AddBias", 1): OpDefinition(
+        [OpDefinitionInput("input", [DataType.FLOAT16, DataType.FLOAT])],
+        [OpDefinitionOutput("output", [DataType.FLOAT16, DataType.FLOAT])],
+        {},
+    )
+}
+
+
 def getSupportedOperations(includeInternal: bool) -> list[OperatorIdentifier]:  # noqa: N802, N803
     _check_bool("getSupportedOperations", includeInternal)
-    return _identifiers()
+    return _identifiers() + (list(_INTERNAL) if includeInternal else [])
+
+
+# The ai.onnx opsets the original knows (its generated opsets.gen.hpp; the builder's
+# AiOnnxOpset6 to AiOnnxOpset11).
+_KNOWN_OPSETS = range(6, 12)
+
+
+def getUnsupportedOperations(opsetVersion: int) -> list[OperatorIdentifier]:  # noqa: N802, N803
+    """The ai.onnx operators of the opset (each at the version that opset has) that cannot
+    be run (willow/src/opmanager.cpp, getUnsupportedOperations)."""
+    if not isinstance(opsetVersion, int) or isinstance(opsetVersion, bool):
+        raise incompatible_arguments(
+            "getUnsupportedOperations", ["(opsetVersion: int) -> list"], [opsetVersion]
+        )
+    if opsetVersion not in _KNOWN_OPSETS:
+        raise popart_exception(f"Could not find opset {opsetVersion}")
+    registered = registry.registered_ops()
+    unsupported = []
+    for op_type in sorted(
+        {schema.name for schema in onnx.defs.get_all_schemas() if schema.domain == ""}
+    ):
+        try:
+            schema = onnx.defs.get_schema(op_type, opsetVersion, "")
+        except onnx.defs.SchemaError:
+            continue  # not in this opset yet
+        if schema.deprecated:
+            continue
+        versions = registered.get(("", op_type), registered.get(("ai.onnx", op_type), ()))
+        if schema.since_version not in versions:
+            unsupported.append(OperatorIdentifier("ai.onnx", op_type, schema.since_version))
+    return unsupported
 
 
 def _data_types(type_strings) -> list[DataType]:
@@ -97,7 +140,13 @@ def getSupportedOperationsDefinition(  # noqa: N802
             definitions[identifier] = _graphcore_definition(identifier)
         else:
             definitions[identifier] = _schema_definition(identifier)
+    if includeInternal:
+        definitions.update(_INTERNAL)
     return definitions
 
 
-__all__ = ["getSupportedOperations", "getSupportedOperationsDefinition"]
+__all__ = [
+    "getSupportedOperations",
+    "getSupportedOperationsDefinition",
+    "getUnsupportedOperations",
+]

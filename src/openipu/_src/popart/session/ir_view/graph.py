@@ -1,0 +1,79 @@
+"""The records of an IR description: tensors, ops and graphs, and their JSON form.
+
+The JSON is what the original's `Session._serializeIr(IrSerializationFormat.JSON)` prints
+(willow/src/ir.cpp `Ir::serialise`, willow/src/opserialiser.cpp `OpJsonSerialiser`): one list
+of ops per graph, each op with its type, name, inputs (name, shape, type, index), outputs
+(name, index) and attributes, every value a string.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class IrTensor:
+    name: str
+    shape: tuple[int, ...] | None
+    data_type: str  # PopART's name of the element type ("FLOAT"), "UNDEFINED" if unknown
+
+
+@dataclass
+class IrOp:
+    type: str
+    name: str
+    inputs: dict[int, str]  # input index -> tensor id
+    outputs: dict[int, str]
+    attributes: dict[str, str] = field(default_factory=dict)
+    excluded_patterns: frozenset[str] = frozenset()
+    inplace_priorities: dict[str, float] | None = None  # the builder's preferences, if any
+    is_grad: bool = False
+    # For a Call that outlining made: the ops it replaced, and their copies in the callee.
+    replaced: list[IrOp] = field(default_factory=list)
+    outlined: list[IrOp] = field(default_factory=list)
+
+
+@dataclass
+class IrGraph:
+    name: str
+    ops: list[IrOp]
+    inputs: list[str]
+    outputs: list[str]
+
+    def producers(self) -> dict[str, IrOp]:
+        return {tensor: op for op in self.ops for tensor in op.outputs.values()}
+
+    def consumers(self, tensor: str) -> list[IrOp]:
+        return [op for op in self.ops if tensor in op.inputs.values()]
+
+
+def shape_text(shape: tuple[int, ...] | None) -> str:
+    """How the original prints a shape: `[2 384 1024]`."""
+    return "[" + " ".join(str(d) for d in (shape or ())) + "]"
+
+
+def _op_json(op: IrOp, tensors: dict[str, IrTensor]) -> dict[str, object]:
+    inputs = []
+    for index, name in sorted(op.inputs.items()):
+        tensor = tensors.get(name, IrTensor(name, None, "UNDEFINED"))
+        inputs.append(
+            {
+                "name": name,
+                "shape": shape_text(tensor.shape),
+                "type": tensor.data_type,
+                "index": str(index),
+            }
+        )
+    outputs = [{"name": name, "index": str(index)} for index, name in sorted(op.outputs.items())]
+    return {
+        "type": op.type,
+        "name": op.name,
+        "inputs": inputs,
+        "outputs": outputs,
+        "attributes": dict(op.attributes),
+    }
+
+
+def to_json(graphs: list[IrGraph], tensors: dict[str, IrTensor]) -> str:
+    return json.dumps({graph.name: [_op_json(op, tensors) for op in graph.ops] for graph in graphs})
