@@ -529,10 +529,6 @@ def test_infeed_using_dataset_with_only_dict_is_unpacked(graph):
 
 
 @pytest.mark.follows("testInfeedDeleteBeforeInitializeShouldRaiseException")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: running an infeed's `deleter` before its initializer does nothing; the original raises NotFoundError 'Infeed with id=...'",
-)
 def test_infeed_delete_before_initialize_should_raise_exception(graph):
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing(10))
     delete_op = infeed.deleter

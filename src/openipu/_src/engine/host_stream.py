@@ -23,6 +23,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import gen_dataset_ops
 from tensorflow.python.util import nest
 
+from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.value_types import Nested
 
 _UNBOUNDED = -1
@@ -146,10 +147,20 @@ class ElementStream:
         self._iterator = tf.compat.v1.data.make_initializable_iterator(
             dataset.prefetch(prefetch_depth)
         )
+        # Whether the initializer ran (and no deleter since): engine state of the graph.
+        self._live = engine_variable(False, name="infeed_initialized")
 
     @property
     def initializer(self) -> tf.Operation:
-        return self._iterator.initializer
+        with tf.control_dependencies([self._iterator.initializer]):
+            return tf.group(self._live.assign(True, read_value=False))
+
+    def deleter(self, not_initialized_message: str) -> tf.Operation:
+        """Releases the iterator; fails with `not_initialized_message` when there is none
+        (the initializer did not run, or a deleter ran since)."""
+        check = tf.debugging.Assert(self._live.read_value(), [not_initialized_message])
+        with tf.control_dependencies([check]):
+            return tf.group(self._live.assign(False, read_value=False))
 
     def fetch_one(self) -> Nested:
         with ops.device("/device:CPU:0"):

@@ -17,6 +17,7 @@ from openipu._src.engine import device_loop
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.host_stream import ChunkedStream, ElementStream
 from openipu._src.feeds.synthetic_elements import synthetic_elements
+from openipu._src.integration import run_errors
 
 _MAX_PREFETCH_DEPTH = 256
 _DEFAULT_PREFETCH_DEPTH = 3
@@ -56,6 +57,12 @@ def check_fully_defined(element_spec, what: str = "dataset") -> None:
 _EMPTY_DIMENSION = (
     "Detected an input tensor to an infeed queue with a dimension of size 0. Please remove "
     "it from the inputs."
+)
+
+
+_NOT_INITIALIZED = "Make sure that you have run the initializer for this infeed before"
+_NOT_INITIALIZED_DETAIL = (
+    "Infeed with id='{feed}'. " + _NOT_INITIALIZED + " attempting to delete it."
 )
 
 
@@ -162,6 +169,12 @@ class IPUInfeedQueue:
             self._stream.release()
         if tf.executing_eagerly():
             return None
+        if isinstance(self._stream, ElementStream):
+            # The original's error (poplar_executor.cc DeleteInfeedIterator) when no
+            # initializer ran before.
+            run_errors.install(run_errors.assertion_as(tf.errors.NotFoundError, _NOT_INITIALIZED))
+            message = _NOT_INITIALIZED_DETAIL.format(feed=f"{id(self):x}")
+            return self._stream.deleter(message)
         return tf.no_op(name="infeed_deleter")
 
     def get_next(self):

@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from tensorflow.python.framework import errors
+
 from openipu._src.integration.patching import Kind, Patch, apply, register
 
 #: `convert(error) -> error`: the error to raise instead (or the same one).
@@ -74,10 +76,47 @@ SESSION_DO_CALL = register(
 )
 
 
+class assertion_as:  # noqa: N801 - used as a function: run_errors.assertion_as(...)
+    """A converter: a failed assertion (InvalidArgumentError) whose message holds `marker`
+    becomes `error_type` with the assertion's message (the engine's checks standing in for
+    the original's kernels). Equal converters are installed once."""
+
+    def __init__(self, error_type: type, marker: str) -> None:
+        self.error_type, self.marker = error_type, marker
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, assertion_as) and (other.error_type, other.marker) == (
+            self.error_type,
+            self.marker,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.error_type, self.marker))
+
+    def __call__(self, error):
+        if isinstance(error, errors.InvalidArgumentError) and self.marker in (error.message or ""):
+            text = _assertion_text(error.message, self.marker)
+            return self.error_type(error.node_def, error.op, text)
+        return error
+
+
+def _assertion_text(message: str, marker: str) -> str:
+    """The assertion's own text: from the data printed, the entry holding `marker`."""
+    for part in message.replace("\\'", "'").split("\n"):
+        if marker in part:
+            return part.strip().strip("[]").strip("'\"")
+    return message
+
+
 def install(convert: Callable) -> None:
     """Failed runs' errors pass through `convert(error) -> error` (idempotent); of several
     converters, the first that converts an error decides."""
-    if all(convert is not installed for installed in _converter):
+    marker = getattr(convert, "marker", None)
+    if all(
+        convert is not installed
+        and (marker is None or getattr(installed, "marker", None) != marker)
+        for installed in _converter
+    ):
         _converter.append(convert)
     apply(CALL_FUNCTION)
     apply(SESSION_DO_CALL)
