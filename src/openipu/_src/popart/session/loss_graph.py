@@ -95,3 +95,18 @@ def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> lis
         if len(outputs) == 1 and outputs[0] in reachable:
             found.append(node)
     return found
+
+
+def descendants(graph: onnx.GraphProto, sources: set[str]) -> set[str]:
+    """Every tensor computed from one of `sources` (themselves included)."""
+    found = set(sources)
+    changed = True
+    while changed:  # the nodes are topologically sorted, but subgraph uses need a fixpoint
+        changed = False
+        for node in graph.node:
+            if _names_used(node) & found:
+                new = {output for output in node.output if output and output not in found}
+                if new:
+                    found |= new
+                    changed = True
+    return found
