@@ -48,6 +48,7 @@ from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
+from openipu._src.popart.session.sgd0_tensors import Sgd0Tensor
 from openipu._src.popart.session.step_program import SessionProgramSpec, synthetic_inputs
 from openipu._src.popart.session.training_variables import TrainingVariables
 from openipu._src.popart.session.weights import WeightStore
@@ -69,6 +70,7 @@ class TrainingSpec:
     reserved_anchors: dict[str, ReservedTensor]  # anchor id -> what it is
     statistics: dict[str, str]  # batch-norm running statistic -> the output that updates it
     automatic_loss_scaling: AutomaticLossScaling | None
+    optimizer_tensors: dict[str, Sgd0Tensor]  # anchored optimizer tensors (sgd0_tensors.py)
 
     @property
     def accumulating(self) -> bool:
@@ -215,6 +217,7 @@ class _TrainingSteps:
             plan.tensor_id
             for plan in program.anchors
             if plan.tensor_id not in spec.reserved_anchors
+            and plan.tensor_id not in spec.optimizer_tensors
         ]
         initializers = set(program.lowered.initializers)
         inputs = set(program.lowered.input_names)
@@ -333,9 +336,13 @@ class _TrainingSteps:
         loss_scaling: object,
     ) -> dict[str, tf.Tensor]:
         anchors = {}
+        read = self._variables.reader()
         for plan in self._spec.program.device_anchors:
             reserved = self._spec.reserved_anchors.get(plan.tensor_id)
-            if reserved is None and plan.tensor_id in self._spec.trained:
+            optimizer_tensor = self._spec.optimizer_tensors.get(plan.tensor_id)
+            if optimizer_tensor is not None:
+                value = optimizer_tensor.value(read, self._variables.loss_scaling_value())
+            elif reserved is None and plan.tensor_id in self._spec.trained:
                 # An anchored weight is copied to the host at the end of the step, after
                 # its update, as the original's tests expect of it (operators_test/
                 # detach_test.py, decompose_gradient_summation_test.py).

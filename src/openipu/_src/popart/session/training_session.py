@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
+from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
@@ -29,11 +30,11 @@ from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering.ops.normalization import check_batch_norm_shapes
 from openipu._src.popart.optimizers.adam import Adam
 from openipu._src.popart.optimizers.optimizer import Optimizer
-from openipu._src.popart.options.enums import GradientTensorTrackingMethod
+from openipu._src.popart.options.enums import GradientTensorTrackingMethod, MeanReductionStrategy
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
-from openipu._src.popart.session import loss_graph, reserved_tensors
+from openipu._src.popart.session import loss_graph, reserved_tensors, sgd0_tensors
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.loss_scaling import (
     FINAL_LOSS_SCALE_ID,
@@ -242,17 +243,40 @@ class TrainingSession(SessionCore):
 
     def _anchor_signatures(self, anchor_ids: list[str]) -> dict[str, TensorSignature]:
         self._reserved_anchors: dict[str, ReservedTensor] = {}
+        self._optimizer_tensors: dict[str, sgd0_tensors.Sgd0Tensor] = {}
         ordinary = []
         for tensor_id in anchor_ids:
             reserved = self._parse_reserved(tensor_id)
-            if reserved is None:
+            optimizer_tensor = self._optimizer_tensor(tensor_id) if reserved is None else None
+            if optimizer_tensor is not None:
+                self._optimizer_tensors[tensor_id] = optimizer_tensor
+            elif reserved is None:
                 ordinary.append(tensor_id)
             else:
                 self._reserved_anchors[tensor_id] = reserved
         signatures = super()._anchor_signatures(ordinary)
         for tensor_id, reserved in self._reserved_anchors.items():
             signatures[tensor_id] = self._reserved_signature(reserved)
+        for tensor_id, optimizer_tensor in self._optimizer_tensors.items():
+            signatures[tensor_id] = TensorSignature(optimizer_tensor.dtype, ())
         return {tensor_id: signatures[tensor_id] for tensor_id in anchor_ids}
+
+    def _optimizer_tensor(self, tensor_id: str) -> sgd0_tensors.Sgd0Tensor | None:
+        """The optimizer tensor of the original's SGD0 update `tensor_id` names, if any."""
+        types = {}
+        for name in self._trained:
+            dtype = tf.as_dtype(self._weights.host[name].dtype)
+            types[name] = (dtype, TensorSignature(dtype, ()).tensor_info().data_type())
+        options = self._options
+        post_mean = (
+            options.accumulationAndReplicationReductionType is ReductionType.Mean
+            and options.meanAccumulationAndReplicationReductionStrategy
+            is MeanReductionStrategy.Post
+        )
+        factor = float(self.accumulationFactor * self.replicationFactor) if post_mean else 1.0
+        return sgd0_tensors.resolve(
+            tensor_id, self._optimizer, types, self.accumulationFactor > 1, factor
+        )
 
     def _gradient_reachable(self) -> set[str]:
         """The tensors the loss's gradient reaches (found once, when a gradient is anchored)."""
@@ -403,6 +427,7 @@ class TrainingSession(SessionCore):
             reserved_anchors=dict(self._reserved_anchors),
             statistics=dict(self._statistics),
             automatic_loss_scaling=self._automatic_loss_scaling,
+            optimizer_tensors=dict(self._optimizer_tensors),
         )
         return build_training_program(
             spec, self._weights, self._variables, self._random, self._optimizer
