@@ -68,7 +68,7 @@ class TrainingSpec:
     state_slots: dict[str, tuple[str, ...]]  # weight -> its optimizer-state tensor ids
     accumulators: dict[str, str]  # weight -> its accumulator's tensor id (with accumulation)
     reserved_anchors: dict[str, ReservedTensor]  # anchor id -> what it is
-    statistics: dict[str, str]  # batch-norm running statistic -> the output that updates it
+    statistics: dict[str, str]  # batch-norm statistic, CopyVarUpdate target -> its new value
     automatic_loss_scaling: AutomaticLossScaling | None
     optimizer_tensors: dict[str, Sgd0Tensor]  # anchored optimizer tensors (sgd0_tensors.py)
 

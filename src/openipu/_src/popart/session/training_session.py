@@ -111,6 +111,8 @@ class TrainingSession(SessionCore):
         self._loss_ancestors = depends_on
         weights = self._weights
         statistics = loss_graph.batch_norm_statistics(self._model.graph, set(weights.weight_ids))
+        # Weights a CopyVarUpdate writes are stored after every step like the statistics.
+        statistics.update(loss_graph.copy_var_updates(self._model.graph, set(weights.weight_ids)))
         self._trained = [
             name for name in weights.weight_ids if name in depends_on and name not in statistics
         ]
