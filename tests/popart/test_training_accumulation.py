@@ -181,33 +181,45 @@ def test_replicas_train_like_one_replica_with_the_whole_batch(
 def test_automatic_loss_scaling_follows_the_histogram_rule():
     model = build_regression(popart.ReductionType.Sum, dtype="FLOAT16")
     options = popart.SessionOptions()
-    options.automaticLossScalingSettings.enabled = True
+    settings = options.automaticLossScalingSettings
+    settings.enabled = True
     # Halve when any tracked element reaches a quarter of float16's range (so the doubled
     # scale of the next period cannot overflow), every second update.
-    options.automaticLossScalingSettings.binEdgeLocation = 0.25
-    options.automaticLossScalingSettings.thresholdUpperCountProportion = 0.0
-    options.automaticLossScalingSettings.updatePeriod = 2
+    settings.binEdgeLocation = 0.25
+    settings.thresholdUpperCountProportion = 0.0
+    settings.updatePeriod = 2
+    # Track the weights' gradients only, so that the anchored ones are all it counts.
+    settings.gradientTensorTrackingMethod = (
+        popart.GradientTensorTrackingMethod.GradientsOfUserSpecifiedTensors
+    )
+    settings.toTrackTensors = [model.w, model.b]
     optimizer = popart.SGD({"defaultLearningRate": (0.01, True), "lossScaling": (1024.0, False)})
     scale_id = popart.reservedLossScalingPrefix() + "FLOAT16"
     grads = [popart.reservedGradientPrefix() + name for name in (model.w, model.b)]
-    anchors = {name: popart.AnchorReturnType("All") for name in [scale_id, *grads, model.w]}
+    names = [scale_id, "finalLossScale", "lossScaleUpdateFactor", *grads, model.w]
+    anchors = {name: popart.AnchorReturnType("All") for name in names}
     steps = 10
     session = session_for(model, optimizer, options, anchors, steps)
     arrays = session.initAnchorArrays()
     x, t = regression_data(steps)
     x, t = x.astype(np.float16), t.astype(np.float16)
     session.run(popart.PyStepIO({model.x: x, model.t: t}, arrays))
-    scales = arrays[scale_id].astype(np.float64)
+    # The optimizer's loss scaling stays (float32 under automatic loss scaling); the final
+    # loss scale is it times the factor.
+    np.testing.assert_array_equal(arrays[scale_id], np.full([steps], 1024.0, np.float32))
+    scales = arrays["finalLossScale"].astype(np.float64)
     edge = 0.25 * 65504
     expected = [1024.0]
     for step in range(steps - 1):
         values = np.concatenate([np.abs(arrays[g][step].astype(np.float64)).ravel() for g in grads])
         proportion = np.mean(values >= edge)
         scale = expected[-1]
-        if (step + 1) % 2 == 0:
+        # The factor changes after weight updates 0, 2, 4, ... (as the original's counter).
+        if step % 2 == 0:
             scale = scale / 2 if proportion > 0.0 else scale * 2
         expected.append(scale)
     np.testing.assert_array_equal(scales, expected)
+    np.testing.assert_array_equal(arrays["lossScaleUpdateFactor"][:-1], scales[1:] / 1024.0)
     assert len(set(expected)) > 2  # it went up and down
     # The update removes the loss scaling: w' = w - lr * (scaled gradient) / scale. The
     # anchored weight is the one after the step's update (as the original's anchors are).
@@ -225,9 +237,9 @@ def test_automatic_loss_scaling_rules():
     model = build_regression()
     options = popart.SessionOptions()
     options.automaticLossScalingSettings.enabled = True
-    with pytest.raises(popart.popart_exception, match="lossScaling must be non-const"):
+    with pytest.raises(popart.popart_exception, match="must have non-const loss scaling"):
         session_for(model, popart.SGD({"lossScaling": (8.0, True)}), options, {}, 1)
-    with pytest.raises(popart.popart_exception, match="tracks float16 gradients"):
+    with pytest.raises(popart.popart_exception, match="No tracked gradient tensors of type fp16"):
         session_for(model, popart.SGD({"lossScaling": (8.0, False)}), options, {}, 1)
     with pytest.raises(
         popart.popart_exception, match="scaledOptimizerState and automaticLossScaling"

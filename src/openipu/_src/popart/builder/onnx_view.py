@@ -12,6 +12,9 @@
   (willow/src/op/flatten.cpp; operators_test/flatten_test.py); ONNX sees it normalized.
 - Expand to the shape of an int32 Constant: PopART reads int32 or int64 shapes
   (willow/src/op/expand.cpp; operators_test/expand_test.py); ONNX sees an int64 Constant.
+- A Constant with the builder's annotations (`__ipu_number`, `__pipeline_stage`, ...): ONNX
+  infers nothing of a Constant with more than its one value attribute (a shape it gives a
+  Reshape would be lost); it sees the Constant without them.
 """
 
 from __future__ import annotations
@@ -77,6 +80,14 @@ def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProt
         return seen if seen != node else None
     if _reduces_nothing(node, opset):
         return helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)
+    if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+        kept = [a for a in node.attribute if not a.name.startswith("__")]
+        if len(kept) < len(node.attribute):
+            seen = NodeProto()
+            seen.CopyFrom(node)
+            del seen.attribute[:]
+            seen.attribute.extend(kept)
+            return seen
     axis = _negative_flatten_axis(node, opset)
     if axis is not None and node.input[0] in ranks:
         seen = NodeProto()
@@ -110,7 +121,7 @@ def as_onnx_sees_it(model: ModelProto) -> tuple[ModelProto, dict[int, NodeProto]
         n.input[1] for n in model.graph.node if n.op_type == "Expand" and len(n.input) > 1
     }
     seen = {
-        i: _seen(n, opset, types) or _int32_expand_shape(n, expand_shapes)
+        i: _int32_expand_shape(n, expand_shapes) or _seen(n, opset, types)
         for i, n in enumerate(model.graph.node)
     }
     replacements = {i: n for i, n in seen.items() if n is not None}

@@ -95,3 +95,31 @@ def inference_batch_norms_in(graph: onnx.GraphProto, reachable: set[str]) -> lis
         if len(outputs) == 1 and outputs[0] in reachable:
             found.append(node)
     return found
+
+
+def descendants(graph: onnx.GraphProto, sources: set[str]) -> set[str]:
+    """Every tensor computed from one of `sources` (themselves included)."""
+    found = set(sources)
+    changed = True
+    while changed:  # the nodes are topologically sorted, but subgraph uses need a fixpoint
+        changed = False
+        for node in graph.node:
+            if _names_used(node) & found:
+                new = {output for output in node.output if output and output not in found}
+                if new:
+                    found |= new
+                    changed = True
+    return found
+
+
+def copy_var_updates(graph: onnx.GraphProto, weight_ids: set[str]) -> dict[str, str]:
+    """Weight -> the output of the ai.graphcore CopyVarUpdate that writes it (its first input
+    is the weight, its second the new value): the step stores it into the weight, as the
+    original's CopyVarUpdateOp does (operators_test/copy_var_update_test.py)."""
+    updates = {}
+    for node in graph.node:
+        if canonical_domain(node.domain) != GRAPHCORE_DOMAIN or node.op_type != "CopyVarUpdate":
+            continue
+        if len(node.input) == 2 and node.input[0] in weight_ids and node.output:
+            updates[node.input[0]] = node.output[0]
+    return updates

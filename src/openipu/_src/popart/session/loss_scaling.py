@@ -1,19 +1,26 @@
-"""Loss scaling of a training session: a const value, a non-const one (updateOptimizerFromHost
-changes it), or automatic loss scaling (`SessionOptions.automaticLossScalingSettings`).
+"""Automatic loss scaling of a training session (`SessionOptions.automaticLossScalingSettings`),
+as the original's AutomaticLossScale transform does it
+(willow/src/transforms/automaticlossscaling.cpp, willow/src/popx/op/lossscaleupdatex.cpp):
 
-The backward pass starts from the loss gradient times the loss scaling, so every gradient is
-scaled; the optimizers divide it out before they update their state (see `optimizers/`).
+- The optimizer's loss scaling (`lossScaling_<TYPE>`, non-const) is left as the user set it;
+  a float32 variable `lossScaleUpdateFactor`, starting at 1, multiplies it. Their product,
+  `finalLossScale` (float32: automatic loss scaling makes the loss scale tensor float32, as
+  `ensureFp32LossScaleTensor` does), seeds the backward pass and is divided out of the
+  gradients before the weight update.
+- Every micro-batch, the gradients it tracks are sorted, by absolute value, into a two-bin
+  histogram whose edge is `binEdgeLocation` times the largest value of their type; the counts
+  are summed over the tracked tensors, the micro-batches of an accumulation group and the
+  replicas.
+- After the weight update, if the upper bin holds more than `thresholdUpperCountProportion`
+  of the counted elements, the factor is halved, otherwise doubled. With `updatePeriod` > 1 it
+  changes after weight updates 0, P, 2P, ... only (the original's counter starts at -1 and is
+  incremented modulo P before the op it guards). The factor is not clipped.
 
-Automatic loss scaling follows the original's rule: after every `updatePeriod` weight updates,
-the gradients it tracks are put in a two-bin histogram whose edge is `binEdgeLocation` times
-the largest value of their type; if more than `thresholdUpperCountProportion` of their elements
-fall in the upper bin (they are close to overflowing, or did), the loss scaling is halved,
-otherwise doubled. It tracks float16 gradients only (float32 ones cannot overflow in
-practice, so their histogram says nothing): the weight gradients of float16 weights, or, with
-`GradientTensorTrackingMethod.GradientsOfUserSpecifiedTensors`, the gradients of the tensors
-`toTrackTensors` names. The loss scaling stays within [1/65504, 65504] (float16's range),
-or float32's range with `ensureFp32LossScaleTensor`. The original requires a non-const loss
-scaling for it, and so does this.
+What it tracks (`gradientTensorTrackingMethod`): the float16 gradients PopART's autodiff makes
+on the way from the loss to the trained weights: of the inputs of MatMul/Conv/Gemm ops
+(`ConvAndMatmulGradients`), of the inputs of every op whose gradient is no mere view change
+and needs no weight (`AllNonViewChangingGradientTensors`, the default), or of the tensors
+`toTrackTensors` names (`GradientsOfUserSpecifiedTensors`, of any floating type).
 """
 
 from __future__ import annotations
@@ -21,84 +28,135 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import onnx
 import tensorflow as tf
 
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.lowering.registry import ONNX_DOMAIN, canonical_domain
 from openipu._src.popart.options.enums import GradientTensorTrackingMethod
 from openipu._src.popart.options.settings import AutomaticLossScalingSettings
 
-_FLOAT16_MAX = float(np.finfo(np.float16).max)
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+FINAL_LOSS_SCALE_ID = "finalLossScale"
+UPDATE_FACTOR_ID = "lossScaleUpdateFactor"  # willow/include/popart/tensornames.hpp
+STATISTICS_ID = "Accum___autoLossScaleStats"  # with gradient accumulation only
+
+_TRANSFORM = "[AutomaticLossScale transform]"
+_CONV_AND_MATMUL = frozenset({"MatMul", "Conv", "Gemm"})
+# Ops whose gradient is a view change of their output's (the same statistics: the original
+# does not track it).
+_VIEW_CHANGING = frozenset(
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat", "Split"}
+)
+
+
+def check_settings(settings: AutomaticLossScalingSettings) -> None:
+    """The checks the original makes while it builds the graph (the threshold's when it
+    lowers LossScaleUpdateOp, on prepareDevice; here earlier, with its words)."""
+    if not 0 <= settings.binEdgeLocation <= 1:
+        raise popart_exception(
+            f"{_TRANSFORM} Out of range value for 'binEdgeLocation'. The current value is "
+            f"{settings.binEdgeLocation}, but it should be in the range [0, 1]."
+        )
+    if not 0 <= settings.thresholdUpperCountProportion <= 1:
+        raise popart_exception(
+            "Out of range value for 'thresholdUpperCountProportion'. The current value is "
+            f"{settings.thresholdUpperCountProportion}, but it should be in the range [0, 1]."
+        )
+    if settings.updatePeriod < 1:
+        raise popart_exception(
+            f"{_TRANSFORM} automaticLossScalingSettings.updatePeriod must be >= 1, got "
+            f"{settings.updatePeriod}"
+        )
+    user = GradientTensorTrackingMethod.GradientsOfUserSpecifiedTensors
+    if settings.toTrackTensors is not None and settings.gradientTensorTrackingMethod is not user:
+        raise popart_exception(
+            f"{_TRANSFORM} toTrackTensors has been set, but gradientTensorTrackingMethod has "
+            "not been set to 'GradientTensorTrackingMethod::GradientsOfUserSpecifiedTensors'."
+        )
+    if settings.gradientTensorTrackingMethod is user and settings.toTrackTensors is None:
+        raise popart_exception(
+            f"{_TRANSFORM} gradientTensorTrackingMethod set to "
+            "'GradientTensorTrackingMethod::GradientsOfUserSpecifiedTensors' but "
+            "'toTrackTensors' has not been set"
+        )
+
+
+def _loss_gradient_inputs(graph: onnx.GraphProto, loss_id: str) -> set[str]:
+    """The tensors whose gradients the loss's grad op makes: it reads the loss scaling,
+    an optimizer tensor, so the original does not track them. An NllLoss of a Softmax has
+    one grad op for both (PopART's SoftmaxGradDirect pattern)."""
+    producers = {output: node for node in graph.node for output in node.output}
+    loss_node = producers.get(loss_id)
+    if loss_node is None:
+        return set()
+    found = {name for name in loss_node.input if name}
+    if loss_node.op_type == "Nll" and loss_node.input:
+        softmax = producers.get(loss_node.input[0])
+        if softmax is not None and softmax.op_type == "Softmax":
+            found |= {name for name in softmax.input if name}
+    return found
+
+
+def automatically_tracked(
+    graph: onnx.GraphProto,
+    loss_id: str,
+    method: GradientTensorTrackingMethod,
+    with_gradient: set[str],
+    initializers: set[str],
+    is_float16: dict[str, bool],
+) -> list[str]:
+    """The tensors whose gradients the original tracks by `method`; `with_gradient` holds
+    those autodiff gives a gradient (on a path from a trained weight to the loss)."""
+    tracked: dict[str, None] = {}
+    excluded = _loss_gradient_inputs(graph, loss_id)
+    for node in graph.node:
+        if canonical_domain(node.domain) != ONNX_DOMAIN and method is not (
+            GradientTensorTrackingMethod.AllNonViewChangingGradientTensors
+        ):
+            continue
+        if method is GradientTensorTrackingMethod.ConvAndMatmulGradients:
+            if node.op_type not in _CONV_AND_MATMUL:
+                continue
+        elif node.op_type in _VIEW_CHANGING and canonical_domain(node.domain) == ONNX_DOMAIN:
+            continue
+        for index, name in enumerate(node.input):
+            if name not in with_gradient or name in excluded or not is_float16.get(name, False):
+                continue
+            others = [other for i, other in enumerate(node.input) if i != index and other]
+            if node.op_type not in _CONV_AND_MATMUL and any(o in initializers for o in others):
+                # Its grad op would read a weight, which the original does not track (a
+                # MatMul's or Conv's reads it transposed or flipped: that one it tracks).
+                continue
+            tracked[name] = None
+    return list(tracked)
 
 
 @dataclass(frozen=True)
 class AutomaticLossScaling:
-    """The settings of automatic loss scaling and the gradients it tracks (by tensor id)."""
+    """The settings of automatic loss scaling and the tensors whose gradients it tracks."""
 
     tracked: tuple[str, ...]
     bin_edge_location: float
     threshold: float
     update_period: int
-    largest: float
 
     @classmethod
     def plan(
-        cls,
-        settings: AutomaticLossScalingSettings,
-        weight_types: dict[str, tf.DType],
-        tensor_types: dict[str, tf.DType],
-        fp32_loss_scale: bool,
+        cls, settings: AutomaticLossScalingSettings, tracked: list[str]
     ) -> AutomaticLossScaling:
-        """Which gradients to track; `tensor_types` has the types of `toTrackTensors`."""
-        if not 0 < settings.binEdgeLocation < 1:
-            raise popart_exception(
-                "automaticLossScalingSettings.binEdgeLocation must be in (0, 1), got "
-                f"{settings.binEdgeLocation}"
-            )
-        if not 0 <= settings.thresholdUpperCountProportion <= 1:
-            raise popart_exception(
-                "automaticLossScalingSettings.thresholdUpperCountProportion must be in [0, 1], "
-                f"got {settings.thresholdUpperCountProportion}"
-            )
-        if settings.updatePeriod < 1:
-            raise popart_exception(
-                f"automaticLossScalingSettings.updatePeriod must be >= 1, got "
-                f"{settings.updatePeriod}"
-            )
-        method = settings.gradientTensorTrackingMethod
-        if method is GradientTensorTrackingMethod.GradientsOfUserSpecifiedTensors:
-            names = list(settings.toTrackTensors or [])
-            if not names:
-                raise popart_exception(
-                    "automaticLossScalingSettings.toTrackTensors is empty, but the tracking "
-                    "method is GradientsOfUserSpecifiedTensors: name the tensors to track"
-                )
-            unknown = [name for name in names if name not in tensor_types]
-            if unknown:
-                raise popart_exception(
-                    f"automaticLossScalingSettings.toTrackTensors names {unknown}, which are not "
-                    "tensors of the model"
-                )
-            candidates = {name: tensor_types[name] for name in names}
-        else:
-            candidates = dict(weight_types)
-        tracked = tuple(name for name, dtype in candidates.items() if dtype == tf.float16)
         if not tracked:
             raise popart_exception(
-                "Automatic loss scaling tracks float16 gradients, but none of the tensors it "
-                f"would track ({sorted(candidates)}) is float16: disable "
-                "automaticLossScalingSettings, or train in float16"
+                f"{_TRANSFORM} No tracked gradient tensors of type fp16 were found."
             )
         return cls(
-            tracked,
+            tuple(tracked),
             settings.binEdgeLocation,
             settings.thresholdUpperCountProportion,
             settings.updatePeriod,
-            _FLOAT32_MAX if fp32_loss_scale else _FLOAT16_MAX,
         )
 
-    def upper_bin_proportion(self, gradients: list[tf.Tensor]) -> tf.Tensor:
-        """The proportion of the tracked gradients' elements in the histogram's upper bin."""
+    def histogram(self, gradients: list[tf.Tensor]) -> tf.Tensor:
+        """[lower, upper] counts of the elements of `gradients` (float32, summed)."""
         upper, total = [], 0
         for gradient in gradients:
             edge = self.bin_edge_location * float(gradient.dtype.max)
@@ -107,13 +165,18 @@ class AutomaticLossScaling:
             beyond = tf.logical_or(magnitude >= edge, tf.logical_not(tf.math.is_finite(magnitude)))
             upper.append(tf.reduce_sum(tf.cast(beyond, tf.float32)))
             total += gradient.shape.num_elements()
-        return tf.add_n(upper) / total
+        upper_count = tf.add_n(upper)
+        return tf.stack([total - upper_count, upper_count])
 
-    def next_loss_scaling(
-        self, loss_scaling: tf.Tensor, proportion: tf.Tensor, updates: tf.Tensor
+    def next_factor(
+        self, factor: tf.Tensor, counts: tf.Tensor, updates_done: tf.Tensor
     ) -> tf.Tensor:
-        """The loss scaling after weight update number `updates` (counted from 1)."""
-        changed = tf.where(proportion > self.threshold, loss_scaling / 2, loss_scaling * 2)
-        changed = tf.clip_by_value(changed, 1 / self.largest, self.largest)
-        due = tf.equal(updates % self.update_period, 0)
-        return tf.where(due, changed, loss_scaling)
+        """The update factor after weight update number `updates_done` (counted from 0)."""
+        lower, upper = counts[0], counts[1]
+        # upper / (upper + lower) > t, as the original computes it: upper > lower * t / (1 - t).
+        with np.errstate(divide="ignore"):
+            ratio = np.float32(self.threshold) / np.float32(1 - self.threshold)
+        scale_down = upper > lower * ratio
+        changed = tf.where(scale_down, factor / 2, factor * 2)
+        due = tf.equal(updates_done % self.update_period, 0)
+        return tf.where(due, changed, factor)

@@ -30,9 +30,10 @@ def _check_inference_options(options: SessionOptions) -> None:
             "enableGradientAccumulation is True in an InferenceSession)"
         )
     if options.automaticLossScalingSettings.enabled:
+        # The original's words last (loss_scaling_test.py matches their end).
         raise popart_exception(
-            "automaticLossScalingSettings.enabled is True, but automatic loss scaling is only "
-            "for training sessions"
+            "automaticLossScalingSettings.enabled is True in an InferenceSession. "
+            "[AutomaticLossScale transform] Only compatible when doing training"
         )
 
 

@@ -11,7 +11,11 @@ optimizer state, accumulators and the loss scaling, named with PopART's reserved
 | Accl2___, Accl3___,    | optimizer: see `optimizers/`)                                     |
 | Step___<w>             |                                                                   |
 | Accum___<w>            | w's gradient accumulator after the step (gradient accumulation)   |
-| lossScaling_<TYPE>     | the loss scaling the step used (TYPE: the loss's type, e.g. FLOAT) |
+| lossScaling_<TYPE>     | the optimizer's loss scaling (TYPE: the loss's type, e.g. FLOAT)   |
+| finalLossScale         | with automatic loss scaling: the loss scaling the step applied    |
+| lossScaleUpdateFactor  | with automatic loss scaling: its factor after the step             |
+| Accum___autoLossScale- | with it and gradient accumulation: its [lower, upper] histogram    |
+| Stats                  | counts of the group's micro-batches so far                         |
 
 "After the step" includes the weight update without gradient accumulation. With it, the
 update runs once a group's last micro-batch is done, so it shows from the next micro-batch
@@ -25,6 +29,11 @@ import enum
 from dataclasses import dataclass
 
 from openipu._src.popart import reserved_names
+from openipu._src.popart.session.loss_scaling import (
+    FINAL_LOSS_SCALE_ID,
+    STATISTICS_ID,
+    UPDATE_FACTOR_ID,
+)
 
 
 class ReservedKind(enum.Enum):
@@ -33,6 +42,9 @@ class ReservedKind(enum.Enum):
     STATE = "optimizer state"
     ACCUMULATOR = "gradient accumulator"
     LOSS_SCALING = "loss scaling"
+    FINAL_LOSS_SCALE = "final loss scale"
+    LOSS_SCALE_UPDATE_FACTOR = "loss scale update factor"
+    LOSS_SCALE_STATISTICS = "loss scale statistics"
 
 
 @dataclass(frozen=True)
@@ -57,8 +69,20 @@ def _state_prefixes() -> tuple[str, ...]:
     )
 
 
-def parse(tensor_id: str) -> ReservedTensor | None:
-    """What a reserved tensor id names, or None for an id without a training prefix."""
+def parse(
+    tensor_id: str, automatic_loss_scaling: bool = False, accumulating: bool = False
+) -> ReservedTensor | None:
+    """What a reserved tensor id names, or None for an id without a training prefix (the
+    tensors automatic loss scaling adds exist only with it)."""
+    if automatic_loss_scaling:
+        automatic = {
+            FINAL_LOSS_SCALE_ID: ReservedKind.FINAL_LOSS_SCALE,
+            UPDATE_FACTOR_ID: ReservedKind.LOSS_SCALE_UPDATE_FACTOR,
+        }
+        if accumulating:
+            automatic[STATISTICS_ID] = ReservedKind.LOSS_SCALE_STATISTICS
+        if tensor_id in automatic:
+            return ReservedTensor(tensor_id, automatic[tensor_id], "")
     kinds = [
         (reserved_names.reservedGradientPrefix(), ReservedKind.GRADIENT),
         (reserved_names.reservedUpdatedVarPrefix(), ReservedKind.UPDATED_WEIGHT),

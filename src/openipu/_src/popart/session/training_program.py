@@ -48,6 +48,7 @@ from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
+from openipu._src.popart.session.sgd0_tensors import Sgd0Tensor
 from openipu._src.popart.session.step_program import SessionProgramSpec, synthetic_inputs
 from openipu._src.popart.session.training_variables import TrainingVariables
 from openipu._src.popart.session.weights import WeightStore
@@ -67,8 +68,9 @@ class TrainingSpec:
     state_slots: dict[str, tuple[str, ...]]  # weight -> its optimizer-state tensor ids
     accumulators: dict[str, str]  # weight -> its accumulator's tensor id (with accumulation)
     reserved_anchors: dict[str, ReservedTensor]  # anchor id -> what it is
-    statistics: dict[str, str]  # batch-norm running statistic -> the output that updates it
+    statistics: dict[str, str]  # batch-norm statistic, CopyVarUpdate target -> its new value
     automatic_loss_scaling: AutomaticLossScaling | None
+    optimizer_tensors: dict[str, Sgd0Tensor]  # anchored optimizer tensors (sgd0_tensors.py)
 
     @property
     def accumulating(self) -> bool:
@@ -136,9 +138,11 @@ class _TrainingSteps:
             counter_device=spec.program.host_device,
         )
         reserved = spec.reserved_anchors.values()
-        self._gradient_targets = [
-            r.base for r in reserved if r.kind is ReservedKind.GRADIENT
-        ]  # fmt: skip
+        targets = [r.base for r in reserved if r.kind is ReservedKind.GRADIENT]
+        if spec.automatic_loss_scaling is not None:
+            # The gradients automatic loss scaling tracks (weights' ones are there anyway).
+            targets += [n for n in spec.automatic_loss_scaling.tracked if n not in spec.trained]
+        self._gradient_targets = list(dict.fromkeys(targets))
 
     # -- one micro-batch ---------------------------------------------------------------------
 
@@ -166,7 +170,7 @@ class _TrainingSteps:
             )
         known = {**inputs, **values, **results}
         loss = known[spec.loss_id]
-        loss_scaling = self._variables.loss_scaling_value()
+        loss_scaling = self._variables.final_loss_scaling_value()
         targets = dict(trained)
         targets.update({name: known[name] for name in self._gradient_targets})
         placed = program.placement.backward() if program.placement else contextlib.nullcontext()
@@ -180,21 +184,40 @@ class _TrainingSteps:
         trained_gradients = {
             name: gradients[name] for name in spec.trained if gradients[name] is not None
         }
+        counts = self._histogram(gradients)
         if spec.accumulating:
             operations += self._accumulate(trained_gradients)
+            if counts is not None:
+                assert self._variables.statistics is not None
+                operations.append(self._variables.statistics.assign_add(counts))
         else:
-            operations += self._update(trained_gradients)
+            operations += self._update(trained_gradients, counts=counts)
         with tf.control_dependencies(operations):
             return self._anchors(known, gradients, loss_scaling) or None
+
+    def _histogram(self, gradients: dict[str, tf.Tensor | None]) -> tf.Tensor | None:
+        """This micro-batch's histogram counts of the gradients automatic loss scaling
+        tracks (on this replica), or None without it."""
+        automatic = self._spec.automatic_loss_scaling
+        if automatic is None:
+            return None
+        tracked = [gradients[name] for name in automatic.tracked]
+        present = [gradient for gradient in tracked if gradient is not None]
+        if not present:
+            return tf.zeros([2], tf.float32)
+        return automatic.histogram(present)
 
     def _fetch(self) -> list[str]:
         spec, program = self._spec, self._spec.program
         outputs = set(program.lowered.output_names)
         wanted = [spec.loss_id, *self._gradient_targets, *spec.statistics.values()]
+        if spec.automatic_loss_scaling is not None:
+            wanted += spec.automatic_loss_scaling.tracked
         wanted += [
             plan.tensor_id
             for plan in program.anchors
             if plan.tensor_id not in spec.reserved_anchors
+            and plan.tensor_id not in spec.optimizer_tensors
         ]
         initializers = set(program.lowered.initializers)
         inputs = set(program.lowered.input_names)
@@ -224,13 +247,26 @@ class _TrainingSteps:
 
     def after_group(self) -> tf.Operation:
         def update(accumulated: list[tuple[tf.Tensor, str]]) -> list[object]:
-            return self._update({name: value for value, name in accumulated}, accumulated=True)
+            statistics = self._variables.statistics
+            counts = None if statistics is None else statistics.read_value()
+            operations = self._update(
+                {name: value for value, name in accumulated}, accumulated=True, counts=counts
+            )
+            if statistics is not None:
+                with tf.control_dependencies(operations):
+                    operations.append(statistics.assign(tf.zeros_like(statistics)))
+            return operations
 
         return self._accumulation.apply_and_restart(update)
 
     # -- the weight update ----------------------------------------------------------------------
 
-    def _update(self, gradients: dict[str, tf.Tensor], accumulated: bool = False) -> list[object]:
+    def _update(
+        self,
+        gradients: dict[str, tf.Tensor],
+        accumulated: bool = False,
+        counts: tf.Tensor | None = None,
+    ) -> list[object]:
         spec = self._spec
         names = list(gradients)
         reduced = dict(
@@ -241,7 +277,7 @@ class _TrainingSteps:
             if accumulated and not spec.running_mean:
                 divisor *= spec.accumulation_factor
             divisor *= spec.replication_factor
-        loss_scaling = self._variables.loss_scaling_value()
+        loss_scaling = self._variables.final_loss_scaling_value()
         scaled = {n: tf.cast(g, tf.float32) / divisor for n, g in reduced.items()}
         factors = clip_factors(
             self._optimizer.clip_norm_settings, {n: g / loss_scaling for n, g in scaled.items()}
@@ -272,21 +308,24 @@ class _TrainingSteps:
             for prefix, state_id in zip(prefixes, state_ids, strict=True):
                 target = device[state_id]
                 operations.append(target.assign(tf.cast(new_state[prefix], target.dtype)))
-        if spec.automatic_loss_scaling is not None:
-            operations.append(self._rescale_loss(reduced))
+        if counts is not None:
+            with tf.control_dependencies(operations):
+                operations.append(self._rescale_loss(counts))
         return operations
 
-    def _rescale_loss(self, gradients: dict[str, tf.Tensor]) -> tf.Operation:
+    def _rescale_loss(self, counts: tf.Tensor) -> tf.Operation:
+        """Automatic loss scaling's update of its factor, from the counts of every replica
+        (the original all-reduces them)."""
         automatic = self._spec.automatic_loss_scaling
-        updates_done, loss_scaling = self._variables.updates, self._variables.loss_scaling
+        updates, factor = self._variables.updates, self._variables.update_factor
         # Automatic loss scaling: the session made both variables (training_variables.py).
-        assert automatic is not None and updates_done is not None and loss_scaling is not None
-        tracked = [gradients[name] for name in automatic.tracked if name in gradients]
-        proportion = automatic.upper_bin_proportion(tracked)
-        updates = updates_done.assign_add(1)
-        return loss_scaling.assign(
-            automatic.next_loss_scaling(loss_scaling.read_value(), proportion, updates)
-        )
+        assert automatic is not None and updates is not None and factor is not None
+        (total,) = Replicas.all_reduce_sum([counts])
+        done = updates.read_value()
+        with tf.control_dependencies([done]):
+            assigned = factor.assign(automatic.next_factor(factor.read_value(), total, done))
+        with tf.control_dependencies([assigned]):
+            return updates.assign_add(1)
 
     # -- anchors --------------------------------------------------------------------------------
 
@@ -297,9 +336,13 @@ class _TrainingSteps:
         loss_scaling: object,
     ) -> dict[str, tf.Tensor]:
         anchors = {}
+        read = self._variables.reader()
         for plan in self._spec.program.device_anchors:
             reserved = self._spec.reserved_anchors.get(plan.tensor_id)
-            if reserved is None and plan.tensor_id in self._spec.trained:
+            optimizer_tensor = self._spec.optimizer_tensors.get(plan.tensor_id)
+            if optimizer_tensor is not None:
+                value = optimizer_tensor.value(read, self._variables.loss_scaling_value())
+            elif reserved is None and plan.tensor_id in self._spec.trained:
                 # An anchored weight is copied to the host at the end of the step, after
                 # its update, as the original's tests expect of it (operators_test/
                 # detach_test.py, decompose_gradient_summation_test.py).
@@ -314,7 +357,15 @@ class _TrainingSteps:
                     # UnaryZeroGradOp gives zeros (willow/src/op/onewayunary.cpp).
                     value = tf.zeros_like(known[reserved.base])
             elif reserved.kind is ReservedKind.LOSS_SCALING:
+                value = tf.convert_to_tensor(self._variables.loss_scaling_value())
+            elif reserved.kind is ReservedKind.FINAL_LOSS_SCALE:
                 value = tf.convert_to_tensor(loss_scaling)
+            elif reserved.kind is ReservedKind.LOSS_SCALE_UPDATE_FACTOR:
+                assert self._variables.update_factor is not None
+                value = self._variables.update_factor.read_value()
+            elif reserved.kind is ReservedKind.LOSS_SCALE_STATISTICS:
+                assert self._variables.statistics is not None
+                value = self._variables.statistics.read_value()
             else:  # a variable: weights after the update, optimizer state, accumulators
                 value = self._weights.device[reserved.variable_id].read_value()
             anchors[plan.tensor_id] = tf.ensure_shape(

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
+from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
@@ -29,12 +30,20 @@ from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering.ops.normalization import check_batch_norm_shapes
 from openipu._src.popart.optimizers.adam import Adam
 from openipu._src.popart.optimizers.optimizer import Optimizer
+from openipu._src.popart.options.enums import GradientTensorTrackingMethod, MeanReductionStrategy
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
-from openipu._src.popart.session import loss_graph, reserved_tensors
+from openipu._src.popart.session import loss_graph, reserved_tensors, sgd0_tensors
 from openipu._src.popart.session.anchors import AnchorPlan
-from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
+from openipu._src.popart.session.loss_scaling import (
+    FINAL_LOSS_SCALE_ID,
+    STATISTICS_ID,
+    UPDATE_FACTOR_ID,
+    AutomaticLossScaling,
+    automatically_tracked,
+    check_settings,
+)
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
 from openipu._src.popart.session.session_core import SessionCore
 from openipu._src.popart.session.stepio import InputPlan, StepIO
@@ -102,6 +111,8 @@ class TrainingSession(SessionCore):
         self._loss_ancestors = depends_on
         weights = self._weights
         statistics = loss_graph.batch_norm_statistics(self._model.graph, set(weights.weight_ids))
+        # Weights a CopyVarUpdate writes are stored after every step like the statistics.
+        statistics.update(loss_graph.copy_var_updates(self._model.graph, set(weights.weight_ids)))
         self._trained = [
             name for name in weights.weight_ids if name in depends_on and name not in statistics
         ]
@@ -188,6 +199,8 @@ class TrainingSession(SessionCore):
         return saved
 
     def _plan_automatic_loss_scaling(self) -> AutomaticLossScaling | None:
+        """The original's AutomaticLossScale transform's checks, in its order, and the
+        tensors whose gradients it tracks (willow/src/transforms/automaticlossscaling.cpp)."""
         settings = self._options.automaticLossScalingSettings
         if not settings.enabled:
             return None
@@ -197,33 +210,78 @@ class TrainingSession(SessionCore):
             )
         if self._optimizer.loss_scaling.isConst():
             raise popart_exception(
-                "Automatic loss scaling changes the loss scaling, so the optimizer's "
-                "lossScaling must be non-const: pass {'lossScaling': (value, False)}"
+                "Automatic loss scaling changes the loss scaling, so pass {'lossScaling': "
+                "(value, False)}. [AutomaticLossScale transform] The optimizer must have "
+                "non-const loss scaling"
             )
-        tracked_types = {}
-        for name in self._options.automaticLossScalingSettings.toTrackTensors or []:
-            if name in self._lowered.tensor_names():
-                tracked_types[name] = self._types.get(name).dtype
-        return AutomaticLossScaling.plan(
-            settings,
-            {name: tf.as_dtype(self._weights.host[name].dtype) for name in self._trained},
-            tracked_types,
-            self._options.ensureFp32LossScaleTensor,
+        if self._options.enablePipelining and not self._options.enableGradientAccumulation:
+            raise popart_exception(
+                "[AutomaticLossScale transform] Automatic loss scaling is not currently "
+                "supported when the 'enablePipelining' SessionOption is set to 'true', but the "
+                "'enableGradientAccumulation' SessionOption is set to 'false'"
+            )
+        check_settings(settings)
+        graph = self._model.graph
+        with_gradient = loss_graph.descendants(graph, set(self._trained)) & (
+            self._gradient_reachable()
         )
+        method = settings.gradientTensorTrackingMethod
+        if method is GradientTensorTrackingMethod.GradientsOfUserSpecifiedTensors:
+            names = list(settings.toTrackTensors or [])
+            unknown = [name for name in names if name not in self._lowered.tensor_names()]
+            if unknown:
+                raise popart_exception(
+                    f"automaticLossScalingSettings.toTrackTensors names {unknown}, which are not "
+                    "tensors of the model"
+                )
+            tracked = [name for name in names if name in with_gradient]
+        else:
+            floating = {
+                name: self._types.get(name).dtype == tf.float16
+                for name in with_gradient
+                if name in self._lowered.tensor_names()
+            }
+            tracked = automatically_tracked(
+                graph, self._loss_id, method, with_gradient, set(self._weights.weight_ids), floating
+            )
+        return AutomaticLossScaling.plan(settings, tracked)
 
     def _anchor_signatures(self, anchor_ids: list[str]) -> dict[str, TensorSignature]:
         self._reserved_anchors: dict[str, ReservedTensor] = {}
+        self._optimizer_tensors: dict[str, sgd0_tensors.Sgd0Tensor] = {}
         ordinary = []
         for tensor_id in anchor_ids:
-            reserved = reserved_tensors.parse(tensor_id)
-            if reserved is None:
+            reserved = self._parse_reserved(tensor_id)
+            optimizer_tensor = self._optimizer_tensor(tensor_id) if reserved is None else None
+            if optimizer_tensor is not None:
+                self._optimizer_tensors[tensor_id] = optimizer_tensor
+            elif reserved is None:
                 ordinary.append(tensor_id)
             else:
                 self._reserved_anchors[tensor_id] = reserved
         signatures = super()._anchor_signatures(ordinary)
         for tensor_id, reserved in self._reserved_anchors.items():
             signatures[tensor_id] = self._reserved_signature(reserved)
+        for tensor_id, optimizer_tensor in self._optimizer_tensors.items():
+            signatures[tensor_id] = TensorSignature(optimizer_tensor.dtype, ())
         return {tensor_id: signatures[tensor_id] for tensor_id in anchor_ids}
+
+    def _optimizer_tensor(self, tensor_id: str) -> sgd0_tensors.Sgd0Tensor | None:
+        """The optimizer tensor of the original's SGD0 update `tensor_id` names, if any."""
+        types = {}
+        for name in self._trained:
+            dtype = tf.as_dtype(self._weights.host[name].dtype)
+            types[name] = (dtype, TensorSignature(dtype, ()).tensor_info().data_type())
+        options = self._options
+        post_mean = (
+            options.accumulationAndReplicationReductionType is ReductionType.Mean
+            and options.meanAccumulationAndReplicationReductionStrategy
+            is MeanReductionStrategy.Post
+        )
+        factor = float(self.accumulationFactor * self.replicationFactor) if post_mean else 1.0
+        return sgd0_tensors.resolve(
+            tensor_id, self._optimizer, types, self.accumulationFactor > 1, factor
+        )
 
     def _gradient_reachable(self) -> set[str]:
         """The tensors the loss's gradient reaches (found once, when a gradient is anchored)."""
@@ -263,9 +321,16 @@ class TrainingSession(SessionCore):
                     )
                 )
             return signature
+        if reserved.kind in (
+            ReservedKind.FINAL_LOSS_SCALE,
+            ReservedKind.LOSS_SCALE_UPDATE_FACTOR,
+        ):
+            return TensorSignature(tf.float32, ())
+        if reserved.kind is ReservedKind.LOSS_SCALE_STATISTICS:
+            return TensorSignature(tf.float32, (2,))
         if reserved.kind is ReservedKind.LOSS_SCALING:
             signature = self._loss_scaling_signature()
-            expected = reserved_tensors.loss_scaling_id(signature.tensor_info().data_type())
+            expected = self._loss_scaling_id()
             if tensor_id != expected:
                 raise popart_exception(
                     f"Anchor '{tensor_id}' is not a tensor of this session: its loss scaling is "
@@ -305,21 +370,41 @@ class TrainingSession(SessionCore):
             *(gradient + name for name in differentiable),
             *(updated + name for name in self._trained),
             *self._weights.state_ids,
-            reserved_tensors.loss_scaling_id(
-                self._loss_scaling_signature().tensor_info().data_type()
+            self._loss_scaling_id(),
+            *(
+                [FINAL_LOSS_SCALE_ID, UPDATE_FACTOR_ID]
+                + ([STATISTICS_ID] if self.accumulationFactor > 1 else [])
+                if self._options.automaticLossScalingSettings.enabled
+                else []
             ),
         ]
 
+    def _parse_reserved(self, tensor_id: str) -> ReservedTensor | None:
+        return reserved_tensors.parse(
+            tensor_id,
+            self._options.automaticLossScalingSettings.enabled,
+            self.accumulationFactor > 1,
+        )
+
+    def _loss_scaling_id(self) -> str:
+        """`lossScaling_<TYPE>`, TYPE the loss's: the optimizer names it so before the
+        original's EnsureFp32LossScale transform makes it float32 (it keeps the name)."""
+        return reserved_tensors.loss_scaling_id(
+            TensorSignature(self._loss_signature.dtype, ()).tensor_info().data_type()
+        )
+
     def _tensor_signature(self, tensor_id: str) -> TensorSignature:
-        reserved = reserved_tensors.parse(tensor_id)
+        reserved = self._parse_reserved(tensor_id)
         if reserved is None:
             return super()._tensor_signature(tensor_id)
         return self._reserved_signature(reserved)
 
     def _loss_scaling_signature(self) -> TensorSignature:
-        """The loss scaling has the loss's type, or float32 with ensureFp32LossScaleTensor."""
+        """The loss scaling has the loss's type, or float32 with ensureFp32LossScaleTensor
+        or automatic loss scaling (willow/src/ir.cpp applies EnsureFp32LossScale for both)."""
         dtype = self._loss_signature.dtype
-        if self._options.ensureFp32LossScaleTensor:
+        options = self._options
+        if options.ensureFp32LossScaleTensor or options.automaticLossScalingSettings.enabled:
             dtype = tf.float32
         return TensorSignature(dtype, ())
 
@@ -347,6 +432,7 @@ class TrainingSession(SessionCore):
             reserved_anchors=dict(self._reserved_anchors),
             statistics=dict(self._statistics),
             automatic_loss_scaling=self._automatic_loss_scaling,
+            optimizer_tensors=dict(self._optimizer_tensors),
         )
         return build_training_program(
             spec, self._weights, self._variables, self._random, self._optimizer

@@ -3,10 +3,12 @@
 - Non-const hyper-parameters: one float32 vector holding every (hyper-parameter, weight)
   value that is not const, so a step reads them all at once and `updateOptimizerFromHost`
   writes them all at once. Const values are compiled into the program.
-- The loss scaling, when it is non-const or automatic: `lossScaling_<type>` (ALS changes it).
-- A counter of weight updates done (automatic loss scaling's update period needs it). The
-  micro-batches accumulated so far in a group are counted by the engine's gradient
-  accumulation.
+- The loss scaling, when it is non-const: `lossScaling_<type>` (the host writes it).
+- With automatic loss scaling (`loss_scaling.py`): the factor it multiplies the loss scaling
+  by (`lossScaleUpdateFactor`), the histogram counts accumulated over a group of
+  micro-batches (the original's `Accum___autoLossScaleStats`), and a counter of weight
+  updates done (its update period needs it). The micro-batches accumulated so far in a group
+  are counted by the engine's gradient accumulation.
 
 Created in the replicas' scope, so each replica has its copy (they stay equal).
 """
@@ -22,7 +24,7 @@ from openipu._src.popart.optimizers.optimizer import Optimizer, Value
 
 
 class TrainingVariables:
-    def __init__(self, optimizer: Optimizer, weight_ids: list[str], variable_loss_scaling: bool):
+    def __init__(self, optimizer: Optimizer, weight_ids: list[str], automatic_loss_scaling: bool):
         self._slots: dict[tuple[str, str], int] = {}
         for key in optimizer.hyper_parameter_keys:
             for weight_id in weight_ids:
@@ -30,9 +32,12 @@ class TrainingVariables:
                     self._slots[(key, weight_id)] = len(self._slots)
         self._optimizer = optimizer
         self._weight_ids = list(weight_ids)
-        self._variable_loss_scaling = variable_loss_scaling or not optimizer.loss_scaling.isConst()
+        self._automatic = automatic_loss_scaling
+        self._variable_loss_scaling = automatic_loss_scaling or not optimizer.loss_scaling.isConst()
         self.hyper_parameters: tf.Variable | None = None
         self.loss_scaling: tf.Variable | None = None
+        self.update_factor: tf.Variable | None = None
+        self.statistics: tf.Variable | None = None
         self.updates: tf.Variable | None = None
 
     def place_on(self, host_device: str) -> None:
@@ -48,6 +53,13 @@ class TrainingVariables:
                     name="lossScaling",
                 )  # fmt: skip
             self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="weight_updates")
+            if self._automatic:
+                self.update_factor = tf.Variable(
+                    1.0, dtype=tf.float32, trainable=False, name="lossScaleUpdateFactor"
+                )
+                self.statistics = tf.Variable(
+                    np.zeros([2], np.float32), trainable=False, name="autoLossScaleStats"
+                )
 
     def _host_hyper_parameters(self, optimizer: Optimizer) -> np.ndarray:
         values = np.zeros([len(self._slots)], np.float32)
@@ -82,9 +94,22 @@ class TrainingVariables:
             return self._optimizer.getLossScalingVal()
         return tf.convert_to_tensor(self.loss_scaling)
 
+    def final_loss_scaling_value(self) -> Value:
+        """Inside a step: the loss scaling applied, times automatic loss scaling's factor
+        (the original's `finalLossScale`)."""
+        if self.update_factor is None:
+            return self.loss_scaling_value()
+        return tf.convert_to_tensor(self.loss_scaling) * tf.convert_to_tensor(self.update_factor)
+
     def all(self) -> list[tf.Variable]:
         """Every variable (once placed)."""
-        candidates = [self.hyper_parameters, self.loss_scaling, self.updates]
+        candidates = [
+            self.hyper_parameters,
+            self.loss_scaling,
+            self.update_factor,
+            self.statistics,
+            self.updates,
+        ]
         return [variable for variable in candidates if variable is not None]
 
     def host_loss_scaling(self) -> float:
