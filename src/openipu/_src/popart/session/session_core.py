@@ -58,6 +58,7 @@ from openipu._src.popart.session import (
     option_rules,
     placement,
     reports,
+    tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.engine_option_names import check_engine_option_names
@@ -148,7 +149,9 @@ class SessionCore:
         self._input_signatures = input_signatures(
             self._lowered, self._shape_info, self._model.graph
         )
-        self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
+        self._types = TensorTypes(
+            self._model, self._lowered, self._input_signatures, self.replicationFactor
+        )
         self._weights = WeightStore(self._lowered.initializers)
         self._after_lowering()
         self._inputs = self._plan_inputs()
@@ -327,8 +330,15 @@ class SessionCore:
             compile_mode=self._compile_mode(),
             name=self._name,
             placement=self._placement,
-            chip=device_chip.chip_options(self._device, self._options),
+            chip=device_chip.chip_options(self._device, self._options, self._variable_locations()),
         )
+
+    def _variable_locations(self) -> dict[str, tensor_locations.ResolvedLocation]:
+        """Where the session's variables live (on or off chip, sharded or not), by the
+        tensor location settings (see `tensor_locations`)."""
+        names = [*self._weights.weight_ids, *self._weights.state_ids]
+        elements = {name: int(self._weights.host[name].size) for name in names}
+        return tensor_locations.resolve(self._options, elements, self.replicationFactor)
 
     def _compile_mode(self) -> CompileMode | None:
         """The engine's choice (None): XLA, but a TensorFlow graph for models with convolutions.

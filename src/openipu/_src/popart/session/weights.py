@@ -67,7 +67,7 @@ class WeightStore:
     def place_on(self, host_device: str) -> None:
         with tf.init_scope(), tf.device(host_device):
             self.device = {
-                name: tf.Variable(self.host[name], trainable=False, name=_variable_name(name))
+                name: tf.Variable(self.host[name], trainable=False, name=variable_name(name))
                 for name in [*self.weight_ids, *self.state_ids]
             }
             self.unembeddable = {
@@ -167,7 +167,7 @@ def _embeddable(array: np.ndarray) -> bool:
     return True
 
 
-def _variable_name(tensor_id: str) -> str:
+def variable_name(tensor_id: str) -> str:
     # TensorFlow variable names allow fewer characters than ONNX tensor ids.
     cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in tensor_id)
     return cleaned.lstrip("_.-") or "weight"

@@ -778,22 +778,6 @@ class Call(Op):
         return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))
 
 
-@graphcore_op("ReplicatedAllReduce")
-class ReplicatedAllReduce(Op):
-    """The identity: the lowered graph is one replica. Sessions emulate replication above it."""
-
-    def compute(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.identity(x)
-
-
-@graphcore_op("ReplicatedReduceScatter")
-class ReplicatedReduceScatter(Op):
-    """With one replica the scattered slice is the whole tensor, flattened."""
-
-    def compute(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.reshape(x, [-1])
-
-
 @graphcore_op("NormalizeImage")
 class NormalizeImage(Op):
     """(B, H, W, 3) images: (x * scale - offsets) / scales, padded with a zero 4th channel."""
