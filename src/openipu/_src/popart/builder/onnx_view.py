@@ -12,6 +12,9 @@
   (willow/src/op/flatten.cpp; operators_test/flatten_test.py); ONNX sees it normalized.
 - Expand to the shape of an int32 Constant: PopART reads int32 or int64 shapes
   (willow/src/op/expand.cpp; operators_test/expand_test.py); ONNX sees an int64 Constant.
+- A Constant carrying PopART's annotations (`__execution_phase`, `__ipu_number`, ...):
+  ONNX's data propagation then loses its value (a Reshape to it gets a wrong, flattened
+  shape); ONNX sees it without them.
 """
 
 from __future__ import annotations
@@ -88,6 +91,19 @@ def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProt
     return None
 
 
+def _unannotated_constant(node: NodeProto) -> NodeProto | None:
+    """A Constant without PopART's annotations ("__" attributes), if it has any."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        return None
+    if not any(a.name.startswith("__") for a in node.attribute):
+        return None
+    seen = NodeProto()
+    seen.CopyFrom(node)
+    del seen.attribute[:]
+    seen.attribute.extend(a for a in node.attribute if not a.name.startswith("__"))
+    return seen
+
+
 def _int32_expand_shape(node: NodeProto, expand_shapes: set[str]) -> NodeProto | None:
     """An int64 copy of an int32 Constant that gives an Expand its shape."""
     if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
@@ -110,7 +126,9 @@ def as_onnx_sees_it(model: ModelProto) -> tuple[ModelProto, dict[int, NodeProto]
         n.input[1] for n in model.graph.node if n.op_type == "Expand" and len(n.input) > 1
     }
     seen = {
-        i: _seen(n, opset, types) or _int32_expand_shape(n, expand_shapes)
+        i: _seen(n, opset, types)
+        or _int32_expand_shape(n, expand_shapes)
+        or _unannotated_constant(n)
         for i, n in enumerate(model.graph.node)
     }
     replacements = {i: n for i, n in seen.items() if n is not None}
