@@ -32,6 +32,7 @@ from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
@@ -44,6 +45,7 @@ from openipu._src.popart.errors import (
     poplar_application_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
 from openipu._src.popart.options.enums import SyntheticDataMode
 from openipu._src.popart.options.patterns import Patterns
@@ -80,6 +82,12 @@ logger = logging.getLogger("popart.session")
 
 # The programs a session can run by handle (`run(programHandle, stepio)`); "" is the main one.
 _MAIN_PROGRAM = ""
+_logger = python_logger("session")
+# Ops that draw random numbers (their PopART ops' requiresRandomSeed).
+_RANDOM_OP_TYPES = frozenset({
+    "Dropout", "ShapedDropout", "RandomNormal", "RandomUniform", "RandomNormalLike",
+    "RandomUniformLike", "Bernoulli", "Multinomial",
+})  # fmt: skip
 _FORWARD_ONLY_PROGRAM = "implicitPipeliningFwdOnly"
 
 
@@ -680,10 +688,35 @@ class SessionCore:
 
     # -- random state ----------------------------------------------------------------------
 
+    def _requires_random_seed(self) -> bool:
+        """Whether the program draws random numbers: a random op, or stochastic rounding
+        (willow/src/transforms/randomsetup.cpp, requiresRandomSeed)."""
+        if self._options.enableStochasticRounding:
+            return True
+        return any(
+            node.op_type in _RANDOM_OP_TYPES
+            for graph in iter_graphs(self._model.graph)
+            for node in graph.node
+        )
+
     def getRandomSeed(self) -> int:  # noqa: N802
+        if not self._requires_random_seed():
+            # willow/src/session.cpp: a session without randomness has no seed to read.
+            _logger.warning(
+                "Trying to get the random seed, but this session has no random behaviour. "
+                "Doing nothing."
+            )
+            return 0
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
+        if not self._requires_random_seed():
+            # willow/src/session.cpp: nothing to seed, before or after prepareDevice.
+            _logger.warning(
+                "Trying to set the random seed, but this session has no random behaviour. "
+                "Doing nothing."
+            )
+            return
         if not self._prepared:
             # The seed lives on the device (willow/src/popx/devicex.cpp, setRandomSeedFromHost).
             raise popart_runtime_error(

@@ -642,6 +642,25 @@ class PopartLSTM(Op):
 # -- losses ----------------------------------------------------------------------------------
 
 
+def _safe_negative_log(probability: tf.Tensor) -> tf.Tensor:
+    """-log p as PopART's Nll takes it (willow/src/popx/op/nllx.cpp): log(max(p, 1e-7)) and
+    the gradient -1/max(p, 1e-10) (both 6.104e-5 in float16), so a probability that
+    underflowed to 0 gives a large finite loss and gradient, not inf and NaN."""
+    half = probability.dtype == tf.float16
+    forward_eps = tf.constant(6.104e-05 if half else 1.0e-7, probability.dtype)
+    gradient_eps = tf.constant(6.104e-05 if half else 1.0e-10, probability.dtype)
+
+    @tf.custom_gradient
+    def negative_log(p: tf.Tensor) -> tuple[tf.Tensor, Callable[[tf.Tensor], tf.Tensor]]:
+        def gradient(upstream: tf.Tensor) -> tf.Tensor:
+            return -upstream / tf.maximum(p, gradient_eps)
+
+        return -tf.math.log(tf.maximum(p, forward_eps)), gradient
+
+    result: tf.Tensor = negative_log(probability)
+    return result
+
+
 @graphcore_op("Nll")
 class NllLoss(GraphcoreOp):
     """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0."""
@@ -652,7 +671,7 @@ class NllLoss(GraphcoreOp):
         valid = tf.ones_like(labels, tf.bool) if ignore is None else tf.not_equal(labels, ignore)
         safe_labels = tf.where(valid, labels, tf.zeros_like(labels))
         picked = tf.gather(probabilities, safe_labels, axis=-1, batch_dims=labels.shape.rank)
-        loss = -picked if self.attrs.inputIsLogProbability else -tf.math.log(picked)
+        loss = -picked if self.attrs.inputIsLogProbability else _safe_negative_log(picked)
         loss = tf.where(valid, loss, tf.zeros_like(loss))
         count = None
         if ignore is not None:
