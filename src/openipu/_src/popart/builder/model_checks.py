@@ -187,7 +187,7 @@ def _without_untyped_outputs(model: ModelProto) -> ModelProto:
 
 
 def _check_with_onnx(model: ModelProto, what: str) -> None:
-    model = as_onnx_sees_it(_without_untyped_outputs(model))[0]
+    model = as_onnx_sees_it(_without_effect_only_nodes(_without_untyped_outputs(model)))[0]
     if model.ByteSize() > _MAX_CHECKED_BYTES:
         # Only a model whose initializers were read from external files gets here: check the
         # structure without the weights, whose sizes were checked above.
@@ -217,6 +217,24 @@ def _check_with_onnx(model: ModelProto, what: str) -> None:
     except (ValueError, TypeError, RuntimeError) as error:
         # onnx's C++ reports some invalid values (a Cast to data type 0) as plain exceptions.
         raise popart_exception(f"{what} is not a valid ONNX model: {_first_line(error)}") from None
+
+
+def _without_effect_only_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` without its ai.graphcore nodes of no inputs and no outputs (an unconditional
+    Abort), which PopART takes and ONNX's checker refuses; nothing depends on them."""
+    graph = model.graph
+    effect_only = [
+        index
+        for index, node in enumerate(graph.node)
+        if node.domain == "ai.graphcore" and not node.input and not node.output
+    ]
+    if not effect_only:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index in reversed(effect_only):
+        del copy.graph.node[index]
+    return copy
 
 
 _UNSUPPORTED_INPUT_TYPE = re.compile(

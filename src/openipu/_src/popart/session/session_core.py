@@ -43,10 +43,12 @@ from openipu._src.popart.errors import (
     popart_exception,
     popart_runtime_error,
     poplar_application_runtime_error,
+    poplar_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
+from openipu._src.popart.lowering.ops.ai_graphcore import ABORT_MESSAGE
 from openipu._src.popart.options.enums import SyntheticDataMode
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
@@ -358,8 +360,10 @@ class SessionCore:
         (`benchmarks/popart_training.py`, the CNN: about 800 samples/s under XLA against about
         4700 as a graph). Models without convolutions run faster under XLA (the MLP trains
         about 2x faster). Ops XLA cannot compile make the program a graph, and so does a
-        failure to compile (see `_compile`).
+        failure to compile (see `_compile`); an Abort op too, whose check XLA would drop.
         """
+        if self._lowered.has_op("Abort"):
+            return CompileMode.GRAPH
         return None
 
     def _compile(self) -> None:
@@ -395,7 +399,12 @@ class SessionCore:
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
-        self._built_program()(self._zero_inputs())
+        try:
+            self._built_program()(self._zero_inputs())
+        except tf.errors.InvalidArgumentError as error:
+            # An Abort op ends a run on zeros too; the program is compiled all the same.
+            if ABORT_MESSAGE not in error.message:
+                raise
 
     def _floating_point_checks(self) -> contextlib.AbstractContextManager[None]:
         """`enableFloatingPointChecks`: traps on invalid operations, divisions by zero and
@@ -467,6 +476,10 @@ class SessionCore:
             with self._floating_point_checks():
                 outputs = self._program_to_run()(stacked)
         except tf.errors.OpError as error:
+            if ABORT_MESSAGE in error.message:
+                # An Abort op ended the run: Poplar's abort program fails the engine's run.
+                message = error.message[error.message.index(ABORT_MESSAGE) :]
+                raise poplar_runtime_error(message.splitlines()[0]) from None
             if floating_point_checks.TRAPPED not in error.message:
                 raise
             # Poplar's error, as popart.cpp registers it for Python.

@@ -772,17 +772,28 @@ class PrintTensor(Op):
         return tf.identity(x)
 
 
+# The start of the message of a run that an Abort op ended (Poplar's abort program).
+ABORT_MESSAGE = "Abort Program"
+
+
 @graphcore_op("Abort")
 class Abort(Op):
+    """Ends the run (Poplar's abort program) unconditionally, or when its condition input
+    holds a non-zero value; it has no outputs and runs for its effect alone."""
+
     stateful = True
     compilable = False  # XLA cannot raise
 
-    def compute(self, condition: tf.Tensor | None = None) -> tuple[()]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[()]:
+        condition = inputs[0] if inputs else None
         if condition is None:
-            raise self.error("abort: the model aborted execution")
-        tf.debugging.Assert(
-            tf.logical_not(tf.reduce_any(tf.cast(condition, tf.bool))),
-            [f"Node '{self.name}': abort: the condition tensor is non-zero"],
+            fine = tf.constant(False)
+            why = "unconditional abort"
+        else:
+            fine = tf.logical_not(tf.reduce_any(tf.cast(condition, tf.bool)))
+            why = "the condition tensor is non-zero"
+        context.side_effects.append(
+            tf.debugging.Assert(fine, [f"{ABORT_MESSAGE}: node '{self.name}': {why}"])
         )
         return ()
 
