@@ -85,6 +85,7 @@ logger = logging.getLogger("popart.session")
 # The programs a session can run by handle (`run(programHandle, stepio)`); "" is the main one.
 _MAIN_PROGRAM = ""
 _logger = python_logger("session")
+_devicex_logger = python_logger("devicex")
 # Ops that draw random numbers (their PopART ops' requiresRandomSeed).
 _RANDOM_OP_TYPES = frozenset({
     "Dropout", "ShapedDropout", "RandomNormal", "RandomUniform", "RandomNormalLike",
@@ -294,13 +295,20 @@ class SessionCore:
                 self._spec = dataclasses.replace(self._spec, compile_mode=cached.executor)
             self._program = self._build_program()
             self._compile()
+            _devicex_logger.info("Graph compiled")  # willow/src/popx/irlowering.cpp
             compiled = self._compiled_program()
             if cache_entry is not None and cached is None and compiled is not None:
                 engine_cache.store(cache_entry, self._fingerprint(), self._name, compiled)
             if self._can_execute():
                 self._device.ensure_attached_for("run the session")
         self._prepared = True
-        self._engine_loaded = loadEngine and self._program is not None
+        if loadEngine and self._program is not None:
+            self._mark_engine_loaded()
+
+    def _mark_engine_loaded(self) -> None:
+        if not self._engine_loaded:
+            _devicex_logger.info("Engine loaded")  # willow/src/popx/devicex.cpp
+        self._engine_loaded = True
 
     def _engine_cache_entry(self) -> str | None:
         """The engine cache entry of this program (`enableEngineCaching`), or None."""
@@ -442,8 +450,13 @@ class SessionCore:
             raise popart_exception(f"{what} may only be called after prepareDevice()")
 
     def loadEngineAndConnectStreams(self) -> None:  # noqa: N802
-        self._require_prepared("loadEngineAndConnectStreams")
-        self._engine_loaded = True
+        if not self._prepared:
+            # willow/src/popx/devicex.cpp, loadEngineAndConnectStreams.
+            raise popart_runtime_error(
+                "Trying to load an engine but no compiled engine. Did you forget to call "
+                "prepareDevice()?"
+            )
+        self._mark_engine_loaded()
 
     def setEngineIsLoaded(self, isLoaded: bool) -> None:  # noqa: N802, N803
         self._engine_loaded = check_instance(isLoaded, bool, "setEngineIsLoaded isLoaded")
@@ -488,7 +501,7 @@ class SessionCore:
             ) from None
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
-        self._engine_loaded = True
+        self._mark_engine_loaded()
         if not synthetic:
             stepio.write_anchors(self._anchors, self._anchor_values(outputs))
 
