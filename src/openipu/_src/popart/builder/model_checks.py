@@ -13,6 +13,7 @@ failure is a popart_exception naming the node, tensor or attribute at fault.
 from __future__ import annotations
 
 import logging
+import os
 import re
 
 import numpy as np
@@ -187,6 +188,7 @@ def _without_untyped_outputs(model: ModelProto) -> ModelProto:
 
 
 def _check_with_onnx(model: ModelProto, what: str) -> None:
+    model = with_relative_external_locations(model)
     model = as_onnx_sees_it(_without_effect_only_nodes(_without_untyped_outputs(model)))[0]
     if model.ByteSize() > _MAX_CHECKED_BYTES:
         # Only a model whose initializers were read from external files gets here: check the
@@ -277,6 +279,36 @@ def _fails_inside_a_schema_function(message: str) -> bool:
         return False
     # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
     return schema.has_function or schema.has_context_dependent_function  # type: ignore[attr-defined]
+
+
+def with_relative_external_locations(model: ModelProto) -> ModelProto:
+    """`model` (a copy if changed) as ONNX's checker should see it when its main graph's
+    initializers are saved externally at absolute locations, which the checker refuses (it
+    takes only paths relative to the model's directory, and looks for the files there):
+    those initializers become graph inputs of their type and shape. PopART writes and reads
+    such locations (saveInitializersExternally with an absolute path,
+    external_tensorproto_data_test); the files are read and checked when loaded."""
+    graph = model.graph
+    external = [
+        tensor
+        for tensor in graph.initializer
+        if any(e.key == "location" and os.path.isabs(e.value) for e in tensor.external_data)
+    ]
+    if not external:
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    names = {tensor.name for tensor in external}
+    declared = {value.name for value in copy.graph.input}
+    kept = [tensor for tensor in copy.graph.initializer if tensor.name not in names]
+    del copy.graph.initializer[:]
+    copy.graph.initializer.extend(kept)
+    for tensor in external:
+        if tensor.name not in declared:
+            copy.graph.input.append(
+                onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
+            )
+    return copy
 
 
 def _without_initializer_data(model: ModelProto) -> ModelProto:

@@ -39,9 +39,10 @@ def load_model(
             # The original then reads the string as a serialized ModelProto, and fails so.
             raise popart_exception(_not_a_model_message(path.encode()))
         try:
-            model = onnx.load_model(path)
+            model = onnx.load_model(path, load_external_data=False)
         except (DecodeError, RuntimeError, ValueError, OSError) as error:
             raise popart_exception(f"{path!r} is not a valid ONNX model: {error}") from None
+        _load_external_data(model, os.path.dirname(os.path.abspath(path)))
         what = repr(path)
     else:
         raise popart_exception(
@@ -52,6 +53,31 @@ def load_model(
         refuse(model)
     check_model(model, what, infer_shapes)
     return model
+
+
+def _load_external_data(model: ModelProto, directory: str) -> None:
+    """Reads the initializers saved in external files into the model, at locations relative
+    to the model's `directory` or absolute (which PopART's saveInitializersExternally writes
+    and onnx's own loader refuses)."""
+    for graph in iter_graphs(model.graph):
+        for tensor in graph.initializer:
+            if tensor.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            entries = {entry.key: entry.value for entry in tensor.external_data}
+            location = os.path.join(directory, entries.get("location", ""))
+            offset = int(entries.get("offset", 0))
+            length = int(entries["length"]) if "length" in entries else -1
+            try:
+                with open(location, "rb") as data_file:
+                    data_file.seek(offset)
+                    tensor.raw_data = data_file.read(length)
+            except OSError as error:
+                raise popart_exception(
+                    f"Cannot read the data of initializer '{tensor.name}' from {location!r}: "
+                    f"{error.strerror}"
+                ) from None
+            del tensor.external_data[:]
+            tensor.data_location = onnx.TensorProto.DEFAULT
 
 
 def _printable(data: bytes, limit: int = 100) -> str:
