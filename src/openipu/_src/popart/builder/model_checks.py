@@ -67,7 +67,9 @@ def check_model(model: ModelProto, what: str, infer_shapes: bool = True) -> None
     _check_text(model, "model")
     for graph in iter_graphs(model.graph):
         _check_initializers(graph)
-        _check_declared_types(graph)
+        _check_declared_types(
+            graph, streamed=_streamed_inputs(model.graph) if graph is model.graph else set()
+        )
     if not infer_shapes:
         try:
             onnx.checker.check_model(model)
@@ -149,10 +151,40 @@ def _stored_elements(tensor: TensorProto) -> int | None:
     return len(getattr(tensor, field)) // per_element
 
 
-def _check_declared_types(graph: GraphProto) -> None:
+def _negative_dims_unknown(model: ModelProto) -> ModelProto:
+    """`model` (a copy if changed) with the negative dimensions its streamed inputs declare
+    made unknown for ONNX's inference (a session asks for them in InputShapeInfo)."""
+    streamed = _streamed_inputs(model.graph)
+    if not any(
+        dim.HasField("dim_value") and dim.dim_value < 0
+        for value in model.graph.input
+        if value.name in streamed
+        for dim in value.type.tensor_type.shape.dim
+    ):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for value in copy.graph.input:
+        if value.name in streamed:
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    dim.ClearField("dim_value")
+    return copy
+
+
+def _streamed_inputs(graph: GraphProto) -> set[str]:
+    initialized = {tensor.name for tensor in graph.initializer}
+    return {value.name for value in graph.input if value.name not in initialized}
+
+
+def _check_declared_types(graph: GraphProto, streamed: set[str]) -> None:
     """ONNX's IR (onnx.proto, TypeProto.Tensor): elem_type must be a valid, defined data type,
-    and a dim_value is a size, so not negative."""
+    and a dim_value is a size, so not negative. A streamed input of the main graph may
+    declare a negative (unknown) one: a session then asks for its shape in InputShapeInfo
+    (willow/src/ir.cpp, checkForDimParams; dim_param_test.py)."""
     for value in (*graph.input, *graph.output, *graph.value_info):
+        if value.name in streamed:
+            continue
         if value.type.WhichOneof("value") != "tensor_type":
             continue
         elem_type = value.type.tensor_type.elem_type
@@ -188,7 +220,7 @@ def _without_untyped_outputs(model: ModelProto) -> ModelProto:
 
 
 def _check_with_onnx(model: ModelProto, what: str) -> None:
-    model = with_relative_external_locations(model)
+    model = _negative_dims_unknown(with_relative_external_locations(model))
     model = as_onnx_sees_it(_without_effect_only_nodes(_without_untyped_outputs(model)))[0]
     if model.ByteSize() > _MAX_CHECKED_BYTES:
         # Only a model whose initializers were read from external files gets here: check the
