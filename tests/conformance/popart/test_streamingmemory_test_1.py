@@ -53,6 +53,7 @@ def test_inplacing_phased_constraints(tmp_path):
     check_model(plain, phased)
 
 
+@pytest.mark.slow
 @pytest.mark.follows("test_pipelined_streaming_lamb")
 def test_pipelined_streaming_lamb(tmp_path):
     settings = lamb_settings(True)

@@ -17,6 +17,7 @@ from popart_streaming_checks import (
 import popart
 
 
+@pytest.mark.slow
 @pytest.mark.follows("test_pipelined_streaming_rmsprop")
 def test_pipelined_streaming_rmsprop(tmp_path):
     optimizer = popart.Adaptive(
