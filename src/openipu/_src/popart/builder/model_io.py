@@ -14,6 +14,7 @@ from onnx import GraphProto, ModelProto, TensorProto
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_checks import check_model
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.external_data import initializer_array, inline, is_external
 
 logger = logging.getLogger("popart.builder")
 
@@ -57,27 +58,11 @@ def load_model(
 
 def _load_external_data(model: ModelProto, directory: str) -> None:
     """Reads the initializers saved in external files into the model, at locations relative
-    to the model's `directory` or absolute (which PopART's saveInitializersExternally writes
-    and onnx's own loader refuses)."""
+    to the model's `directory` or absolute (see `external_data`)."""
     for graph in iter_graphs(model.graph):
         for tensor in graph.initializer:
-            if tensor.data_location != onnx.TensorProto.EXTERNAL:
-                continue
-            entries = {entry.key: entry.value for entry in tensor.external_data}
-            location = os.path.join(directory, entries.get("location", ""))
-            offset = int(entries.get("offset", 0))
-            length = int(entries["length"]) if "length" in entries else -1
-            try:
-                with open(location, "rb") as data_file:
-                    data_file.seek(offset)
-                    tensor.raw_data = data_file.read(length)
-            except OSError as error:
-                raise popart_exception(
-                    f"Cannot read the data of initializer '{tensor.name}' from {location!r}: "
-                    f"{error.strerror}"
-                ) from None
-            del tensor.external_data[:]
-            tensor.data_location = onnx.TensorProto.DEFAULT
+            if is_external(tensor):
+                inline(tensor, directory)
 
 
 def _printable(data: bytes, limit: int = 100) -> str:
@@ -135,7 +120,7 @@ def move_initializers_to_file(
     with open(filename, "wb") as data_file:
         for tensor_id in tensor_ids:
             tensor = by_name[tensor_id]
-            data = onnx.numpy_helper.to_array(tensor).tobytes()
+            data = initializer_array(tensor).tobytes()
             offset = data_file.tell()
             data_file.write(data)
             tensor.ClearField("raw_data")

@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import tensorflow as tf
-from onnx import numpy_helper
 from tensorflow.python.framework import tensor_util
 
 from openipu._src.popart import reserved_names
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.lowering.dtypes import is_narrow
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.session.weights_io import PyWeightsIO
@@ -140,7 +140,7 @@ class WeightStore:
                 # The original's message exactly: its tests compare the whole text
                 # (session_api_tests/reset_host_weights_test.py).
                 raise popart_exception(f"resetWeights, no tensor '{tensor.name}' in tensors")
-            value = numpy_helper.to_array(tensor)
+            value = initializer_array(tensor)
             known = self.host[tensor.name]
             if value.shape != known.shape or value.dtype != known.dtype:
                 raise popart_exception(
