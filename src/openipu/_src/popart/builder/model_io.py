@@ -114,9 +114,12 @@ def move_initializers_to_file(
     written relative to the current directory.
     """
     by_name = {tensor.name: tensor for tensor in initializers}
-    missing = [tensor_id for tensor_id in tensor_ids if tensor_id not in by_name]
-    if missing:
-        raise popart_exception(f"saveInitializersExternally: {missing} are not initializers")
+    # willow/src/onnxutil.cpp, saveInitializersExternally: the original's messages.
+    for tensor_id in tensor_ids:
+        if tensor_id not in by_name:
+            raise popart_exception(f"Tensor '{tensor_id}' is not an initializer")
+        if by_name[tensor_id].data_location == TensorProto.EXTERNAL:
+            raise popart_exception(f"Tensor '{tensor_id}' already has an external data_location")
     with open(filename, "wb") as data_file:
         for tensor_id in tensor_ids:
             tensor = by_name[tensor_id]
