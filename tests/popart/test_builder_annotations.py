@@ -94,7 +94,6 @@ def test_per_node_settings():
     builder.setAvailableMemoryProportion(y, 0.3)
     builder.setPartialsType(y, "half")
     builder.setSerializeMatMul({y}, "output_channels", 4, True)
-    builder.setEnableConvDithering(y, 1)
     builder.setInplacePreferences(y, {"ReluInplace": 10.0, "AddLhsInplace": 5.0})
     builder.excludePatterns(y, ["MatMulOp"])
     assert builder.getPartialsType(y) == "HALF"
@@ -106,7 +105,6 @@ def test_per_node_settings():
         attributes["__serialize_matmul_factor"],
         attributes["__serialize_matmul_precision"],
     ) == (4, 1)
-    assert attributes["__enable_conv_dithering"] == 1
     assert attributes["__inplace_op_names"] == [b"ReluInplace", b"AddLhsInplace"]
     assert attributes["__inplace_op_priorities"] == [10.0, 5.0]
     assert attributes["__exclude_patterns"] == [b"MatMulOp"]
@@ -119,11 +117,12 @@ def test_per_node_settings():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda b, y: b.setAvailableMemoryProportion(y, 1.0), r"must be in \[0, 1\)"),
-        (lambda b, y: b.setAvailableMemoryProportion(y, -0.1), r"must be in \[0, 1\)"),
+        (lambda b, y: b.setAvailableMemoryProportion(y, 1.1), r"must be in \(0,1\], got 1.1"),
+        (lambda b, y: b.setAvailableMemoryProportion(y, 0.0), r"must be in \(0,1\], got 0.0"),
         (lambda b, y: b.setPartialsType(y, "DOUBLE"), "partialsType must be one of FLOAT, HALF"),
         (lambda b, y: b.setSerializeMatMul({y}, "diagonal"), "unsupported mode 'diagonal'"),
-        (lambda b, y: b.setEnableConvDithering(y, 2), "must be 0 or 1"),
+        (lambda b, y: b.setEnableConvDithering(y, 2), "enableConvDithering must be a bool value"),
+        (lambda b, y: b.setEnableConvDithering(y, 1), "only be called on convolutions .*: MatMul"),
         (
             lambda b, y: b.setPartialsType("Nothing:0", "FLOAT"),
             r"could not find a unique node .*Nothing:0",

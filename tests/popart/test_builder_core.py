@@ -229,7 +229,7 @@ def test_save_initializers_externally(tmp_path, monkeypatch):
     np.testing.assert_array_equal(
         onnx.numpy_helper.to_array(model.graph.initializer[0]), np.eye(2, dtype=np.float32)
     )
-    with pytest.raises(popart.popart_exception, match="not initializers"):
+    with pytest.raises(popart.popart_exception, match="Tensor 'x' is not an initializer"):
         builder.saveInitializersExternally(["x"], "other.bin")
 
 

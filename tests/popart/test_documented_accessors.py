@@ -123,7 +123,7 @@ def test_session_engine_life_cycle_calls():
         popart.SGD({"defaultLearningRate": (0.1, True)}),
         popart.DeviceManager().createIpuModelDevice({}),
     )
-    with pytest.raises(popart.popart_exception, match="after prepareDevice"):
+    with pytest.raises(popart.popart_exception, match="no compiled engine"):
         session.loadEngineAndConnectStreams()
     session.prepareDevice()
     session.loadEngineAndConnectStreams()

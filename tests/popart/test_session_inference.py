@@ -350,6 +350,9 @@ def test_random_seed_makes_random_ops_repeat(ipu_model_device):
 def test_rng_state_needs_the_option_and_round_trips(small_model, ipu_model_device):
     options = popart.SessionOptions()
     options.enableLoadAndOffloadRNGState = True
+    # Stochastic rounding makes the session random: setRandomSeed seeds it (a session
+    # without random behaviour ignores the seed, as the original's session.cpp does).
+    options.enableStochasticRounding = True
     session = make_session(small_model, ipu_model_device, options=options)
     with pytest.raises(popart.popart_exception, match="after prepareDevice"):
         session.getRNGState()

@@ -48,11 +48,6 @@ def test_model_with_unspecified_dim_params():
 
 
 @pytest.mark.follows("test_model_with_negative_dim_values")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's model check refuses a negative dimension of a streamed "
-    "input as an invalid declaration before the session can ask for it in InputShapeInfo",
-)
 def test_model_with_negative_dim_values():
     proto, out, _ = _model(_set_negative)
     with pytest.raises(popart.popart_exception) as error:

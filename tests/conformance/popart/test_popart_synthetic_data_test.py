@@ -101,11 +101,6 @@ def test_verify_synthetic_inputs(capfd, input_type, quiet_popart_log):
 
 
 @pytest.mark.follows("test_supported_input_types")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the session's ONNX check refuses Sqrt of int32/uint32 (not in the "
-    "ONNX schema's types); the original creates the session",
-)
 @pytest.mark.parametrize(
     "random_mode",
     [popart.SyntheticDataMode.RandomNormal, popart.SyntheticDataMode.RandomUniform],

@@ -30,6 +30,11 @@ class CostOptions:
     allow_out_of_memory: bool = False
     # ipu_model.compile_ipu_code: without compiled IPU code no code occupies the tiles.
     compile_ipu_code: bool = True
+    # Variables a front end keeps in streaming memory (remote buffers, off the tiles) and
+    # those it shards across the replicas (each holds 1/count): by variable name.
+    remote_variables: tuple[str, ...] = ()
+    sharded_variables: tuple[str, ...] = ()
+    sharding_replicas: int = 1
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)

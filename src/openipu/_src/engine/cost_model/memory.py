@@ -17,7 +17,7 @@ import numpy as np
 
 from openipu._src.engine.cost_model.chip import Chip
 from openipu._src.engine.cost_model.cost_options import CostOptions
-from openipu._src.engine.cost_model.workload import Operation, VariableKind, Workload
+from openipu._src.engine.cost_model.workload import Operation, Variable, VariableKind, Workload
 
 CODE_BYTES_PER_OPERATION = 1536  # instructions and vertex state of one operation's compute sets
 RUNTIME_BYTES_PER_TILE = 16 * 1024  # control program, stacks and the tile's runtime
@@ -106,13 +106,37 @@ def _even(tile_bytes: np.ndarray, total: int, tiles: int) -> None:
     tile_bytes[:extra] += 1
 
 
+def _base_name(variable: Variable) -> str:
+    """A variable's name without its replica scope and output index ("replica_1/W0:0": W0)."""
+    return variable.name.split(":")[0].rsplit("/", 1)[-1]
+
+
+def _is_remote(variable: Variable, options: CostOptions) -> bool:
+    """Kept in streaming memory: off the tiles (a remote buffer)."""
+    if variable.remote or _base_name(variable) in options.remote_variables:
+        return True
+    return variable.kind is VariableKind.OPTIMIZER_STATE and options.offload_optimizer_state
+
+
+def _on_chip_share(variables: list[Variable], options: CostOptions) -> list[Variable]:
+    """Each replica holds its 1/replicas share of a variable sharded across the replicas."""
+    if options.sharding_replicas <= 1 or not options.sharded_variables:
+        return variables
+    return [
+        dataclasses.replace(v, bytes=-(-v.bytes // options.sharding_replicas))
+        if _base_name(v) in options.sharded_variables
+        else v
+        for v in variables
+    ]
+
+
 def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMemory]:
     tiles = chip.tiles
     compute_tiles = max(tiles - options.num_io_tiles, 1)
     results = []
     for ipu in range(max(workload.ipus_per_replica, 1)):
         operations = [op for op in workload.operations if op.ipu == ipu]
-        variables = [v for v in workload.variables if v.ipu == ipu]
+        variables = _on_chip_share([v for v in workload.variables if v.ipu == ipu], options)
         categories = {
             "weights": 0,
             "optimizer_state": 0,
@@ -120,7 +144,7 @@ def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMem
             "remote_buffers": 0,
         }
         for variable in variables:
-            if variable.kind is VariableKind.OPTIMIZER_STATE and options.offload_optimizer_state:
+            if _is_remote(variable, options):
                 categories["remote_buffers"] += variable.bytes
             elif variable.kind is VariableKind.OPTIMIZER_STATE:
                 categories["optimizer_state"] += variable.bytes
@@ -154,8 +178,7 @@ def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMem
 
         tile_bytes = np.full(tiles, RUNTIME_BYTES_PER_TILE, np.int64)
         for variable in variables:
-            if not (variable.kind is VariableKind.OPTIMIZER_STATE
-                    and options.offload_optimizer_state):  # fmt: skip
+            if not _is_remote(variable, options):
                 _spread(tile_bytes, variable.name, variable.bytes, compute_tiles)
         for name, size in live_at_peak:
             scale = _RECOMPUTED_ACTIVATIONS if options.recomputation else 1.0

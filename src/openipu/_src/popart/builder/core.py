@@ -27,6 +27,7 @@ from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.annotation_contexts import AnnotationMethods
 from openipu._src.popart.builder.attribute_values import make_attribute
 from openipu._src.popart.builder.initializer_layout import popart_initializer
+from openipu._src.popart.builder.model_checks import with_relative_external_locations
 from openipu._src.popart.builder.model_context import (
     AI_ONNX,
     ModelContext,
@@ -473,7 +474,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
     def saveModelProto(self, filename: str) -> None:  # noqa: N802
         model = self._finalized()
         try:
-            onnx.checker.check_model(model)
+            onnx.checker.check_model(with_relative_external_locations(model))
         except onnx.checker.ValidationError as error:
             raise popart_exception(
                 f"saveModelProto: the model is not valid ONNX: {error}"

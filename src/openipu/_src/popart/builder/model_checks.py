@@ -13,6 +13,7 @@ failure is a popart_exception naming the node, tensor or attribute at fault.
 from __future__ import annotations
 
 import logging
+import os
 import re
 
 import numpy as np
@@ -66,7 +67,9 @@ def check_model(model: ModelProto, what: str, infer_shapes: bool = True) -> None
     _check_text(model, "model")
     for graph in iter_graphs(model.graph):
         _check_initializers(graph)
-        _check_declared_types(graph)
+        _check_declared_types(
+            graph, streamed=_streamed_inputs(model.graph) if graph is model.graph else set()
+        )
     if not infer_shapes:
         try:
             onnx.checker.check_model(model)
@@ -148,10 +151,40 @@ def _stored_elements(tensor: TensorProto) -> int | None:
     return len(getattr(tensor, field)) // per_element
 
 
-def _check_declared_types(graph: GraphProto) -> None:
+def _negative_dims_unknown(model: ModelProto) -> ModelProto:
+    """`model` (a copy if changed) with the negative dimensions its streamed inputs declare
+    made unknown for ONNX's inference (a session asks for them in InputShapeInfo)."""
+    streamed = _streamed_inputs(model.graph)
+    if not any(
+        dim.HasField("dim_value") and dim.dim_value < 0
+        for value in model.graph.input
+        if value.name in streamed
+        for dim in value.type.tensor_type.shape.dim
+    ):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for value in copy.graph.input:
+        if value.name in streamed:
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    dim.ClearField("dim_value")
+    return copy
+
+
+def _streamed_inputs(graph: GraphProto) -> set[str]:
+    initialized = {tensor.name for tensor in graph.initializer}
+    return {value.name for value in graph.input if value.name not in initialized}
+
+
+def _check_declared_types(graph: GraphProto, streamed: set[str]) -> None:
     """ONNX's IR (onnx.proto, TypeProto.Tensor): elem_type must be a valid, defined data type,
-    and a dim_value is a size, so not negative."""
+    and a dim_value is a size, so not negative. A streamed input of the main graph may
+    declare a negative (unknown) one: a session then asks for its shape in InputShapeInfo
+    (willow/src/ir.cpp, checkForDimParams; dim_param_test.py)."""
     for value in (*graph.input, *graph.output, *graph.value_info):
+        if value.name in streamed:
+            continue
         if value.type.WhichOneof("value") != "tensor_type":
             continue
         elem_type = value.type.tensor_type.elem_type
@@ -187,7 +220,8 @@ def _without_untyped_outputs(model: ModelProto) -> ModelProto:
 
 
 def _check_with_onnx(model: ModelProto, what: str) -> None:
-    model = as_onnx_sees_it(_without_untyped_outputs(model))[0]
+    model = _negative_dims_unknown(with_relative_external_locations(model))
+    model = as_onnx_sees_it(_without_effect_only_nodes(_without_untyped_outputs(model)))[0]
     if model.ByteSize() > _MAX_CHECKED_BYTES:
         # Only a model whose initializers were read from external files gets here: check the
         # structure without the weights, whose sizes were checked above.
@@ -219,13 +253,32 @@ def _check_with_onnx(model: ModelProto, what: str) -> None:
         raise popart_exception(f"{what} is not a valid ONNX model: {_first_line(error)}") from None
 
 
+def _without_effect_only_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` without its ai.graphcore nodes of no inputs and no outputs (an unconditional
+    Abort), which PopART takes and ONNX's checker refuses; nothing depends on them."""
+    graph = model.graph
+    effect_only = [
+        index
+        for index, node in enumerate(graph.node)
+        if node.domain == "ai.graphcore" and not node.input and not node.output
+    ]
+    if not effect_only:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index in reversed(effect_only):
+        del copy.graph.node[index]
+    return copy
+
+
 _UNSUPPORTED_INPUT_TYPE = re.compile(
     r"\(op_type:(\w+), node name: [^)]*\): (?:\w+ typestr: \w+, )?(?:output )?has unsupported type"
 )
 # Ops whose PopART implementations take types their ONNX schema does not list (Constant-1
 # of int64 in operators_test/expand_test.py, CumSum-11 of float16 in cumsum_test.py, Max-8
 # and Min-8 of int32 in min_max_unwinding_test.py, If of a FLOAT condition in
-# builder_name_test.py, Gather of uint32 indices in aliaszerocopy_model_test.py).
+# builder_name_test.py, Gather of uint32 indices in aliaszerocopy_model_test.py, Sqrt of int32,
+# uint32 and bool in synthetic_data_test.py).
 _TYPES_EXTENDED_BY_POPART = frozenset(
     {
         "TopK",
@@ -238,6 +291,7 @@ _TYPES_EXTENDED_BY_POPART = frozenset(
         "Min",
         "If",
         "Gather",
+        "Sqrt",
     }
 )
 
@@ -272,6 +326,36 @@ def _fails_inside_a_schema_function(message: str) -> bool:
         return False
     # onnx's stubs omit OpSchema's function accessors (onnx ignores them the same way).
     return schema.has_function or schema.has_context_dependent_function  # type: ignore[attr-defined]
+
+
+def with_relative_external_locations(model: ModelProto) -> ModelProto:
+    """`model` (a copy if changed) as ONNX's checker should see it when its main graph's
+    initializers are saved externally at absolute locations, which the checker refuses (it
+    takes only paths relative to the model's directory, and looks for the files there):
+    those initializers become graph inputs of their type and shape. PopART writes and reads
+    such locations (saveInitializersExternally with an absolute path,
+    external_tensorproto_data_test); the files are read and checked when loaded."""
+    graph = model.graph
+    external = [
+        tensor
+        for tensor in graph.initializer
+        if any(e.key == "location" and os.path.isabs(e.value) for e in tensor.external_data)
+    ]
+    if not external:
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    names = {tensor.name for tensor in external}
+    declared = {value.name for value in copy.graph.input}
+    kept = [tensor for tensor in copy.graph.initializer if tensor.name not in names]
+    del copy.graph.initializer[:]
+    copy.graph.initializer.extend(kept)
+    for tensor in external:
+        if tensor.name not in declared:
+            copy.graph.input.append(
+                onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
+            )
+    return copy
 
 
 def _without_initializer_data(model: ModelProto) -> ModelProto:

@@ -14,6 +14,7 @@ from onnx import GraphProto, ModelProto, TensorProto
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_checks import check_model
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.external_data import initializer_array, inline, is_external
 
 logger = logging.getLogger("popart.builder")
 
@@ -39,9 +40,10 @@ def load_model(
             # The original then reads the string as a serialized ModelProto, and fails so.
             raise popart_exception(_not_a_model_message(path.encode()))
         try:
-            model = onnx.load_model(path)
+            model = onnx.load_model(path, load_external_data=False)
         except (DecodeError, RuntimeError, ValueError, OSError) as error:
             raise popart_exception(f"{path!r} is not a valid ONNX model: {error}") from None
+        _load_external_data(model, os.path.dirname(os.path.abspath(path)))
         what = repr(path)
     else:
         raise popart_exception(
@@ -52,6 +54,15 @@ def load_model(
         refuse(model)
     check_model(model, what, infer_shapes)
     return model
+
+
+def _load_external_data(model: ModelProto, directory: str) -> None:
+    """Reads the initializers saved in external files into the model, at locations relative
+    to the model's `directory` or absolute (see `external_data`)."""
+    for graph in iter_graphs(model.graph):
+        for tensor in graph.initializer:
+            if is_external(tensor):
+                inline(tensor, directory)
 
 
 def _printable(data: bytes, limit: int = 100) -> str:
@@ -103,13 +114,16 @@ def move_initializers_to_file(
     written relative to the current directory.
     """
     by_name = {tensor.name: tensor for tensor in initializers}
-    missing = [tensor_id for tensor_id in tensor_ids if tensor_id not in by_name]
-    if missing:
-        raise popart_exception(f"saveInitializersExternally: {missing} are not initializers")
+    # willow/src/onnxutil.cpp, saveInitializersExternally: the original's messages.
+    for tensor_id in tensor_ids:
+        if tensor_id not in by_name:
+            raise popart_exception(f"Tensor '{tensor_id}' is not an initializer")
+        if by_name[tensor_id].data_location == TensorProto.EXTERNAL:
+            raise popart_exception(f"Tensor '{tensor_id}' already has an external data_location")
     with open(filename, "wb") as data_file:
         for tensor_id in tensor_ids:
             tensor = by_name[tensor_id]
-            data = onnx.numpy_helper.to_array(tensor).tobytes()
+            data = initializer_array(tensor).tobytes()
             offset = data_file.tell()
             data_file.write(data)
             tensor.ClearField("raw_data")

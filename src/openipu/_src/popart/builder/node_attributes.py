@@ -124,17 +124,22 @@ class NodeAttributeMethods:
         self, nodeOutputNames: Any, availableMemoryProportion: float
     ) -> None:
         proportion = float(availableMemoryProportion)
-        if not 0.0 <= proportion < 1.0:
+        if not 0.0 < proportion <= 1.0:
+            # willow/src/builder.cpp, setAvailableMemoryProportion.
             raise popart_exception(
-                f"setAvailableMemoryProportion: availableMemoryProportion must be in [0, 1), "
-                f"got {availableMemoryProportion}"
+                f"availableMemoryProportion must be in (0,1], got {availableMemoryProportion}"
             )
         self._set_node_attribute(nodeOutputNames, names.AVAILABLE_MEMORY_PROPORTION, proportion)
 
     def setEnableConvDithering(self, nodeOutputName: Any, enableConvDithering: int) -> None:  # noqa: N802
+        # willow/src/builder.cpp, setEnableConvDithering: the original's exact messages.
         if enableConvDithering not in (0, 1):
+            raise popart_exception("enableConvDithering must be a bool value")
+        op_type = self._find_node(nodeOutputName).op_type
+        if op_type != "Conv":
             raise popart_exception(
-                f"setEnableConvDithering: enableConvDithering must be 0 or 1, got {enableConvDithering!r}"
+                "Builder::setEnableConvDithering should only be called on convolutions but "
+                f"was given: {op_type}"
             )
         self._set_node_attribute(
             nodeOutputName, names.ENABLE_CONV_DITHERING, int(enableConvDithering)

@@ -25,7 +25,7 @@ from openipu._src.popart.devices.enums import (
     DeviceType,
     SyncPattern,
 )
-from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.errors import OptionTypeError, popart_exception, poplar_exception
 from openipu._src.popart.options.typed_fields import check_enum, check_int
 from openipu._src.system import host_devices, topology
 
@@ -164,13 +164,15 @@ class DeviceManager:
             return device
         listing = topology.device_listing()
         if not 0 <= id < len(listing):
-            raise popart_exception(
-                f"Failed to acquire device with id {id}: the emulated machine of "
-                f"{topology.num_emulated_ipus()} IPUs has device ids 0 to {len(listing) - 1}"
+            # Poplar's refusal of an unknown id (device_test.py, test_aquire_device_by_id_1).
+            raise poplar_exception(
+                f"No such device set id: '{id}' (the emulated machine of "
+                f"{topology.num_emulated_ipus()} IPUs has device ids 0 to {len(listing) - 1})"
             )
         busy = sorted(ipu_pool.attached_ipus() & set(listing[id].ipus))
         raise popart_exception(
-            f"Failed to acquire device with id {id}: its IPUs {busy} are attached to another device"
+            f"Failed to acquire device with id '{id}'. Ensure it is available: its IPUs {busy} are "
+            "attached to another device"
         )
 
     def tryAcquireDeviceById(  # noqa: N802
@@ -349,12 +351,14 @@ class DeviceManager:
         total = topology.num_emulated_ipus()
         if num_ipus > total:
             return (
-                f"Failed to acquire a device with {num_ipus} IPUs: the emulated machine has "
-                f"{total} IPUs (set {topology.NUM_IPUS_ENV} for a larger one)"
+                f"Failed to acquire device with {num_ipus} IPUs. Ensure that there are "
+                f"sufficient IPUs available: the emulated machine has {total} IPUs (set "
+                f"{topology.NUM_IPUS_ENV} for a larger one)"
             )
         return (
-            f"Failed to acquire a device with {num_ipus} IPUs: no free device of that size on "
-            f"the emulated machine of {total} IPUs (attached IPUs: "
+            f"Failed to acquire device with {num_ipus} IPUs. Ensure that there are sufficient "
+            f"IPUs available: no free device of that size on the emulated machine of {total} "
+            "IPUs (attached IPUs: "
             f"{sorted(ipu_pool.attached_ipus())})"
         )
 

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import onnx
 import tensorflow as tf
-from onnx import numpy_helper
 
 from openipu._src.popart.errors import LoweringError, UnsupportedOpError
+from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.lowering.channels_last import ChannelsLastValues
 from openipu._src.popart.lowering.op import (
     Op,
@@ -183,7 +183,7 @@ class Lowerer:
         )
 
     def lower_graph(self, graph: onnx.GraphProto, check_names: bool = True) -> Body:
-        constants = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
+        constants = {tensor.name: initializer_array(tensor) for tensor in graph.initializer}
         for sparse in graph.sparse_initializer:
             constants[sparse.values.name] = sparse_to_dense(sparse)
         input_names = [value.name for value in graph.input]

@@ -93,6 +93,10 @@ class LoweredGraph:
             names.extend(name for name in op.node.output if name)
         return names
 
+    def has_op(self, op_type: str) -> bool:
+        """Whether a top-level node of the graph is of `op_type`."""
+        return any(op.node.op_type == op_type for op in self._body.ops)
+
     def run(
         self,
         inputs: Mapping[str, Any],
@@ -146,6 +150,12 @@ class LoweredGraph:
                     f"Cannot fetch '{name}': no tensor of that name in the graph"
                 )
             results[name] = scope[name]
+        if context.side_effects:
+            with tf.control_dependencies(context.side_effects):
+                results = {
+                    name: tf.identity(value) if isinstance(value, tf.Tensor) else value
+                    for name, value in results.items()
+                }
         return results
 
     def __repr__(self) -> str:

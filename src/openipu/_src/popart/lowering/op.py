@@ -85,6 +85,9 @@ class RunContext:
     # Sessions that shard a model: where a top-level op runs (a context such as tf.device
     # that the op is built in; None: where the caller builds it).
     op_scope: Callable[[Op], AbstractContextManager | None] | None = None
+    # Ops run for their effect alone (Abort's check): the run's results wait for them, as
+    # PopART never prunes an op with side effects.
+    side_effects: list[Any] = field(default_factory=list)
 
     def salted(self, salt: Any) -> RunContext:
         """This context with its seed folded with `salt` (an int or int tensor), for a

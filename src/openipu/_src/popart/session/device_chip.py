@@ -13,12 +13,20 @@ from typing import Any
 from openipu._src.engine.cost_model import chip, cost_options
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.devices.enums import DeviceType
+from openipu._src.popart.session.tensor_locations import ResolvedLocation
+from openipu._src.popart.session.weights import variable_name
 
 
-def chip_options(device: DeviceInfo, options: Any) -> cost_options.CostOptions | None:
-    """The cost options of `device` under SessionOptions `options` (None: no chip)."""
+def chip_options(
+    device: DeviceInfo,
+    options: Any,
+    locations: dict[str, ResolvedLocation] | None = None,
+) -> cost_options.CostOptions | None:
+    """The cost options of `device` under SessionOptions `options` (None: no chip), with
+    the variables kept off chip or sharded (by their TensorFlow variable names)."""
     if device.type is DeviceType.Cpu:
         return None
+    locations = locations or {}
     version = device.version if device.version in chip.VERSIONS else "ipu2"
     engine = dict(options.engineOptions)
     allow = str(engine.get("debug.allowOutOfMemory", "")).lower() == "true"
@@ -29,4 +37,11 @@ def chip_options(device: DeviceInfo, options: Any) -> cost_options.CostOptions |
         allow_out_of_memory=allow or cost_options.engine_options_allow_out_of_memory(),
         gradient_accumulation_count=max(int(accumulation), 1),
         num_io_tiles=int(getattr(options, "numIOTiles", 0) or 0),
+        remote_variables=tuple(
+            variable_name(name) for name, where in locations.items() if where.off_chip
+        ),
+        sharded_variables=tuple(
+            variable_name(name) for name, where in locations.items() if where.sharded
+        ),
+        sharding_replicas=int(options.getReplicationFactor()),
     )

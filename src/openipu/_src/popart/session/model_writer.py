@@ -11,9 +11,10 @@ import os
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from openipu._src.popart.builder.initializer_layout import popart_initializer, with_new_values
+from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.session.executable_file import atomic_output, write_bytes_atomically
 
 
@@ -49,7 +50,7 @@ def write_tensor_data(path: str, tensors: list[TensorProto]) -> None:
     """Writes the raw data of `tensors` back to back into one external data file."""
     with atomic_output(path) as stream:
         for tensor in tensors:
-            stream.write(numpy_helper.to_array(tensor).tobytes())
+            stream.write(initializer_array(tensor).tobytes())
 
 
 def _with_external_data(
@@ -65,7 +66,7 @@ def _with_external_data(
         write_tensor_data(os.path.join(base_directory, location), tensors)
         offset = 0
         for tensor in tensors:
-            length = len(numpy_helper.to_array(tensor).tobytes())
+            length = len(initializer_array(tensor).tobytes())
             for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
                 tensor.ClearField(field)
             tensor.data_location = TensorProto.EXTERNAL

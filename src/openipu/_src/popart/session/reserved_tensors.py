@@ -59,7 +59,8 @@ class ReservedTensor:
         return self.base if self.kind is ReservedKind.UPDATED_WEIGHT else self.tensor_id
 
 
-def _state_prefixes() -> tuple[str, ...]:
+def state_prefixes() -> tuple[str, ...]:
+    """The prefixes of optimizer-state tensors (willow/src/tensornames.cpp)."""
     return (
         reserved_names.reservedAcclPrefix(),
         reserved_names.reservedAccl1Prefix(),
@@ -87,7 +88,7 @@ def parse(
         (reserved_names.reservedGradientPrefix(), ReservedKind.GRADIENT),
         (reserved_names.reservedUpdatedVarPrefix(), ReservedKind.UPDATED_WEIGHT),
         (reserved_names.reservedAccumPrefix(), ReservedKind.ACCUMULATOR),
-        *((prefix, ReservedKind.STATE) for prefix in _state_prefixes()),
+        *((prefix, ReservedKind.STATE) for prefix in state_prefixes()),
     ]
     for prefix, kind in kinds:
         if tensor_id.startswith(prefix) and len(tensor_id) > len(prefix):

@@ -32,6 +32,7 @@ from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
@@ -42,9 +43,12 @@ from openipu._src.popart.errors import (
     popart_exception,
     popart_runtime_error,
     poplar_application_runtime_error,
+    poplar_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
+from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
+from openipu._src.popart.lowering.ops.ai_graphcore import ABORT_MESSAGE
 from openipu._src.popart.options.enums import (
     IrSerializationFormat,
     RecomputationType,
@@ -63,6 +67,7 @@ from openipu._src.popart.session import (
     option_rules,
     placement,
     reports,
+    tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.engine_option_names import check_engine_option_names
@@ -85,6 +90,13 @@ logger = logging.getLogger("popart.session")
 
 # The programs a session can run by handle (`run(programHandle, stepio)`); "" is the main one.
 _MAIN_PROGRAM = ""
+_logger = python_logger("session")
+_devicex_logger = python_logger("devicex")
+# Ops that draw random numbers (their PopART ops' requiresRandomSeed).
+_RANDOM_OP_TYPES = frozenset({
+    "Dropout", "ShapedDropout", "RandomNormal", "RandomUniform", "RandomNormalLike",
+    "RandomUniformLike", "Bernoulli", "Multinomial",
+})  # fmt: skip
 _FORWARD_ONLY_PROGRAM = "implicitPipeliningFwdOnly"
 
 
@@ -155,7 +167,9 @@ class SessionCore:
         self._input_signatures = input_signatures(
             self._lowered, self._shape_info, self._model.graph
         )
-        self._types = TensorTypes(self._model, self._lowered, self._input_signatures)
+        self._types = TensorTypes(
+            self._model, self._lowered, self._input_signatures, self.replicationFactor
+        )
         self._weights = WeightStore(self._lowered.initializers)
         self._after_lowering()
         self._inputs = self._plan_inputs()
@@ -291,13 +305,20 @@ class SessionCore:
                 self._spec = dataclasses.replace(self._spec, compile_mode=cached.executor)
             self._program = self._build_program()
             self._compile()
+            _devicex_logger.info("Graph compiled")  # willow/src/popx/irlowering.cpp
             compiled = self._compiled_program()
             if cache_entry is not None and cached is None and compiled is not None:
                 engine_cache.store(cache_entry, self._fingerprint(), self._name, compiled)
             if self._can_execute():
                 self._device.ensure_attached_for("run the session")
         self._prepared = True
-        self._engine_loaded = loadEngine and self._program is not None
+        if loadEngine and self._program is not None:
+            self._mark_engine_loaded()
+
+    def _mark_engine_loaded(self) -> None:
+        if not self._engine_loaded:
+            _devicex_logger.info("Engine loaded")  # willow/src/popx/devicex.cpp
+        self._engine_loaded = True
 
     def _engine_cache_entry(self) -> str | None:
         """The engine cache entry of this program (`enableEngineCaching`), or None."""
@@ -337,8 +358,15 @@ class SessionCore:
             compile_mode=self._compile_mode(),
             name=self._name,
             placement=self._placement,
-            chip=device_chip.chip_options(self._device, self._options),
+            chip=device_chip.chip_options(self._device, self._options, self._variable_locations()),
         )
+
+    def _variable_locations(self) -> dict[str, tensor_locations.ResolvedLocation]:
+        """Where the session's variables live (on or off chip, sharded or not), by the
+        tensor location settings (see `tensor_locations`)."""
+        names = [*self._weights.weight_ids, *self._weights.state_ids]
+        elements = {name: int(self._weights.host[name].size) for name in names}
+        return tensor_locations.resolve(self._options, elements, self.replicationFactor)
 
     def _compile_mode(self) -> CompileMode | None:
         """The engine's choice (None): XLA, but a TensorFlow graph for models with convolutions.
@@ -350,8 +378,10 @@ class SessionCore:
         (`benchmarks/popart_training.py`, the CNN: about 800 samples/s under XLA against about
         4700 as a graph). Models without convolutions run faster under XLA (the MLP trains
         about 2x faster). Ops XLA cannot compile make the program a graph, and so does a
-        failure to compile (see `_compile`).
+        failure to compile (see `_compile`); an Abort op too, whose check XLA would drop.
         """
+        if self._lowered.has_op("Abort"):
+            return CompileMode.GRAPH
         return None
 
     def _compile(self) -> None:
@@ -387,7 +417,12 @@ class SessionCore:
         self._facts.compile_mode = self._compiled_mode_name()
 
     def _warm_up(self) -> None:
-        self._built_program()(self._zero_inputs())
+        try:
+            self._built_program()(self._zero_inputs())
+        except tf.errors.InvalidArgumentError as error:
+            # An Abort op ends a run on zeros too; the program is compiled all the same.
+            if ABORT_MESSAGE not in error.message:
+                raise
 
     def _floating_point_checks(self) -> contextlib.AbstractContextManager[None]:
         """`enableFloatingPointChecks`: traps on invalid operations, divisions by zero and
@@ -425,8 +460,13 @@ class SessionCore:
             raise popart_exception(f"{what} may only be called after prepareDevice()")
 
     def loadEngineAndConnectStreams(self) -> None:  # noqa: N802
-        self._require_prepared("loadEngineAndConnectStreams")
-        self._engine_loaded = True
+        if not self._prepared:
+            # willow/src/popx/devicex.cpp, loadEngineAndConnectStreams.
+            raise popart_runtime_error(
+                "Trying to load an engine but no compiled engine. Did you forget to call "
+                "prepareDevice()?"
+            )
+        self._mark_engine_loaded()
 
     def setEngineIsLoaded(self, isLoaded: bool) -> None:  # noqa: N802, N803
         self._engine_loaded = check_instance(isLoaded, bool, "setEngineIsLoaded isLoaded")
@@ -459,6 +499,10 @@ class SessionCore:
             with self._floating_point_checks():
                 outputs = self._program_to_run()(stacked)
         except tf.errors.OpError as error:
+            if ABORT_MESSAGE in error.message:
+                # An Abort op ended the run: Poplar's abort program fails the engine's run.
+                message = error.message[error.message.index(ABORT_MESSAGE) :]
+                raise poplar_runtime_error(message.splitlines()[0]) from None
             if floating_point_checks.TRAPPED not in error.message:
                 raise
             # Poplar's error, as popart.cpp registers it for Python.
@@ -467,7 +511,7 @@ class SessionCore:
             ) from None
         self._facts.runs += 1
         self._facts.compile_mode = self._compiled_mode_name()
-        self._engine_loaded = True
+        self._mark_engine_loaded()
         if not synthetic:
             stepio.write_anchors(self._anchors, self._anchor_values(outputs))
 
@@ -721,10 +765,35 @@ class SessionCore:
 
     # -- random state ----------------------------------------------------------------------
 
+    def _requires_random_seed(self) -> bool:
+        """Whether the program draws random numbers: a random op, or stochastic rounding
+        (willow/src/transforms/randomsetup.cpp, requiresRandomSeed)."""
+        if self._options.enableStochasticRounding:
+            return True
+        return any(
+            node.op_type in _RANDOM_OP_TYPES
+            for graph in iter_graphs(self._model.graph)
+            for node in graph.node
+        )
+
     def getRandomSeed(self) -> int:  # noqa: N802
+        if not self._requires_random_seed():
+            # willow/src/session.cpp: a session without randomness has no seed to read.
+            _logger.warning(
+                "Trying to get the random seed, but this session has no random behaviour. "
+                "Doing nothing."
+            )
+            return 0
         return self._random.seed
 
     def setRandomSeed(self, seedValue: int) -> None:  # noqa: N802, N803
+        if not self._requires_random_seed():
+            # willow/src/session.cpp: nothing to seed, before or after prepareDevice.
+            _logger.warning(
+                "Trying to set the random seed, but this session has no random behaviour. "
+                "Doing nothing."
+            )
+            return
         if not self._prepared:
             # The seed lives on the device (willow/src/popx/devicex.cpp, setRandomSeedFromHost).
             raise popart_runtime_error(

@@ -27,6 +27,7 @@ from openipu._src.popart.errors import TensorInfoError, popart_exception
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering import LoweredGraph
 from openipu._src.popart.lowering.dtypes import ONNX_TO_TF, TF_TO_ONNX, is_narrow
+from openipu._src.popart.lowering.ops.collectives import replicas_for_shapes
 from openipu._src.popart.session.popart_retyped import retyped_tensors
 
 
@@ -142,8 +143,10 @@ class TensorTypes:
         model: onnx.ModelProto,
         lowered: LoweredGraph,
         inputs: dict[str, TensorSignature],
+        replicas: int = 1,
     ) -> None:
         self._model = model
+        self._replicas = replicas
         self._lowered = lowered
         self._inputs = inputs
         self._inferred: dict[str, TensorSignature] | None = None
@@ -225,7 +228,9 @@ class TensorTypes:
             return {name: results[name] for name in tensor_ids}
 
         try:
-            traced = tf.function(evaluate, autograph=False).get_concrete_function(specs)
+            # One replica's graph: its collectives' shapes depend on the replica count.
+            with replicas_for_shapes(self._replicas):
+                traced = tf.function(evaluate, autograph=False).get_concrete_function(specs)
         except popart_exception:
             raise
         except Exception as error:  # noqa: BLE001 - any failure to build the graph is the model's

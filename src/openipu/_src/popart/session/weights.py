@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import tensorflow as tf
-from onnx import numpy_helper
 from tensorflow.python.framework import tensor_util
 
 from openipu._src.popart import reserved_names
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.lowering.dtypes import is_narrow
 from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.session.weights_io import PyWeightsIO
@@ -67,7 +67,7 @@ class WeightStore:
     def place_on(self, host_device: str) -> None:
         with tf.init_scope(), tf.device(host_device):
             self.device = {
-                name: tf.Variable(self.host[name], trainable=False, name=_variable_name(name))
+                name: tf.Variable(self.host[name], trainable=False, name=variable_name(name))
                 for name in [*self.weight_ids, *self.state_ids]
             }
             self.unembeddable = {
@@ -140,7 +140,7 @@ class WeightStore:
                 # The original's message exactly: its tests compare the whole text
                 # (session_api_tests/reset_host_weights_test.py).
                 raise popart_exception(f"resetWeights, no tensor '{tensor.name}' in tensors")
-            value = numpy_helper.to_array(tensor)
+            value = initializer_array(tensor)
             known = self.host[tensor.name]
             if value.shape != known.shape or value.dtype != known.dtype:
                 raise popart_exception(
@@ -167,7 +167,7 @@ def _embeddable(array: np.ndarray) -> bool:
     return True
 
 
-def _variable_name(tensor_id: str) -> str:
+def variable_name(tensor_id: str) -> str:
     # TensorFlow variable names allow fewer characters than ONNX tensor ids.
     cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in tensor_id)
     return cleaned.lstrip("_.-") or "weight"

@@ -5,6 +5,7 @@ from openipu._src.popart.lowering.ops import (  # noqa: F401
     ai_graphcore,
     ai_onnx_ml,
     cast,
+    collectives,
     control_flow,
     conv,
     detection,

@@ -642,6 +642,25 @@ class PopartLSTM(Op):
 # -- losses ----------------------------------------------------------------------------------
 
 
+def _safe_negative_log(probability: tf.Tensor) -> tf.Tensor:
+    """-log p as PopART's Nll takes it (willow/src/popx/op/nllx.cpp): log(max(p, 1e-7)) and
+    the gradient -1/max(p, 1e-10) (both 6.104e-5 in float16), so a probability that
+    underflowed to 0 gives a large finite loss and gradient, not inf and NaN."""
+    half = probability.dtype == tf.float16
+    forward_eps = tf.constant(6.104e-05 if half else 1.0e-7, probability.dtype)
+    gradient_eps = tf.constant(6.104e-05 if half else 1.0e-10, probability.dtype)
+
+    @tf.custom_gradient
+    def negative_log(p: tf.Tensor) -> tuple[tf.Tensor, Callable[[tf.Tensor], tf.Tensor]]:
+        def gradient(upstream: tf.Tensor) -> tf.Tensor:
+            return -upstream / tf.maximum(p, gradient_eps)
+
+        return -tf.math.log(tf.maximum(p, forward_eps)), gradient
+
+    result: tf.Tensor = negative_log(probability)
+    return result
+
+
 @graphcore_op("Nll")
 class NllLoss(GraphcoreOp):
     """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0."""
@@ -652,7 +671,7 @@ class NllLoss(GraphcoreOp):
         valid = tf.ones_like(labels, tf.bool) if ignore is None else tf.not_equal(labels, ignore)
         safe_labels = tf.where(valid, labels, tf.zeros_like(labels))
         picked = tf.gather(probabilities, safe_labels, axis=-1, batch_dims=labels.shape.rank)
-        loss = -picked if self.attrs.inputIsLogProbability else -tf.math.log(picked)
+        loss = -picked if self.attrs.inputIsLogProbability else _safe_negative_log(picked)
         loss = tf.where(valid, loss, tf.zeros_like(loss))
         count = None
         if ignore is not None:
@@ -753,17 +772,28 @@ class PrintTensor(Op):
         return tf.identity(x)
 
 
+# The start of the message of a run that an Abort op ended (Poplar's abort program).
+ABORT_MESSAGE = "Abort Program"
+
+
 @graphcore_op("Abort")
 class Abort(Op):
+    """Ends the run (Poplar's abort program) unconditionally, or when its condition input
+    holds a non-zero value; it has no outputs and runs for its effect alone."""
+
     stateful = True
     compilable = False  # XLA cannot raise
 
-    def compute(self, condition: tf.Tensor | None = None) -> tuple[()]:
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[()]:
+        condition = inputs[0] if inputs else None
         if condition is None:
-            raise self.error("abort: the model aborted execution")
-        tf.debugging.Assert(
-            tf.logical_not(tf.reduce_any(tf.cast(condition, tf.bool))),
-            [f"Node '{self.name}': abort: the condition tensor is non-zero"],
+            fine = tf.constant(False)
+            why = "unconditional abort"
+        else:
+            fine = tf.logical_not(tf.reduce_any(tf.cast(condition, tf.bool)))
+            why = "the condition tensor is non-zero"
+        context.side_effects.append(
+            tf.debugging.Assert(fine, [f"{ABORT_MESSAGE}: node '{self.name}': {why}"])
         )
         return ()
 
@@ -776,22 +806,6 @@ class Call(Op):
         # Each call draws its own random numbers: RandomSetup gives every CallOp its own seed
         # for the callee (willow/src/transforms/randomsetup.cpp, connectSubgraphOp).
         return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))
-
-
-@graphcore_op("ReplicatedAllReduce")
-class ReplicatedAllReduce(Op):
-    """The identity: the lowered graph is one replica. Sessions emulate replication above it."""
-
-    def compute(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.identity(x)
-
-
-@graphcore_op("ReplicatedReduceScatter")
-class ReplicatedReduceScatter(Op):
-    """With one replica the scattered slice is the whole tensor, flattened."""
-
-    def compute(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.reshape(x, [-1])
 
 
 @graphcore_op("NormalizeImage")

@@ -51,7 +51,19 @@ Neg = unary("Neg", (1, 6, 13), _neg)
 Floor = unary("Floor", (1, 6, 13), _floor_if_float(tf.floor))
 Ceil = unary("Ceil", (1, 6, 13), _floor_if_float(tf.math.ceil))
 Round = unary("Round", (11, 22), tf.round)  # half to even, like ONNX
-Sqrt = unary("Sqrt", (1, 6, 13), tf.sqrt)
+
+
+def _sqrt(x: tf.Tensor) -> tf.Tensor:
+    """PopART takes Sqrt of integers and booleans too (synthetic_data_test.py); an integer's
+    is the root truncated, a boolean is its own."""
+    if x.dtype.is_floating or x.dtype.is_complex:
+        return tf.sqrt(x)
+    if x.dtype == tf.bool:
+        return x
+    return tf.cast(tf.sqrt(tf.cast(x, tf.float64)), x.dtype)
+
+
+Sqrt = unary("Sqrt", (1, 6, 13), _sqrt)
 Reciprocal = unary("Reciprocal", (1, 6, 13), tf.math.reciprocal)
 Exp = unary("Exp", (1, 6, 13), tf.exp)
 Log = unary("Log", (1, 6, 13), tf.math.log)
