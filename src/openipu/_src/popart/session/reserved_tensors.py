@@ -12,6 +12,8 @@ optimizer state, accumulators and the loss scaling, named with PopART's reserved
 | Step___<w>             |                                                                   |
 | Accum___<w>            | w's gradient accumulator after the step (gradient accumulation)   |
 | lossScaling_<TYPE>     | the loss scaling the step used (TYPE: the loss's type, e.g. FLOAT) |
+| Restored___<t>         | pipelined training: activation t as the backward pass restores it  |
+|                        | from its stash (the same values as t's)                           |
 
 "After the step" includes the weight update without gradient accumulation. With it, the
 update runs once a group's last micro-batch is done, so it shows from the next micro-batch
@@ -33,6 +35,7 @@ class ReservedKind(enum.Enum):
     STATE = "optimizer state"
     ACCUMULATOR = "gradient accumulator"
     LOSS_SCALING = "loss scaling"
+    RESTORED = "restored activation"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ def parse(tensor_id: str) -> ReservedTensor | None:
         (reserved_names.reservedGradientPrefix(), ReservedKind.GRADIENT),
         (reserved_names.reservedUpdatedVarPrefix(), ReservedKind.UPDATED_WEIGHT),
         (reserved_names.reservedAccumPrefix(), ReservedKind.ACCUMULATOR),
+        (reserved_names.reservedRestoredPrefix(), ReservedKind.RESTORED),
         *((prefix, ReservedKind.STATE) for prefix in _state_prefixes()),
     ]
     for prefix, kind in kinds:

@@ -180,10 +180,20 @@ class SessionCore:
 
     def _check_options(self) -> None:
         option_rules.check_options(
-            self._options, self._device, self._data_flow, self._model, self._training
+            self._options,
+            self._device,
+            self._data_flow,
+            self._model,
+            self._training,
+            self._loss_for_rules(),
         )
 
         self._patterns.ensureMandatoryPatternsEnabled()
+
+    def _loss_for_rules(self) -> str | None:
+        """The loss the option rules see (a training session's; its pipeline has backward
+        stages)."""
+        return None
 
     def _after_lowering(self) -> None:
         """What a kind of session plans once the model is lowered (training: the loss, the
@@ -270,6 +280,7 @@ class SessionCore:
         if self._prepared:
             return
         memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
+        option_rules.check_virtual_graph_range(self._options, self._device, self._model)
         check_engine_option_names(self._options.engineOptions)
         if self._options.compileEngine:
             self._place_variables()

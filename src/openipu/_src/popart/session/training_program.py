@@ -192,6 +192,9 @@ class _TrainingSteps:
         outputs = set(program.lowered.output_names)
         wanted = [spec.loss_id, *self._gradient_targets, *spec.statistics.values()]
         wanted += [
+            r.base for r in spec.reserved_anchors.values() if r.kind is ReservedKind.RESTORED
+        ]
+        wanted += [
             plan.tensor_id
             for plan in program.anchors
             if plan.tensor_id not in spec.reserved_anchors
@@ -315,6 +318,8 @@ class _TrainingSteps:
                     value = tf.zeros_like(known[reserved.base])
             elif reserved.kind is ReservedKind.LOSS_SCALING:
                 value = tf.convert_to_tensor(loss_scaling)
+            elif reserved.kind is ReservedKind.RESTORED:
+                value = known[reserved.base]
             else:  # a variable: weights after the update, optimizer state, accumulators
                 value = self._weights.device[reserved.variable_id].read_value()
             anchors[plan.tensor_id] = tf.ensure_shape(

@@ -83,6 +83,9 @@ class TrainingSession(SessionCore):
 
     # -- construction ------------------------------------------------------------------------
 
+    def _loss_for_rules(self) -> str | None:
+        return self._loss_id
+
     def _after_lowering(self) -> None:
         self._check_loss()
         for node in loss_graph.inference_batch_norms_in(
@@ -260,6 +263,8 @@ class TrainingSession(SessionCore):
                     )
                 )
             return signature
+        if reserved.kind is ReservedKind.RESTORED:
+            return self._restored_signature(reserved)
         if reserved.kind is ReservedKind.LOSS_SCALING:
             signature = self._loss_scaling_signature()
             expected = reserved_tensors.loss_scaling_id(signature.tensor_info().data_type())
@@ -284,6 +289,25 @@ class TrainingSession(SessionCore):
                 f"{self.accumulationFactor}, the optimizer state is {self._weights.state_ids})"
             )
         return self._variable_signature(tensor_id)
+
+    def _restored_signature(self, reserved: ReservedTensor) -> TensorSignature:
+        """A pipelined training session stashes the activations (and inputs) its backward
+        pass needs in a later pipeline stage, and restores them there
+        (willow/src/transforms/pipeline.cpp); the restored tensor holds the same values."""
+        base = reserved.base
+        stashable = (
+            self._options.enablePipelining
+            and base in self._lowered.tensor_names()
+            and base not in self._weights.host
+            and base in self._loss_ancestors
+        )
+        if not stashable:
+            raise popart_exception(
+                f"Anchor tensor `{reserved.tensor_id}' not in Ir Tensors. Only a pipelined "
+                "training session restores stashed activations, those the loss depends on "
+                f"('{base}' is not one of them)"
+            )
+        return self._types.get(base)
 
     def _tensor_names(self) -> list[str]:
         """The model's tensors, and the training tensors a session of the original has: the
