@@ -69,24 +69,12 @@ def _gemm_step(op_tester, a, b, c, alpha, beta, replicas):
 
 
 @pytest.mark.follows("test_weight_update")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu cannot anchor the SGD optimizer's tensors "
-    "(scaledLearningRate0___default___FLOAT, weightDecayScaleFactor0___default___FLOAT)",
-)
 def test_weight_update(op_tester):
     a, b, c = np.ones((2, 4), np.float32), np.ones((4, 6), np.float32), np.zeros((2, 6), np.float32)
     _gemm_step(op_tester, a, b, c, 1.0, 1.0, 1)
 
 
 @pytest.mark.follows("test_weight_update_replicated")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu cannot anchor the SGD optimizer's tensors "
-    "(scaledLearningRate0___default___FLOAT, weightDecayScaleFactor0___default___FLOAT)",
-)
 def test_weight_update_replicated(op_tester):
     a = np.random.rand(2, 4).astype(np.float32)
     b = np.ones((4, 6), np.float32)

@@ -41,12 +41,6 @@ def _sgd(lr, wd, ls, const):
 
 
 @pytest.mark.follows("test_sgd_param_check")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the original's optimizer values are tensors of the model "
-    "(scaledLearningRate0___default___FLOAT, ...) that can be anchored; openipu applies "
-    "them inside the weight update and has no such tensors to return",
-)
 def test_sgd_param_check():
     lr_name = popart.reservedDefaultScaledLearningRate0Prefix() + "FLOAT"
     anchors = {lr_name: popart.AnchorReturnType("All")}

@@ -176,12 +176,6 @@ def test_virtual_graph_bad_index():
 
 
 @pytest.mark.follows("test_streaming_optimizer_tensors")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu cannot anchor the SGD optimizer's streamed tensors "
-    "(scaledLearningRate0___default___FLOAT)",
-)
 def test_streaming_optimizer_tensors():
     bps = 5
     input_data = np.random.rand(bps, 2, 2).astype(np.float32)

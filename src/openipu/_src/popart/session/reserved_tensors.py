@@ -12,6 +12,8 @@ optimizer state, accumulators and the loss scaling, named with PopART's reserved
 | Step___<w>             |                                                                   |
 | Accum___<w>            | w's gradient accumulator after the step (gradient accumulation)   |
 | lossScaling_<TYPE>     | the loss scaling the step used (TYPE: the loss's type, e.g. FLOAT) |
+| scaledLearningRate0___ | SGD's streamed scalars (`optimizer_tensors.py`), per weight type    |
+| default___FLOAT, ...   | (`default___<TYPE>`) or weight (`specific___<w>`)                  |
 | Restored___<t>         | pipelined training: activation t as the backward pass restores it  |
 |                        | from its stash (the same values as t's)                           |
 
@@ -27,6 +29,7 @@ import enum
 from dataclasses import dataclass
 
 from openipu._src.popart import reserved_names
+from openipu._src.popart.session import optimizer_tensors
 
 
 class ReservedKind(enum.Enum):
@@ -36,6 +39,7 @@ class ReservedKind(enum.Enum):
     ACCUMULATOR = "gradient accumulator"
     LOSS_SCALING = "loss scaling"
     RESTORED = "restored activation"
+    OPTIMIZER = "optimizer scalar"
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ def parse(tensor_id: str) -> ReservedTensor | None:
     for prefix, kind in kinds:
         if tensor_id.startswith(prefix) and len(tensor_id) > len(prefix):
             return ReservedTensor(tensor_id, kind, tensor_id[len(prefix) :])
+    if optimizer_tensors.is_optimizer_tensor(tensor_id):
+        return ReservedTensor(tensor_id, ReservedKind.OPTIMIZER, "")
     if tensor_id.startswith(reserved_names.reservedLossScalingPrefix()):
         return ReservedTensor(tensor_id, ReservedKind.LOSS_SCALING, "")
     return None

@@ -44,7 +44,9 @@ from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.optimizers.clip_norm import clip_factors
 from openipu._src.popart.optimizers.optimizer import Optimizer, Value, WeightUpdate
 from openipu._src.popart.options.enums import MeanReductionStrategy, SyntheticDataMode
+from openipu._src.popart.session import optimizer_tensors
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
+from openipu._src.popart.session.optimizer_tensors import OptimizerTensor
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
@@ -67,6 +69,7 @@ class TrainingSpec:
     state_slots: dict[str, tuple[str, ...]]  # weight -> its optimizer-state tensor ids
     accumulators: dict[str, str]  # weight -> its accumulator's tensor id (with accumulation)
     reserved_anchors: dict[str, ReservedTensor]  # anchor id -> what it is
+    optimizer_anchors: dict[str, OptimizerTensor]  # anchored SGD scalars
     statistics: dict[str, str]  # batch-norm running statistic -> the output that updates it
     automatic_loss_scaling: AutomaticLossScaling | None
 
@@ -293,6 +296,14 @@ class _TrainingSteps:
 
     # -- anchors --------------------------------------------------------------------------------
 
+    def _post_mean_divisor(self) -> float:
+        """What SGD's scaled learning rate divides by: the accumulation and replication
+        factors of a Mean reduction taken after accumulating (MeanReductionStrategy.Post)."""
+        spec = self._spec
+        if spec.reduction is not ReductionType.Mean or spec.running_mean:
+            return 1.0
+        return float(spec.accumulation_factor * spec.replication_factor)
+
     def _anchors(
         self,
         known: dict[str, tf.Tensor],
@@ -320,6 +331,13 @@ class _TrainingSteps:
                 value = tf.convert_to_tensor(loss_scaling)
             elif reserved.kind is ReservedKind.RESTORED:
                 value = known[reserved.base]
+            elif reserved.kind is ReservedKind.OPTIMIZER:
+                value = optimizer_tensors.value(
+                    self._spec.optimizer_anchors[plan.tensor_id],
+                    self._variables.reader(),
+                    loss_scaling,
+                    self._post_mean_divisor(),
+                )
             else:  # a variable: weights after the update, optimizer state, accumulators
                 value = self._weights.device[reserved.variable_id].read_value()
             anchors[plan.tensor_id] = tf.ensure_shape(

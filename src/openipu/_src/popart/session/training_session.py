@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
+from openipu._src.popart.builder.tensor_info import data_type_from
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
@@ -32,7 +33,7 @@ from openipu._src.popart.optimizers.optimizer import Optimizer
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
-from openipu._src.popart.session import loss_graph, reserved_tensors
+from openipu._src.popart.session import loss_graph, optimizer_tensors, reserved_tensors
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
@@ -213,6 +214,7 @@ class TrainingSession(SessionCore):
 
     def _anchor_signatures(self, anchor_ids: list[str]) -> dict[str, TensorSignature]:
         self._reserved_anchors: dict[str, ReservedTensor] = {}
+        self._optimizer_anchors: dict[str, optimizer_tensors.OptimizerTensor] = {}
         ordinary = []
         for tensor_id in anchor_ids:
             reserved = reserved_tensors.parse(tensor_id)
@@ -265,6 +267,14 @@ class TrainingSession(SessionCore):
             return signature
         if reserved.kind is ReservedKind.RESTORED:
             return self._restored_signature(reserved)
+        if reserved.kind is ReservedKind.OPTIMIZER:
+            types = {
+                name: data_type_from(self._weights.host[name].dtype).name for name in self._trained
+            }
+            self._optimizer_anchors[tensor_id] = optimizer_tensors.resolve(
+                tensor_id, self._optimizer, self.accumulationFactor > 1, types
+            )
+            return TensorSignature(tf.float32, ())
         if reserved.kind is ReservedKind.LOSS_SCALING:
             signature = self._loss_scaling_signature()
             expected = reserved_tensors.loss_scaling_id(signature.tensor_info().data_type())
@@ -366,6 +376,7 @@ class TrainingSession(SessionCore):
             state_slots=dict(self._state_slots),
             accumulators=dict(self._accumulators),
             reserved_anchors=dict(self._reserved_anchors),
+            optimizer_anchors=dict(self._optimizer_anchors),
             statistics=dict(self._statistics),
             automatic_loss_scaling=self._automatic_loss_scaling,
         )
