@@ -11,6 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from popart_session_helpers import infer_on
 
 import popart
 from conftest import create_test_device
@@ -44,20 +45,7 @@ def _pipelined_options(explicit=False):
 
 
 def _run_inference(builder, anchors, options, num_ipus, bps, feed):
-    device = _device(num_ipus)
-    try:
-        session = popart.InferenceSession(
-            fnModel=builder.getModelProto(),
-            dataFlow=popart.DataFlow(bps, {a: popart.AnchorReturnType("All") for a in anchors}),
-            userOptions=options,
-            deviceInfo=device,
-        )
-        session.prepareDevice()
-        arrays = session.initAnchorArrays()
-        session.run(popart.PyStepIO(feed, arrays))
-    finally:
-        device.detach()
-    return arrays
+    return infer_on(_device(num_ipus), builder.getModelProto(), anchors, feed, options, bps)
 
 
 @pytest.mark.follows("test_disabled_virtual_graphs")

@@ -6,6 +6,7 @@ session on one IPU (IpuModel2)."""
 
 import numpy as np
 import pytest
+from popart_session_helpers import infer_on
 
 import popart
 from conftest import create_test_device
@@ -19,19 +20,7 @@ def _manual():
 
 def _infer(builder, output, num_ipus, feed):
     device = create_test_device("IpuModel2", num_ipus)
-    try:
-        session = popart.InferenceSession(
-            fnModel=builder.getModelProto(),
-            dataFlow=popart.DataFlow(1, {output: popart.AnchorReturnType("All")}),
-            userOptions=_manual(),
-            deviceInfo=device,
-        )
-        session.prepareDevice()
-        arrays = session.initAnchorArrays()
-        session.run(popart.PyStepIO(feed, arrays))
-    finally:
-        device.detach()
-    return arrays[output]
+    return infer_on(device, builder.getModelProto(), [output], feed, _manual())[output]
 
 
 def _four_inputs(builder, count=4):

@@ -21,9 +21,26 @@ def ir_ops(model: onnx.ModelProto) -> list[onnx.NodeProto]:
 
 
 def op_name(node: onnx.NodeProto) -> str:
-    """An op's name in messages, as the original's `Op::debugName` gives it: its type and
-    its name or first output."""
+    """An op's short name in messages: its type and its name or first output."""
     return f"{node.op_type}({node.name or key(node)})"
+
+
+def debug_name(
+    node: onnx.NodeProto, model: onnx.ModelProto, inputs: list[str] | None = None
+) -> str:
+    """An op's name as the original's `Op::debugName` gives it (willow/src/op.cpp):
+    `Op(<name> (<domain>.<type>:<version>), inputs=[...], outputs=[...])`, with `inputs` in
+    place of the node's where the IR renamed them (copies between IPUs)."""
+    domain = node.domain or "ai.onnx"
+    opset = next((o.version for o in model.opset_import if (o.domain or "ai.onnx") == domain), 1)
+    try:
+        version = onnx.defs.get_schema(node.op_type, opset, node.domain).since_version
+    except onnx.defs.SchemaError:
+        version = 1
+    opid = f"{domain}.{node.op_type}:{version}"
+    identifier = f"{node.name} ({opid})" if node.name else opid
+    ins = ", ".join(node.input if inputs is None else inputs)
+    return f"Op({identifier}, inputs=[{ins}], outputs=[{', '.join(node.output)}])"
 
 
 def key(node: onnx.NodeProto) -> str:

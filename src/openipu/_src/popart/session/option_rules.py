@@ -19,7 +19,7 @@ from openipu._src.popart.options.enums import VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.session import pipeline_rules
 from openipu._src.popart.session.model_ops import annotation as _annotation
-from openipu._src.popart.session.model_ops import ir_ops, op_name
+from openipu._src.popart.session.model_ops import debug_name, ir_ops, key
 from openipu._src.popart.session.op_versions import check_op_versions
 
 PARTIALS_TYPES = ("", "float", "half")
@@ -214,11 +214,23 @@ def check_virtual_graph_range(
     if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
     ipus_per_replica = device.numIpus // options.getReplicationFactor()
-    for node in ir_ops(model):
-        graph = _annotation(node, annotation_names.VIRTUAL_GRAPH)
+    nodes = ir_ops(model)
+    graphs = {key(node): _annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes}
+    producers = {output: key(node) for node in nodes for output in node.output if output}
+    for node in nodes:
+        graph = graphs[key(node)]
         if graph is not None and not 0 <= graph < ipus_per_replica:
+            # The IR copies the inputs made on other IPUs to this one as `<id>_c<graph>`
+            # (willow/src/transforms/interipucopy.cpp), and names the copies.
+            inputs = [
+                f"{name}_c{graph}"
+                if name in producers and graphs[producers[name]] != graph
+                else name
+                for name in node.input
+            ]
             raise popart_exception(
-                f"{op_name(node)} has been assigned to an invalid virtual graph {graph}. "
-                f"numIPUs = {ipus_per_replica}. (The device has {device.numIpus} IPU(s) and "
-                f"the replication factor is {options.getReplicationFactor()}.)"
+                f"{debug_name(node, model, inputs)} has been assigned to an invalid virtual "
+                f"graph {graph}. numIPUs = {ipus_per_replica}. (The device has "
+                f"{device.numIpus} IPU(s) and the replication factor is "
+                f"{options.getReplicationFactor()}.)"
             )
