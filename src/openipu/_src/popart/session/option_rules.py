@@ -11,11 +11,11 @@ import os
 import onnx
 
 from openipu._src.popart.builder import annotation_names
-from openipu._src.popart.builder.enums import ReductionType
+from openipu._src.popart.builder.enums import RecomputeType, ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
-from openipu._src.popart.options.enums import VirtualGraphMode
+from openipu._src.popart.options.enums import RecomputationType, VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.session import pipeline_rules
 from openipu._src.popart.session.model_ops import annotation as _annotation
@@ -79,6 +79,23 @@ def check_options(
         check_op_versions(model)
     if training:
         _check_gradient_reduction(options)
+        _check_recomputation(options, model)
+
+
+def _check_recomputation(options: SessionOptions, model: onnx.ModelProto) -> None:
+    """willow/src/ir.cpp: automatic recomputation and ops the user marked for recomputation
+    (`builder.recomputeOutputInBackwardPass`) do not mix, unless execution phases decide."""
+    if options.autoRecomputation is RecomputationType.NoRecompute:
+        return
+    if options.executionPhaseSettings.phases >= 2:
+        return
+    marked = [
+        node
+        for node in ir_ops(model)
+        if _annotation(node, annotation_names.RECOMPUTE_OUTPUT) == RecomputeType.Recompute
+    ]
+    if marked:
+        raise popart_exception("A mixture of auto and manual recomputation is not supported")
 
 
 def _check_gradient_reduction(options: SessionOptions) -> None:
