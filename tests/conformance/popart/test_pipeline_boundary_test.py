@@ -49,12 +49,6 @@ def _run(input_, w0_init, inplace_reshape):
 
 
 @pytest.mark.follows("test_pipeline_boundary")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's pipelined training program fails to build when the tensor "
-    "crossing the stage boundary is a Reshape's [2, 8] output and the IdentityLoss on the "
-    "next IPU reduces it (a shape check expects [4] in the device loop); the original runs",
-)
 def test_pipeline_boundary():
     np.random.seed(0)
     input_ = np.random.random_sample([4, 4, 2]).astype("float32")
