@@ -198,6 +198,15 @@ def _check_virtual_graphs(
                 f"but Auto virtual graphs split the model over the {ipus_per_replica} IPU(s) of "
                 "a replica: give one ratio per IPU (or none, for equal shares)"
             )
+    if options.virtualGraphMode is VirtualGraphMode.Auto and ipus_per_replica > 1:
+        # willow/src/transforms/auto_virtual_graph.cpp splits between ops: n ops give at
+        # most n - 1 splits, one fewer than the IPUs they must cover.
+        splits = len(ir_ops(model)) - 1
+        if splits < ipus_per_replica - 1:
+            raise popart_exception(
+                f"[AutoVirtualGraph] Couldn't find enough splits for {ipus_per_replica} IPUs. "
+                f"Only found {max(splits, 0)} (the model has {splits + 1} op(s) to place)"
+            )
     if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
     nodes = ir_ops(model)
