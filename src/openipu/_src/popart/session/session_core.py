@@ -458,7 +458,12 @@ class SessionCore:
         stacked = {} if synthetic else self._stacked_inputs(stepio)
         try:
             with self._floating_point_checks():
-                outputs = self._program_to_run()(stacked)
+                program = (
+                    self._forward_only_program()
+                    if handle == _FORWARD_ONLY_PROGRAM
+                    else self._program_to_run()
+                )
+                outputs = program(stacked)
         except tf.errors.OpError as error:
             if floating_point_checks.TRAPPED not in error.message:
                 raise
@@ -475,6 +480,10 @@ class SessionCore:
     def _program_to_run(self) -> Callable[[dict[str, Any]], Any]:
         """The compiled program a run calls (inference may swap executors: see there)."""
         return self._built_program()
+
+    def _forward_only_program(self) -> Callable[[dict[str, Any]], Any]:
+        """`createImplicitPipeliningFwdOnlyProgram`'s program (a training session's)."""
+        return self._program_to_run()
 
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)

@@ -11,6 +11,7 @@ and their files, random state, reports) is the inference session's (`session_cor
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import math
@@ -38,6 +39,7 @@ from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
 from openipu._src.popart.session.session_core import SessionCore
+from openipu._src.popart.session.step_program import build_program
 from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
@@ -383,6 +385,22 @@ class TrainingSession(SessionCore):
         return build_training_program(
             spec, self._weights, self._variables, self._random, self._optimizer
         )
+
+    def _forward_only_program(self) -> Callable[[dict[str, Any]], Any]:
+        """The forward pass alone over every micro-batch of the step, with the weights as they
+        are: no gradients, no update (willow/src/ir.cpp, createImplicitPipeliningFwdOnlyProgram
+        separates the forward stages from the backward ones). Anchors it does not compute
+        (gradients, optimizer state) come back as zeros."""
+        if getattr(self, "_forward_only", None) is None:
+            spec = dataclasses.replace(
+                self._spec,
+                batches_per_step=self._data_flow.batchesPerStep() * self.accumulationFactor,
+                anchors=[p for p in self._anchors if p.tensor_id not in self._reserved_anchors],
+                name=f"{self._name}_forward_only",
+            )
+            self._forward_only = build_program(spec, self._weights.program_values, self._random)
+        program: LoopProgram = self._forward_only
+        return program
 
     def _warm_up(self) -> None:
         """Compiles with a run on zeros, then puts every variable back as it was (a training
