@@ -270,8 +270,8 @@ def test_mandatory_patterns_cannot_be_disabled_silently(small_model, ipu_model_d
         ({"defaultBufferingDepth": 0}, "defaultBufferingDepth must be >= 1"),
         ({"defaultBufferingDepth": 2}, "buffering depth > 1 cannot be used with"),
         ({"serializedPoprithmsShiftGraphsDir": "/no/such/dir"}, "not an existing directory"),
-        ({"enablePipelining": True}, "Pipelining needs more than one IPU"),
-        ({"virtualGraphMode": popart.VirtualGraphMode.Manual}, "has no virtual graph"),
+        ({"enablePipelining": True}, "Pipelining requires more than 1 IPU"),
+        ({"virtualGraphMode": popart.VirtualGraphMode.Manual}, "but no Ops have been annotated"),
         ({"globalReplicationFactor": 0}, "globalReplicationFactor must be > 0"),
     ],
 )
@@ -296,7 +296,10 @@ def test_pipelining_needs_enough_batches_per_step(ipu_model_device):
     options.enablePipelining = True
     options.virtualGraphMode = popart.VirtualGraphMode.Manual
     proto = builder.getModelProto()
-    with pytest.raises(popart.popart_exception, match="2 stages.*at least 2 batches per step"):
+    with pytest.raises(
+        popart.popart_exception,
+        match=r"depth \(batchesPerStep\) must equal at least the number of pipeline stages \(2\)",
+    ):
         popart.InferenceSession(proto, popart.DataFlow(1, [y]), device, userOptions=options)
     session = popart.InferenceSession(proto, popart.DataFlow(2, [y]), device, userOptions=options)
     session.prepareDevice()

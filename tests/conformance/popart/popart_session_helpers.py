@@ -30,3 +30,29 @@ def ipu_model_device(num_ipus: int = 1) -> Any:
     """An IPU Model device, standing in for the IPU hardware some original tests need (4
     tiles per IPU, as the original's test_util gives simulated devices)."""
     return popart.DeviceManager().createIpuModelDevice({"numIPUs": num_ipus, "tilesPerIPU": 4})
+
+
+def infer_on(
+    device: Any,
+    model: Any,
+    anchors: list[str],
+    feed: dict[str, np.ndarray],
+    options: Any,
+    batches_per_step: int = 1,
+) -> dict[str, np.ndarray]:
+    """Prepares and runs an InferenceSession on `device` (detached afterwards); its anchors."""
+    try:
+        session = popart.InferenceSession(
+            fnModel=model,
+            dataFlow=popart.DataFlow(
+                batches_per_step, {a: popart.AnchorReturnType("All") for a in anchors}
+            ),
+            userOptions=options,
+            deviceInfo=device,
+        )
+        session.prepareDevice()
+        arrays = session.initAnchorArrays()
+        session.run(popart.PyStepIO(feed, arrays))
+    finally:
+        device.detach()
+    return arrays

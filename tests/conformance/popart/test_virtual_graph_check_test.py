@@ -39,12 +39,6 @@ def test_no_virtual_graph():
 
 
 @pytest.mark.follows("test_all_virtual_graph")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu checks virtual graph ids against the device's IPUs when the "
-    "session is created; the original only when it is prepared (irlowering.cpp), so it "
-    "creates a session with virtual graph 1 on the one-IPU Cpu device",
-)
 def test_all_virtual_graph():
     _session([0, 1, 1], manual=True)
 

@@ -66,6 +66,15 @@ def _fp16_operand_of_mixed_mul(node: NodeProto, types: dict[str, TensorType]) ->
 
 def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProto | None:
     """The node ONNX should see instead of `node`, or None to keep it."""
+    if node.op_type == "Constant" and any(a.name.startswith("__") for a in node.attribute):
+        # PopART's annotations (virtual graph, pipeline stage...) on a Constant make ONNX
+        # take it for no constant (it allows one attribute), losing the values a Reshape's
+        # shape comes from.
+        seen = NodeProto()
+        seen.CopyFrom(node)
+        del seen.attribute[:]
+        seen.attribute.extend(a for a in node.attribute if not a.name.startswith("__"))
+        return seen
     ranks = {name: len(t.shape) for name, t in types.items() if t.shape is not None}
     half = _fp16_operand_of_mixed_mul(node, types)
     if half is not None:

@@ -11,12 +11,15 @@ import os
 import onnx
 
 from openipu._src.popart.builder import annotation_names
-from openipu._src.popart.builder.enums import ReductionType
+from openipu._src.popart.builder.enums import RecomputeType, ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
-from openipu._src.popart.options.enums import VirtualGraphMode
+from openipu._src.popart.options.enums import RecomputationType, VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
+from openipu._src.popart.session import pipeline_rules
+from openipu._src.popart.session.model_ops import annotation as _annotation
+from openipu._src.popart.session.model_ops import debug_name, ir_ops, key
 from openipu._src.popart.session.op_versions import check_op_versions
 
 PARTIALS_TYPES = ("", "float", "half")
@@ -58,8 +61,10 @@ def check_options(
     data_flow: DataFlow,
     model: onnx.ModelProto,
     training: bool,
+    loss_id: str | None = None,
 ) -> None:
-    """Every rule on the options of a session (`training`: a TrainingSession's)."""
+    """Every rule on the options of a session (`training`: a TrainingSession's, whose loss
+    is `loss_id`)."""
     options.validate()
     if not training:
         _check_inference_options(options)
@@ -68,11 +73,30 @@ def check_options(
     _check_buffering(options)
     _check_values(options)
     _check_virtual_graphs(options, device, model)
-    _check_pipelining(options, device, data_flow, model, training)
+    pipeline_rules.check_pipelining(
+        options, device, data_flow, model, loss_id if training else None
+    )
     if options.strictOpVersions:
         check_op_versions(model)
     if training:
         _check_gradient_reduction(options)
+        _check_recomputation(options, model)
+
+
+def _check_recomputation(options: SessionOptions, model: onnx.ModelProto) -> None:
+    """willow/src/ir.cpp: automatic recomputation and ops the user marked for recomputation
+    (`builder.recomputeOutputInBackwardPass`) do not mix, unless execution phases decide."""
+    if options.autoRecomputation is RecomputationType.NoRecompute:
+        return
+    if options.executionPhaseSettings.phases >= 2:
+        return
+    marked = [
+        node
+        for node in ir_ops(model)
+        if _annotation(node, annotation_names.RECOMPUTE_OUTPUT) == RecomputeType.Recompute
+    ]
+    if marked:
+        raise popart_exception("A mixture of auto and manual recomputation is not supported")
 
 
 def _check_gradient_reduction(options: SessionOptions) -> None:
@@ -163,13 +187,6 @@ def _check_values(options: SessionOptions) -> None:
         raise popart_exception("batchSerializationSettings.factor must be >= 0")
 
 
-def _annotation(node: onnx.NodeProto, name: str) -> int | None:
-    for attribute in node.attribute:
-        if attribute.name == name:
-            return int(onnx.helper.get_attribute_value(attribute))
-    return None
-
-
 def _check_virtual_graphs(
     options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto
 ) -> None:
@@ -182,90 +199,65 @@ def _check_virtual_graphs(
                 f"but Auto virtual graphs split the model over the {ipus_per_replica} IPU(s) of "
                 "a replica: give one ratio per IPU (or none, for equal shares)"
             )
+    if options.virtualGraphMode is VirtualGraphMode.Auto and ipus_per_replica > 1:
+        # willow/src/transforms/auto_virtual_graph.cpp splits between ops: n ops give at
+        # most n - 1 splits, one fewer than the IPUs they must cover.
+        splits = len(ir_ops(model)) - 1
+        if splits < ipus_per_replica - 1:
+            raise popart_exception(
+                f"[AutoVirtualGraph] Couldn't find enough splits for {ipus_per_replica} IPUs. "
+                f"Only found {max(splits, 0)} (the model has {splits + 1} op(s) to place)"
+            )
     if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
-    graphs = [_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in model.graph.node]
+    nodes = ir_ops(model)
+    graphs = [_annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes]
     if None in graphs and any(graph is not None for graph in graphs):
         # The original's words for a mix (willow/src/ir.cpp, Ir::verifyVirtualGraphIds).
         missing = [
             f"  {node.name or node.output[0]} ({node.op_type})"
-            for node, graph in zip(model.graph.node, graphs, strict=True)
+            for node, graph in zip(nodes, graphs, strict=True)
             if graph is None
         ]
         raise popart_exception(
             "Either all Ops must have their virtual graph ids set, or none must. "
             "Ops with no virtual graph id:\n" + "\n".join(missing)
         )
-    for node, graph in zip(model.graph.node, graphs, strict=True):
-        where = f"Op '{node.name or node.output[0]}' ({node.op_type})"
-        if graph is None:
-            raise popart_exception(
-                f"{where} has no virtual graph, but SessionOptions.virtualGraphMode is Manual: "
-                "annotate every op with builder.virtualGraph(id)"
-            )
-        if not 0 <= graph < ipus_per_replica:
-            raise popart_exception(
-                f"{where} is on virtual graph {graph}, but each replica has {ipus_per_replica} "
-                f"IPU(s) ({device.numIpus} IPUs / replication factor "
-                f"{options.getReplicationFactor()}): virtual graph ids must be < {ipus_per_replica}"
-            )
+    if nodes and all(graph is None for graph in graphs):
+        # willow/src/ir.cpp, Ir::verifyVirtualGraphIds.
+        raise popart_exception(
+            "SessionOptions flag virtualGraphMode is VirtualGraphMode::Manual, but no Ops have "
+            "been annotated with virtual graph information. This is an inconsistent "
+            "combination. (Annotate every op with builder.virtualGraph(id).)"
+        )
 
 
-def pipeline_stages(model: onnx.ModelProto) -> list[int]:
-    """The pipeline stages of a model's ops (their virtual graphs where none has a stage)."""
-    stages = _annotated(model, annotation_names.PIPELINE_STAGE)
-    if not stages:
-        stages = _annotated(model, annotation_names.VIRTUAL_GRAPH)
-    return sorted(stages)
-
-
-def _annotated(model: onnx.ModelProto, name: str) -> set[int]:
-    """The values of an int annotation over the model's ops (that have it)."""
-    values = (_annotation(node, name) for node in model.graph.node)
-    return {value for value in values if value is not None}
-
-
-def _check_pipelining(
-    options: SessionOptions,
-    device: DeviceInfo,
-    data_flow: DataFlow,
-    model: onnx.ModelProto,
-    training: bool,
+def check_virtual_graph_range(
+    options: SessionOptions, device: DeviceInfo, model: onnx.ModelProto
 ) -> None:
-    if not options.enablePipelining:
+    """Every op's virtual graph is an IPU of the replica: the original checks it when it
+    lowers the IR for the device, in prepareDevice (willow/src/popx/irlowering.cpp), so a
+    session is created with any ids (virtual_graph_check_test.py)."""
+    if options.virtualGraphMode is not VirtualGraphMode.Manual:
         return
     ipus_per_replica = device.numIpus // options.getReplicationFactor()
-    if ipus_per_replica < 2:
-        raise popart_exception(
-            f"Pipelining needs more than one IPU per replica; the device has {device.numIpus} "
-            f"IPU(s) and the replication factor is {options.getReplicationFactor()}"
-        )
-    if options.virtualGraphMode is VirtualGraphMode.Off:
-        raise popart_exception(
-            "Pipelining needs virtual graphs: set SessionOptions.virtualGraphMode (Manual or Auto)"
-        )
-    stages = pipeline_stages(model)
-    if options.virtualGraphMode is VirtualGraphMode.Auto and not stages:
-        # Auto virtual graphs without annotations: one stage per IPU of the replica.
-        stages = list(range(ipus_per_replica))
-    # willow/src/transforms/pipeline.cpp `PipelineInfo`: the pipeline fills over the
-    # accumulated micro-batches, or, without gradient accumulation (continuous
-    # pipelining), over the batches of a step.
-    accumulating = training and options.enableGradientAccumulation
-    if accumulating and len(stages) > options.getAccumulationFactor():
-        raise popart_exception(
-            f"The pipeline has {len(stages)} stages, so a training session with gradient "
-            f"accumulation needs an accumulation factor of at least {len(stages)} "
-            f"(SessionOptions.accumulationFactor is {options.accumulationFactor})"
-        )
-    if not accumulating and len(stages) > data_flow.batchesPerStep():
-        raise popart_exception(
-            f"The pipeline has {len(stages)} stages, so a session without gradient accumulation "
-            f"needs at least {len(stages)} batches per step (DataFlow has "
-            f"{data_flow.batchesPerStep()})"
-        )
-    if options.aliasZeroCopy and not options.enableExplicitMainLoops:
-        raise popart_exception(
-            "SessionOptions.aliasZeroCopy is not supported with implicit pipelining (set "
-            "enableExplicitMainLoops, or aliasZeroCopy = False)"
-        )
+    nodes = ir_ops(model)
+    graphs = {key(node): _annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes}
+    producers = {output: key(node) for node in nodes for output in node.output if output}
+    for node in nodes:
+        graph = graphs[key(node)]
+        if graph is not None and not 0 <= graph < ipus_per_replica:
+            # The IR copies the inputs made on other IPUs to this one as `<id>_c<graph>`
+            # (willow/src/transforms/interipucopy.cpp), and names the copies.
+            inputs = [
+                f"{name}_c{graph}"
+                if name in producers and graphs[producers[name]] != graph
+                else name
+                for name in node.input
+            ]
+            raise popart_exception(
+                f"{debug_name(node, model, inputs)} has been assigned to an invalid virtual "
+                f"graph {graph}. numIPUs = {ipus_per_replica}. (The device has "
+                f"{device.numIpus} IPU(s) and the replication factor is "
+                f"{options.getReplicationFactor()}.)"
+            )

@@ -16,6 +16,8 @@ optimizer state, accumulators and the loss scaling, named with PopART's reserved
 | lossScaleUpdateFactor  | with automatic loss scaling: its factor after the step             |
 | Accum___autoLossScale- | with it and gradient accumulation: its [lower, upper] histogram    |
 | Stats                  | counts of the group's micro-batches so far                         |
+| Restored___<t>         | pipelined training: activation t as the backward pass restores it  |
+|                        | from its stash (the same values as t's)                           |
 
 "After the step" includes the weight update without gradient accumulation. With it, the
 update runs once a group's last micro-batch is done, so it shows from the next micro-batch
@@ -45,6 +47,7 @@ class ReservedKind(enum.Enum):
     FINAL_LOSS_SCALE = "final loss scale"
     LOSS_SCALE_UPDATE_FACTOR = "loss scale update factor"
     LOSS_SCALE_STATISTICS = "loss scale statistics"
+    RESTORED = "restored activation"
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ def parse(
         (reserved_names.reservedGradientPrefix(), ReservedKind.GRADIENT),
         (reserved_names.reservedUpdatedVarPrefix(), ReservedKind.UPDATED_WEIGHT),
         (reserved_names.reservedAccumPrefix(), ReservedKind.ACCUMULATOR),
+        (reserved_names.reservedRestoredPrefix(), ReservedKind.RESTORED),
         *((prefix, ReservedKind.STATE) for prefix in state_prefixes()),
     ]
     for prefix, kind in kinds:

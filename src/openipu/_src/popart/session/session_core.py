@@ -204,10 +204,20 @@ class SessionCore:
 
     def _check_options(self) -> None:
         option_rules.check_options(
-            self._options, self._device, self._data_flow, self._model, self._training
+            self._options,
+            self._device,
+            self._data_flow,
+            self._model,
+            self._training,
+            self._loss_for_rules(),
         )
 
         self._patterns.ensureMandatoryPatternsEnabled()
+
+    def _loss_for_rules(self) -> str | None:
+        """The loss the option rules see (a training session's; its pipeline has backward
+        stages)."""
+        return None
 
     def _after_lowering(self) -> None:
         """What a kind of session plans once the model is lowered (training: the loss, the
@@ -294,6 +304,7 @@ class SessionCore:
         if self._prepared:
             return
         memory_budget.check_fits(self._inputs, self._anchors, memory_budget.host_memory_bytes())
+        option_rules.check_virtual_graph_range(self._options, self._device, self._model)
         check_engine_option_names(self._options.engineOptions)
         if self._options.compileEngine:
             self._place_variables()
@@ -497,7 +508,12 @@ class SessionCore:
         stacked = {} if synthetic else self._stacked_inputs(stepio)
         try:
             with self._floating_point_checks():
-                outputs = self._program_to_run()(stacked)
+                program = (
+                    self._forward_only_program()
+                    if handle == _FORWARD_ONLY_PROGRAM
+                    else self._program_to_run()
+                )
+                outputs = program(stacked)
         except tf.errors.OpError as error:
             if ABORT_MESSAGE in error.message:
                 # An Abort op ended the run: Poplar's abort program fails the engine's run.
@@ -518,6 +534,10 @@ class SessionCore:
     def _program_to_run(self) -> Callable[[dict[str, Any]], Any]:
         """The compiled program a run calls (inference may swap executors: see there)."""
         return self._built_program()
+
+    def _forward_only_program(self) -> Callable[[dict[str, Any]], Any]:
+        """`createImplicitPipeliningFwdOnlyProgram`'s program (a training session's)."""
+        return self._program_to_run()
 
     def _stacked_inputs(self, stepio: StepIO) -> dict[str, tf.Tensor]:
         arrays = stepio.read_inputs(self._inputs)

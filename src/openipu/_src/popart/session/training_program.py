@@ -214,6 +214,9 @@ class _TrainingSteps:
         if spec.automatic_loss_scaling is not None:
             wanted += spec.automatic_loss_scaling.tracked
         wanted += [
+            r.base for r in spec.reserved_anchors.values() if r.kind is ReservedKind.RESTORED
+        ]
+        wanted += [
             plan.tensor_id
             for plan in program.anchors
             if plan.tensor_id not in spec.reserved_anchors
@@ -329,6 +332,14 @@ class _TrainingSteps:
 
     # -- anchors --------------------------------------------------------------------------------
 
+    def _post_mean_divisor(self) -> float:
+        """What SGD's scaled learning rate divides by: the accumulation and replication
+        factors of a Mean reduction taken after accumulating (MeanReductionStrategy.Post)."""
+        spec = self._spec
+        if spec.reduction is not ReductionType.Mean or spec.running_mean:
+            return 1.0
+        return float(spec.accumulation_factor * spec.replication_factor)
+
     def _anchors(
         self,
         known: dict[str, tf.Tensor],
@@ -366,6 +377,8 @@ class _TrainingSteps:
             elif reserved.kind is ReservedKind.LOSS_SCALE_STATISTICS:
                 assert self._variables.statistics is not None
                 value = self._variables.statistics.read_value()
+            elif reserved.kind is ReservedKind.RESTORED:
+                value = known[reserved.base]
             else:  # a variable: weights after the update, optimizer state, accumulators
                 value = self._weights.device[reserved.variable_id].read_value()
             anchors[plan.tensor_id] = tf.ensure_shape(

@@ -11,6 +11,7 @@ and their files, random state, reports) is the inference session's (`session_cor
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import math
@@ -46,6 +47,7 @@ from openipu._src.popart.session.loss_scaling import (
 )
 from openipu._src.popart.session.reserved_tensors import ReservedKind, ReservedTensor
 from openipu._src.popart.session.session_core import SessionCore
+from openipu._src.popart.session.step_program import build_program
 from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
@@ -91,6 +93,9 @@ class TrainingSession(SessionCore):
         super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name)
 
     # -- construction ------------------------------------------------------------------------
+
+    def _loss_for_rules(self) -> str | None:
+        return self._loss_id
 
     def _after_lowering(self) -> None:
         self._check_loss()
@@ -328,6 +333,8 @@ class TrainingSession(SessionCore):
             return TensorSignature(tf.float32, ())
         if reserved.kind is ReservedKind.LOSS_SCALE_STATISTICS:
             return TensorSignature(tf.float32, (2,))
+        if reserved.kind is ReservedKind.RESTORED:
+            return self._restored_signature(reserved)
         if reserved.kind is ReservedKind.LOSS_SCALING:
             signature = self._loss_scaling_signature()
             expected = self._loss_scaling_id()
@@ -352,6 +359,25 @@ class TrainingSession(SessionCore):
                 f"{self.accumulationFactor}, the optimizer state is {self._weights.state_ids})"
             )
         return self._variable_signature(tensor_id)
+
+    def _restored_signature(self, reserved: ReservedTensor) -> TensorSignature:
+        """A pipelined training session stashes the activations (and inputs) its backward
+        pass needs in a later pipeline stage, and restores them there
+        (willow/src/transforms/pipeline.cpp); the restored tensor holds the same values."""
+        base = reserved.base
+        stashable = (
+            self._options.enablePipelining
+            and base in self._lowered.tensor_names()
+            and base not in self._weights.host
+            and base in self._loss_ancestors
+        )
+        if not stashable:
+            raise popart_exception(
+                f"Anchor tensor `{reserved.tensor_id}' not in Ir Tensors. Only a pipelined "
+                "training session restores stashed activations, those the loss depends on "
+                f"('{base}' is not one of them)"
+            )
+        return self._types.get(base)
 
     def _tensor_names(self) -> list[str]:
         """The model's tensors, and the training tensors a session of the original has: the
@@ -437,6 +463,22 @@ class TrainingSession(SessionCore):
         return build_training_program(
             spec, self._weights, self._variables, self._random, self._optimizer
         )
+
+    def _forward_only_program(self) -> Callable[[dict[str, Any]], Any]:
+        """The forward pass alone over every micro-batch of the step, with the weights as they
+        are: no gradients, no update (willow/src/ir.cpp, createImplicitPipeliningFwdOnlyProgram
+        separates the forward stages from the backward ones). Anchors it does not compute
+        (gradients, optimizer state) come back as zeros."""
+        if getattr(self, "_forward_only", None) is None:
+            spec = dataclasses.replace(
+                self._spec,
+                batches_per_step=self._data_flow.batchesPerStep() * self.accumulationFactor,
+                anchors=[p for p in self._anchors if p.tensor_id not in self._reserved_anchors],
+                name=f"{self._name}_forward_only",
+            )
+            self._forward_only = build_program(spec, self._weights.program_values, self._random)
+        program: LoopProgram = self._forward_only
+        return program
 
     def _warm_up(self) -> None:
         """Compiles with a run on zeros, then puts every variable back as it was (a training
