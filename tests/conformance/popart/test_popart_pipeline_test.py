@@ -227,7 +227,8 @@ def _model_anchors(
 
 
 def _reference_forward(data, label):
-    """numpy's Sin, Exp, Conv with ones, Softmax and NllLoss (mean) of one batch."""
+    """numpy's Sin, Exp, Conv with ones, Softmax and NllLoss (mean) of one batch; the loss
+    takes log(max(p, 1e-7)), as PopART's Nll (willow/src/popx/op/nllx.cpp)."""
     e0 = np.exp(np.sin(data.astype(np.float32)))
     padded = np.pad(e0, [(0, 0), (0, 0), (1, 1), (1, 1)])
     # Every output channel sums the 3x3 windows of both input channels (weights of ones).
@@ -235,7 +236,7 @@ def _reference_forward(data, label):
     conv = np.repeat(window.sum(axis=1, keepdims=True), 2, axis=1).reshape(2, 32)
     probs = np.exp(conv - conv.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)
-    return e0, -np.mean(np.log(probs[np.arange(2), label]))
+    return e0, -np.mean(np.log(np.maximum(probs[np.arange(2), label], 1e-7)))
 
 
 @pytest.mark.follows("test_inference_min_batches")
