@@ -17,8 +17,10 @@ from onnx import NodeProto, TensorProto
 
 from openipu._src.popart.builder.attribute_values import attribute_value
 from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
+from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
+from openipu._src.popart.graphcore_ops.scatter_reduce_shape import expanded_indices_shape
 from openipu._src.popart.graphcore_ops.shape_rules import TensorType, shape_rule
 from openipu._src.popart.graphcore_ops.shape_rules import register_shape_rule as _rule
 
@@ -259,7 +261,21 @@ def _grouped_gather(node, inputs, attributes):
 
 @_rule("ScatterReduce", "GroupedScatterReduce")
 def _scatter_reduce(node, inputs, attributes):
-    return [_with_dims(inputs[0], {attributes["axis"]: attributes["axis_size"]})]
+    # With initial values the output is theirs (willow/src/op/scatterreduce.cpp, setupOutputInfo).
+    if len(inputs) > 2 and inputs[2] is not None:
+        return [inputs[2]]
+    data, indices, axis = inputs[0].shape, inputs[1].shape, attributes["axis"]
+    if attributes["enable_index_broadcast"] or data is None or indices is None:
+        return [_with_dims(inputs[0], {axis: attributes["axis_size"]})]
+    # Without index broadcasting the output follows the indices' shape.
+    try:
+        shape = expanded_indices_shape(
+            indices, data, axis % len(data), node.op_type != "ScatterReduce"
+        )
+    except popart_exception:
+        return [_with_dims(inputs[0], {axis: attributes["axis_size"]})]  # the IR refuses it
+    shape[axis] = attributes["axis_size"]
+    return [_with_shape(inputs[0], shape)]
 
 
 @_rule("CtcBeamSearchDecoder")
