@@ -871,7 +871,7 @@ class SplineBasis(Op):
 
     Spline s picks knot k_d = (s // (degree + 1) ** d) % (degree + 1) in each dimension d:
     with v = pseudo * (kernel_size - degree * is_open), its basis is the product over d of
-    piece k_d at frac(v), its weight index sum_d ((floor(v) + k_d) % kernel_size_d) * prod of
+    piece k_d at frac(v), its weight index sum_d ((trunc(v) + k_d) % kernel_size_d) * prod of
     the earlier kernel sizes.
     """
 
@@ -888,22 +888,28 @@ class SplineBasis(Op):
         is_open = tf.cast(tf.reshape(is_open_spline, [-1]), tf.int32)
         compute_type = tf.float32 if pseudo.dtype == tf.float16 else pseudo.dtype
         scaled = tf.cast(pseudo, compute_type) * tf.cast(sizes - degree * is_open, compute_type)
-        whole = tf.floor(scaled)
-        fraction = scaled - whole
-        whole = tf.cast(whole, tf.int32)
-        bases, indices = [], []
-        for spline in range((degree + 1) ** dims):
-            basis = tf.ones_like(fraction[:, 0])
-            index = tf.zeros_like(whole[:, 0])
-            offset = tf.constant(1, tf.int32)
-            for d in range(dims):
-                knot = (spline // (degree + 1) ** d) % (degree + 1)
-                basis = basis * _spline_piece(fraction[:, d], knot, degree)
-                index = index + tf.math.floormod(whole[:, d] + knot, sizes[d]) * offset
-                offset = offset * sizes[d]
-            bases.append(basis)
-            indices.append(index)
-        return tf.cast(tf.stack(bases, 1), pseudo.dtype), tf.stack(indices, 1)
+        fraction = scaled - tf.floor(scaled)
+        # The whole part truncates towards zero and the index wraps as C++'s %, as
+        # torch_spline_conv's spline_basis, the original's reference: open splines of a
+        # kernel smaller than the degree scale to negative values (splinebasis_test.py).
+        whole = tf.cast(scaled, tf.int32)
+        # All splines at once (a loop per spline makes a graph too large to compile quickly):
+        # knots [S, D], the pieces of each dimension [E, D, degree + 1].
+        knots = np.array(
+            [
+                [(s // (degree + 1) ** d) % (degree + 1) for d in range(dims)]
+                for s in range((degree + 1) ** dims)
+            ],
+            np.int32,
+        ).reshape(-1, dims)
+        pieces = tf.stack([_spline_piece(fraction, k, degree) for k in range(degree + 1)], -1)
+        basis = tf.ones([tf.shape(pseudo)[0], knots.shape[0]], compute_type)
+        for d in range(dims):
+            basis = basis * tf.gather(pieces[:, d], knots[:, d], axis=1)
+        wrapped = tf.truncatemod(whole[:, None, :] + knots[None], sizes)  # [E, S, D]
+        offsets = tf.math.cumprod(sizes, exclusive=True)
+        index = tf.reduce_sum(wrapped * offsets, axis=-1)
+        return tf.cast(basis, pseudo.dtype), index
 
 
 @graphcore_op("SplineWeighting")
