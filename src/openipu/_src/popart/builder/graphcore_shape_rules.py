@@ -310,3 +310,38 @@ def _spline_weighting(node, inputs, attributes):
     if features is None or weights is None:
         return [None]
     return [_with_shape(inputs[0], (features[0], weights[2]))]
+
+
+@_rule("MultiConv")
+def _multi_conv(node, inputs, attributes):
+    # Three inputs per convolution (data, weights, bias or ""); the per-convolution window
+    # parameters are concatenated, empty for all defaults (willow/src/op/multiconvbase.cpp).
+    outputs, offsets = (
+        [],
+        dict.fromkeys(("pads", "outPads", "strides", "dilations", "inDilations"), 0),
+    )
+    for conv in range(len(inputs) // 3):
+        data, weights = inputs[3 * conv].shape, inputs[3 * conv + 1].shape
+        if data is None or weights is None:
+            outputs.append(_with_shape(inputs[3 * conv], None))
+            continue
+        spatial = len(data) - 2
+
+        def take(name: str, count: int, default: int) -> list[int]:
+            values = list(attributes[name])
+            if not values:
+                return [default] * count
+            taken = values[offsets[name] : offsets[name] + count]
+            offsets[name] += count
+            return taken
+
+        pads, out_pads = take("pads", 2 * spatial, 0), take("outPads", 2 * spatial, 0)
+        strides, dilations = take("strides", spatial, 1), take("dilations", spatial, 1)
+        in_dilations = take("inDilations", spatial, 1)
+        shape = [data[0], weights[0]]
+        for i in range(spatial):
+            size = (data[2 + i] - 1) * in_dilations[i] + 1 + pads[i] + pads[spatial + i]
+            size = (size - dilations[i] * (weights[2 + i] - 1) - 1) // strides[i] + 1
+            shape.append(size + out_pads[i] + out_pads[spatial + i])
+        outputs.append(_with_shape(inputs[3 * conv], shape))
+    return outputs
