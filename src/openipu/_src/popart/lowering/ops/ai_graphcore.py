@@ -805,12 +805,15 @@ class Abort(Op):
 
 @graphcore_op("Call")
 class Call(Op):
-    """Runs the ``callee`` subgraph on the inputs; it sees only its own inputs."""
+    """Runs the ``callee`` subgraph on the inputs. Tensors of the scopes around the call that
+    it names are visible to it, as to a Loop's or If's body
+    (operators_test/subgraph_op_test.py: a called graph loops over the caller's tensors)."""
 
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         # Each call draws its own random numbers: RandomSetup gives every CallOp its own seed
         # for the callee (willow/src/transforms/randomsetup.cpp, connectSubgraphOp).
-        return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))
+        outer = context.scope if context.scope is not None else ChainMap()
+        return tuple(self.subgraphs["callee"].call(context.salted(self.salt), outer, inputs))
 
 
 @graphcore_op("ReplicatedAllReduce")
