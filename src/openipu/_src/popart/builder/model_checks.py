@@ -223,9 +223,10 @@ _UNSUPPORTED_INPUT_TYPE = re.compile(
     r"\(op_type:(\w+), node name: [^)]*\): (?:\w+ typestr: \w+, )?(?:output )?has unsupported type"
 )
 # Ops whose PopART implementations take types their ONNX schema does not list (Constant-1
-# of int64 in operators_test/expand_test.py, CumSum-11 of float16 in cumsum_test.py).
+# of int64 in operators_test/expand_test.py, CumSum-11 of float16 in cumsum_test.py, RoiAlign
+# of int32 batch indices in roialign_test.py).
 _TYPES_EXTENDED_BY_POPART = frozenset(
-    {"TopK", "Scatter", "ScatterElements", "Equal", "Constant", "CumSum"}
+    {"TopK", "Scatter", "ScatterElements", "Equal", "Constant", "CumSum", "RoiAlign"}
 )
 
 
