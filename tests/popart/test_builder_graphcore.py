@@ -352,7 +352,10 @@ def test_multiconv_flattens_per_convolution_settings():
     assert builder.getInt64VectorNodeAttribute("pads", set(outputs)) == [1, 1, 1, 1, 0, 0, 0, 0]
     assert builder.getStringNodeAttribute("planType", set(outputs)) == "parallel"
     assert not builder.nodeHasAttribute("cycleBackOff", set(outputs))
-    with pytest.raises(popart.popart_exception, match="strides must be empty or have one entry"):
+    with pytest.raises(
+        popart.popart_exception,
+        match=r"number of strides parameter sets \(1\) does not match the number of input sets \(2\)",
+    ):
         builder.aiGraphcore.multiconv([[x0, w0], [x1, w1]], strides=[[1, 1]])
 
 

@@ -17,8 +17,10 @@ from onnx import NodeProto, TensorProto
 
 from openipu._src.popart.builder.attribute_values import attribute_value
 from openipu._src.popart.builder.tensor_info import DataType, onnx_type_of
+from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
+from openipu._src.popart.graphcore_ops.scatter_reduce_shape import expanded_indices_shape
 from openipu._src.popart.graphcore_ops.shape_rules import TensorType, shape_rule
 from openipu._src.popart.graphcore_ops.shape_rules import register_shape_rule as _rule
 
@@ -259,7 +261,21 @@ def _grouped_gather(node, inputs, attributes):
 
 @_rule("ScatterReduce", "GroupedScatterReduce")
 def _scatter_reduce(node, inputs, attributes):
-    return [_with_dims(inputs[0], {attributes["axis"]: attributes["axis_size"]})]
+    # With initial values the output is theirs (willow/src/op/scatterreduce.cpp, setupOutputInfo).
+    if len(inputs) > 2 and inputs[2] is not None:
+        return [inputs[2]]
+    data, indices, axis = inputs[0].shape, inputs[1].shape, attributes["axis"]
+    if attributes["enable_index_broadcast"] or data is None or indices is None:
+        return [_with_dims(inputs[0], {axis: attributes["axis_size"]})]
+    # Without index broadcasting the output follows the indices' shape.
+    try:
+        shape = expanded_indices_shape(
+            indices, data, axis % len(data), node.op_type != "ScatterReduce"
+        )
+    except popart_exception:
+        return [_with_dims(inputs[0], {axis: attributes["axis_size"]})]  # the IR refuses it
+    shape[axis] = attributes["axis_size"]
+    return [_with_shape(inputs[0], shape)]
 
 
 @_rule("CtcBeamSearchDecoder")
@@ -294,3 +310,38 @@ def _spline_weighting(node, inputs, attributes):
     if features is None or weights is None:
         return [None]
     return [_with_shape(inputs[0], (features[0], weights[2]))]
+
+
+@_rule("MultiConv")
+def _multi_conv(node, inputs, attributes):
+    # Three inputs per convolution (data, weights, bias or ""); the per-convolution window
+    # parameters are concatenated, empty for all defaults (willow/src/op/multiconvbase.cpp).
+    outputs, offsets = (
+        [],
+        dict.fromkeys(("pads", "outPads", "strides", "dilations", "inDilations"), 0),
+    )
+    for conv in range(len(inputs) // 3):
+        data, weights = inputs[3 * conv].shape, inputs[3 * conv + 1].shape
+        if data is None or weights is None:
+            outputs.append(_with_shape(inputs[3 * conv], None))
+            continue
+        spatial = len(data) - 2
+
+        def take(name: str, count: int, default: int) -> list[int]:
+            values = list(attributes[name])
+            if not values:
+                return [default] * count
+            taken = values[offsets[name] : offsets[name] + count]
+            offsets[name] += count
+            return taken
+
+        pads, out_pads = take("pads", 2 * spatial, 0), take("outPads", 2 * spatial, 0)
+        strides, dilations = take("strides", spatial, 1), take("dilations", spatial, 1)
+        in_dilations = take("inDilations", spatial, 1)
+        shape = [data[0], weights[0]]
+        for i in range(spatial):
+            size = (data[2 + i] - 1) * in_dilations[i] + 1 + pads[i] + pads[spatial + i]
+            size = (size - dilations[i] * (weights[2 + i] - 1) - 1) // strides[i] + 1
+            shape.append(size + out_pads[i] + out_pads[spatial + i])
+        outputs.append(_with_shape(inputs[3 * conv], shape))
+    return outputs

@@ -278,7 +278,8 @@ _UNSUPPORTED_INPUT_TYPE = re.compile(
 # of int64 in operators_test/expand_test.py, CumSum-11 of float16 in cumsum_test.py, Max-8
 # and Min-8 of int32 in min_max_unwinding_test.py, If of a FLOAT condition in
 # builder_name_test.py, Gather of uint32 indices in aliaszerocopy_model_test.py, Sqrt of int32,
-# uint32 and bool in synthetic_data_test.py).
+# uint32 and bool in synthetic_data_test.py, RoiAlign of int32 batch indices in
+# roialign_test.py).
 _TYPES_EXTENDED_BY_POPART = frozenset(
     {
         "TopK",
@@ -292,6 +293,7 @@ _TYPES_EXTENDED_BY_POPART = frozenset(
         "If",
         "Gather",
         "Sqrt",
+        "RoiAlign",
     }
 )
 

@@ -146,7 +146,6 @@ _OPS = (
             FLOAT("cycleBackOff", ABSENT),
             INTS("enableConvDithering", ()),
         ),
-        typed=False,
     ),
     # -- losses
     OpSpec(

@@ -42,6 +42,7 @@ import tensorflow as tf
 from openipu._src.engine import replication
 from openipu._src.popart.builder import annotation_names
 from openipu._src.popart.devices.device_info import DeviceInfo
+from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.op import Op
 from openipu._src.popart.options.enums import VirtualGraphMode
 from openipu._src.popart.options.session_options import SessionOptions
@@ -144,6 +145,8 @@ def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) ->
     if mode is VirtualGraphMode.Manual:
         # option_rules checked that every op has a virtual graph below ipus_per_replica.
         graphs = {_key(node): _annotation(node, annotation_names.VIRTUAL_GRAPH) for node in nodes}
+        if options.enablePipelining:
+            _check_called_graphs(model.graph)
     else:
         graphs = _auto_split(nodes, ipus_per_replica, options.virtualGraphSplitRatios)
     stages = {
@@ -158,6 +161,37 @@ def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) ->
         ipus_per_replica,
         host_devices,
     )
+
+
+def _check_called_graphs(graph: onnx.GraphProto) -> None:
+    """When pipelining, a called subgraph's ops must sit on the calling op's virtual graph
+    (operators_test/call_test_ipu_model.py, test_call_pipelined_error)."""
+    for call in graph.node:
+        if call.op_type != "Call":
+            continue
+        caller = _annotation(call, annotation_names.VIRTUAL_GRAPH)
+        for attribute in call.attribute:
+            if attribute.type != onnx.AttributeProto.GRAPH:
+                continue
+            for node in attribute.g.node:
+                own = _annotation(node, annotation_names.VIRTUAL_GRAPH)
+                described = (
+                    f"Op({node.domain or 'ai.onnx'}.{node.op_type}, "
+                    f"outputs=[{', '.join(node.output)}])"
+                )
+                if own is None:
+                    raise popart_exception(
+                        f'Op {described} in subgraph "{attribute.g.name}" does not have a '
+                        "virtual graph id. When pipelining, subgraph ops must have a virtual "
+                        "graph id set."
+                    )
+                if own != caller:
+                    raise popart_exception(
+                        f"The virtual graph id {own} for Op {described} in subgraph "
+                        f'"{attribute.g.name}" does not match the virtual graph id {caller} of '
+                        "the calling op. When pipelining, subgraph ops must have a virtual graph "
+                        "id matching the calling op."
+                    )
 
 
 def _auto_split(nodes: list[onnx.NodeProto], ipus: int, ratios: list[float]) -> dict[str, int]:

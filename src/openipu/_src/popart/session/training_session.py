@@ -35,7 +35,12 @@ from openipu._src.popart.options.enums import GradientTensorTrackingMethod, Mean
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
-from openipu._src.popart.session import loss_graph, reserved_tensors, sgd0_tensors
+from openipu._src.popart.session import (
+    grad_patterns,
+    loss_graph,
+    reserved_tensors,
+    sgd0_tensors,
+)
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.loss_scaling import (
     FINAL_LOSS_SCALE_ID,
@@ -123,6 +128,12 @@ class TrainingSession(SessionCore):
         ]
         self._statistics = statistics
         self._check_specific_values(weights.weight_ids)
+        grad_patterns.check_grad_patterns(
+            self._model.graph,
+            self._gradient_reachable()
+            & grad_patterns.weight_dependent(self._model.graph, set(self._trained)),
+            self._patterns,
+        )
         accumulating = self.accumulationFactor > 1
         self._state_slots: dict[str, tuple[str, ...]] = {}
         state: dict[str, np.ndarray] = {}

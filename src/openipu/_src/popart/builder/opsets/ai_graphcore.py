@@ -29,6 +29,7 @@ from openipu._src.popart.builder.enums import (
 )
 from openipu._src.popart.builder.model_context import AI_GRAPHCORE
 from openipu._src.popart.builder.opsets.base import Opset, core_of
+from openipu._src.popart.builder.opsets.builder_op_checks import check_conv
 from openipu._src.popart.builder.settings_encoding import encode_comm_group
 from openipu._src.popart.builder.tensor_info import DataType, data_type_from
 from openipu._src.popart.errors import UnsupportedOpsetError, check_tensor_ids, popart_exception
@@ -499,15 +500,24 @@ class AiGraphcore(Opset):
         Inputs are flattened to three per convolution ("" for no bias) and the
         per-convolution lists of lists are concatenated.
         """
-        what = "MultiConv (ai.graphcore)"
-        if (
-            isinstance(args, str)
-            or not args
-            or any(isinstance(c, str) or not 2 <= len(c) <= 3 for c in args)
-        ):
+        # The original's checks and messages (willow/src/builder.cpp, AiGraphcoreOpset1::
+        # multiconv, then verifyConvBase per convolution).
+        name = debug_name(debugContext)
+        if isinstance(args, str) or not args:
             raise popart_exception(
-                f"{what}: args must be a list of [data, weight, bias?], got {args!r}"
+                f"MultiConvOp '{name}' has no input tensors. Provide at least one set of inputs"
             )
+        for conv in args:
+            if isinstance(conv, str) or len(conv) < 2:
+                raise popart_exception(
+                    f"Each convolution of MultiConvOp '{name}' must have at least two inputs - "
+                    "data and weights"
+                )
+            if len(conv) > 3:
+                raise popart_exception(
+                    f"Each convolution of MultiConvOp '{name}' can have at most three inputs - "
+                    "data, weights, and bias"
+                )
         count = len(args)
         per_conv: dict[str, Sequence[Any]] = {
             "dilations": dilations,
@@ -519,12 +529,17 @@ class AiGraphcore(Opset):
             "partialsTypes": partialsTypes,
             "enableConvDithering": enableConvDithering,
         }
-        for name, values in per_conv.items():
+        for parameter, values in per_conv.items():
             if len(values) not in (0, count):
                 raise popart_exception(
-                    f"{what}: {name} must be empty or have one entry per convolution ({count}), "
-                    f"got {len(values)}"
+                    f"For MultiConvOp '{name}', number of {parameter} parameter sets "
+                    f"({len(values)}) does not match the number of input sets ({count})"
                 )
+        for i, conv in enumerate(args):
+            window = {
+                n: per_conv[n][i] if per_conv[n] else [] for n in ("strides", "pads", "dilations")
+            }
+            check_conv(self._known_shape, list(conv), window)
         inputs = [tensor for conv in args for tensor in (list(conv) + [""])[:3]]
 
         def flat(lists: list[list[int]]) -> list[int]:

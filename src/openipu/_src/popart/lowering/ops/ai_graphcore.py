@@ -19,6 +19,11 @@ from openipu._src.popart.errors import LoweringError
 from openipu._src.popart.graphcore_ops import op_spec
 from openipu._src.popart.graphcore_ops.checks import refuse_zero_stride
 from openipu._src.popart.graphcore_ops.reshape_shape import resolved_reshape
+from openipu._src.popart.graphcore_ops.scatter_reduce_shape import (
+    checked_axis,
+    expanded_indices_shape,
+    is_index_broadcast,
+)
 from openipu._src.popart.lowering.op import RNG_ALGORITHM, Op, RunContext
 from openipu._src.popart.lowering.ops.activation import gelu
 from openipu._src.popart.lowering.ops.conv import add_channel_bias, convolve, upsample_with_zeros
@@ -448,29 +453,44 @@ class SequenceSlice(Op):
 
 
 class ScatterReduceOp(Op):
+    grouped = False
+
     def setup(self) -> None:
         if self.attrs.reduction not in _SCATTER_REDUCTIONS:
             self.bad_attribute(
                 "reduction", f"must be a ScatterReduction (0-4), not {self.attrs.reduction}"
             )
 
+    def aligned(self, source: tf.Tensor, index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, int]:
+        """Source and index of one shape, and the non-negative axis. A vector index (with index
+        broadcasting enabled) applies along the axis at every other position; smaller indices
+        (broadcasting disabled) scatter only the leading part of the source they cover, as
+        torch's scatter_reduce (operators_test/scatterreduce_bcast_disabled_test.py)."""
+        data_shape = source.shape.as_list()
+        axis = checked_axis(self.attrs.axis, len(data_shape), self.attrs.axis_size)
+        index_shape = index.shape.as_list()
+        index = tf.cast(index, tf.int64)
+        enabled = bool(self.attrs.enable_index_broadcast)
+        if is_index_broadcast(index_shape, data_shape, axis, self.grouped, enabled):
+            expanded = expanded_indices_shape(index_shape, data_shape, axis, self.grouped)
+            return source, tf.broadcast_to(tf.reshape(index, expanded), data_shape), axis
+        if index_shape != data_shape:
+            expanded = expanded_indices_shape(index_shape, data_shape, axis, self.grouped)
+            source = tf.slice(source, [0] * len(expanded), expanded)
+            return source, tf.reshape(index, expanded), axis
+        return source, index, axis
+
     def scatter(
         self, source: tf.Tensor, index: tf.Tensor, initial: tf.Tensor | None, axis: int
     ) -> tf.Tensor:
-        """out[.., i, ..] = reduce(source[.., j, ..] where index[j] == i) along ``axis``."""
+        """out[.., i, ..] = reduce(source[.., j, ..] where index[.., j, ..] == i) along
+        ``axis``, for source and index of one shape."""
         rank = source.shape.rank
-        index = tf.cast(index, tf.int64)
-        if index.shape.rank != rank:
-            # Index broadcasting: a 1-D index along the axis applies to every other position.
-            shape = [1] * rank
-            shape[axis] = -1
-            index = tf.broadcast_to(tf.reshape(index, shape), tf.shape(source, out_type=tf.int64))
-        else:
-            index = tf.broadcast_to(index, tf.shape(source, out_type=tf.int64))
-        output_shape = source.shape.as_list()
-        output_shape[axis] = self.attrs.axis_size
         reduction = _SCATTER_REDUCTIONS[self.attrs.reduction]
+        unset_is_zero = initial is None and reduction in ("max", "min")
         if initial is None:
+            output_shape = source.shape.as_list()
+            output_shape[axis] = self.attrs.axis_size
             identity = {"add": 0, "mul": 1, "none": 0}.get(reduction)
             if identity is None:
                 limits = source.dtype.max if reduction == "min" else source.dtype.min
@@ -481,28 +501,43 @@ class ScatterReduceOp(Op):
         grids = tf.meshgrid(*[tf.range(dims[i]) for i in range(rank)], indexing="ij")
         grids[axis] = index
         coordinates = tf.reshape(tf.stack(grids, axis=-1), [-1, rank])
-        # poplibs' multiUpdate, which the original scatters with, ignores out-of-range indices.
-        keep = tf.reshape((index >= 0) & (index < self.attrs.axis_size), [-1])
-        return scatter_reduce(initial, coordinates, tf.reshape(source, [-1]), reduction, keep)
+        # poplibs' multiUpdate, which the original scatters with, ignores out-of-range indices;
+        # the output (from initial values) may be larger than the source off the axis.
+        in_range = (index >= 0) & (index < self.attrs.axis_size)
+        for d in range(rank):
+            if d != axis:
+                in_range &= grids[d] < tf.shape(initial, out_type=tf.int64)[d]
+        keep = tf.reshape(in_range, [-1])
+        values = tf.reshape(source, [-1])
+        result = scatter_reduce(initial, coordinates, values, reduction, keep)
+        if unset_is_zero:
+            # Positions no index reaches are 0 for max and min too, as torch_scatter's
+            # (operators_test/scatterreduce_test_0.py, test_scatterreduce_basic).
+            hits = scatter_reduce(
+                tf.zeros_like(initial), coordinates, tf.ones_like(values), "add", keep
+            )
+            result = tf.where(hits > 0, result, tf.zeros_like(result))
+        return result
 
 
 @graphcore_op("ScatterReduce")
 class ScatterReduce(ScatterReduceOp):
     def compute(self, source, index, initial=None):
-        return self.scatter(
-            source, index, initial, normalize_axis(self.attrs.axis, source.shape.rank)
-        )
+        source, index, axis = self.aligned(source, index)
+        return self.scatter(source, index, initial, axis)
 
 
 @graphcore_op("GroupedScatterReduce")
 class GroupedScatterReduce(ScatterReduceOp):
+    grouped = True
+
     def compute(self, source, index, initial=None):
         # The leading dim is the group; scatter each group independently.
-        axis = normalize_axis(self.attrs.axis, source.shape.rank) - 1
+        source, index, axis = self.aligned(source, index)
         results = []
         for group in range(source.shape[0]):
             initial_group = initial[group] if initial is not None else None
-            results.append(self.scatter(source[group], index[group], initial_group, axis))
+            results.append(self.scatter(source[group], index[group], initial_group, axis - 1))
         return tf.stack(results)
 
 
@@ -800,12 +835,15 @@ class Abort(Op):
 
 @graphcore_op("Call")
 class Call(Op):
-    """Runs the ``callee`` subgraph on the inputs; it sees only its own inputs."""
+    """Runs the ``callee`` subgraph on the inputs. Tensors of the scopes around the call that
+    it names are visible to it, as to a Loop's or If's body
+    (operators_test/subgraph_op_test.py: a called graph loops over the caller's tensors)."""
 
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         # Each call draws its own random numbers: RandomSetup gives every CallOp its own seed
         # for the callee (willow/src/transforms/randomsetup.cpp, connectSubgraphOp).
-        return tuple(self.subgraphs["callee"].call(context.salted(self.salt), ChainMap(), inputs))
+        outer = context.scope if context.scope is not None else ChainMap()
+        return tuple(self.subgraphs["callee"].call(context.salted(self.salt), outer, inputs))
 
 
 @graphcore_op("NormalizeImage")
@@ -850,7 +888,7 @@ class SplineBasis(Op):
 
     Spline s picks knot k_d = (s // (degree + 1) ** d) % (degree + 1) in each dimension d:
     with v = pseudo * (kernel_size - degree * is_open), its basis is the product over d of
-    piece k_d at frac(v), its weight index sum_d ((floor(v) + k_d) % kernel_size_d) * prod of
+    piece k_d at frac(v), its weight index sum_d ((trunc(v) + k_d) % kernel_size_d) * prod of
     the earlier kernel sizes.
     """
 
@@ -867,22 +905,28 @@ class SplineBasis(Op):
         is_open = tf.cast(tf.reshape(is_open_spline, [-1]), tf.int32)
         compute_type = tf.float32 if pseudo.dtype == tf.float16 else pseudo.dtype
         scaled = tf.cast(pseudo, compute_type) * tf.cast(sizes - degree * is_open, compute_type)
-        whole = tf.floor(scaled)
-        fraction = scaled - whole
-        whole = tf.cast(whole, tf.int32)
-        bases, indices = [], []
-        for spline in range((degree + 1) ** dims):
-            basis = tf.ones_like(fraction[:, 0])
-            index = tf.zeros_like(whole[:, 0])
-            offset = tf.constant(1, tf.int32)
-            for d in range(dims):
-                knot = (spline // (degree + 1) ** d) % (degree + 1)
-                basis = basis * _spline_piece(fraction[:, d], knot, degree)
-                index = index + tf.math.floormod(whole[:, d] + knot, sizes[d]) * offset
-                offset = offset * sizes[d]
-            bases.append(basis)
-            indices.append(index)
-        return tf.cast(tf.stack(bases, 1), pseudo.dtype), tf.stack(indices, 1)
+        fraction = scaled - tf.floor(scaled)
+        # The whole part truncates towards zero and the index wraps as C++'s %, as
+        # torch_spline_conv's spline_basis, the original's reference: open splines of a
+        # kernel smaller than the degree scale to negative values (splinebasis_test.py).
+        whole = tf.cast(scaled, tf.int32)
+        # All splines at once (a loop per spline makes a graph too large to compile quickly):
+        # knots [S, D], the pieces of each dimension [E, D, degree + 1].
+        knots = np.array(
+            [
+                [(s // (degree + 1) ** d) % (degree + 1) for d in range(dims)]
+                for s in range((degree + 1) ** dims)
+            ],
+            np.int32,
+        ).reshape(-1, dims)
+        pieces = tf.stack([_spline_piece(fraction, k, degree) for k in range(degree + 1)], -1)
+        basis = tf.ones([tf.shape(pseudo)[0], knots.shape[0]], compute_type)
+        for d in range(dims):
+            basis = basis * tf.gather(pieces[:, d], knots[:, d], axis=1)
+        wrapped = tf.truncatemod(whole[:, None, :] + knots[None], sizes)  # [E, S, D]
+        offsets = tf.math.cumprod(sizes, exclusive=True)
+        index = tf.reduce_sum(wrapped * offsets, axis=-1)
+        return tf.cast(basis, pseudo.dtype), index
 
 
 @graphcore_op("SplineWeighting")
