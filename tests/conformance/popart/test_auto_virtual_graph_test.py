@@ -13,8 +13,8 @@ from conftest import create_test_device
 
 NO_IR = pytest.mark.xfail(
     strict=True,
-    raises=AttributeError,
-    reason="difference: openipu has no PopART IR to serialise (session._serializeIr), and its "
+    reason="difference: openipu's serialized IR (session/ir_view) gives ops no virtual graph "
+    "attribute (__ipu_number), and its "
     "Auto mode splits the ops in order into shares of equal op counts, not the original's "
     "balance of subgraph costs (willow/src/transforms/auto_virtual_graph.cpp)",
 )
