@@ -54,14 +54,19 @@ def test_mandatory_patterns_check_follows_runtime_asserts():
 
 
 def test_logger_levels():
-    logger = popart.getLogger()
-    logger.setLevel("DEBUG")
-    assert logging.getLogger("popart").level == logging.DEBUG
-    popart.getLogger("session").setLevel("off")
-    assert logging.getLogger("popart.session").level > logging.CRITICAL
-    with pytest.raises(popart.popart_exception, match="Unknown log level 'LOUD'"):
-        logger.setLevel("LOUD")
-    logger.setLevel("WARN")
+    saved = {name: logging.getLogger(name).level for name in ("popart", "popart.session")}
+    try:
+        logger = popart.getLogger()
+        logger.setLevel("DEBUG")
+        assert logging.getLogger("popart").level == logging.DEBUG
+        popart.getLogger("session").setLevel("off")
+        assert logging.getLogger("popart.session").level > logging.CRITICAL
+        with pytest.raises(popart.popart_exception, match="Unknown log level 'LOUD'"):
+            logger.setLevel("LOUD")
+    finally:
+        # Later tests of this process read the loggers' levels.
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def test_reserved_prefixes():
