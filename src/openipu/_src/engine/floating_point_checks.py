@@ -224,19 +224,23 @@ class _Callback:
         op_name: str | bytes | None = None,
         graph: Any = None,
     ) -> list[Any] | None:
+        # With nothing to do, the outputs as given: TensorFlow takes a callback's return
+        # as the op's outputs, so None would drop an earlier callback's replacements (the
+        # engine's random ops); None when given None (the op's own outputs are kept).
+        given = None if outputs is None else list(outputs)
         if self.building or graph is None:
-            return None
+            return given
         if outputs is None:
             # An earlier callback (the engine's random ops) kept the outputs: TensorFlow then
             # passes None on.
             try:
                 outputs = graph.get_operation_by_name(_text(op_name)).outputs
             except (KeyError, ValueError):
-                return None
+                return given
         if not outputs:
-            return None
+            return given
         if op_type in _PASS_THROUGH:
-            return None
+            return given
         self.building = True
         try:
             # Without exception bits (saturation alone) no check is built.
@@ -245,7 +249,7 @@ class _Callback:
             nan_on_overflow = "nanoo" in self.bits and half
             saturating = self.saturate and half
             if not checks and not nan_on_overflow and not saturating:
-                return None
+                return given
             if nan_on_overflow:
                 outputs = _replace_overflows(list(inputs), list(outputs), float("nan"))
             elif saturating:
