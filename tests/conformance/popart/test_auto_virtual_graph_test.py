@@ -1,7 +1,7 @@
 """graphcore/popart tests/integration/auto_virtual_graph_test.py: VirtualGraphMode.Auto puts
 a model's ops on the device's IPUs (inference and training, two and four IPUs), refuses a
 model with fewer split points than IPUs, and balances independent subgraphs as the original
-does (which the scenarios read from the serialised IR) (IpuModel2)."""
+does (which the scenarios read from the serialised IR's `__ipu_number`) (IpuModel2)."""
 
 import json
 
@@ -10,14 +10,6 @@ import pytest
 
 import popart
 from conftest import create_test_device
-
-NO_IR = pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's serialized IR (session/ir_view) gives ops no virtual graph "
-    "attribute (__ipu_number), and its "
-    "Auto mode splits the ops in order into shares of equal op counts, not the original's "
-    "balance of subgraph costs (willow/src/transforms/auto_virtual_graph.cpp)",
-)
 
 
 def _auto():
@@ -76,7 +68,6 @@ def _check_weights_on(ir, expected):
 
 
 @pytest.mark.follows("test_auto_virtual_graph_subgraphs_1")
-@NO_IR
 def test_auto_virtual_graph_subgraphs_1():
     builder = popart.Builder()
     output = _subgraphs(builder, 1)
@@ -85,7 +76,6 @@ def test_auto_virtual_graph_subgraphs_1():
 
 
 @pytest.mark.follows("test_auto_virtual_graph_subgraphs_2")
-@NO_IR
 def test_auto_virtual_graph_subgraphs_2():
     builder = popart.Builder()
     output = _subgraphs(builder, 2)
@@ -94,7 +84,6 @@ def test_auto_virtual_graph_subgraphs_2():
 
 
 @pytest.mark.follows("test_auto_virtual_graph_subgraphs_4")
-@NO_IR
 def test_auto_virtual_graph_subgraphs_4():
     builder = popart.Builder()
     output = _subgraphs(builder, 4)
@@ -103,7 +92,6 @@ def test_auto_virtual_graph_subgraphs_4():
 
 
 @pytest.mark.follows("test_auto_virtual_graph_subgraphs_4_with_user_parameters")
-@NO_IR
 def test_auto_virtual_graph_subgraphs_4_with_user_parameters():
     builder = popart.Builder()
     output = _subgraphs(builder, 4)

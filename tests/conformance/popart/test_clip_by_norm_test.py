@@ -213,11 +213,6 @@ def test_serialized_matmul(kind):
 
 @pytest.mark.follows("test_clipping_all_weights")
 @pytest.mark.parametrize("kind", OPTIMIZERS)
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's serialized IR (session/ir_view) describes no optimizer ops: the "
-    "original counts the ReduceSumSquare ops clipping all weights adds to it",
-)
 def test_clipping_all_weights(kind):
     builder = popart.Builder()
     a = builder.addInitializedInputTensor(np.ones([6], np.float32), "a")

@@ -67,23 +67,21 @@ def test_basic_host_load_output():
 
 
 @pytest.mark.follows("test_basic_host_load_output")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's serialized IR (session/ir_view) has none of the Init and HostLoad ops "
-    "that useHostCopyOps adds per input stream",
-)
-def test_host_copy_ops_in_ir():
+@pytest.mark.parametrize("host_copy_ops", [True, False])
+def test_host_copy_ops_in_ir(host_copy_ops):
     rng = np.random.default_rng(0)
     with _device() as device:
         session, *_ = _classifier(
-            True, device, rng.random((2, 2)).astype(np.float16),
+            host_copy_ops, device, rng.random((2, 2)).astype(np.float16),
             rng.random(2).astype(np.float16), 1,
         )  # fmt: skip
         ir = json.loads(session._serializeIr(popart.IrSerializationFormat.JSON))
     types = [op["type"] for op in ir["maingraph"]]
-    # One of each per data input stream (the input and the labels), as the original's check_ops.
-    assert types.count("Init") == 2
-    assert types.count("HostLoad") + types.count("HostLoadInplace") == 2
+    # One of each per data input stream (the input and the labels), as the original's
+    # check_ops, and none without host copy ops.
+    expected = 2 if host_copy_ops else 0
+    assert types.count("Init") == expected
+    assert types.count("HostLoad") + types.count("HostLoadInplace") == expected
 
 
 def _matmul_session(device, weights, batches, replicas, micro_batch, host_copy_ops):

@@ -124,16 +124,12 @@ def test_auto_loss_scaling_with_no_tracked_tensors():
 
 
 @pytest.mark.follows("test_auto_loss_scaling_histogram_schedule_priority")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's serialized IR (session/ir_view) has no Histogram ops: the original "
-    "checks the schedule priority of the Histogram ops automatic loss scaling adds to it",
-)
 def test_auto_loss_scaling_histogram_schedule_priority():
     model = build_model()
     options = _als_options()
     options.delayVarUpdates = True
     options.scheduleNonWeightUpdateGradientConsumersEarly = True
+    options.enableOutlining = False  # as the original, for easier inspection of the IR
     session = popart.TrainingSession(
         fnModel=model.proto,
         deviceInfo=create_test_device(),

@@ -2,9 +2,10 @@
 pipelined over three IPUs trains to the same anchors with Standard and Pipeline
 recomputation as without; a training session's forward-only program
 (`createImplicitPipeliningFwdOnlyProgram`) gives a separate inference session's anchors and
-leaves the weights and the training that follows untouched; the IR scenarios (in-place ops,
-no weight copies) read the serialised IR, which openipu does not have (IpuModel2). The
-original's models are attention layers; these are smaller matmul-softmax layers."""
+leaves the weights and the training that follows untouched; the IR scenarios (stashes
+restored in place, no copies of weight views) read the serialised IR (IpuModel2). The
+original's models of the first two are attention layers; these are smaller matmul-softmax
+layers."""
 
 import copy
 import json
@@ -18,11 +19,6 @@ from conftest import create_test_device
 HIDDEN = 8
 BATCHES_PER_STEP = 2
 ACCUMULATION = 7  # the forward-only program keeps 2 x 3 stages apart
-NO_IR = pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's serialized IR (session/ir_view) has no IPU copies and no "
-    "RestoreInplace ops to count",
-)
 
 
 def _model():
@@ -106,7 +102,6 @@ def test_full_recompute_pipelining_numbers():
 
 
 @pytest.mark.follows("test_full_recompute_pipelining")
-@NO_IR
 def test_full_recompute_pipelining():
     builder, _, _, o, l1 = _model()
     device = create_test_device("IpuModel2", 3)
@@ -117,9 +112,16 @@ def test_full_recompute_pipelining():
     finally:
         device.detach()
     types = [op["type"] for op in ir["maingraph"]]
-    # The original counts in-place ops of its model, RestoreInplace among them (stashed
-    # activations restored in place for the recomputation).
-    assert any("Inplace" in t for t in types) and "RestoreInplace" in types
+    # As the original: the stage inputs that a later stage on the same IPU needs are stashed
+    # (the stream input, the first stage's result copied to the second IPU; the third
+    # stage's backward pass runs right after its forward pass, on its IPU), the rest is
+    # recomputed; the stashes are restored in place (the original counts in-place ops of its
+    # model, RestoreInplace among them).
+    stashed = {op["inputs"][0]["name"] for op in ir["maingraph"] if op["type"] == "Stash"}
+    assert len(stashed) == 2 and "x_in" in stashed
+    assert [name for name in stashed if name.endswith("_c1")]
+    assert types.count("RestoreInplace") == 2
+    assert any("Inplace" in t for t in types if t != "RestoreInplace")
 
 
 @pytest.mark.follows("test_implicit_pipelining_custom_fwd_only")
@@ -182,15 +184,38 @@ def test_implicit_pipelining_custom_fwd_only():
 
 
 @pytest.mark.follows("test_implicit_pipelining_custom_fwd_only_no_copy")
-@NO_IR
 def test_implicit_pipelining_custom_fwd_only_no_copy():
-    builder, _, _, o, l1 = _model()
+    """The original's model: two stages, each reading a reshaped (outplace) view of its
+    weight, which is no reason for an IPU copy between the forward and backward passes."""
+    size = 5
+    data = np.random.default_rng(0).normal(0, 0.02, [size * size]).astype(np.float32)
+    builder = popart.Builder(opsets={"ai.onnx": 9, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    x_in = builder.addInputTensor(popart.TensorInfo("FLOAT", [size, size]), "x_in")
+    weights = [builder.addInitializedInputTensor(data, f"w{n}") for n in range(2)]
+    shapes = [builder.aiOnnx.constant(np.array([size, size], np.int64)) for _ in weights]
+    o = x_in
+    for stage, (weight, shape) in enumerate(zip(weights, shapes, strict=True)):
+        with builder.virtualGraph(stage), builder.pipelineStage(stage):
+            o = builder.aiOnnx.matmul([o, builder.aiOnnx.reshape([weight, shape])])
+            if stage == 1:
+                l1 = builder.aiGraphcore.l1loss([o], 0.1)
+    options = _options(popart.RecomputationType.Pipeline, forward_only=True)
+    options.accumulationFactor = 4
     device = create_test_device("IpuModel2", 3)
     try:
-        options = _options(popart.RecomputationType.Pipeline, forward_only=True)
-        session = _training_session(builder, [o, l1], l1, options, device)
+        session = popart.TrainingSession(
+            fnModel=builder.getModelProto(),
+            dataFlow=popart.DataFlow(2, [o, l1]),
+            userOptions=options,
+            loss=l1,
+            optimizer=popart.ConstSGD(1),
+            patterns=popart.Patterns(popart.PatternsLevel.Default),
+            deviceInfo=device,
+        )
+        session.prepareDevice()
         ir = json.loads(session._serializeIr(popart.IrSerializationFormat.JSON))
     finally:
         device.detach()
+    # The activation forward and its gradient back: two copies.
     copies = [op for graph in ir.values() for op in graph if op["type"] == "IpuCopy"]
     assert len(copies) == 2

@@ -3,7 +3,7 @@ pipeline recomputation and the user's checkpoints (`builder.checkpointOutput`), 
 model trains as without recomputation (GroupNorm layers, Gelu chains), and its IR stashes
 only the checkpoints, restores before use and recomputes only what the final stage must
 (IpuModel2, two IPUs, not compiled in the original). The IR scenarios read the serialised
-IR, which openipu does not have."""
+IR."""
 
 import json
 
@@ -15,11 +15,6 @@ from conftest import create_test_device
 
 ACCUMULATION = 5
 HIDDEN = 16
-NO_IR = pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's serialized IR (session/ir_view) has no Stash/Restore ops, "
-    "pipeline stage attributes or the original's recompute attributes to check",
-)
 
 
 def _options(mode):
@@ -113,7 +108,6 @@ def test_full_recompute_pipelining_numbers():
 
 
 @pytest.mark.follows("test_full_recompute_pipelining")
-@NO_IR
 def test_full_recompute_pipelining():
     _, session, mid_stash = _train(_group_norm_model, popart.RecomputationType.Pipeline, 1)
     ir = json.loads(session._serializeIr(popart.IrSerializationFormat.JSON))
@@ -129,7 +123,6 @@ def test_delayed_restore_operations_numbers():
 
 
 @pytest.mark.follows("test_delayed_restore_operations")
-@NO_IR
 def test_delayed_restore_operations():
     _, session, _ = _train(_gelu_model, popart.RecomputationType.Pipeline, 1)
     ir = json.loads(session._serializeIr(popart.IrSerializationFormat.JSON))
@@ -141,7 +134,6 @@ def test_delayed_restore_operations():
 
 
 @pytest.mark.follows("test_final_stage_recompute_0")
-@NO_IR
 def test_final_stage_recompute_0():
     np.random.seed(0)
     weight_data = np.random.normal(0, 0.02, [HIDDEN, HIDDEN]).astype(np.float32)
@@ -168,7 +160,6 @@ def test_final_stage_recompute_0():
 
 
 @pytest.mark.follows("test_final_stage_recompute_1")
-@NO_IR
 def test_final_stage_recompute_1():
     builder = popart.Builder()
     x = builder.addInputTensor("FLOAT16", [2, 4])

@@ -10,11 +10,6 @@ import popart
 
 
 @pytest.mark.follows("test_basic_squeeze")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's sessions have no _serializeIr (the original's IR as JSON) to show the "
-    "folded Squeeze",
-)
 def test_basic_squeeze(op_tester):
     rng = np.random.default_rng(1)
     input_data = rng.random((4, 3)).astype(np.float32)

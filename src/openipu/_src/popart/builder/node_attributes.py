@@ -198,8 +198,11 @@ class NodeAttributeMethods:
     def checkpointOutput(self, nodeOutputNames: list[str]) -> list[str]:  # noqa: N802
         """Identity copies of the tensors, marked to be kept (not recomputed) for the backward pass."""
         checkpoint = helper.make_attribute(names.RECOMPUTE_OUTPUT, int(RecomputeType.Checkpoint))
+        # The original keeps the copies from the patterns that would remove them
+        # (willow/src/builder_impl.cpp, checkpointOutput).
+        kept = helper.make_attribute(names.EXCLUDE_PATTERNS, ["PreUniRepl", "PostNRepl"])
         return [
-            self.add_node("Identity", [tensor_id], attributes=[checkpoint])[0]
+            self.add_node("Identity", [tensor_id], attributes=[checkpoint, kept])[0]
             for tensor_id in output_name_set_ordered(nodeOutputNames)
         ]
 

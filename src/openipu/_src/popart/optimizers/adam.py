@@ -101,6 +101,11 @@ class Adam(Optimizer):
     def scaled_optimizer_state(self) -> bool:
         return self._scaled_state
 
+    @property
+    def is_lamb(self) -> bool:
+        """Lamb or LambNoBias: the update is scaled by the ratio of weight and update norms."""
+        return self._mode in _LAMB
+
     # -- the original's value maps ----------------------------------------------------------
 
     def learningRates(self) -> OptimizerValueMap:  # noqa: N802

@@ -53,6 +53,7 @@ from openipu._src.popart.options.enums import (
     IrSerializationFormat,
     RecomputationType,
     SyntheticDataMode,
+    VirtualGraphMode,
 )
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
@@ -755,7 +756,48 @@ class SessionCore:
             pipeline_recomputation=bool(self._options.enablePipelining)
             and self._options.autoRecomputation == RecomputationType.Pipeline,
             loss=self._ir_loss(),
+            training=self._ir_training(),
+            placement=self._ir_placement(),
+            host_copy_ops=bool(self._options.useHostCopyOps),
+            host_copy_priority=self._host_copy_priority(),
+            off_chip=self._ir_off_chip(),
         )
+
+    def _ir_placement(self) -> ir_view.Placement:
+        options = self._options
+        replicas = self.replicationFactor
+        return ir_view.Placement(
+            virtual_graphs=options.virtualGraphMode != VirtualGraphMode.Off,
+            auto_virtual_graphs=options.virtualGraphMode == VirtualGraphMode.Auto,
+            num_ipus=max(1, self._device.spec.num_ipus // max(1, replicas)),
+            split_ratios=tuple(options.virtualGraphSplitRatios),
+            accumulating=bool(options.enableGradientAccumulation),
+            pipelining=bool(options.enablePipelining),
+        )
+
+    def _host_copy_priority(self) -> float:
+        """The lowest priority unless batch serialisation, execution phases or explicit
+        recomputation or main loops order the host copies (willow/src/transforms/hostiosetup.cpp)."""
+        options = self._options
+        phased = options.virtualGraphMode == VirtualGraphMode.ExecutionPhases
+        if (
+            options.batchSerializationSettings.factor < 2
+            and (options.executionPhaseSettings.phases if phased else 0) < 2
+            and not options.explicitRecomputation
+            and not options.enableExplicitMainLoops
+        ):
+            return float("-inf")
+        return 0.0
+
+    def _ir_off_chip(self) -> set[str]:
+        """The variables the tensor location settings keep in streaming memory."""
+        if not hasattr(self, "_weights"):
+            return set()
+        return {name for name, where in self._variable_locations().items() if where.off_chip}
+
+    def _ir_training(self) -> ir_view.IrTraining | None:
+        """What a training session's IR adds (training sessions)."""
+        return None
 
     def _write_dot_files(self) -> None:
         """The IR's .dot files, if `dotChecks` or POPART_DOT_CHECKS ask for any."""

@@ -31,12 +31,18 @@ from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering.ops.normalization import check_batch_norm_shapes
 from openipu._src.popart.optimizers.adam import Adam
 from openipu._src.popart.optimizers.optimizer import Optimizer
-from openipu._src.popart.options.enums import GradientTensorTrackingMethod, MeanReductionStrategy
+from openipu._src.popart.optimizers.sgd import SGD
+from openipu._src.popart.options.enums import (
+    GradientTensorTrackingMethod,
+    MeanReductionStrategy,
+    VirtualGraphMode,
+)
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance, check_int
 from openipu._src.popart.session import (
     grad_patterns,
+    ir_view,
     loss_graph,
     reserved_tensors,
     sgd0_tensors,
@@ -174,6 +180,47 @@ class TrainingSession(SessionCore):
 
     def _ir_loss(self) -> str | None:
         return self._loss_id
+
+    def _ir_training(self) -> ir_view.IrTraining | None:
+        if not hasattr(self, "_state_slots"):
+            return None
+        options = self._options
+        als = self._automatic_loss_scaling
+        return ir_view.IrTraining(
+            loss=self._loss_id,
+            trained=list(self._trained),
+            updates={name: self._ir_update_kind(name) for name in self._trained},
+            state=dict(self._state_slots),
+            accumulators=dict(self._accumulators),
+            clip_groups=[list(c.weightIds) for c in self._optimizer.clip_norm_settings],
+            tracked=als.tracked if als is not None else (),
+            # willow/src/transforms/automaticlossscaling.cpp; SessionOptions::shouldDelayVarUpdates.
+            histograms_first=bool(
+                options.delayVarUpdates
+                and options.scheduleNonWeightUpdateGradientConsumersEarly
+                and options.batchSerializationSettings.factor < 2
+                and not options.explicitRecomputation
+                and not options.enableExplicitMainLoops
+                and not (
+                    options.virtualGraphMode == VirtualGraphMode.ExecutionPhases
+                    and options.executionPhaseSettings.phases >= 2
+                )
+            ),
+        )
+
+    def _ir_update_kind(self, weight: str) -> str:
+        """Which of the original's decompositions updates `weight` (willow/src/patterns/
+        sgd0decompose.cpp ... adaptivedecompose.cpp)."""
+        optimizer = self._optimizer
+        if isinstance(optimizer, Adam):
+            return "Lamb" if optimizer.is_lamb else "Adam"
+        if isinstance(optimizer, SGD):
+            state = self._state_slots.get(weight, ())
+            if not state:
+                return "SGD0"
+            accl1 = reserved_names.reservedAccl1Prefix()
+            return "SGD2" if any(s.startswith(accl1) for s in state) else "SGD1"
+        return "Adaptive"
 
     def _check_loss(self) -> None:
         known = self._lowered.tensor_names()

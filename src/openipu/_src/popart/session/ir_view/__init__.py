@@ -2,25 +2,34 @@
 `Session._serializeIr(IrSerializationFormat.JSON)`.
 
 openipu lowers ONNX straight to TensorFlow and has no PopART IR of its own; this package
-builds, from the session's model, the ops the original's IR would hold after the patterns
-the session enables (see `from_onnx`, `patterns`, `outline`, `inplace`), in the original's
-JSON form, and writes its .dot files (`dot`).
+builds, from the session's model and options, the ops the original's IR would hold once
+prepared (willow/src/ir.cpp, prepareImpl), in the original's JSON form, and writes its .dot
+files (`dot`). One module per step of the original:
 
-Limits (where the description depends on transforms openipu does not model):
-- the backward pass of a training session is described by the loss's gradient op (and,
-  with explicit recomputation, the recomputed clones; with pipeline recomputation, the
-  Stash ops) only, not the gradient ops of the other ops, the Restore ops, the IPU copies
-  nor the optimizer's VarUpdate ops;
-- outlining (`enableOutlining`) is a simplified form of the original's (see `outline`);
-- ops appear in the model's order, not the original's scheduler's order;
-- patterns that only rewrite gradient ops or lower ops for Poplar (MatMul grouping, the
-  *GradOp patterns, decompositions) are not applied.
+- `from_onnx`: the forward ops, constants folded (not anchored ones);
+- `patterns`: the pre-alias patterns the session enables;
+- `auto_virtual_graph`: `VirtualGraphMode.Auto`'s split (without virtual graphs the
+  builder's `__ipu_number` annotations are dropped);
+- `autodiff`: the grad ops of a training session;
+- `optimizer`: gradient clipping, automatic loss scaling's Histograms, the weight update;
+- `pipeline`: pipeline stages, recomputation, Stash and Restore ops;
+- `inter_ipu_copy`: IpuCopy ops between virtual graphs;
+- `streaming_memory`: RemoteLoad/RemoteStore of off-chip variables;
+- `host_io`: Init/HostLoad/HostStore ops with `useHostCopyOps`;
+- `outline`, `inplace`: outlining and in-place variants.
+
+Limits (where the description depends on what openipu does not model):
+- ops appear in the order the steps add them, not the original's scheduler's order;
+- patterns that only rewrite grad ops or lower ops for Poplar (MatMul decomposition and
+  grouping, the *GradOp patterns, optimizer-coefficient ops) are not applied;
+- outlining is a simplified form of the original's (see `outline`);
+- execution phases, batch serialisation and explicit pipelining (main loops) add nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import onnx
 
@@ -29,19 +38,29 @@ from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.dtypes import TF_TO_ONNX
 from openipu._src.popart.options.patterns import PATTERNS
 from openipu._src.popart.session.ir_view import (
+    auto_virtual_graph,
+    autodiff,
     debug_infos,
     dot,
     from_onnx,
+    host_io,
     inplace,
+    inter_ipu_copy,
+    optimizer,
     outline,
     patterns,
+    pipeline,
+    streaming_memory,
 )
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor, to_json
+from openipu._src.popart.session.ir_view.optimizer import IrTraining
 from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.utility import debug_info_stream
 
 __all__ = [
     "IrRequest",
+    "IrTraining",
+    "Placement",
     "check_excluded_patterns",
     "dot",
     "record_debug_infos",
@@ -49,10 +68,6 @@ __all__ = [
     "tensor_records",
     "write_dot_files",
 ]
-
-# The loss ops whose gradient op the description holds (willow/src/op/*loss*.cpp).
-_LOSS_GRADS = {"IdentityLoss": "IdentityLossGrad", "L1": "L1Grad", "Nll": "NllGrad"}
-
 
 # Pattern names the original knows besides those `Patterns` can switch (its AddPatternName
 # registrations: willow/src/patterns/*.cpp, willow/src/transforms/*.cpp).
@@ -94,6 +109,23 @@ class IrRequest:
     explicit_recomputation: bool = False
     pipeline_recomputation: bool = False  # pipelining with RecomputationType.Pipeline
     loss: str | None = None  # the loss tensor of a training session
+    training: IrTraining | None = None  # what a training session adds
+    placement: Placement = field(default_factory=lambda: Placement())
+    host_copy_ops: bool = False  # SessionOptions.useHostCopyOps
+    host_copy_priority: float = 0.0
+    off_chip: set[str] = field(default_factory=set)  # variables in streaming memory
+
+
+@dataclass
+class Placement:
+    """How the session spreads its ops over IPUs (SessionOptions)."""
+
+    virtual_graphs: bool = False  # VirtualGraphMode other than Off
+    auto_virtual_graphs: bool = False  # VirtualGraphMode.Auto
+    num_ipus: int = 1  # per replica
+    split_ratios: tuple[float, ...] = ()
+    accumulating: bool = False
+    pipelining: bool = False
 
 
 def tensor_records(signatures: Mapping[str, TensorSignature]) -> dict[str, IrTensor]:
@@ -122,21 +154,6 @@ def _pre_alias_patterns(request: IrRequest) -> list[tuple[str, patterns.Pattern]
         ("TransposeToIdentityOrReshapePattern", patterns.transpose_to_identity),
     ]
     return [(name, pattern) for name, pattern in table if name in request.enabled_patterns]
-
-
-def _loss_grad(graph: IrGraph, loss: str) -> Iterable[IrOp]:
-    producer = graph.producers().get(loss)
-    if producer is None or producer.type not in _LOSS_GRADS:
-        return []
-    grad = IrOp(
-        type=_LOSS_GRADS[producer.type],
-        name=producer.name,
-        inputs={0: f"Gradient___{loss}"},
-        outputs={0: f"Gradient___{producer.inputs[0]}"},
-        attributes={"recompute": "NO"},
-        is_grad=True,
-    )
-    return [grad]
 
 
 Checkpoint = Callable[[str, list[IrGraph], dict[str, IrTensor]], None]
@@ -171,52 +188,6 @@ def _recomputed(graph: IrGraph) -> list[IrOp]:
     return clones
 
 
-def _stashes(graph: IrGraph, fixed: set[str]) -> list[IrOp]:
-    """With pipelining and pipeline recomputation, each pipeline stage but the last stashes
-    the activations it reads from outside itself (stream inputs, earlier stages' results),
-    the rest being recomputed (willow/src/transforms/pipeline.cpp); consecutive stages on
-    one IPU count as one (pipeline_consecutive_stages_test.py). `fixed` are the weights and
-    constants, which are never stashed."""
-    staged = [
-        (int(op.attributes[names.PIPELINE_STAGE]), op.attributes.get(names.VIRTUAL_GRAPH), op)
-        for op in graph.ops
-        if not op.is_grad and names.PIPELINE_STAGE in op.attributes
-    ]
-    ipu_of = {stage: ipu for stage, ipu, _ in staged}
-    merged: dict[int, int] = {}
-    previous: int | None = None
-    for stage in sorted(ipu_of):
-        same_ipu = previous is not None and ipu_of[stage] == ipu_of[previous]
-        merged[stage] = (
-            merged[previous] if same_ipu and previous is not None else len(set(merged.values()))
-        )
-        previous = stage
-    if not merged:
-        return []
-    last = max(merged.values())
-    made_in = {t: merged[stage] for stage, _, op in staged for t in op.outputs.values()}
-    stashes: list[IrOp] = []
-    stashed: set[str] = set()
-    for stage, _, op in staged:
-        for tensor in op.inputs.values():
-            if merged[stage] == last or tensor in fixed or tensor in stashed:
-                continue
-            if made_in.get(tensor) == merged[stage]:
-                continue
-            stashed.add(tensor)
-            stashes.append(
-                IrOp(
-                    type="Stash",
-                    name="",
-                    inputs={0: tensor},
-                    outputs={0: f"Stash___{tensor}"},
-                    attributes={"recompute": "NO", names.PIPELINE_STAGE: str(merged[stage])},
-                    is_grad=True,
-                )
-            )
-    return stashes
-
-
 def describe(
     request: IrRequest, checkpoint: Checkpoint | None = None
 ) -> tuple[list[IrGraph], dict[str, IrTensor]]:
@@ -228,25 +199,54 @@ def describe(
         request.tensors,
         _main_graph_name(request.model),
         weights_are_constant=request.constant_weights and not training,
+        anchors=frozenset(request.anchors),
     )
 
     def reached(name: str) -> None:
         if checkpoint is not None:
             checkpoint(name, _ordered(built), built.tensors)
 
+    if not request.placement.virtual_graphs:
+        # Without virtual graphs the builder's annotations are dropped (Ir::prepareImpl,
+        # unsetAllVirtualGraphIds).
+        for graph in built.graphs:
+            for op in graph.ops:
+                op.attributes.pop(names.VIRTUAL_GRAPH, None)
     keep = set(request.anchors) | ({request.loss} if request.loss else set())
     context = patterns.PatternContext(built.tensors, keep, training)
     main = built.graphs[-1]
+    fixed = built.constants | built.variables
     reached("Fwd0")
     patterns.apply(built.graphs, _pre_alias_patterns(request), context)
     reached("Fwd1")
+    layout = request.placement
+    if layout.auto_virtual_graphs:
+        auto_virtual_graph.assign(
+            main, built.tensors, main.inputs, fixed, layout.num_ipus,
+            layout.split_ratios, layout.accumulating,
+        )  # fmt: skip
     if request.loss is not None:
-        main.ops.extend(_loss_grad(main, request.loss))
+        details = request.training or IrTraining(request.loss, trained=sorted(built.variables))
+        main.ops.extend(autodiff.grow(main, request.loss, set(details.trained), built.tensors))
         reached("Bwd0")
+        if layout.pipelining and request.pipeline_recomputation:
+            pipeline.annotate_recomputation(main)
         if request.explicit_recomputation:
             main.ops.extend(_recomputed(main))
-        if request.pipeline_recomputation:
-            main.ops.extend(_stashes(main, built.constants | built.variables))
+        if request.training is not None:
+            optimizer.append(main, request.training, built.tensors)
+        if layout.pipelining:
+            pipeline.assign_stages(main)
+    inter_ipu_copy.insert(main, built.tensors)
+    if request.loss is not None and layout.pipelining:
+        pipeline.stash_and_restore(main, built.tensors, fixed, request.pipeline_recomputation)
+    if request.off_chip:
+        streaming_memory.insert(main, built.tensors, request.off_chip)
+    if request.host_copy_ops:
+        host_io.insert(
+            main, built.tensors, list(main.inputs), sorted(request.anchors),
+            request.host_copy_priority,
+        )  # fmt: skip
     reached("PreAlias")
     if request.outlining:
         # Before outlining, the original simplifies chains of views in the main graph

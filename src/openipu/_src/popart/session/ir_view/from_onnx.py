@@ -61,6 +61,7 @@ class OnnxIr:
     tensors: dict[str, IrTensor]
     constants: set[str] = field(default_factory=set)
     variables: set[str] = field(default_factory=set)
+    anchors: frozenset[str] = frozenset()  # never folded (willow/src/ces/constexpr.cpp)
 
 
 def _value_text(attribute: onnx.AttributeProto) -> str | None:
@@ -91,8 +92,16 @@ def _attributes(node: onnx.NodeProto) -> dict[str, str]:
         if text is not None:
             attributes[attribute.name] = text
     recompute = _int_attribute(node, names.RECOMPUTE_OUTPUT)
-    attributes["recompute"] = "YES" if recompute == RecomputeType.Recompute else "NO"
+    set_recompute(attributes, RecomputeType(recompute).name if recompute is not None else None)
     return attributes
+
+
+def set_recompute(attributes: dict[str, str], recompute_type: str | None) -> None:
+    """An op's recompute type, as the original prints it: `recompute` (YES for Recompute
+    only) and `recomputetype` (willow/src/op.cpp, appendAttributes)."""
+    recompute_type = recompute_type or "Undefined"
+    attributes["recompute"] = "YES" if recompute_type == "Recompute" else "NO"
+    attributes["recomputetype"] = recompute_type
 
 
 def _int_attribute(node: onnx.NodeProto, name: str) -> int | None:
@@ -141,8 +150,9 @@ def build(
     tensors: dict[str, IrTensor],
     main_graph_name: str,
     weights_are_constant: bool,
+    anchors: frozenset[str] = frozenset(),
 ) -> OnnxIr:
-    ir = OnnxIr([], dict(tensors))
+    ir = OnnxIr([], dict(tensors), anchors=anchors)
     initializers = {tensor.name for tensor in model.graph.initializer}
     (ir.constants if weights_are_constant else ir.variables).update(initializers)
     _add_graph(ir, model.graph, main_graph_name, set(initializers), is_main=True)
@@ -165,7 +175,11 @@ def _add_graph(
             for subgraph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
                 _add_graph(ir, subgraph, subgraph.name, set(), is_main=False)
         op = _op(node)
-        if op.type in _CONST_EXPR_TYPES and all(t in ir.constants for t in op.inputs.values()):
+        if (
+            op.type in _CONST_EXPR_TYPES
+            and all(t in ir.constants for t in op.inputs.values())
+            and not ir.anchors.intersection(op.outputs.values())
+        ):
             ir.constants.update(op.outputs.values())  # folded: a constant, no op
             continue
         ops.append(op)

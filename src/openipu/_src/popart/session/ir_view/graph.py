@@ -29,6 +29,10 @@ class IrOp:
     excluded_patterns: frozenset[str] = frozenset()
     inplace_priorities: dict[str, float] | None = None  # the builder's preferences, if any
     is_grad: bool = False
+    # Op::Settings::schedulePriority, printed by every op (willow/src/op.cpp, appendMore).
+    schedule_priority: float = 0.0
+    # For a grad op: the forward op it differentiates (its placement follows it).
+    forward: IrOp | None = None
     # For a Call that outlining made: the ops it replaced, and their copies in the callee.
     replaced: list[IrOp] = field(default_factory=list)
     outlined: list[IrOp] = field(default_factory=list)
@@ -53,6 +57,11 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
     return "[" + " ".join(str(d) for d in (shape or ())) + "]"
 
 
+def _float_text(value: float) -> str:
+    """A float as C++ streams print it (`inf` for the largest double cast to float)."""
+    return f"{value:g}"
+
+
 def _op_json(op: IrOp, tensors: dict[str, IrTensor]) -> dict[str, object]:
     inputs = []
     for index, name in sorted(op.inputs.items()):
@@ -71,7 +80,7 @@ def _op_json(op: IrOp, tensors: dict[str, IrTensor]) -> dict[str, object]:
         "name": op.name,
         "inputs": inputs,
         "outputs": outputs,
-        "attributes": dict(op.attributes),
+        "attributes": {**op.attributes, "schedulePriority": _float_text(op.schedule_priority)},
     }
 
 

@@ -47,6 +47,10 @@ VARIANTS: dict[str, tuple[Variant, ...]] = {
     "Pow": (Variant("PowLhsInplace", 0, 0),),
     "Atan2": (Variant("Atan2Inplace", 0, 0),),
     "Where": (Variant("WhereLhsInplace", 1, 1), Variant("WhereRhsInplace", 2, 2)),
+    # A restore writes the stashed value back into the activation; a host load writes the
+    # stream into its Init's tensor (willow/include/popart/op/restore.hpp, hostloadop.hpp).
+    "Restore": (Variant("RestoreInplace", 0, 0),),
+    "HostLoad": (Variant("HostLoadInplace", 0, 0),),
 }
 
 

@@ -195,7 +195,14 @@ def _replace(instance: _Instance, subgraph: IrGraph, positions: list[tuple[int, 
         name="",
         inputs=dict(enumerate(_external_inputs(ops))),
         outputs={n: ops[p].outputs[i] for n, (p, i) in enumerate(positions)},
-        attributes={"recompute": "NO", "callee": subgraph.name},
+        # The Call runs where the ops it replaces ran (their virtual graph, pipeline stage
+        # and execution phase, which are part of what makes sequences the same).
+        attributes={
+            **{k: v for k, v in ops[0].attributes.items() if k.startswith("__")},
+            "recompute": "NO",
+            "recomputetype": "Undefined",
+            "callee": subgraph.name,
+        },
         replaced=list(ops),
         outlined=list(subgraph.ops),
     )
