@@ -12,9 +12,10 @@ run with the first tensor they read that has a device. Weights and optimizer sta
 replica's copy) stay on the device's first IPU, as in unsharded sessions: ops on other
 IPUs read them from there.
 
-Auto mode splits the model's ops, in their (topological) order, into contiguous shards of
-about equal numbers of ops, or in the proportions of `virtualGraphSplitRatios`: the
-original balances its estimate of memory, which the emulation does not have.
+Auto mode places the ops as the original's AutoVirtualGraph transform does (its split of
+the IR's subgraphs by the bytes of the weights each op reads, in the proportions of
+`virtualGraphSplitRatios`; see ir_view/auto_virtual_graph.py); ops the original's IR has
+none for run where what they read was made.
 
 Pipeline stages (`builder.pipelineStage`, or the virtual graphs where no op has a stage)
 decide, on the chip, which micro-batches overlap: stage s of micro-batch i runs while stage
@@ -134,8 +135,15 @@ class Placement:
         }
 
 
-def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) -> Placement | None:
-    """The placement of a session's ops, or None when they all run on one IPU."""
+def plan(
+    model: onnx.ModelProto,
+    options: SessionOptions,
+    device: DeviceInfo,
+    auto_graphs: Mapping[str, int] | None = None,
+) -> Placement | None:
+    """The placement of a session's ops, or None when they all run on one IPU; with
+    `VirtualGraphMode.Auto`, `auto_graphs` are the virtual graphs of the ops the original's
+    split places (by first output; see ir_view/auto_virtual_graph.py)."""
     mode = options.virtualGraphMode
     if mode not in (VirtualGraphMode.Manual, VirtualGraphMode.Auto):
         return None
@@ -148,7 +156,7 @@ def plan(model: onnx.ModelProto, options: SessionOptions, device: DeviceInfo) ->
         if options.enablePipelining:
             _check_called_graphs(model.graph)
     else:
-        graphs = _auto_split(nodes, ipus_per_replica, options.virtualGraphSplitRatios)
+        graphs = _with_neighbours(nodes, auto_graphs or {})
     stages = {
         _key(node): stage
         for node in nodes
@@ -194,19 +202,18 @@ def _check_called_graphs(graph: onnx.GraphProto) -> None:
                     )
 
 
-def _auto_split(nodes: list[onnx.NodeProto], ipus: int, ratios: list[float]) -> dict[str, int]:
-    """Contiguous shards of the ops in order, in proportion to `ratios` (equal without)."""
-    weights = list(ratios) or [1.0] * ipus  # option_rules checked: one ratio per IPU
-    total = sum(weights)
-    bounds, running = [], 0.0
-    for weight in weights:
-        running += weight
-        bounds.append(running / total * len(nodes))
-    graphs, shard = {}, 0
-    for index, node in enumerate(nodes):
-        while shard < ipus - 1 and index >= bounds[shard]:
-            shard += 1
-        graphs[_key(node)] = shard
+def _with_neighbours(nodes: list[onnx.NodeProto], known: Mapping[str, int]) -> dict[str, int]:
+    """`known` completed for the nodes the original's IR has no op for (constants it folded,
+    copies its patterns removed): on the virtual graph of what they read, else the first."""
+    graphs: dict[str, int] = {}
+    made_on: dict[str, int] = {}
+    for node in nodes:
+        key = _key(node)
+        graph = known.get(key)
+        if graph is None:
+            graph = next((made_on[t] for t in node.input if t in made_on), 0)
+        graphs[key] = graph
+        made_on.update({output: graph for output in node.output})
     return graphs
 
 

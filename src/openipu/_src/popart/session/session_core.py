@@ -181,7 +181,10 @@ class SessionCore:
         if not self._training:
             _check_something_is_computed(self._model, self._data_flow.anchors())
         self._replicas = Replicas(self.replicationFactor)
-        self._placement = placement.plan(self._model, self._options, self._device)
+        auto = None
+        if self._options.virtualGraphMode == VirtualGraphMode.Auto:
+            auto = ir_view.auto_virtual_graphs(self._ir_request())
+        self._placement = placement.plan(self._model, self._options, self._device, auto)
         spec = self._device.spec
         self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
         self._spec = self._program_spec()

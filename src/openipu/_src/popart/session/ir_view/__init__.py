@@ -188,11 +188,20 @@ def _recomputed(graph: IrGraph) -> list[IrOp]:
     return clones
 
 
-def describe(
-    request: IrRequest, checkpoint: Checkpoint | None = None
-) -> tuple[list[IrGraph], dict[str, IrTensor]]:
-    """The IR's graphs once prepared; `checkpoint` sees them at the original's dot checkpoints
-    ("Fwd0", "Fwd1", "Bwd0" when training, "PreAlias", "Final"; willow/src/ir.cpp)."""
+@dataclass
+class _Forward:
+    built: from_onnx.OnnxIr
+    context: patterns.PatternContext
+    keep: set[str]
+    fixed: set[str]
+
+    @property
+    def main(self) -> IrGraph:
+        return self.built.graphs[-1]
+
+
+def _forward(request: IrRequest, reached: Callable[[str, from_onnx.OnnxIr], None]) -> _Forward:
+    """The forward ops after the pre-alias patterns, on their virtual graphs."""
     training = request.loss is not None
     built = from_onnx.build(
         request.model,
@@ -201,11 +210,6 @@ def describe(
         weights_are_constant=request.constant_weights and not training,
         anchors=frozenset(request.anchors),
     )
-
-    def reached(name: str) -> None:
-        if checkpoint is not None:
-            checkpoint(name, _ordered(built), built.tensors)
-
     if not request.placement.virtual_graphs:
         # Without virtual graphs the builder's annotations are dropped (Ir::prepareImpl,
         # unsetAllVirtualGraphIds).
@@ -213,18 +217,54 @@ def describe(
             for op in graph.ops:
                 op.attributes.pop(names.VIRTUAL_GRAPH, None)
     keep = set(request.anchors) | ({request.loss} if request.loss else set())
-    context = patterns.PatternContext(built.tensors, keep, training)
-    main = built.graphs[-1]
-    fixed = built.constants | built.variables
-    reached("Fwd0")
-    patterns.apply(built.graphs, _pre_alias_patterns(request), context)
-    reached("Fwd1")
+    forward = _Forward(
+        built,
+        patterns.PatternContext(built.tensors, keep, training),
+        keep,
+        built.constants | built.variables,
+    )
+    reached("Fwd0", built)
+    patterns.apply(built.graphs, _pre_alias_patterns(request), forward.context)
+    reached("Fwd1", built)
     layout = request.placement
     if layout.auto_virtual_graphs:
         auto_virtual_graph.assign(
-            main, built.tensors, main.inputs, fixed, layout.num_ipus,
-            layout.split_ratios, layout.accumulating,
+            forward.main, built.tensors, forward.main.inputs, forward.fixed, layout.num_ipus,
+            layout.split_ratios, layout.accumulating, training,
         )  # fmt: skip
+    return forward
+
+
+def auto_virtual_graphs(request: IrRequest) -> dict[str, int]:
+    """With `VirtualGraphMode.Auto`, the virtual graph of each forward op of the main graph
+    the original's split gives, by the op's first output."""
+    main = _forward(request, lambda _name, _built: None).main
+    return {
+        op.outputs[min(op.outputs)]: int(op.attributes[names.VIRTUAL_GRAPH])
+        for op in main.ops
+        if op.outputs and names.VIRTUAL_GRAPH in op.attributes
+    }
+
+
+def describe(
+    request: IrRequest, checkpoint: Checkpoint | None = None
+) -> tuple[list[IrGraph], dict[str, IrTensor]]:
+    """The IR's graphs once prepared; `checkpoint` sees them at the original's dot checkpoints
+    ("Fwd0", "Fwd1", "Bwd0" when training, "PreAlias", "Final"; willow/src/ir.cpp)."""
+
+    def reached_in(name: str, built: from_onnx.OnnxIr) -> None:
+        if checkpoint is not None:
+            checkpoint(name, _ordered(built), built.tensors)
+
+    forward = _forward(request, reached_in)
+    built, context, keep, fixed, main = (
+        forward.built, forward.context, forward.keep, forward.fixed, forward.main,
+    )  # fmt: skip
+    layout = request.placement
+
+    def reached(name: str) -> None:
+        reached_in(name, built)
+
     if request.loss is not None:
         details = request.training or IrTraining(request.loss, trained=sorted(built.variables))
         main.ops.extend(autodiff.grow(main, request.loss, set(details.trained), built.tensors))

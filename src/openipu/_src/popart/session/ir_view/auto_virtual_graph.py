@@ -4,8 +4,9 @@ reading from two subgraphs starts a new one), each with the points where all its
 flows through one op ("split nodes") and the cumulative cost up to them (the bytes of the
 weights and constants an op reads, twice with gradient accumulation); subgraphs are then
 placed, in order, on IPU 0, 1..., a subgraph being split at the node nearest the IPU's
-share of the total cost (`virtualGraphSplitRatios`, or equal shares). The training cost of
-activations (`calcAutoVirtualGraphCost`) is not modelled."""
+share of the total cost (`virtualGraphSplitRatios`, or equal shares). A training session's
+op also costs the bytes of the forward tensors its grad ops read (`calcAutoVirtualGraphCost`,
+willow/src/op.cpp; the grad ops as `autodiff` describes them)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import numpy as np
 import onnx
 
 from openipu._src.popart.builder import annotation_names as names
-from openipu._src.popart.session.ir_view.graph import IrGraph, IrTensor
+from openipu._src.popart.session.ir_view.autodiff import forward_reads, grad_op_indices
+from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor
 
 
 @dataclass
@@ -59,6 +61,7 @@ def assign(
     num_ipus: int,
     split_ratios: Sequence[float],
     accumulating: bool,
+    training: bool,
 ) -> None:
     """Sets `__ipu_number` on the forward ops; `fixed` are the weights and constants."""
     ops = [op for op in graph.ops if not op.is_grad]
@@ -84,9 +87,7 @@ def assign(
                 start(index[id(op)])
     total = 0.0
     for n, op in enumerate(ops):
-        cost = weight_factor * sum(
-            _bytes(tensors.get(t)) for t in set(op.inputs.values()) if t in fixed
-        )
+        cost = _cost(op, tensors, fixed, weight_factor, training)
         total += cost
         sub_id = subgraph_of[n] if n in subgraph_of else start(n)
         subgraph = subgraphs[sub_id]
@@ -121,6 +122,25 @@ def assign(
         if n in subgraph.final_splits:
             subgraph.final_splits.discard(n)
             subgraph.virtual_graph += 1
+
+
+def _cost(
+    op: IrOp, tensors: dict[str, IrTensor], fixed: set[str], weight_factor: float, training: bool
+) -> float:
+    """AutoVirtualGraph::costFn: the weights' bytes (each tensor once), and when training
+    the forward tensors the grad ops read (each input and output index once, weights'
+    indices excepted)."""
+    weights = {t for t in op.inputs.values() if t in fixed}
+    total = weight_factor * sum(_bytes(tensors.get(t)) for t in weights)
+    if training:
+        seen = {("in", i) for i, t in op.inputs.items() if t in fixed}
+        for index in grad_op_indices(op):
+            for kind, i in forward_reads(op, index):
+                if (kind, i) not in seen:
+                    seen.add((kind, i))
+                    tensor = (op.inputs if kind == "in" else op.outputs)[i]
+                    total += _bytes(tensors.get(tensor))
+    return total
 
 
 def _place(

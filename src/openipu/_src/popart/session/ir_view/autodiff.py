@@ -62,17 +62,33 @@ def _needing_gradients(graph: IrGraph, trained: set[str], loss: str) -> tuple[li
     return ops, with_gradient & wanted
 
 
-def _reads(op: IrOp, index: int | None) -> dict[int, str]:
-    """The forward tensors the grad op (for input `index`, None for all) reads."""
+def forward_reads(op: IrOp, index: int | None) -> list[tuple[str, int]]:
+    """The forward tensors the grad op of `op` (for input `index`, None for all inputs)
+    reads, as ("in" or "out", forward index) pairs (the original's gradInputInfo)."""
     if op.type in _GRADIENT_ONLY or op.type in _LOSSES:
-        return {}
+        return []
     if op.type in _OTHER_OPERAND and index is not None:
         other = _OTHER_OPERAND[op.type][index] if index < 2 else None
-        return {} if other is None or other not in op.inputs else {1: op.inputs[other]}
-    reads = dict(enumerate(op.inputs.values(), start=1))
+        return [] if other is None or other not in op.inputs else [("in", other)]
     if op.type in _READS_OUTPUT:
-        reads = {1: op.outputs[0]}
-    return reads
+        return [("out", 0)]
+    return [("in", i) for i in op.inputs]
+
+
+def grad_op_indices(op: IrOp) -> list[int | None]:
+    """The input index each grad op of `op` is for (None: one grad op for all inputs)."""
+    if op.type in _PER_INPUT:
+        return [i for i, t in enumerate(_PER_INPUT[op.type]) if t and i in op.inputs]
+    if op.type in _VARIADIC:
+        return list(op.inputs)
+    return [None]
+
+
+def _reads(op: IrOp, index: int | None) -> dict[int, str]:
+    tensors = [
+        (op.inputs if kind == "in" else op.outputs)[i] for kind, i in forward_reads(op, index)
+    ]
+    return dict(enumerate(tensors, start=1))
 
 
 def grow(graph: IrGraph, loss: str, trained: set[str], tensors: dict[str, IrTensor]) -> list[IrOp]:
