@@ -104,3 +104,88 @@ def test_excluding_a_pattern_only_transforms_know_is_accepted():
     builder.excludePatterns(y, ["ViewSimplifyPattern", "SGD1Decompose"])
     z = builder.aiOnnx.identity([y])
     assert [op["type"] for op in _main_graph(_session(builder, [z]))] == ["IdentityInplace"]
+
+
+def _two_ipu_chain(mode):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4]), "x")
+    with builder.virtualGraph(0):
+        h = builder.aiOnnx.sin([x])
+    with builder.virtualGraph(1):
+        y = builder.aiOnnx.cos([h])
+    options = popart.SessionOptions()
+    options.virtualGraphMode = mode
+    session = popart.InferenceSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, [y]),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}),
+        userOptions=options,
+    )
+    return [
+        (op["type"], [t["name"] for t in op["inputs"]], op["attributes"].get("__ipu_number"))
+        for op in _main_graph(session)
+    ], h
+
+
+def test_a_tensor_read_on_another_ipu_is_copied_there():
+    ops, h = _two_ipu_chain(popart.VirtualGraphMode.Manual)
+    # willow/src/transforms/interipucopy.cpp: <id>_c<destination>, copied from its source.
+    assert ops == [("Sin", ["x"], "0"), ("IpuCopy", [h], "0"), ("Cos", [h + "_c1"], "1")]
+
+
+def test_without_virtual_graphs_the_annotations_are_dropped():
+    ops, h = _two_ipu_chain(popart.VirtualGraphMode.Off)
+    assert ops == [("Sin", ["x"], None), ("Cos", [h], None)]
+
+
+def test_training_describes_grad_ops_their_sums_and_the_weight_update():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+    w = builder.addInitializedInputTensor(np.ones(3, np.float32), "w")
+    product = builder.aiOnnx.mul([x, w])
+    total = builder.aiOnnx.add([product, w])  # w is read twice: two partial gradients
+    loss = builder.aiGraphcore.l1loss([total], 0.1)
+    patterns = popart.Patterns(popart.PatternsLevel.Default)
+    patterns.InPlace = False
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, [loss]),
+        loss=loss,
+        optimizer=popart.ConstSGD(0.1),
+        deviceInfo=popart.DeviceManager().createCpuDevice(),
+        patterns=patterns,
+    )
+    ops = [
+        (op["type"], [t["name"] for t in op["inputs"]], [t["name"] for t in op["outputs"]])
+        for op in _main_graph(session)
+    ]
+    g = popart.reservedGradientPrefix()
+    forward = [("Mul", [x, w], [product]), ("Add", [product, w], [total]), ("L1", [total], [loss])]
+    assert ops[:3] == forward
+    backward = ops[3:]
+    assert [op[0] for op in backward] == [
+        "L1Grad", "AddArg0Grad", "AddArg1Grad", "MulArg1Grad", "Sum", "SGD0VarUpdate",
+    ]  # fmt: skip
+    assert backward[0][1:] == ([g + loss], [g + total])
+    # Partial gradients of w (willow/src/tensornames.cpp getEdgeGradId), summed.
+    assert backward[4][2] == [g + w] and backward[4][1] == [backward[2][2][0], backward[3][2][0]]
+    assert backward[3][1] == [g + product, x]  # the gradient, the other operand
+    assert backward[5][1:] == ([w, g + w], [popart.reservedUpdatedVarPrefix() + w])
+
+
+def test_host_copy_ops_load_the_streams_and_store_the_anchors():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4]), "x")
+    y = builder.aiOnnx.sin([x])
+    options = popart.SessionOptions()
+    options.useHostCopyOps = True
+    patterns = popart.Patterns(popart.PatternsLevel.Default)
+    patterns.InPlace = False
+    graph = _main_graph(_session(builder, [y], options, patterns))
+    assert [op["type"] for op in graph] == ["Init", "HostLoad", "Sin", "HostStore"]
+    init, load, sin, store = graph
+    assert load["inputs"][0]["name"] == init["outputs"][0]["name"]
+    assert sin["inputs"][0]["name"] == load["outputs"][0]["name"] != x
+    assert store["inputs"][0]["name"] == y
+    # Scheduled last (the lowest priority), as willow/src/transforms/hostiosetup.cpp does.
+    assert {op["attributes"]["schedulePriority"] for op in (init, load, store)} == {"-inf"}

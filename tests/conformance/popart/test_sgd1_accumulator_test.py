@@ -3,10 +3,13 @@ whose gradients are all the same tensor (a chain of Adds) each get their own SGD
 named after the weight, with the Combined (SGD1: `Accl___<w>`) and Separate (SGD2:
 `Accl1___<w>`) modes, with and without Nesterov momentum (Cpu).
 
-The original reads the names from the IR's JSON (`session._serializeIr`, with the SGD1
-decomposition's transient `AcclToUpdate___`/`AcclFinal___` tensors); here the persistent
-accumulators are read from the model the session writes, and a step checks each weight's
-update (and SGD2's velocity)."""
+As the original, the names are read from the IR's JSON (`session._serializeIr`, with the SGD1
+decomposition's transient `AcclIntoUpdate___`/`AcclOutOfAcclUpdate___` tensors); the
+persistent accumulators are also read from the model the session writes, and a step checks
+each weight's update (and SGD2's velocity)."""
+
+import itertools
+import json
 
 import numpy as np
 import onnx
@@ -54,6 +57,20 @@ def test_accumulators_names_dont_clash(tmp_path, opt_type, nesterov):
         deviceInfo=popart.DeviceManager().createCpuDevice(),
     )
     session.prepareDevice()
+    # As the original: the IR names each weight's accumulator tensors after the weight.
+    ir = json.loads(session._serializeIr(popart.IrSerializationFormat.JSON))
+    tensors = {t["name"] for op in ir["maingraph"] for t in (*op["inputs"], *op["outputs"])}
+    prefixes = (
+        [
+            popart.reservedAcclPrefix(),
+            popart.reservedAcclToUpdatePrefix(),
+            popart.reservedAcclFinalOutPrefix(),
+        ]
+        if opt_type == "SGD1"
+        else [popart.reservedAccl1Prefix()]
+    )
+    for prefix, name in itertools.product(prefixes, WEIGHTS):
+        assert prefix + name in tensors
     session.weightsFromHost()
     sample = np.random.rand(4, 4).astype(np.float32)
     session.run(popart.PyStepIO({data: sample}, session.initAnchorArrays()))

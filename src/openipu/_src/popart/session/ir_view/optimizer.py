@@ -155,7 +155,7 @@ def _update(builder: _Builder, training: IrTraining, weight: str, grad: str) -> 
     updated = reserved_names.reservedUpdatedVarPrefix() + weight
     builder.declare(updated, weight)
     kind = training.updates.get(weight, "SGD0")
-    if accumulator is not None and kind != "SGD1":
+    if accumulator is not None and kind != "SGD1":  # SGD1's Accl___ accumulates as well
         builder.declare(accumulator, weight)
         builder.add(
             "Accumulate", [accumulator, grad], [builder.intermediate(accumulator, weight)], grad
@@ -163,14 +163,31 @@ def _update(builder: _Builder, training: IrTraining, weight: str, grad: str) -> 
         grad = accumulator
     if kind == "SGD0":
         builder.add("SGD0VarUpdate", [weight, grad], [updated], grad)
-    elif kind in ("SGD1", "SGD2"):
-        velocity = state[0] if state else reserved_names.reservedAcclPrefix() + weight
-        builder.declare(velocity, weight)
-        builder.add("Accumulate", [velocity, grad], [builder.intermediate(velocity, weight)], grad)
-        builder.add("SGD1VarUpdate", [weight, velocity], [updated], grad)
+    elif kind == "SGD1":
+        # willow/src/patterns/sgd1decompose.cpp: the combined accumulator Accl___<w> takes
+        # the gradient (AcclIntoUpdate___<w>), the weight is updated from it, and it is
+        # updated for the next step (AcclOutOfAcclUpdate___<w>).
+        accl = reserved_names.reservedAcclPrefix() + weight
+        into_update = reserved_names.OPTIMIZER_PREFIXES["reservedAcclToUpdatePrefix"] + weight
+        final = reserved_names.OPTIMIZER_PREFIXES["reservedAcclFinalOutPrefix"] + weight
+        for name in (accl, into_update, final):
+            builder.declare(name, weight)
+        builder.add("Accumulate", [accl, grad], [into_update], grad, name=f"{weight}_accumulate")
         builder.add(
-            "SGD1AcclUpdate", [velocity, weight], [builder.intermediate(velocity, weight)], grad
+            "SGD1AcclUpdate", [into_update, weight], [final], grad, name=f"{weight}_accl_update"
         )
+        builder.add(
+            "SGD1VarUpdate", [weight, into_update], [updated], grad, name=f"{weight}_var_update"
+        )
+    elif kind == "SGD2":
+        # willow/src/patterns/sgd2decompose.cpp: the velocity Accl1___<w> kept apart.
+        velocity = state[0] if state else reserved_names.reservedAccl1Prefix() + weight
+        builder.declare(velocity, weight)
+        moved = builder.intermediate(velocity, weight)
+        builder.add("SGD2PartialAcclUpdate", [velocity, weight], [moved], grad)
+        accumulated = builder.intermediate(velocity, weight)
+        builder.add("Accumulate", [moved, grad], [accumulated], grad)
+        builder.add("SGD2VarUpdate", [weight, accumulated], [updated], grad)
     elif kind in ("Adam", "Lamb", "Adaptive"):
         for slot in state:
             builder.declare(slot, weight)
@@ -178,7 +195,9 @@ def _update(builder: _Builder, training: IrTraining, weight: str, grad: str) -> 
                 continue
             builder.add("Accumulate", [slot, grad], [builder.intermediate(slot, weight)], grad)
         updater_type = "AdamUpdater" if kind != "Adaptive" else "RMSPropUpdater"
-        updater = builder.intermediate(f"AdamUpdater___{weight}", weight)
+        updater = builder.intermediate(
+            reserved_names.OPTIMIZER_PREFIXES["reservedAdamUpdaterPrefix"] + weight, weight
+        )
         builder.add(updater_type, [weight, *state], [updater], grad)
         if kind == "Lamb":
             squares = []
