@@ -90,43 +90,61 @@ class _Aliases:
     def root(self, tensor: str) -> str:
         return self._root.get(tensor, tensor)
 
-    def group(self, tensor: str, tensors: set[str]) -> set[str]:
-        root = self.root(tensor)
-        return {t for t in tensors if self.root(t) == root}
+
+@dataclass
+class _GraphFacts:
+    """What the checks read of the graph, which choosing variants does not change."""
+
+    ops: dict[int, IrOp]
+    producers: dict[str, IrOp]
+    tensors: set[str]
+    downstream: dict[int, set[int]]  # op -> the ops that (transitively) read its results
+
+    @classmethod
+    def of(cls, graph: IrGraph, protected: set[str]) -> _GraphFacts:
+        readers: dict[str, list[int]] = {}
+        position = {id(op): n for n, op in enumerate(graph.ops)}
+        for op in graph.ops:
+            for tensor in op.inputs.values():
+                readers.setdefault(tensor, []).append(id(op))
+        downstream: dict[int, set[int]] = {}
+        for op in reversed(graph.ops):
+            reached: set[int] = set()
+            for tensor in op.outputs.values():
+                for reader in readers.get(tensor, ()):
+                    if position[reader] > position[id(op)]:
+                        reached.add(reader)
+                        reached |= downstream[reader]
+            downstream[id(op)] = reached
+        tensors = {t for op in graph.ops for t in (*op.inputs.values(), *op.outputs.values())}
+        return cls(
+            {id(op): op for op in graph.ops}, graph.producers(), tensors | protected, downstream
+        )
 
 
-def _downstream(graph: IrGraph, op: IrOp) -> set[int]:
-    """The ops that (transitively) read what `op` produces."""
-    produced = set(op.outputs.values())
-    reached: set[int] = set()
-    start = graph.ops.index(op)
-    for later in graph.ops[start + 1 :]:
-        if produced & set(later.inputs.values()):
-            reached.add(id(later))
-            produced.update(later.outputs.values())
-    return reached
-
-
-def _acceptable(graph: IrGraph, chosen: dict[int, Variant], protected: set[str]) -> bool:
+def _acceptable(
+    graph: IrGraph, chosen: dict[int, Variant], protected: set[str], facts: _GraphFacts
+) -> bool:
     aliases = _Aliases(graph, chosen)
-    producers = graph.producers()
-    tensors = {t for op in graph.ops for t in (*op.inputs.values(), *op.outputs.values())}
-    tensors |= protected
+    groups: dict[str, set[str]] = {}
+    for tensor in facts.tensors:
+        groups.setdefault(aliases.root(tensor), set()).add(tensor)
     for op in graph.ops:
         variant = chosen.get(id(op))
         if variant is None or variant.modifies is None:
             continue
-        group = aliases.group(op.inputs[variant.modifies], tensors)
+        group = groups[aliases.root(op.inputs[variant.modifies])]
         if group & protected:
             return False
-        after = _downstream(graph, op) | {id(op)}
+        after = facts.downstream[id(op)] | {id(op)}
         # Every other reader of the memory must run before the op modifies it, so it may not
         # depend on the op, unless what it reads is the op's result (or a view of it).
-        for reader in graph.ops:
-            if reader is op or id(reader) not in after:
+        for reader_id in after:
+            reader = facts.ops[reader_id]
+            if reader is op:
                 continue
             for tensor in reader.inputs.values():
-                producer = producers.get(tensor)
+                producer = facts.producers.get(tensor)
                 if tensor in group and (producer is None or id(producer) not in after):
                     return False
     return True
@@ -136,11 +154,12 @@ def apply(graph: IrGraph, shapes: dict[str, tuple[int, ...] | None], protected: 
     """Replaces ops by in-place variants; `protected` are the tensors no op may modify (the
     weights and constants)."""
     chosen: dict[int, Variant] = {}
+    facts = _GraphFacts.of(graph, protected)
     for _, _, op, variant in _candidates(graph, shapes):
         if id(op) in chosen:
             continue
         chosen[id(op)] = variant
-        if not _acceptable(graph, chosen, protected):
+        if not _acceptable(graph, chosen, protected, facts):
             del chosen[id(op)]
     for op in graph.ops:
         if id(op) in chosen:
