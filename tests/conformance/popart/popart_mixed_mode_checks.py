@@ -135,5 +135,13 @@ def op_debug_contexts(tmp_path: pathlib.Path, run: Callable[[], object], op: str
     finally:
         popart.closePoplarDebugInfo()
     with open(filename, encoding="utf-8") as file:
-        contexts = json.load(file)["contexts"]
-    return [c for c in contexts if c.get("layer") == "popart" and op in c.get("opid", "")]
+        data = json.load(file)
+    found = [c for c in data["contexts"] if c.get("layer") == "popart" and op in c.get("opid", "")]
+    # As the original checks: each is the child of a context of the optimizer's debug
+    # context (named after the optimizer), of layer "popartbuilder".
+    by_id = {c["id"]: c for c in data["contexts"]}
+    for context in found:
+        parent = by_id[context["parentId"]]
+        assert parent["layer"] == "popartbuilder"
+        assert data["stringTable"][parent["name"]] == op.lower()
+    return found

@@ -64,11 +64,5 @@ def test_sgd_mixed_mode():
 
 
 @pytest.mark.follows("test_sgd_mixed_mode")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's Poplar debug info (popart.initializePoplarDebugInfo) has no contexts of "
-    "the ops of the IR (layer 'popart' with an 'opid'): there is no IR; the original counts "
-    "6 SGD ops, each a child of the builder's 'sgd' context",
-)
 def test_sgd_mixed_mode_debug_contexts(tmp_path):
     assert len(op_debug_contexts(tmp_path, _train_twice, "SGD")) == 6

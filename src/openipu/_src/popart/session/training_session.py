@@ -194,6 +194,8 @@ class TrainingSession(SessionCore):
             accumulators=dict(self._accumulators),
             clip_groups=[list(c.weightIds) for c in self._optimizer.clip_norm_settings],
             tracked=als.tracked if als is not None else (),
+            # The optimizer's `debugContext` (a name, or a DebugContext: a str too).
+            debug_context=str(getattr(self._optimizer, "_debug_context", "")),
             # willow/src/transforms/automaticlossscaling.cpp; SessionOptions::shouldDelayVarUpdates.
             histograms_first=bool(
                 options.delayVarUpdates

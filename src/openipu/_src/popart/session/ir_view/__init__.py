@@ -321,7 +321,7 @@ def write_dot_files(request: IrRequest, settings: dot.DotSettings) -> None:
 def record_debug_infos(request: IrRequest) -> None:
     """The IR's ops as debug infos (see `debug_infos`), when a debug-info stream is open."""
     if debug_info_stream.is_open():
-        debug_infos.record(describe(request)[0])
+        debug_infos.record(describe(request)[0], request.training)
 
 
 def serialise(request: IrRequest) -> str:

@@ -7,12 +7,14 @@ outlinedDebugContextIds)."""
 from __future__ import annotations
 
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp
+from openipu._src.popart.session.ir_view.optimizer import IrTraining
 from openipu._src.popart.utility.debug_context import DebugContext, DebugInfo
 
 
-def _info(op: IrOp) -> DebugInfo:
-    info = DebugInfo(DebugContext(op.name), "popart")
-    info.setValue("opid", op.type)
+def _info(op: IrOp, parent: DebugInfo | None = None, op_type: str | None = None) -> DebugInfo:
+    context = DebugContext(op.name) if parent is None else DebugContext(parent, op.name)
+    info = DebugInfo(context, "popart")
+    info.setValue("opid", op_type or op.type)
     info.setValue("attributes", dict(op.attributes))
     return info
 
@@ -21,12 +23,25 @@ def _id_list(ids: list[int]) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
 
-def record(graphs: list[IrGraph]) -> None:
+def record(graphs: list[IrGraph], optimizer: IrTraining | None = None) -> None:
+    """`optimizer`: the training session's, whose ops' debug infos are children of a
+    "popartbuilder" debug info of the optimizer's debug context made per weight, as is the
+    one of the op the optimizer first makes for the weight (its "combo" op)."""
     ids: dict[int, int] = {}
+    parents: dict[str, DebugInfo] = {}
+
+    def parent_of(op: IrOp) -> DebugInfo | None:
+        if optimizer is None or op.updates is None:
+            return None
+        if op.updates not in parents:
+            parent = DebugInfo(DebugContext(optimizer.debug_context), "popartbuilder")
+            parents[op.updates] = parent
+            _info(op, parent, optimizer.combo(op.updates))
+        return parents[op.updates]
 
     def info_id(op: IrOp) -> int:
         if id(op) not in ids:
-            ids[id(op)] = _info(op).getId()
+            ids[id(op)] = _info(op, parent_of(op)).getId()
         return ids[id(op)]
 
     calls: list[tuple[IrOp, DebugInfo]] = []

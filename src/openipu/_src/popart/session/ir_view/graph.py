@@ -33,6 +33,9 @@ class IrOp:
     schedule_priority: float = 0.0
     # For a grad op: the forward op it differentiates (its placement follows it).
     forward: IrOp | None = None
+    # For an op of the weight update: the weight it updates (its debug info is a child of
+    # the optimizer's, per weight: willow/src/sgd.cpp, createOp).
+    updates: str | None = None
     # For a Call that outlining made: the ops it replaced, and their copies in the callee.
     replaced: list[IrOp] = field(default_factory=list)
     outlined: list[IrOp] = field(default_factory=list)

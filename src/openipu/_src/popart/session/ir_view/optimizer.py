@@ -42,6 +42,15 @@ class IrTraining:
     clip_groups: list[list[str]] = field(default_factory=list)  # weights clipped together
     tracked: tuple[str, ...] = ()  # tensors whose gradients automatic loss scaling tracks
     histograms_first: bool = False
+    debug_context: str = ""  # the name of the optimizer's debug context
+
+    def combo(self, weight: str) -> str:
+        """The type of the op the optimizer first makes for `weight`, which its decompose
+        pattern replaces (SGD0Combo...: willow/include/popart/graphcoreoperators.hpp)."""
+        kind = self.updates.get(weight, "SGD0")
+        return {"Lamb": "AdamCombo", "Adam": "AdamCombo", "Adaptive": "AdaptiveCombo"}.get(
+            kind, f"{kind}Combo"
+        )
 
 
 class _Builder:
@@ -52,6 +61,7 @@ class _Builder:
         self.tensors = tensors
         self.producers = graph.producers()
         self._counter = 0
+        self.updating: str | None = None  # the weight whose update is being added
 
     def intermediate(self, base: str, like: str | None) -> str:
         """`<base>__t<n>`, as Ir::createIntermediateTensorId names tensors."""
@@ -77,6 +87,7 @@ class _Builder:
         near: str,
         name: str = "",
         priority: float = 0.0,
+        updates: str | None = None,
     ) -> IrOp:
         source = self.producers.get(near)
         attributes = {}
@@ -92,6 +103,7 @@ class _Builder:
             is_grad=True,
             schedule_priority=priority,
             forward=source.forward if source is not None else None,
+            updates=updates or self.updating,
         )
         self.graph.ops.append(op)
         for out in outputs:
@@ -226,4 +238,5 @@ def append(graph: IrGraph, training: IrTraining, tensors: dict[str, IrTensor]) -
         if weights:
             _clip(builder, weights, index, grads)
     for weight, grad in grads.items():
+        builder.updating = weight
         _update(builder, training, weight, grad)
