@@ -334,6 +334,26 @@ def test_a_count_the_schedule_cannot_lay_out_fails_when_the_pipeline_runs(strate
         _train(strategy, x, y, 4, 6, 1, 0.01, device_mapping=[0, 1])
 
 
+def test_compiling_an_executable_of_such_a_pipeline_fails(strategy_on):
+    """Traced for an executable, the pipeline is being compiled: refused there."""
+    strategy_on(1)
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones((12, 5), np.float32)).batch(1, True)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+    @tf.function
+    def program():
+        pipelining_ops.pipeline(
+            [lambda x: x + 1.0, lambda x: x * 2.0, lambda x: x],
+            gradient_accumulation_count=4,
+            infeed_queue=infeed,
+            outfeed_queue=ipu.ipu_outfeed_queue.IPUOutfeedQueue(),
+            device_mapping=[0, 0, 0],
+        )
+
+    with pytest.raises(tf.errors.FailedPreconditionError, match="a multiple of 3, but it is 4"):
+        ipu.ops.application_compile_op.experimental_application_compile_op(program, inputs=[])
+
+
 @pytest.mark.parametrize(
     "schedule, mapping, training, io_tiles, overlap",
     [

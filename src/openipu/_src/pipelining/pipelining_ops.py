@@ -383,8 +383,12 @@ def pipeline(
         accumulate_captured=bool(gradient_accumulation_for_captured_grads),
         reduction=reduction,
     )
+    refused = _depth_refusal(count, schedule, mapping, training)
     capture = stream_capture.current()
     if capture is not None and infeed_queue is not None:
+        if refused is not None:
+            # Traced for an executable: this is its compilation, which the original refuses.
+            raise tf.errors.FailedPreconditionError(None, None, refused)
         # Traced for an executable (application_compile_op): its builder runs the
         # mini-batches, each the stages in order, over each call's elements (on its one
         # host device: a stage's IPU changes where it runs on the chip, not the numbers);
@@ -413,7 +417,6 @@ def pipeline(
             # offload_weight_update_variables=None (remote buffers if the device has them)
             # is modelled as not offloaded.
             region.pipeline = (schedule.name, count, offload_weight_update_variables is True)
-        refused = _depth_refusal(count, schedule, mapping, training)
         if refused is None or region is None:
             return plan.build(infeed_queue)
         # The original's compiler refuses the count when the program first runs: the
