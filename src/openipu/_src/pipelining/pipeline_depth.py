@@ -9,7 +9,8 @@ schedule with I/O tiles):
 
 - the stages, in the order the backend sees them, are the forward stages followed by the
   backward stages of a training pipeline in reverse order, each named by its IPU
-  (pipeline_visitor.cc `GetPipelineStageDeviceMapping`);
+  (pipeline_visitor.cc `GetPipelineStageDeviceMapping`; a training pipeline has a
+  backward stage for every forward stage, pipeline_fixer.cc `InsertDummyBackwardStages`);
 - Grouped: the overlap length is the number of those stages; with I/O tiles the count
   must only be at least the overlap length + 2;
 - Interleaved: the number of rotations of the stages' IPUs that put no IPU where the
