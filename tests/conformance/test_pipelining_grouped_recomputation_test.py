@@ -78,13 +78,14 @@ def _softmax_loss(logits, label):
     )
 
 
-def _model(stages, optimizer_fn, dataset_fn=_labelled_4x4, gradient_accumulation_count=8):
+def _model(stages, optimizer_fn, dataset_fn=_labelled_4x4):
     return dict(
         stages=stages,
         inputs_fn=placeholder_inputs(),
         input_values=[],
         repeat_count=2,
-        gradient_accumulation_count=gradient_accumulation_count,
+        # The fewest iterations the grouped schedule takes: its forward and backward stages.
+        gradient_accumulation_count=2 * len(stages),
         dataset_fn=dataset_fn,
         optimizer_fn=optimizer_fn,
     )

@@ -32,12 +32,6 @@ def test_pipeline_no_outfeed_with_outputs_training(tf1_graph):
 
 
 @pytest.mark.follows("testPipelineIterationsNotMultiple")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the grouped pipeline runs 10 iterations over its 3 stages; the original "
-    "refuses the count when it runs (FailedPreconditionError 'The number of iterations of the "
-    "pipeline must be a multiple of 3', poplar driver's visitors/pipeline_visitor.cc)",
-)
 def test_pipeline_iterations_not_multiple(tf1_graph):
     infeed = scenarios.dict_infeed()
 
@@ -126,16 +120,16 @@ def test_pipeline_compare3():
 @pytest.mark.follows("testPipelineCompareSharedWeights1")
 @pytest.mark.parametrize("reduction_method", list(GA), ids=lambda m: m.name)
 def test_pipeline_compare_shared_weights1(reduction_method):
-    model = scenarios.shared_weights(1)
+    model = scenarios.shared_weights(1, gradient_accumulation_count=20)
     model["device_mapping"] = [0, 1, 2, 3, 0]
     compare_to_cpu(schedule=SCHEDULE, reduction_method=reduction_method, **model)
 
 
 @pytest.mark.follows("testPipelineCompareSharedWeights2")
 def test_pipeline_compare_shared_weights2():
-    compare_to_cpu(schedule=SCHEDULE, **scenarios.shared_weights(2))
+    compare_to_cpu(schedule=SCHEDULE, **scenarios.shared_weights(2, gradient_accumulation_count=20))
 
 
 @pytest.mark.follows("testPipelineCompareSharedWeights3")
 def test_pipeline_compare_shared_weights3():
-    compare_to_cpu(schedule=SCHEDULE, **scenarios.shared_weights(3))
+    compare_to_cpu(schedule=SCHEDULE, **scenarios.shared_weights(3, gradient_accumulation_count=20))

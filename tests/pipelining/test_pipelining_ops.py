@@ -320,6 +320,74 @@ def test_interleaved_training_needs_one_stage_per_ipu():
         )
 
 
+def test_a_count_the_schedule_cannot_lay_out_fails_when_the_pipeline_runs(strategy_on):
+    """As the original's compiler (pipeline_visitor.cc): a grouped training pipeline of 2
+    stages repeats blocks of 4 iterations (its forward and backward stages); 6 is refused
+    when the program runs, before anything trains."""
+    strategy = strategy_on(2)
+    x, y = _data()
+    with pytest.raises(
+        tf.errors.FailedPreconditionError,
+        match=r"^The number of iterations of the pipeline must be a multiple of 4, but it is 6\. "
+        "This number might be called `gradient_accumulation_count`",
+    ):
+        _train(strategy, x, y, 4, 6, 1, 0.01, device_mapping=[0, 1])
+
+
+def test_compiling_an_executable_of_such_a_pipeline_fails(strategy_on):
+    """Traced for an executable, the pipeline is being compiled: refused there."""
+    strategy_on(1)
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones((12, 5), np.float32)).batch(1, True)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+
+    @tf.function
+    def program():
+        pipelining_ops.pipeline(
+            [lambda x: x + 1.0, lambda x: x * 2.0, lambda x: x],
+            gradient_accumulation_count=4,
+            infeed_queue=infeed,
+            outfeed_queue=ipu.ipu_outfeed_queue.IPUOutfeedQueue(),
+            device_mapping=[0, 0, 0],
+        )
+
+    with pytest.raises(tf.errors.FailedPreconditionError, match="a multiple of 3, but it is 4"):
+        ipu.ops.application_compile_op.experimental_application_compile_op(program, inputs=[])
+
+
+@pytest.mark.parametrize(
+    "schedule, mapping, training, io_tiles, overlap",
+    [
+        ("Grouped", [0, 1, 2], False, False, 3),
+        ("Grouped", [0, 1, 2], True, False, 6),
+        ("Grouped", [0, 1, 2], True, True, None),  # at least 6 + 2
+        ("Interleaved", [0, 1, 2], False, False, 3),
+        ("Interleaved", [0, 1, 2], True, False, 3),  # [0, 1, 2, 2, 1, 0] rotated by 0, 2, 4
+        ("Interleaved", [2, 2, 2], False, False, 1),
+        ("Sequential", [0, 1, 2], True, False, 1),
+    ],
+)
+def test_the_iteration_counts_each_schedule_takes(schedule, mapping, training, io_tiles, overlap):
+    from openipu._src.pipelining import pipeline_depth
+
+    schedule = pipelining_ops.PipelineSchedule[schedule]
+    accepted = [
+        count
+        for count in range(1, 25)
+        if pipeline_depth.refusal(count, schedule, mapping, training, io_tiles) is None
+    ]
+    if overlap is None:
+        assert accepted == list(range(8, 25))
+    else:
+        assert accepted == list(range(overlap, 25, overlap))
+
+
+def test_circular_union_is_the_original_documented_example():
+    from openipu._src.pipelining import pipeline_depth
+
+    # pipeline_visitor_utils.h `CircularUnion`: rotations 0 and 2 only.
+    assert pipeline_depth.circular_union([0, 1, 2, 0, 0, 2, 1, 0]) == [0, 2]
+
+
 def test_optimizer_function_output_checks_its_arguments():
     with pytest.raises(TypeError, match="opt must be an optimizer"):
         pipelining_ops.OptimizerFunctionOutput("sgd", tf.constant(1.0))

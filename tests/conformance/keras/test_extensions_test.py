@@ -29,7 +29,8 @@ def strategy(strategy_on):
 
 NO_DELEGATES = (
     "tf_keras has no `base_layer.extension_delegate`/`KerasExtension` (the original's Keras "
-    "fork's per-layer delegation)"
+    "fork's per-layer delegation, internal to it: keras.engine.base_layer and the private "
+    "`IPUStrategy._register_keras_extension`, in no public API or documentation)"
 )
 
 

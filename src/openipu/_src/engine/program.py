@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.util import nest
@@ -149,6 +150,11 @@ class LoopProgram:
     @property
     def compiled_mode(self) -> compile_policy.CompileMode | None:
         return self._last_mode
+
+    @property
+    def tf_function(self) -> Any:  # TensorFlow's tf.function is untyped
+        """The `tf.function` that runs the program (its graph is the program's once called)."""
+        return self._function
 
     @property
     def compiled(self) -> CompiledProgram | None:

@@ -32,7 +32,13 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.eager.backprop import GradientCaptureContext, GradientCaptureTape
-from openipu._src.engine import device_loop, device_scope, ipu_placement, replication
+from openipu._src.engine import (
+    deferred_builds,
+    device_loop,
+    device_scope,
+    ipu_placement,
+    replication,
+)
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.gradient_accumulation import (
@@ -50,7 +56,12 @@ from openipu._src.engine.value_types import Nested
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.int_like import plain_int
 from openipu._src.optimizers.ipu_optimizer import Optimizer
-from openipu._src.pipelining import captured_gradients, parallel_stages, pipeline_options
+from openipu._src.pipelining import (
+    captured_gradients,
+    parallel_stages,
+    pipeline_depth,
+    pipeline_options,
+)
 from openipu._src.pipelining.parallel_stages import IpuMapping, ParallelStage
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
@@ -372,8 +383,12 @@ def pipeline(
         accumulate_captured=bool(gradient_accumulation_for_captured_grads),
         reduction=reduction,
     )
+    refused = _depth_refusal(count, schedule, mapping, training)
     capture = stream_capture.current()
     if capture is not None and infeed_queue is not None:
+        if refused is not None:
+            # Traced for an executable: this is its compilation, which the original refuses.
+            raise tf.errors.FailedPreconditionError(None, None, refused)
         # Traced for an executable (application_compile_op): its builder runs the
         # mini-batches, each the stages in order, over each call's elements (on its one
         # host device: a stage's IPU changes where it runs on the chip, not the numbers);
@@ -402,11 +417,33 @@ def pipeline(
             # offload_weight_update_variables=None (remote buffers if the device has them)
             # is modelled as not offloaded.
             region.pipeline = (schedule.name, count, offload_weight_update_variables is True)
-        return plan.build(infeed_queue)
+        if refused is None or region is None:
+            return plan.build(infeed_queue)
+        # The original's compiler refuses the count when the program first runs: the
+        # pipeline waits for a check that fails then (it runs on the host, in graph mode).
+        region.require_graph_mode("the pipeline's iteration count is refused")
+        with tf.control_dependencies([pipeline_depth.failing_check(refused)]):
+            return plan.build(infeed_queue)
 
     if region_lib.current_region() is None:
         return device_loop._in_own_region(build)  # noqa: SLF001
     return build()
+
+
+def _depth_refusal(
+    count: int | tf.Tensor, schedule: PipelineSchedule, mapping: list[IpuMapping], training: bool
+) -> str | None:
+    """Why the original's compiler refuses a count known when the pipeline is built."""
+    if not isinstance(count, int):
+        return None
+    system = configure.maybe_current_system()
+    io_tiles = system is not None and system.config.io_tiles.num_io_tiles > 0
+    refused = pipeline_depth.refusal(count, schedule, mapping, training, io_tiles)
+    if refused is not None and deferred_builds.building_provisionally():
+        # Built before the configuration, whose I/O tiles may change the verdict: the
+        # program is built again at its first run.
+        deferred_builds.uses_stand_in()
+    return refused
 
 
 def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]:

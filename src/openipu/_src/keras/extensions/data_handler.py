@@ -108,7 +108,15 @@ class IPUDataHandler(data_adapter.DataHandler):
     def __init__(self, *args, ipu_mode: DataMode, **kwargs) -> None:
         self._ipu_mode = ipu_mode
         self._batch_size_argument = kwargs.get("batch_size")
+        # `fit(epochs=0)` runs no epoch on the original (its IPU data handler,
+        # keras/ipu/extensions/data_adapter.py, takes any count); tf_keras 2.21's handler
+        # refuses it. The handler is built for one epoch, then runs none.
+        self._no_epochs = kwargs.get("epochs") == 0
+        if self._no_epochs:
+            kwargs["epochs"] = 1
         super().__init__(*args, **kwargs)
+        if self._no_epochs:
+            self._epochs = 0
 
     def _configure_dataset_and_inferred_steps(
         self, strategy, x, steps_per_epoch, class_weight, distribute
@@ -169,7 +177,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         length = cardinality if cardinality >= 0 else None
         total = data_adapter.DataHandler._infer_steps(self, steps_per_epoch, dataset)
         steps = step_rules.per_replica_steps(total, replicas, length)
-        epochs = self._epochs - self._initial_epoch
+        epochs = 0 if self._no_epochs else self._epochs - self._initial_epoch
         steps_read = steps if adapter.should_recreate_iterator() else epochs * steps
         step_rules.check_dataset(
             None if generator else dataset.element_spec,

@@ -51,9 +51,13 @@ class ExecutionFunction:
         batches = int(nest.flatten(element)[0].shape[0])
         steps = batches // replicas
         synthetic = poplar_flags.is_synthetic("outfeed")
-        outputs = self._program(steps, replicas, _inner_shapes(element), every_step, synthetic)(
-            element
-        )
+        program = self._program(steps, replicas, _inner_shapes(element), every_step, synthetic)
+        outputs = program(element)
+        if self._kind == "train":
+            # Keras' TensorBoard writes the graph of `train_tf_function` (the original's
+            # Keras, of its IPU train function: keras/callbacks.py
+            # `_write_keras_model_train_graph`): the program that trains is that function.
+            self._model.train_tf_function = program.tf_function
         if not self._checked_stages:
             # A subclassed model is built (and its call's PipelineStage scopes seen) by its
             # first step: its stages are read and checked now (the original builds it before).

@@ -574,6 +574,7 @@ class KerasExtensions(_KerasModel):
 
     def _reset_execution_functions(self) -> None:
         self.train_function = None
+        self.train_tf_function = None
         self.test_function = None
         self.predict_function = None
 
