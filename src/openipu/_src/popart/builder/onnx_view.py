@@ -158,7 +158,7 @@ def _resize_seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> N
             for a in node.attribute
             if a.name not in ("nearest_mode", "coordinate_transformation_mode")
         )
-    elif len(node.input) > 3 and node.input[2] == "":
+    elif opset < 13 and len(node.input) > 3 and node.input[2] == "":
         roi = types.get(node.input[1])
         if roi is not None and roi.shape is not None and tuple(roi.shape) == (0,):
             seen.input[2] = node.input[1]
