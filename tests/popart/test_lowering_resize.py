@@ -114,11 +114,30 @@ def test_resize_other_dtypes_round_and_saturate(dtype):
 def test_resize_10_and_upsample_against_onnxruntime(mode):
     x = RNG.normal(size=(1, 1, 3, 4)).astype(F32)
     scales = np.array([1, 1, 2.0, 1.5], F32)
-    for op_type, opset in (("Resize", 10), ("Upsample", 9)):
+    ops = [("Upsample", 9)] if mode == "linear" else [("Resize", 10), ("Upsample", 9)]
+    for op_type, opset in ops:
         model = single_node_model(
             op_type, {"x": x, "scales": scales}, {"scales"}, opset=opset, mode=mode
         )
         _check(model, {"x": x}, onnxruntime_reference(model, {"x": x})[0])
+
+
+def test_resize_10_linear_samples_at_half_pixels_as_popart():
+    # PopART reads coordinate_transformation_mode on Resize-10 too, half_pixel by default
+    # (willow/src/op/resize.cpp), where ONNX's Resize-10 is asymmetric.
+    x = RNG.normal(size=(1, 1, 3, 4)).astype(F32)
+    scales = np.array([1, 1, 2.0, 1.5], F32)
+    model = single_node_model(
+        "Resize", {"x": x, "scales": scales}, {"scales"}, opset=10, mode="linear"
+    )
+    as_11 = single_node_model(
+        "Resize",
+        {"x": x, "roi": np.zeros(0, F32), "scales": scales},
+        {"roi", "scales"},
+        opset=11,
+        mode="linear",
+    )
+    _check(model, {"x": x}, reference(as_11, {"x": x})[0])
 
 
 def test_resize_needs_constant_scales_and_valid_attributes():
@@ -132,7 +151,7 @@ def test_resize_needs_constant_scales_and_valid_attributes():
             single_node_model("Resize", inputs, {"scales"}, mode="nearest", antialias=1), {"x": X}
         )
     both = {**inputs, "sizes": np.array([1, 2, 3, 3], np.int64)}
-    with pytest.raises(popart_exception, match="exactly one of 'scales' and 'sizes'"):
+    with pytest.raises(popart_exception, match="Only one of these tensors should be present"):
         run_lowered(single_node_model("Resize", both, {"scales", "sizes"}), {"x": X})
 
 

@@ -5,65 +5,9 @@ mode), and a plain Resize-11 session (Cpu)."""
 
 import numpy as np
 import pytest
-from onnx.reference.ops.op_resize import _interpolate_nd, _nearest_coeffs
+from popart_resize_checks import check_nearest_times_x, onnx_resize, torch_nearest
 
 import popart
-
-
-def onnx_resize(data, scales, nearest_mode="round_prefer_floor", **attributes):
-    """Nearest Resize by onnx.reference's interpolation (as the original's reference)."""
-
-    def coeffs(ratio, scale=None):
-        return _nearest_coeffs(ratio, mode=nearest_mode)
-
-    return _interpolate_nd(data, coeffs, scale_factors=scales, **attributes).astype(data.dtype)
-
-
-def torch_nearest_sources(in_size, scale):
-    """torch.nn.functional.interpolate (nearest, scale_factor kept): output i copies input
-    floor(i / scale)."""
-    out_size = int(np.floor(in_size * scale))
-    return np.minimum(np.floor(np.arange(out_size) / scale).astype(int), in_size - 1)
-
-
-def torch_nearest(data, scales):
-    out = data
-    for axis, scale in enumerate(scales):
-        if scale != 1.0:
-            out = np.take(out, torch_nearest_sources(data.shape[axis], scale), axis=axis)
-    return out
-
-
-def _resize_times_x(op_tester, data, factors):
-    """Train Resize-10(data) * x (x a distinct power of two per element); each input element
-    gets the gradient of every output element that copies it."""
-    scales = np.array([1.0] * (data.ndim - len(factors)) + list(factors), np.float32)
-    out_shape = [int(np.floor(d * s)) for d, s in zip(data.shape, scales, strict=True)]
-    x_data = (2.0 ** np.arange(np.prod(out_shape))).astype(np.float32).reshape(out_shape)
-    g = popart.reservedGradientPrefix()
-
-    def init_builder(builder):
-        d = builder.addInputTensor(data)
-        x = builder.addInputTensor(x_data)
-        o = builder.aiOnnx.resize([d, builder.aiOnnx.constant(scales)])
-        o = builder.aiOnnx.mul([o, x])
-        builder.addOutputTensor(o)
-        return [o, g + d, g + o]
-
-    def reference(ref_data):
-        index = np.arange(data.size).reshape(data.shape)
-        sources = torch_nearest(index, scales)
-        upstream = ref_data.getOutputTensorGrad(0) * x_data
-        grad = np.zeros(data.size, np.float64)
-        np.add.at(grad, sources.reshape(-1), upstream.reshape(-1))
-        return [
-            torch_nearest(data, scales) * x_data,
-            grad.reshape(data.shape).astype(np.float32),
-            None,
-        ]
-
-    op_tester.setPatterns(["MulArgGradOp"], enableRuntimeAsserts=False)
-    op_tester.run(init_builder, reference, "train")
 
 
 @pytest.mark.follows("test_resize_10")
@@ -83,14 +27,14 @@ def test_resize_10(op_tester, data_shape, scales):
 @pytest.mark.follows("test_resize_nearest_grad_1d")
 @pytest.mark.parametrize("scale_factor", [2, 3, 0.5, 0.25])
 def test_resize_nearest_grad_1d(op_tester, scale_factor):
-    _resize_times_x(op_tester, np.array([[[1, 2, 3, 4]]], np.float32), [scale_factor])
+    check_nearest_times_x(op_tester, np.array([[[1, 2, 3, 4]]], np.float32), [scale_factor])
 
 
 @pytest.mark.follows("test_resize_nearest_grad_2d")
 @pytest.mark.parametrize("factor1, factor2", [(2, 3), (0.5, 0.25), (2, 0.5)])
 def test_resize_nearest_grad_2d(op_tester, factor1, factor2):
     data = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], np.float32)
-    _resize_times_x(op_tester, data, [factor1, factor2])
+    check_nearest_times_x(op_tester, data, [factor1, factor2])
 
 
 @pytest.mark.follows("test_nearest_grad")
@@ -98,7 +42,7 @@ def test_resize_nearest_grad_2d(op_tester, factor1, factor2):
     "data_shape, scales", [([5, 3], [2.3, 2.5]), ([2, 8], [1.0, 3 / 8]), ([5, 3], [0.3, 0.5])]
 )
 def test_nearest_grad(op_tester, data_shape, scales):
-    _resize_times_x(op_tester, np.random.rand(1, 1, *data_shape).astype(np.float32), scales)
+    check_nearest_times_x(op_tester, np.random.rand(1, 1, *data_shape).astype(np.float32), scales)
 
 
 @pytest.mark.slow

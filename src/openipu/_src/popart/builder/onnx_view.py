@@ -10,8 +10,22 @@
   them sorted.
 - Flatten with a negative axis before opset 11: PopART counts it from the end
   (willow/src/op/flatten.cpp; operators_test/flatten_test.py); ONNX sees it normalized.
-- Expand to the shape of an int32 Constant: PopART reads int32 or int64 shapes
-  (willow/src/op/expand.cpp; operators_test/expand_test.py); ONNX sees an int64 Constant.
+- Concat with a negative axis before opset 11: PopART counts it from the end
+  (willow/src/op/concat.cpp; operators_test/operators_test_2.py); ONNX sees it normalized.
+- Expand to, ConstantOfShape of, or Resize to the shape of an int32 Constant: PopART reads
+  int32 or int64 shapes (willow/src/op/expand.cpp, resize.cpp; operators_test/expand_test.py,
+  operators_test_2.py and resize_test_1.py); ONNX sees an int64 Constant.
+- ConvTranspose given the whole output shape (batch and channels too) as output_shape:
+  PopART takes it for the output's shape and pads the input by `pads`, as if no
+  output_shape were given (willow/src/op/convtranspose.cpp; operators_test/operators_test_2.py);
+  ONNX sees the node without it.
+- Resize (willow/src/op/resize.cpp; operators_test/resize_test_1.py): PopART reads
+  nearest_mode and coordinate_transformation_mode on Resize-10 too (ONNX sees the node
+  without them), float16 scales (ONNX sees a float32 Constant), works out the output sizes in
+  float32 (ONNX sees scales that give the same sizes in its double arithmetic), and a
+  Resize-11 of sizes with
+  no scales (""): ONNX sees the empty roi in the place of the scales, an empty float tensor
+  as it requires there.
 - A Constant with the builder's annotations (`__ipu_number`, `__pipeline_stage`, ...): ONNX
   infers nothing of a Constant with more than its one value attribute (a shape it gives a
   Reshape would be lost); it sees the Constant without them.
@@ -21,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from openipu._src.popart.builder.shape_types import known_types
@@ -39,8 +54,11 @@ def _reduces_nothing(node: NodeProto, opset: int) -> bool:
     )
 
 
-def _negative_flatten_axis(node: NodeProto, opset: int) -> int | None:
-    if node.domain not in ("", "ai.onnx") or node.op_type != "Flatten" or opset >= 11:
+def _negative_axis_before_opset_11(node: NodeProto, opset: int) -> int | None:
+    """The negative axis of a Flatten or Concat from before ONNX took negative axes."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in ("Flatten", "Concat"):
+        return None
+    if opset >= 11:
         return None
     axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
     return axis if axis < 0 else None
@@ -62,6 +80,16 @@ def _fp16_operand_of_mixed_mul(node: NodeProto, types: dict[str, TensorType]) ->
     if len(half) != 1 or len(single) != 1 or len(single[0]) > len(half[0][1]):
         return None
     return half[0][0]
+
+
+def _whole_output_shape(node: NodeProto, ranks: dict[str, int]) -> list[int] | None:
+    """A ConvTranspose's output_shape if it names every dim of the output."""
+    if node.op_type != "ConvTranspose" or node.domain not in ("", "ai.onnx"):
+        return None
+    shape = next((list(a.ints) for a in node.attribute if a.name == "output_shape"), None)
+    if shape is None or node.input[0] not in ranks or len(shape) != ranks[node.input[0]]:
+        return None
+    return shape
 
 
 def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProto | None:
@@ -97,7 +125,17 @@ def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProt
             del seen.attribute[:]
             seen.attribute.extend(kept)
             return seen
-    axis = _negative_flatten_axis(node, opset)
+    resize = _resize_seen(node, opset, types)
+    if resize is not None:
+        return resize
+    whole = _whole_output_shape(node, ranks)
+    if whole is not None:
+        seen = NodeProto()
+        seen.CopyFrom(node)
+        del seen.attribute[:]
+        seen.attribute.extend(a for a in node.attribute if a.name != "output_shape")
+        return seen
+    axis = _negative_axis_before_opset_11(node, opset)
     if axis is not None and node.input[0] in ranks:
         seen = NodeProto()
         seen.CopyFrom(node)
@@ -108,8 +146,70 @@ def _seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProt
     return None
 
 
+def _resize_seen(node: NodeProto, opset: int, types: dict[str, TensorType]) -> NodeProto | None:
+    if node.op_type != "Resize" or node.domain not in ("", "ai.onnx"):
+        return None
+    seen = NodeProto()
+    seen.CopyFrom(node)
+    if opset < 11:
+        del seen.attribute[:]
+        seen.attribute.extend(
+            a
+            for a in node.attribute
+            if a.name not in ("nearest_mode", "coordinate_transformation_mode")
+        )
+    elif opset < 13 and len(node.input) > 3 and node.input[2] == "":
+        roi = types.get(node.input[1])
+        if roi is not None and roi.shape is not None and tuple(roi.shape) == (0,):
+            seen.input[2] = node.input[1]
+    return seen if seen != node else None
+
+
+def _resize_inputs_by_scales(model: ModelProto, opset: int) -> dict[str, list[str]]:
+    """The data inputs of the Resize nodes (up to opset 11) each scales tensor feeds."""
+    scales_index = 1 if opset < 11 else 2
+    found: dict[str, list[str]] = {}
+    if opset > 11:
+        return found
+    for node in model.graph.node:
+        if node.op_type == "Resize" and len(node.input) > scales_index:
+            found.setdefault(node.input[scales_index], []).append(node.input[0])
+    return found
+
+
+def _resize_scales_seen(
+    node: NodeProto, resized: dict[str, list[str]], types: dict[str, TensorType]
+) -> NodeProto | None:
+    """The scales Constant of PopART's Resize as ONNX should see it: float32 (PopART also
+    takes float16), each value nudged up where ONNX's floor(size * scale), in double, would
+    miss PopART's float32 one (10 * 0.7f is 7 in float32, 6.99... in double)."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        return None
+    if not node.output or node.output[0] not in resized:
+        return None
+    value = next((a.t for a in node.attribute if a.name == "value"), None)
+    if value is None or value.data_type not in (TensorProto.FLOAT16, TensorProto.FLOAT):
+        return None
+    scales = numpy_helper.to_array(value).astype("float32").reshape(-1)
+    original = scales.copy()
+    for data in resized[node.output[0]]:
+        known = types.get(data)
+        if known is None or known.shape is None or len(known.shape) != scales.size:
+            continue
+        for axis, size in enumerate(known.shape):
+            if size is None:
+                continue
+            wanted = math.floor(float(np.float32(size) * original[axis]))
+            while math.floor(float(size) * float(scales[axis])) < wanted:
+                scales[axis] = np.nextafter(scales[axis], np.float32(np.inf))
+    if value.data_type == TensorProto.FLOAT and np.array_equal(scales, original):
+        return None
+    seen = numpy_helper.from_array(scales.reshape(tuple(value.dims)), value.name)
+    return helper.make_node("Constant", [], list(node.output), name=node.name, value=seen)
+
+
 def _int32_expand_shape(node: NodeProto, expand_shapes: set[str]) -> NodeProto | None:
-    """An int64 copy of an int32 Constant that gives an Expand its shape."""
+    """An int64 copy of an int32 Constant that gives an Expand or ConstantOfShape its shape."""
     if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
         return None
     if not node.output or node.output[0] not in expand_shapes:
@@ -128,9 +228,15 @@ def as_onnx_sees_it(model: ModelProto) -> tuple[ModelProto, dict[int, NodeProto]
     types = known_types(model.graph)
     expand_shapes = {
         n.input[1] for n in model.graph.node if n.op_type == "Expand" and len(n.input) > 1
+    } | {n.input[0] for n in model.graph.node if n.op_type == "ConstantOfShape" and n.input}
+    expand_shapes |= {
+        n.input[3] for n in model.graph.node if n.op_type == "Resize" and len(n.input) > 3
     }
+    resized = _resize_inputs_by_scales(model, opset)
     seen = {
-        i: _int32_expand_shape(n, expand_shapes) or _seen(n, opset, types)
+        i: _int32_expand_shape(n, expand_shapes)
+        or _resize_scales_seen(n, resized, types)
+        or _seen(n, opset, types)
         for i, n in enumerate(model.graph.node)
     }
     replacements = {i: n for i, n in seen.items() if n is not None}

@@ -129,6 +129,8 @@ class Op:
     stateful: ClassVar[bool] = False
     # Attribute defaults for domains whose ops have no ONNX schema (ai.graphcore).
     attribute_defaults: ClassVar[dict[str, Any]] = {}
+    # Attributes PopART's op reads beyond its ONNX schema (of some opset versions).
+    popart_attributes: ClassVar[frozenset[str]] = frozenset()
     # True when each output element depends only on the inputs' elements at its (broadcast)
     # position: the op computes the same in any layout (see `channels_last`).
     elementwise: ClassVar[bool] = False
@@ -170,7 +172,8 @@ class Op:
                 continue
             # "__"-prefixed attributes are PopART annotations (pipeline stage, recompute...).
             annotation = attribute.name.startswith("__")
-            if schema is not None and attribute.name not in schema.attributes and not annotation:
+            known = attribute.name in schema.attributes if schema is not None else True
+            if not (known or annotation or attribute.name in self.popart_attributes):
                 self.bad_attribute(attribute.name, "is not an attribute of this op")
             values[attribute.name] = decode_attribute(attribute)
         if schema is not None:

@@ -272,11 +272,11 @@ class ConvTranspose(Op):
     def _pads(
         self, full: list[int], spatial: int, input_spatial: list[int], strides: list[int]
     ) -> tuple[list[int], list[int]]:
-        output_shape = self.attrs.get("output_shape")
+        output_shape = list(self.attrs.get("output_shape") or [])
         auto_pad = self.attrs.get("auto_pad") or "NOTSET"
-        if output_shape:
-            targets = list(output_shape)[-spatial:]
-        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if len(output_shape) == spatial:
+            return self._pads_for_output_shape(full, output_shape, auto_pad)
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
             targets = [size * stride for size, stride in zip(input_spatial, strides, strict=True)]
         else:
             pads = list(self.attrs.get("pads") or [0] * (2 * spatial))
@@ -291,6 +291,22 @@ class ConvTranspose(Op):
             begin = [total - total // 2 for total in totals]
         end = [total - b for total, b in zip(totals, begin, strict=True)]
         return begin, end
+
+    def _pads_for_output_shape(
+        self, full: list[int], output_shape: list[int], auto_pad: str
+    ) -> tuple[list[int], list[int]]:
+        """The spatial output_shape PopART works the pads out from (willow/src/op/
+        convtranspose.cpp): the odd one of an odd total is cut at the end unless auto_pad is
+        SAME_UPPER (NOTSET counts as SAME_LOWER). A whole output shape (batch and channels
+        too) only declares the output: the pads attribute applies, as without output_shape."""
+        if auto_pad == "VALID":
+            self.bad_attribute("auto_pad", "VALID cannot be used if the output_shape is also set")
+        totals = [f - t for f, t in zip(full, output_shape, strict=True)]
+        if auto_pad == "SAME_UPPER":
+            begin = [total - total // 2 for total in totals]
+        else:
+            begin = [total // 2 for total in totals]
+        return begin, [total - b for total, b in zip(totals, begin, strict=True)]
 
 
 @register_op("Col2Im", since=18)

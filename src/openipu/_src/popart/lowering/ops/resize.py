@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.lowering.op import Op
 from openipu._src.popart.lowering.registry import register_op
 from openipu._src.popart.lowering.tensor_utils import normalize_axes
@@ -47,6 +48,8 @@ class AxisResize:
     exclude_outside: bool = False
     antialias: bool = False
     roi: tuple[float, float] = (0.0, 1.0)
+    # PopART's own Resize (opsets 10 and 11): sizes worked out in float32.
+    popart: bool = False
 
     def source_coordinates(self) -> np.ndarray:
         """x_original of each output index: where it samples the input (float64)."""
@@ -61,6 +64,11 @@ class AxisResize:
             return y / scale
         if mode == "align_corners":
             return np.zeros_like(y) if length == 1 else y * (size - 1) / (length - 1)
+        if mode == "pytorch_half_pixel" and self.popart:
+            # willow/src/popx/op/resizex.cpp: 0 unless the float32 output width exceeds 1
+            # (5 * 0.2f is 1 there, 1.0000000149 in float64).
+            wide = np.float32(size) * np.float32(scale) > 1
+            return (y + 0.5) / scale - 0.5 if wide else np.zeros_like(y)
         if mode == "pytorch_half_pixel":
             return np.full_like(y, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
         if mode == "half_pixel":
@@ -158,20 +166,33 @@ def resize_axis(x: tf.Tensor, axis: int, plan: AxisResize, extrapolation_value: 
     return y
 
 
+def _scaled_size(size: int, scale: float, opset_version: int) -> int:
+    """floor(size * scale): in float32 up to Resize-11, as PopART (willow/src/op/resize.cpp:
+    10 * 0.7f is 7, not 6.99...), in float64 after, as ONNX's reference."""
+    if opset_version <= 11:
+        return int(np.floor(np.float32(size) * np.float32(scale)))
+    return int(math.floor(scale * size))
+
+
 @register_op("Resize", since=(10, 11, 13, 18, 19))
 class Resize(Op):
+    # Read on Resize-10 too (willow/src/op/resize.cpp).
+    popart_attributes = frozenset({"nearest_mode", "coordinate_transformation_mode"})
+
     def setup(self) -> None:
         attrs = self.attrs
         if attrs.mode not in ("nearest", "linear", "cubic"):
             self.bad_attribute("mode", f"must be nearest, linear or cubic, not {attrs.mode!r}")
-        if self.opset_version < 11:
-            return
-        coordinates = attrs.coordinate_transformation_mode
+        # Resize-10 has neither attribute in ONNX; PopART reads them there too.
+        coordinates = attrs.get("coordinate_transformation_mode") or "half_pixel"
         allowed = _COORDINATE_MODES[:-1] if self.opset_version >= 13 else _COORDINATE_MODES
         if coordinates not in allowed:
             self.bad_attribute("coordinate_transformation_mode", f"is {coordinates!r}")
-        if attrs.nearest_mode not in _NEAREST_MODES[:-1]:
-            self.bad_attribute("nearest_mode", f"is {attrs.nearest_mode!r}")
+        nearest_mode = attrs.get("nearest_mode") or "pytorch"
+        if nearest_mode not in _NEAREST_MODES[:-1]:
+            self.bad_attribute("nearest_mode", f"is {nearest_mode!r}")
+        if self.opset_version < 11:
+            return
         if attrs.get("antialias") and attrs.mode == "nearest":
             self.bad_attribute("antialias", "applies to linear and cubic modes only")
         policy = attrs.get("keep_aspect_ratio_policy") or "stretch"
@@ -188,7 +209,16 @@ class Resize(Op):
         axes = normalize_axes(self.attrs.get("axes") or range(rank), rank)
         scale_values = self._static_floats(scales, "scales")
         size_values = self._static_floats(sizes, "sizes")
-        if (scale_values is None) == (size_values is None):
+        if scale_values is not None and size_values is not None:
+            # The original's message (willow/src/op/resize.cpp), word for word.
+            raise popart_exception(
+                "Resize op has inputs for `sizes` and `scales`. Only one of these tensors "
+                "should be present. If `sizes` is needed, please pass an empty string as the "
+                "name of `scales` in the input list ( resize([X, roi, '', sizes]) ). If the "
+                "proto is not generated from the PopART Builder, please confirm that only one "
+                "of the two tensors shall have data."
+            )
+        if scale_values is None and size_values is None:
             raise self.error("exactly one of 'scales' and 'sizes' must be given")
         given = scale_values if scale_values is not None else size_values
         assert given is not None
@@ -205,7 +235,7 @@ class Resize(Op):
         else:
             factors = list(given)
             out_sizes = [
-                int(math.floor(factor * dims[axis]))
+                _scaled_size(dims[axis], factor, self.opset_version)
                 for factor, axis in zip(factors, axes, strict=True)
             ]
         if any(factor <= 0 for factor in factors):
@@ -216,20 +246,21 @@ class Resize(Op):
         if dtype.is_integer and attrs.mode != "nearest":
             # Interpolated in float64 and rounded once at the end, as the spec's reference.
             x = tf.cast(x, tf.float64)
-        legacy = self.opset_version < 11
         for axis, factor, out_size, axis_roi in zip(axes, factors, out_sizes, rois, strict=True):
             plan = AxisResize(
                 in_size=dims[axis],
                 out_size=out_size,
                 scale=float(factor),
                 mode=attrs.mode,
-                coordinates="asymmetric" if legacy else attrs.coordinate_transformation_mode,
-                # PopART's Resize-10 samples as pytorch does (operators_test/resize_test_0.py).
-                nearest_mode="pytorch" if legacy else attrs.nearest_mode,
+                # PopART reads both attributes on Resize-10 too, its nearest mode "pytorch"
+                # by default there (willow/src/op/resize.cpp; operators_test/resize_test_1.py).
+                coordinates=attrs.get("coordinate_transformation_mode") or "half_pixel",
+                nearest_mode=attrs.get("nearest_mode") or "pytorch",
                 cubic_coeff_a=float(attrs.get("cubic_coeff_a", -0.75)),
                 exclude_outside=bool(attrs.get("exclude_outside")),
                 antialias=bool(attrs.get("antialias")),
                 roi=axis_roi,
+                popart=self.opset_version <= 11,
             )
             if factor == 1 and out_size == dims[axis] and axis_roi == (0.0, 1.0):
                 continue  # the identity along this axis
