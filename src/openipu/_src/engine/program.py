@@ -36,7 +36,7 @@ from openipu._src.engine import (
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.cost_model import tf_workload
 from openipu._src.engine.cost_model.workload import Workload
-from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.engine.outfeed_queue import EngineOutfeedQueue, IPUOutfeedMode
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
     lockstep,
@@ -84,7 +84,7 @@ class LoopProgram:
         )
         self._unrolled = False  # set when the steps run together as a graph (unrolled)
         mode = IPUOutfeedMode.ALL if spec.outputs == "all" else IPUOutfeedMode.LAST
-        self._outfeed = IPUOutfeedQueue(mode)
+        self._outfeed = EngineOutfeedQueue(mode)
         self._has_outputs = False
         self._workload: Workload | None = None
         self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
