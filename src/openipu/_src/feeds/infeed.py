@@ -20,7 +20,7 @@ from tensorflow.python.util import nest
 from openipu._src.config import poplar_flags
 from openipu._src.engine import device_loop
 from openipu._src.engine.device_scope import validate_device_ordinal
-from openipu._src.engine.host_stream import ChunkedStream, ElementStream
+from openipu._src.engine.host_stream import REPLICATION_MISMATCH, ChunkedStream, ElementStream
 from openipu._src.feeds.synthetic_elements import synthetic_elements
 from openipu._src.integration import run_errors
 
@@ -322,7 +322,13 @@ class IPUInfeedQueue:
         self._check_read_in_tf2()
         if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, count)
-        return self._live_stream().fetch_stacked(count)
+        stream = self._live_stream()
+        if isinstance(stream, ElementStream):  # a TF1 graph's
+            run_errors.install(
+                run_errors.assertion_as(tf.errors.FailedPreconditionError, REPLICATION_MISMATCH)
+            )
+            return stream.fetch_stacked(count, self._feed_id)
+        return stream.fetch_stacked(count)
 
 
 class IPUInfeedQueueSpec(type_spec.TypeSpec):
