@@ -18,19 +18,27 @@ from openipu._src.engine import seeded_samplers, unsigned_casts
 
 _state = threading.local()
 
+_REWRITTEN = frozenset({"Cast", *seeded_samplers.SAMPLERS})
+
 
 def _rewrite(
     op_type: str,
     inputs: tuple[tf.Tensor, ...],
     attrs: tuple[object, ...],
-    outputs: list[tf.Tensor],
+    outputs: list[tf.Tensor] | None,
     op_name: str | None = None,
     graph: tf.Graph | None = None,
-) -> list[tf.Tensor]:
-    # What a callback returns stands for the op's outputs (and is the next callback's input).
-    if graph is None or not outputs or outputs[0].op.type != op_type:
-        return outputs  # eager, or another callback replaced the op already
-    op = outputs[0].op
+) -> list[tf.Tensor] | None:
+    # What a callback returns stands for the op's outputs (and is the next callback's
+    # input); None, from an earlier callback, keeps the op's own.
+    if graph is None or op_type not in _REWRITTEN:
+        return outputs
+    if outputs is None:
+        op = graph.get_operation_by_name(op_name) if op_name else None
+    else:
+        op = outputs[0].op if outputs else None
+    if op is None or op.type != op_type:
+        return outputs  # another callback replaced the op already
     replacement = None
     if op_type == "Cast":
         replacement = unsigned_casts.rewrite(op, inputs)
