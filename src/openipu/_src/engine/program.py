@@ -38,10 +38,11 @@ from openipu._src.engine.cost_model import tf_workload
 from openipu._src.engine.cost_model.workload import Workload
 from openipu._src.engine.outfeed_queue import EngineOutfeedQueue, IPUOutfeedMode
 from openipu._src.engine.program_spec import ProgramSpec
-from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
+from openipu._src.engine.replicas import (  # shared_cond, shared_while: their hooks
     lockstep,
     replicated,
     shared_cond,  # noqa: F401
+    shared_while,  # noqa: F401
 )
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
