@@ -34,13 +34,6 @@ def _run_body_repeatedly(body, inputs, infeed, iterations, replicas):
         return sess.run(res)
 
 
-_COLLECTIVE_IN_LOOP = (
-    "difference: the engine refuses a cross-replica sum inside a tf.while_loop that is not "
-    "a device loop (ReplicaDivergenceError), even when the replicas agree on its trip "
-    "count; the original runs it"
-)
-
-
 @pytest.fixture
 def graph(tf1_graph):
     yield tf1_graph
@@ -48,7 +41,6 @@ def graph(tf1_graph):
 
 
 @pytest.mark.follows("testNoDivergenceWithSlicedTensor")
-@pytest.mark.xfail(strict=True, reason=_COLLECTIVE_IN_LOOP)
 def test_no_divergence_with_sliced_tensor(graph):
     input_shape = [10]
     infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(_repeating_dataset(1.0, input_shape))

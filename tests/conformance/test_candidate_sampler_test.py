@@ -124,15 +124,7 @@ def test_log_uniform_sampler_without_replacement(fresh_graph):
         )  # fmt: skip
 
 
-_STATEFUL_SAMPLERS = (
-    "difference: a candidate sampler with a fixed seed in a compiled program runs TensorFlow's "
-    "stateful kernel, so each run of the program samples anew; the original's IPU sampler "
-    "returns the same samples every run"
-)
-
-
 @pytest.mark.follows("testFixedSeed")
-@pytest.mark.xfail(strict=True, reason=_STATEFUL_SAMPLERS)
 def test_fixed_seed(fresh_graph):
     with tf.Graph().as_default(), v1.Session() as sess:
         run_ipu, _ = _generate_ops(
@@ -144,7 +136,6 @@ def test_fixed_seed(fresh_graph):
 
 
 @pytest.mark.follows("testFixedSeedMultipleIters")
-@pytest.mark.xfail(strict=True, reason=_STATEFUL_SAMPLERS)
 def test_fixed_seed_multiple_iters(fresh_graph):
     with tf.Graph().as_default(), v1.Session() as sess:
         run_ipu, _ = _generate_ops(

@@ -47,12 +47,6 @@ def test_with_infeed(tf1_graph):
 
 
 @pytest.mark.follows("testShape0Dim")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: infeed_benchmark accepts a dataset with a dimension of size 0; the "
-    "original raises InvalidArgumentError 'Detected a tensor in the dataset with a dimension "
-    "of size 0'",
-)
 def test_shape_0_dim(tf1_graph):
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing(10, [4, 0]))
     op = ipu.dataset_benchmark.infeed_benchmark(infeed, 5, 256)

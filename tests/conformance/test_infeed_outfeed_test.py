@@ -278,10 +278,6 @@ def test_multiple_outfeed_enqueue(graph, latency):
 
 
 @pytest.mark.follows("testMultipleOutfeedEnqueueDifferentGraphs")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: an IPUOutfeedQueue enqueued in one TF1 graph cannot be enqueued in another (its device buffer belongs to the first graph); the original keeps `enqueued` per graph and accepts it",
-)
 def test_multiple_outfeed_enqueue_different_graphs(ipu_system):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
@@ -597,10 +593,6 @@ def test_infeed_outfeed_continuous_dequeuing_get_last_before_enqueued(graph):
 
 
 @pytest.mark.follows("testCannotFeedInt64")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: infeeds accept int64 elements (the host computes them); the original's initializer raises FailedPreconditionError 'Unsupported datatype int64 on index 0 of feed operation'",
-)
 def test_cannot_feed_int64(graph):
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(5))
     _compile(lambda: ipu.loops.repeat(5, lambda v, x: v + tf.cast(x, np.int32), (0,), infeed), [])
@@ -652,10 +644,6 @@ def test_hash_table_in_data_pipeline(graph):
 
 
 @pytest.mark.follows("testFeedInt8")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: float32 -1.0 cast to uint8 in a compiled program gives 0 (XLA's conversion on the host); the original's IPU gives 255, as numpy does",
-)
 def test_feed_int8(graph):
     def to_pair(x):
         x = x - 5
@@ -769,10 +757,6 @@ def test_deduce_device():
 
 
 @pytest.mark.follows("testInfeedSpec")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: IPUInfeedQueue is not a composite tensor: no `_type_spec` / `_from_type_spec` (the original's TF2 infeeds can be passed to tf.functions as values)",
-)
 def test_infeed_spec():
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(_increasing(10, [], np.int8))
     with pytest.raises(RuntimeError, match="Spec for IPUInfeedQueue"):
@@ -923,10 +907,6 @@ def test_dim0_infeed(graph):
 
 
 @pytest.mark.follows("testDim0Outfeed")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: enqueuing a tensor with a dimension of size 0 is accepted; the original raises InvalidArgumentError 'Detected an input tensor to an outfeed queue with a dimension of size 0' when the program runs",
-)
 def test_dim0_outfeed(graph):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     res = _compile(

@@ -180,11 +180,6 @@ def test_outfeed_shape_when_mixing_replication_factors(tf1_graph, four_ipus):
 
 
 @pytest.mark.follows("testCantReuseInfeedWhenMixingReplicationFactors")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: an infeed set up by a program of 2 replicas feeds a later program of "
-    "4 replicas; the original refuses that run with a FailedPreconditionError",
-)
 def test_cant_reuse_infeed_when_mixing_replication_factors(tf1_graph, four_ipus):
     four_ipus()
     with v1.Session(graph=tf1_graph) as sess:

@@ -41,22 +41,24 @@ def test_prefetch_depth_is_kept():
 
 def test_a_zero_prefetch_depth_is_the_default(ipu_system):
     # The original takes `prefetch_depth or 3`.
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10), prefetch_depth=0)
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.range(10, output_type=tf.int32), prefetch_depth=0
+    )
     net = tf.function(
-        lambda: ipu.loops.repeat(4, lambda t, x: t + x, [tf.constant(0, tf.int64)], queue)
+        lambda: ipu.loops.repeat(4, lambda t, x: t + x, [tf.constant(0, tf.int32)], queue)
     )
     assert int(ipu.ipu_strategy.IPUStrategy().run(net)) == 0 + 1 + 2 + 3
 
 
 def test_initializer_second_access_raises_in_a_graph(tf1_graph):
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4, output_type=tf.int32))
     queue.initializer  # noqa: B018 - the property access is the test
     with pytest.raises(ValueError, match="can only be accessed once"):
         queue.initializer  # noqa: B018
 
 
 def test_initializer_may_be_accessed_again_eagerly():
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4, output_type=tf.int32))
     queue.initializer  # noqa: B018
     queue.initializer  # noqa: B018 - no error, as in the original
 
@@ -71,7 +73,9 @@ def test_device_ordinal_defaults_to_the_strategy_device(strategy_on, feed):
 
     def make():
         if feed == "infeed":
-            return ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+            return ipu.ipu_infeed_queue.IPUInfeedQueue(
+                tf.data.Dataset.range(4, output_type=tf.int32)
+            )
         return ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
     assert make().device_ordinal == 0
@@ -82,7 +86,7 @@ def test_device_ordinal_defaults_to_the_strategy_device(strategy_on, feed):
 
 
 def test_get_next_is_obsolete():
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(4, output_type=tf.int32))
     with pytest.raises(ValueError, match="obsolete"):
         queue.get_next()
 
@@ -133,11 +137,11 @@ def test_exhausted_dataset_raises_out_of_range(ipu_system):
 
 
 def test_tf1_session_needs_the_initializer_and_then_streams(ipu_system, tf1_graph):
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10, output_type=tf.int32))
     with ipu.scopes.ipu_scope("/device:IPU:0"):
         result = ipu.ipu_compiler.compile(
             lambda: ipu.loops.repeat(
-                4, lambda total, x: total + x, [tf.constant(0, tf.int64)], queue
+                4, lambda total, x: total + x, [tf.constant(0, tf.int32)], queue
             )
         )
     with tf.compat.v1.Session(graph=tf1_graph) as session:
@@ -149,10 +153,10 @@ def test_tf1_session_needs_the_initializer_and_then_streams(ipu_system, tf1_grap
 
 
 def test_deleter_releases_the_iterator(ipu_system):
-    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.range(10, output_type=tf.int32))
     strategy = ipu.ipu_strategy.IPUStrategy()
     net = tf.function(
-        lambda: ipu.loops.repeat(2, lambda t, x: t + x, [tf.constant(0, tf.int64)], queue)
+        lambda: ipu.loops.repeat(2, lambda t, x: t + x, [tf.constant(0, tf.int32)], queue)
     )
     assert int(strategy.run(net)) == 1
     assert queue.deleter is None  # eager: nothing to run
@@ -165,7 +169,7 @@ def test_private_dequeue_reads_one_element_per_replica(strategy_on):
     strategy = strategy_on(2)
     with strategy.scope():
         infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
-            tf.data.Dataset.range(10).map(lambda i: tf.cast(i, tf.float32))
+            tf.data.Dataset.range(10, output_type=tf.int32).map(lambda i: tf.cast(i, tf.float32))
         )
 
         @tf.function(jit_compile=True)
@@ -194,3 +198,20 @@ def test_a_tf2_program_reading_elements_with_an_empty_dimension_fails(strategy_o
             strategy.run(program)
     with pytest.raises(tf.errors.InvalidArgumentError, match="dimension of size 0"):
         infeed.initializer  # noqa: B018 - eagerly, the iterator op fails at once
+
+
+@pytest.mark.parametrize("dtype", [tf.int64, tf.float64])
+def test_feeds_carry_only_the_ipu_stream_types(ipu_system, dtype):
+    # kernels/datastream/feeds.cc: the iterator (eagerly, the initializer) and a program
+    # reading the queue refuse other element types with a FailedPreconditionError.
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(4)).map(lambda x: tf.cast(x, dtype))
+    queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    message = f"Unsupported datatype {dtype.name} on index 0 of feed operation"
+    with pytest.raises(tf.errors.FailedPreconditionError, match=message):
+        queue.initializer  # noqa: B018
+    net = tf.function(lambda: ipu.loops.repeat(2, lambda t, x: t + x, [tf.zeros([], dtype)], queue))
+    with pytest.raises(tf.errors.FailedPreconditionError, match=message):
+        ipu.ipu_strategy.IPUStrategy().run(net)
+    accepted = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.map(lambda x: tf.cast(x, tf.int32)))
+    net = tf.function(lambda: ipu.loops.repeat(2, lambda t, x: t + x, [0], accepted))
+    assert int(ipu.ipu_strategy.IPUStrategy().run(net)) == 0 + 1

@@ -340,3 +340,34 @@ def test_collectives_inside_a_conditional_the_replicas_agree_on(replicas, strate
     assert on == [float((mine * 2.0).sum()), float(own)]
     assert off == [-1.0, float(own)]  # replica 0's branch: -(0 + 1)
     assert len(traces) == 1
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_collectives_inside_a_loop_the_replicas_agree_on(replicas, strategy_on):
+    """As on the IPU, a cross-replica sum may sit in a `tf.while_loop` whose trip count the
+    replicas agree on (the original's assume_equal_test.py); each replica keeps its own
+    loop values."""
+    strategy = strategy_on(replicas)
+    traces = []
+
+    def fn(steps):
+        traces.append(1)
+        mine = tf.cast(ipu.replication_ops.replication_index(), tf.float32) + 1.0
+
+        def body(i, total, own):
+            return i + 1, total + ipu.cross_replica_ops.cross_replica_sum(own), own * 2.0
+
+        _, total, own = tf.while_loop(lambda i, *_: i < steps, body, [0, 0.0, mine])
+        return total, ipu.cross_replica_ops.cross_replica_sum(own)
+
+    @tf.function
+    def program(steps):
+        return strategy.run(fn, args=(steps,))
+
+    with strategy.scope():
+        total, own = program(tf.constant(3))
+    mine = np.arange(1, replicas + 1, dtype=np.float32)
+    # Iteration j sums every replica's value, mine * 2 ** j.
+    assert float(total) == sum(float(mine.sum()) * 2**j for j in range(3))
+    assert float(own) == float(mine.sum()) * 2**3
+    assert len(traces) == 1

@@ -103,7 +103,6 @@ def infeed_benchmark(
 def _benchmark(
     dataset: tf.data.Dataset, epochs: int, elements: int, print_stats: bool, do_memcpy: bool
 ):
-    _check_no_empty_dimension(dataset.element_spec)
     graph = dataset_graph(dataset)
     if graph is None:
         return _run(dataset, epochs, elements, print_stats, do_memcpy)
@@ -114,16 +113,22 @@ def _benchmark(
         same_dataset = tf.data.experimental.from_variant(variant, element_spec)
         return tf.constant(str(_run(same_dataset, epochs, elements, print_stats, do_memcpy)))
 
+    # The original's op fails when the session runs it (its kernel checks the shapes when
+    # made): so does an assertion (the error a py_function raises would lose its type).
+    empty = _empty_dimension_of(element_spec)
     with graph.as_default(), tf.device("/device:CPU:0"):
-        stats = tf.py_function(
-            run_from_variant, [dataset._variant_tensor], tf.string, name="dataset_benchmark"
-        )
+        checks = [] if empty is None else [tf.debugging.Assert(False, [empty.message])]
+        with tf.control_dependencies(checks):
+            stats = tf.py_function(
+                run_from_variant, [dataset._variant_tensor], tf.string, name="dataset_benchmark"
+            )
         return tf.reshape(stats, [1])
 
 
 def _run(
     dataset: tf.data.Dataset, epochs: int, elements: int, print_stats: bool, do_memcpy: bool
 ) -> BenchmarkStats:
+    _check_no_empty_dimension(dataset.element_spec)
     with tf.device("/device:CPU:0"):
         iterator = iter(dataset)
     host_buffers = _HostBuffers()
@@ -199,19 +204,27 @@ def _nbytes(array: np.ndarray) -> int:
 
 
 def _empty_dimension_error(shape, where: str) -> tf.errors.InvalidArgumentError:
+    # Starts with the original's words (kernels/datastream/dataset_benchmark.cc).
     return tf.errors.InvalidArgumentError(
         None,
         None,
-        f"The dataset has an element of shape {list(shape)} with a dimension of size 0"
-        f"{where}: an empty tensor cannot be streamed to an IPU",
+        "Detected a tensor in the dataset with a dimension of size 0: an element has the "
+        f"shape {list(shape)}{where}; an empty tensor cannot be streamed to an IPU.",
     )
 
 
-def _check_no_empty_dimension(element_spec) -> None:
+def _empty_dimension_of(element_spec) -> tf.errors.InvalidArgumentError | None:
     for path, spec in nest.flatten_with_joined_string_paths(element_spec):
         shape = getattr(spec, "shape", None)
         if shape is not None and shape.rank is not None and 0 in shape.as_list():
-            raise _empty_dimension_error(shape, f" (component {path!r})" if path else "")
+            return _empty_dimension_error(shape, f" (component {path!r})" if path else "")
+    return None
+
+
+def _check_no_empty_dimension(element_spec) -> None:
+    error = _empty_dimension_of(element_spec)
+    if error is not None:
+        raise error
 
 
 def _check_no_empty_array(arrays: list[np.ndarray]) -> None:

@@ -16,7 +16,9 @@ shared with the rest of the program, so it is never read ahead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -26,15 +28,43 @@ from tensorflow.python.util import nest
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.value_types import Nested
 
+_state = threading.local()
+
 _UNBOUNDED = -1
 # Up to this many elements are read by a straight chain of ops; more by a host loop, whose
 # per-element cost is higher but whose graph does not grow with the count.
 _UNROLLED_FETCH_LIMIT = 32
 
 
-def fetch_from_iterator(handle: tf.Tensor, element_spec: Nested, count: int | tf.Tensor) -> Nested:
+@contextlib.contextmanager
+def read_for_replicas(replicas: int) -> Iterator[None]:
+    """Stream reads built in the context feed a program of `replicas` replicas."""
+    saved = getattr(_state, "replicas", 1)
+    _state.replicas = replicas
+    try:
+        yield
+    finally:
+        _state.replicas = saved
+
+
+def replicas_reading() -> int:
+    """How many replicas the program whose stream reads are being built has."""
+    replicas: int = getattr(_state, "replicas", 1)
+    return replicas
+
+
+# The original's words (driver/poplar_executor.cc), a FailedPreconditionError.
+REPLICATION_MISMATCH = "has already been setup with a replication factor of"
+
+
+def fetch_from_iterator(
+    handle: tf.Tensor,
+    element_spec: Nested,
+    count: int | tf.Tensor,
+    after: Iterable[tf.Operation | tf.Tensor] = (),
+) -> Nested:
     """The next `count` elements of the iterator behind `handle`, stacked along a new first axis."""
-    return fetch_from_iterators([(handle, element_spec)], [0], count)[0]
+    return fetch_from_iterators([(handle, element_spec)], [0], count, after)[0]
 
 
 def fetch_from_iterators(
@@ -149,11 +179,34 @@ class ElementStream:
         )
         # Whether the initializer ran (and no deleter since): engine state of the graph.
         self._live = engine_variable(False, name="infeed_initialized")
+        # The replicas of the first program that read the stream since it was initialised
+        # (0: none read it yet): a program of other replicas cannot read it, as on the IPU.
+        self._replicas = engine_variable(0, name="infeed_replicas")
 
     @property
     def initializer(self) -> tf.Operation:
         with tf.control_dependencies([self._iterator.initializer]):
-            return tf.group(self._live.assign(True, read_value=False))
+            return tf.group(
+                self._live.assign(True, read_value=False),
+                self._replicas.assign(0, read_value=False),
+            )
+
+    def _claim(self, replicas: int, feed: str) -> tf.Operation:
+        """Records that a program of `replicas` replicas reads the stream; fails (when it
+        runs) if a program of another replica count read it first."""
+        recorded = self._replicas.read_value()
+        agreed = tf.logical_or(tf.equal(recorded, 0), tf.equal(recorded, replicas))
+        check = tf.debugging.Assert(
+            agreed,
+            [
+                f"Iterator for feed {feed} {REPLICATION_MISMATCH}",
+                recorded,
+                f"when it should have {replicas}: an infeed cannot be shared by programs of "
+                "different replica counts; create a new IPUInfeedQueue.",
+            ],
+        )
+        with tf.control_dependencies([check]):
+            return self._replicas.assign(replicas, read_value=False)
 
     def deleter(self, not_initialized_message: str) -> tf.Operation:
         """Releases the iterator; fails with `not_initialized_message` when there is none
@@ -166,11 +219,15 @@ class ElementStream:
         with ops.device("/device:CPU:0"):
             return self._iterator.get_next()
 
-    def fetch_stacked(self, count: int) -> Nested:
+    def fetch_stacked(self, count: int, feed: str) -> Nested:
+        """The next `count` elements, for a program of `replicas_reading()` replicas."""
+        with ops.device("/device:CPU:0"):
+            claim = self._claim(replicas_reading(), feed)
         return fetch_from_iterator(
             self._iterator._iterator_resource,  # noqa: SLF001 - TF1 iterators expose no handle
             self.element_spec,
             count,
+            after=[claim],
         )
 
 

@@ -65,6 +65,12 @@ def _validate_structure(tensors: Nested) -> Nested:
         ) from None
 
 
+def _storage_graph() -> ops.Graph | None:
+    """The graph host resources made now belong to; None when they are eager."""
+    with tf.init_scope():
+        return None if tf.executing_eagerly() else ops.get_default_graph()
+
+
 def _superseded(enqueued_in: deferred_builds.BuildAttempt | None) -> bool:
     """Whether an enqueue made in `enqueued_in` belongs to an earlier build of the deferred
     program now built again (the graph keeps the abandoned build's ops)."""
@@ -103,7 +109,12 @@ class IPUOutfeedQueue:
         self._optimise_latency = bool(optimise_latency)
         self._name = f"outfeed{next(_names)}"
         self._structure: Nested = None  # of tf.TensorSpec, once enqueued
-        self._store: HostQueue | None = None
+        # Host storage per graph holding it: a TF1 program built in another graph enqueues
+        # into storage of its own (the original keys its outfeeds by id, across graphs).
+        self._graph_stores: weakref.WeakKeyDictionary[ops.Graph, HostQueue] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._eager_store: HostQueue | None = None
         # Graphs already holding an enqueue, with the replicas that made them.
         self._enqueue_graphs: weakref.WeakKeyDictionary[
             ops.Graph, dict[int, deferred_builds.BuildAttempt | None]
@@ -112,6 +123,22 @@ class IPUOutfeedQueue:
         self._enqueuing_graph: ops.Graph | None = None
         # Keeps device buffers alive as long as the queue.
         self._loop_buffers: list[list[tf.Variable]] = []
+
+    @property
+    def _store(self) -> HostQueue | None:
+        """The host storage of the graph the current program's resources live in."""
+        graph = _storage_graph()
+        return self._eager_store if graph is None else self._graph_stores.get(graph)
+
+    @_store.setter
+    def _store(self, store: HostQueue | None) -> None:
+        graph = _storage_graph()
+        if graph is None:
+            self._eager_store = store
+        elif store is None:
+            self._graph_stores.pop(graph, None)
+        else:
+            self._graph_stores[graph] = store
 
     @property
     def outfeed_mode(self) -> IPUOutfeedMode:
@@ -153,6 +180,24 @@ class IPUOutfeedQueue:
 
     # Device side.
 
+    #: Whether elements with a dimension of size 0 may be enqueued: not by programs, whose
+    #: enqueue fails as the original's when the program runs; the engine's own outfeeds
+    #: (`EngineOutfeedQueue`) carry them.
+    _carries_empty_elements = False
+
+    def _refuse_empty_elements(self) -> None:
+        """Makes the program being built fail when it runs, where the original's compiler
+        refuses the enqueue; outside a compiled program, fails now."""
+        region = region_lib.current_region()
+        if region is None:
+            raise tf.errors.InvalidArgumentError(None, None, _EMPTY_DIMENSION)
+
+        def fail(_region_outputs: list[tf.Tensor | ops.Operation]) -> list[ops.Operation]:
+            with ops.device("/device:CPU:0"):
+                return [tf.debugging.Assert(False, [_EMPTY_DIMENSION], name=f"{self._name}_empty")]
+
+        region.add_finalizer(fail)
+
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
@@ -184,6 +229,8 @@ class IPUOutfeedQueue:
             # A loop body traced only to learn what it reads and writes: no side effects.
             autograph_loops.record_probed_enqueue(self._name, self._structure_of(tensors))
             return tf.no_op(name=f"{self._name}_probed_enqueue")
+        if not self._carries_empty_elements and any(s.shape.num_elements() == 0 for s in specs):
+            self._refuse_empty_elements()
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
@@ -388,6 +435,12 @@ class IPUOutfeedQueue:
         return IPUOutfeedQueueIterator(self)
 
 
+# The original's words (kernels/datastream/feeds.cc, outfeed enqueue), an InvalidArgumentError.
+_EMPTY_DIMENSION = (
+    "Detected an input tensor to an outfeed queue with a dimension of size 0. Please remove "
+    "it from the inputs."
+)
+
 # The original's words and error type (kernels/datastream/feeds.cc, outfeed dequeue).
 _LAST_BEFORE_ENQUEUE = (
     "Trying to get the last value from an outfeed queue before it was executed. Make sure "
@@ -414,6 +467,13 @@ def _nth_of(
     return buffers_of(replica)[position]
 
 
+class EngineOutfeedQueue(IPUOutfeedQueue):
+    """An outfeed the engine's own programs return their outputs through: it also carries
+    elements with a dimension of size 0 (a PopART model's outputs may have one)."""
+
+    _carries_empty_elements = True
+
+
 class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
     """An IPUOutfeedQueue whose host storage is released when the queue is deleted.
 
@@ -428,10 +488,10 @@ class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
         super().__init__(outfeed_mode=outfeed_mode, device_ordinal=device_ordinal)
 
     def __del__(self) -> None:
-        store = getattr(self, "_store", None)
+        store = getattr(self, "_eager_store", None)  # made eagerly, as the queue
         if store is None:
             return
-        self._store = None
+        self._eager_store = None
         try:
             # The collector may run this while another program is being traced: the release
             # must run eagerly, outside that program's graph.

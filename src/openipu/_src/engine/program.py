@@ -37,12 +37,13 @@ from openipu._src.engine import (
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
 from openipu._src.engine.cost_model import tf_workload
 from openipu._src.engine.cost_model.workload import Workload
-from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
+from openipu._src.engine.outfeed_queue import EngineOutfeedQueue, IPUOutfeedMode
 from openipu._src.engine.program_spec import ProgramSpec
-from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
+from openipu._src.engine.replicas import (  # shared_cond, shared_while: their hooks
     lockstep,
     replicated,
     shared_cond,  # noqa: F401
+    shared_while,  # noqa: F401
 )
 from openipu._src.engine.value_types import Nested
 from openipu._src.system import configure
@@ -85,7 +86,7 @@ class LoopProgram:
         )
         self._unrolled = False  # set when the steps run together as a graph (unrolled)
         mode = IPUOutfeedMode.ALL if spec.outputs == "all" else IPUOutfeedMode.LAST
-        self._outfeed = IPUOutfeedQueue(mode)
+        self._outfeed = EngineOutfeedQueue(mode)
         self._has_outputs = False
         self._workload: Workload | None = None
         self._function = tf.function(self._program, autograph=False, reduce_retracing=True)

@@ -35,6 +35,7 @@ from openipu._src.engine import (
     compile_policy,
     compiled_program,
     floating_point_checks,
+    op_rewrites,
     random_ops,
 )
 from openipu._src.engine.cost_model import out_of_memory, report_files, tf_workload
@@ -272,6 +273,7 @@ def compile_region(
                 random_ops.seeded_from_device(ipu_ordinal),
                 autograph_loops.fusing_iterator_loops(region),
                 floating_point_checks.checking(fp_bits, ipu_ordinal, region.saturates_half),
+                op_rewrites.rewriting(),  # as the IPU computes
             ):
                 outputs = computation(*region_inputs)
             tensors, operations, structure = _split_outputs(outputs, flat_return_rules)

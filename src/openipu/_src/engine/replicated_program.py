@@ -15,10 +15,11 @@ from typing import Any
 import tensorflow as tf
 
 from openipu._src.engine import region, variable_reuse
-from openipu._src.engine.replicas import (  # shared_cond: its tf.cond hook
+from openipu._src.engine.replicas import (  # shared_cond, shared_while: their hooks
     lockstep,
     replicated,
     shared_cond,  # noqa: F401
+    shared_while,  # noqa: F401
 )
 from openipu._src.engine.replicas.layout import ReplicaLayout
 from openipu._src.engine.value_types import Nested

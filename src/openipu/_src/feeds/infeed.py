@@ -9,13 +9,18 @@ holds how the host reads the dataset.
 
 from __future__ import annotations
 
+import itertools
+import weakref
+
 import tensorflow as tf
+from tensorflow.python.data.util import structure as data_structure
+from tensorflow.python.framework import type_spec
 from tensorflow.python.util import nest
 
 from openipu._src.config import poplar_flags
 from openipu._src.engine import device_loop
 from openipu._src.engine.device_scope import validate_device_ordinal
-from openipu._src.engine.host_stream import ChunkedStream, ElementStream
+from openipu._src.engine.host_stream import REPLICATION_MISMATCH, ChunkedStream, ElementStream
 from openipu._src.feeds.synthetic_elements import synthetic_elements
 from openipu._src.integration import run_errors
 
@@ -66,8 +71,33 @@ _NOT_INITIALIZED_DETAIL = (
 )
 
 
+_feed_ids = itertools.count()
+# The queues whose stream is set up, by feed id: a queue rebuilt from a type spec inside a
+# tf.function reads its original's stream (the original's device keys feeds by id).
+_live_queues: weakref.WeakValueDictionary[str, IPUInfeedQueue] = weakref.WeakValueDictionary()
+
+
 def _has_empty_dimension(element_spec) -> bool:
     return any(0 in tuple(spec.shape) for spec in nest.flatten(element_spec))
+
+
+# The element types an IPU data stream carries (kernels/datastream/feeds.cc `ok_types`).
+_FEED_DTYPES = (tf.float32, tf.int32, tf.uint8, tf.int8, tf.bool, tf.float16)
+# Starts with the original's words (feeds.cc), a FailedPreconditionError.
+_UNSUPPORTED_DTYPE = "Unsupported datatype {dtype} on index {index} of feed operation"
+
+
+def _unsupported_dtype_message(element_spec, feed: str) -> str | None:
+    """Why the feed cannot carry the element (its first component of another type), if so."""
+    for index, spec in enumerate(nest.flatten(element_spec)):
+        if spec.dtype not in _FEED_DTYPES:
+            allowed = ", ".join(dtype.name for dtype in _FEED_DTYPES)
+            return (
+                _UNSUPPORTED_DTYPE.format(dtype=spec.dtype.name, index=index)
+                + f" IPUCreateDatasetIterator with feed id '{feed}': cast the element to one "
+                f"of ({allowed}) with a tf.data.Dataset.map() operation."
+            )
+    return None
 
 
 class IPUInfeedQueue:
@@ -89,10 +119,56 @@ class IPUInfeedQueue:
         self._optimise_latency = bool(optimise_latency)
         self._element_spec = dataset.element_spec
         self._dataset = dataset
+        # As the original's, `_internal_id` names the feed (ipu_infeed_queue.py).
+        self._id = str(kwargs.get("_internal_id", next(_feed_ids)))
         self._dequeued = False
         self._initializer_accessed = False
+        self._from_spec = False
         self._graph_mode = not tf.executing_eagerly()
-        self._stream = self._new_stream()
+        self._stream: ElementStream | ChunkedStream | None = self._new_stream()
+        _live_queues[self._id] = self
+
+    # As a value passed to tf.functions (the original's TF2 infeeds are composite tensors).
+
+    @property
+    def _structure(self):
+        return self._element_spec
+
+    @property
+    def _flat_structure(self) -> dict:
+        return {
+            "output_shapes": data_structure.get_flat_tensor_shapes(self._element_spec),
+            "output_types": data_structure.get_flat_tensor_types(self._element_spec),
+        }
+
+    @property
+    def _type_spec(self) -> IPUInfeedQueueSpec:
+        if not self._initializer_accessed:
+            # The original's message (ipu_infeed_queue.py).
+            raise RuntimeError(
+                "Spec for IPUInfeedQueue can only be created for already initialized queues."
+            )
+        # The spec's fields are the queue's attributes of the same names.
+        return IPUInfeedQueueSpec(*(getattr(self, name) for name in IPUInfeedQueueSpec.__slots__))
+
+    @classmethod
+    def _from_type_spec(cls, spec: IPUInfeedQueueSpec) -> IPUInfeedQueue:
+        """A queue reading the stream of the initialised queue `spec` describes; it neither
+        initialises nor deletes that stream."""
+        queue = cls.__new__(cls)
+        queue._id = spec._id
+        queue._element_spec = spec._structure
+        queue._device_ordinal = spec._device_ordinal
+        queue._prefetch_depth = spec._prefetch_depth
+        queue._optimise_latency = spec._optimise_latency
+        queue._dataset = None
+        queue._dequeued = True
+        queue._initializer_accessed = True
+        queue._from_spec = True
+        source = _live_queues.get(spec._id)
+        queue._graph_mode = source._graph_mode if source is not None else not tf.executing_eagerly()
+        queue._stream = source._stream if source is not None else None
+        return queue
 
     def _new_stream(self) -> ElementStream | ChunkedStream:
         depth = self._prefetch_depth or _DEFAULT_PREFETCH_DEPTH
@@ -134,6 +210,9 @@ class IPUInfeedQueue:
     @property
     def initializer(self):
         """The operation that initialises the queue (TF1 sessions must run it first)."""
+        if self._from_spec:
+            # The original's message (ipu_infeed_queue.py).
+            raise RuntimeError("IPUInfeedQueue created from spec should already be initialized.")
         # Only a graph's initializer is given once; eagerly each access gives a new one
         # (ipu_infeed_queue.py).
         if self._initializer_accessed and not tf.executing_eagerly():
@@ -143,10 +222,16 @@ class IPUInfeedQueue:
             )
         self._initializer_accessed = True
         if tf.executing_eagerly():
-            self._check_no_empty_dimension()
+            self._check_element_fits_stream()
             return None
+        # The original's iterator op fails when its kernel is made, at the first run.
+        unsupported = _unsupported_dtype_message(self._element_spec, self._feed_id)
+        if unsupported is not None:
+            run_errors.install(
+                run_errors.assertion_as(tf.errors.FailedPreconditionError, "Unsupported datatype")
+            )
+            return tf.debugging.Assert(False, [unsupported], name="infeed_initializer")
         if _has_empty_dimension(self._element_spec):
-            # The original's iterator op fails when its kernel is made, at the first run.
             return tf.debugging.Assert(False, [_EMPTY_DIMENSION], name="infeed_initializer")
         if isinstance(self._stream, ElementStream):  # graph mode
             return self._stream.initializer
@@ -156,15 +241,35 @@ class IPUInfeedQueue:
         """A TF2 program reading the queue fails as the original's dequeue op does when its
         program is compiled (a TF1 graph's initializer fails first, at its run)."""
         if not self._graph_mode:
-            self._check_no_empty_dimension()
+            self._check_element_fits_stream()
 
-    def _check_no_empty_dimension(self) -> None:
+    def _check_element_fits_stream(self) -> None:
+        """The element types first, then the shapes, as the original's feed kernels check."""
+        unsupported = _unsupported_dtype_message(self._element_spec, self._feed_id)
+        if unsupported is not None:
+            raise tf.errors.FailedPreconditionError(None, None, unsupported)
         if _has_empty_dimension(self._element_spec):
             raise tf.errors.InvalidArgumentError(None, None, _EMPTY_DIMENSION)
 
     @property
+    def _feed_id(self) -> str:
+        return self._id
+
+    def _live_stream(self) -> ElementStream | ChunkedStream:
+        if self._stream is None:  # rebuilt from a spec whose queue is gone
+            raise tf.errors.FailedPreconditionError(
+                None,
+                None,
+                f"Infeed with id='{self._id}' does not exist: the IPUInfeedQueue this one was "
+                "rebuilt from (its type spec) is gone.",
+            )
+        return self._stream
+
+    @property
     def deleter(self):
         """An operation that releases the queue's iterator so a new queue can take its place."""
+        if self._from_spec:
+            raise RuntimeError("IPUInfeedQueue created from spec cannot be deleted.")
         if isinstance(self._stream, ChunkedStream):  # eager
             self._stream.release()
         if tf.executing_eagerly():
@@ -173,7 +278,7 @@ class IPUInfeedQueue:
             # The original's error (poplar_executor.cc DeleteInfeedIterator) when no
             # initializer ran before.
             run_errors.install(run_errors.assertion_as(tf.errors.NotFoundError, _NOT_INITIALIZED))
-            message = _NOT_INITIALIZED_DETAIL.format(feed=f"{id(self):x}")
+            message = _NOT_INITIALIZED_DETAIL.format(feed=self._feed_id)
             return self._stream.deleter(message)
         return tf.no_op(name="infeed_deleter")
 
@@ -209,7 +314,7 @@ class IPUInfeedQueue:
         self._check_read_in_tf2()
         if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, None)
-        return self._stream.fetch_one()
+        return self._live_stream().fetch_one()
 
     def _fetch_stacked(self, count: int):
         """Builds a host fetch of the next `count` elements, stacked along a new first axis."""
@@ -217,4 +322,57 @@ class IPUInfeedQueue:
         self._check_read_in_tf2()
         if poplar_flags.infeeds_without_data():
             return synthetic_elements(self._element_spec, count)
-        return self._stream.fetch_stacked(count)
+        stream = self._live_stream()
+        if isinstance(stream, ElementStream):  # a TF1 graph's
+            run_errors.install(
+                run_errors.assertion_as(tf.errors.FailedPreconditionError, REPLICATION_MISMATCH)
+            )
+            return stream.fetch_stacked(count, self._feed_id)
+        return stream.fetch_stacked(count)
+
+
+class IPUInfeedQueueSpec(type_spec.TypeSpec):
+    """The type of an initialised `IPUInfeedQueue` (its feed): a queue rebuilt from it reads
+    the same stream, as the original's `_IPUInfeedQueueSpec` (ipu_infeed_queue.py)."""
+
+    __slots__ = (
+        "_id",
+        "_structure",
+        "_flat_structure",
+        "_device_ordinal",
+        "_prefetch_depth",
+        "_optimise_latency",
+    )
+
+    def __init__(
+        self,
+        feed_id: str,
+        feed_structure,
+        feed_flat_structure: dict,
+        feed_device_ordinal: int,
+        feed_prefetch_depth: int | None,
+        feed_optimise_latency: bool,
+    ) -> None:
+        self._id = feed_id
+        self._structure = feed_structure
+        self._flat_structure = feed_flat_structure
+        self._device_ordinal = feed_device_ordinal
+        self._prefetch_depth = feed_prefetch_depth
+        self._optimise_latency = feed_optimise_latency
+
+    @property
+    def value_type(self) -> type:
+        return IPUInfeedQueue
+
+    def _serialize(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    @property
+    def _component_specs(self) -> tuple:
+        return ()  # no tensors: the stream is found by the feed id
+
+    def _to_components(self, value) -> tuple:
+        return ()
+
+    def _from_components(self, components) -> IPUInfeedQueue:
+        return IPUInfeedQueue._from_type_spec(self)  # noqa: SLF001

@@ -4,7 +4,8 @@ As the original's (ipu_infeed_queue.py): the iterator wraps an `IPUInfeedQueue` 
 dataset, created (and initialised) when the iterator is, and each `next()` inside a
 `tf.function` dequeues the next element on the device; reading elements eagerly is refused
 with the original's message. Here the iterator is a plain Python object, which tf.function
-takes as an argument by identity (the original made it a composite tensor).
+takes as an argument by identity (the original made it a composite tensor); an iterator
+can also be rebuilt from another's `infeed_spec` and `element_spec`, reading its feed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops
 
 from openipu._src.engine import replication
-from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.feeds.infeed import IPUInfeedQueue, IPUInfeedQueueSpec
 
 
 class IPUIterator(Iterator[Any]):
@@ -31,15 +32,17 @@ class IPUIterator(Iterator[Any]):
     ) -> None:
         message = "Either `dataset` or both `infeed_spec` and `element_spec` need to be provided."
         if dataset is None:
-            # The original rebuilds an iterator from its composite-tensor parts; openipu's
-            # iterators are passed to functions as themselves, so there are none to give.
+            # Rebuilt from the type spec of another iterator's infeed: it reads that feed.
             if infeed_spec is None or element_spec is None:
                 raise ValueError(message)
-            raise NotImplementedError(
-                "IPUIterator(infeed_spec=..., element_spec=...): openipu's iterators are "
-                "passed to tf.functions as themselves, not rebuilt from type specs; create "
-                "the iterator from its dataset"
-            )
+            if not isinstance(infeed_spec, IPUInfeedQueueSpec):
+                raise TypeError(
+                    "IPUIterator: infeed_spec must be the `infeed_spec` of another IPUIterator, "
+                    f"got {type(infeed_spec).__name__}"
+                )
+            self._infeed_queue = infeed_spec._from_components(None)  # noqa: SLF001
+            self._element_spec = element_spec
+            return
         if infeed_spec is not None or element_spec is not None:
             raise ValueError(message)
         self._infeed_queue = IPUInfeedQueue(dataset, **kwargs)
@@ -82,6 +85,11 @@ class IPUIterator(Iterator[Any]):
     @property
     def element_spec(self) -> object:
         return self._element_spec
+
+    @property
+    def infeed_spec(self) -> IPUInfeedQueueSpec:
+        """The type spec of the iterator's infeed, from which another iterator reads it."""
+        return self._infeed_queue._type_spec  # noqa: SLF001
 
     @property
     def infeed_queue(self) -> IPUInfeedQueue:

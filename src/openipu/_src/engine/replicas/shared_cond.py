@@ -69,7 +69,7 @@ def _user_cond(
     The replicas are assumed to agree on the predicate, as the original requires of a
     conditional around a collective (`assume_equal_across_replicas`): replica 0's decides.
     """
-    group = _group_building_here()
+    group = group_building_here()
     if group is None:
         return stock(pred, true_fn, false_fn, name)
     try:
@@ -81,7 +81,7 @@ def _user_cond(
     return _shared(pred, true_fn, false_fn)
 
 
-def _group_building_here() -> traced_once.TracedOnceGroup | None:
+def group_building_here() -> traced_once.TracedOnceGroup | None:
     """The group traced once whose replica 0 builds at its top level here, if any."""
     group = lockstep.recording()
     if group is None or tf.compat.v1.get_default_graph() is not group.graph:

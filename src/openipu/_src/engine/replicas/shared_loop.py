@@ -18,6 +18,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.util import nest
 
+from openipu._src.engine import host_stream
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.replicas.variable_copies import variables_untouched
 from openipu._src.engine.value_types import Infeed, Nested
@@ -195,7 +196,8 @@ class InterleavedInfeed:
         self._replicas = replicas
 
     def _fetch_stacked(self, count: int) -> tuple[Nested, ...]:
-        stacked = self._infeed._fetch_stacked(count * self._replicas)  # noqa: SLF001
+        with host_stream.read_for_replicas(self._replicas):
+            stacked = self._infeed._fetch_stacked(count * self._replicas)  # noqa: SLF001
         # One argument per iteration: the dataset element with a replica axis.
         return (
             nest.map_structure(
@@ -208,7 +210,8 @@ class InterleavedInfeed:
 
     def fetch_iteration(self) -> tuple[Nested, ...]:
         """The next R elements (one per replica), stacked along a replica axis."""
-        return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
+        with host_stream.read_for_replicas(self._replicas):
+            return self._infeed._fetch_stacked(self._replicas)  # noqa: SLF001
 
 
 class _ReplicaAxisBuffer:
