@@ -364,11 +364,6 @@ def test_transpose_grad(op_tester):
 
 
 @pytest.mark.follows("test_transpose_sizes")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu does not check a Transpose perm against its input's rank when the session "
-    "is created (PopART's TransposeOp::setup does, before the anchors are checked)",
-)
 def test_transpose_sizes(op_tester):
     d1 = np.random.rand(1, 3, 2, 7, 5).astype(np.float32)
 
