@@ -534,23 +534,11 @@ def _reshape_by_shape_of(op_tester, as_constants):
 
 
 @pytest.mark.follows("test_shape")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="the Builder declares Reshape's output without a shape when the shape comes from a "
-    "Shape op (ONNX's inference does not propagate Shape-1's values; PopART's does)",
-)
 def test_shape(op_tester):
     _reshape_by_shape_of(op_tester, as_constants=False)
 
 
 @pytest.mark.follows("test_shape2")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="the Builder declares Reshape's output without a shape when the shape comes from a "
-    "Shape op (ONNX's inference does not propagate Shape-1's values; PopART's does)",
-)
 def test_shape2(op_tester):
     _reshape_by_shape_of(op_tester, as_constants=True)
 
