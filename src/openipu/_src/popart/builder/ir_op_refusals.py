@@ -9,12 +9,16 @@ refuses them when it builds its IR, and its tests match on the texts:
 - AveragePool with count_include_pad set (willow/src/op/averagepool.cpp, getSpatialK;
   pooling_test.py, test_average_pool_with_count_include_pad);
 - Transpose whose perm does not have one entry per input dimension (willow/src/op/transpose.cpp,
-  TransposeBaseOp::setup; operators_test.py, test_transpose_sizes).
+  TransposeBaseOp::setup; operators_test.py, test_transpose_sizes);
+- RNN with other than one activation of PopART's, activation parameters, a clip or a
+  direction other than forward (willow/src/op/rnn.cpp, rnnOpCreator; operators_test/
+  rnn_test.py): checked before ONNX's checks, which would report an empty activations list
+  or a bidirectional output shape in their own words.
 """
 
 from __future__ import annotations
 
-from onnx import ModelProto, NodeProto
+from onnx import ModelProto, NodeProto, helper
 
 from openipu._src.popart.errors import popart_exception
 
@@ -22,6 +26,30 @@ from openipu._src.popart.errors import popart_exception
 def _ints(node: NodeProto, name: str) -> list[int]:
     found = next((a for a in node.attribute if a.name == name), None)
     return [] if found is None else list(found.ints) or ([found.i] if found.i else [])
+
+
+# The activation functions PopART's recurrent ops have (willow/src/op/lstmutil.cpp, fromString).
+POPART_ACTIVATIONS = frozenset(
+    {"Sigmoid", "Relu", "Tanh", "Gelu", "Swish", "Softmax", "SoftmaxStable", "SoftmaxScaled"}
+)
+
+
+def rnn_refusal(node: NodeProto, name: str) -> str | None:
+    """Why PopART's RNN refuses the ONNX RNN `node` (called `name` in the message), or None."""
+    given = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if "activations" in given:
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in given["activations"]]
+        if len(names) != 1:
+            return f"{name} only supports 1 activation, {len(names)} were specified"
+        if names[0] not in POPART_ACTIVATIONS:
+            return f"Activation type '{names[0]}' is not supported for {name}"
+    for attribute in ("activation_alpha", "activation_beta", "clip"):
+        if attribute in given:
+            return f"Attribute `{attribute}' of {name} is not supported"
+    direction = given.get("direction", b"forward")
+    if (direction.decode() if isinstance(direction, bytes) else direction) != "forward":
+        return f"{name} only supports `forward' direction"
+    return None
 
 
 def _dims(values: list) -> str:
@@ -46,10 +74,14 @@ def tensors_without_data(model: ModelProto) -> set[str]:
 
 
 def check_op_limits(
-    node: NodeProto, opid: str, shape: tuple[int | None, ...] | None, without_data: set[str]
+    node: NodeProto,
+    opid: str,
+    described: str,
+    shape: tuple[int | None, ...] | None,
+    without_data: set[str],
 ) -> None:
-    """Raise the IR's error if the ai.onnx `node` (of IR id `opid`, first input of `shape`
-    when known) uses what PopART's op does not support."""
+    """Raise the IR's error if the ai.onnx `node` (of IR id `opid`, named `described` in
+    messages, first input of `shape` when known) uses what PopART's op does not support."""
     version = _version(opid)
     # The Builder names a node it was given no name for after its first output (core.py,
     # add_node); the original's op then has an empty name.
@@ -77,3 +109,7 @@ def check_op_limits(
             f"Rank of permutation tensor {_dims(perm)}, rank {len(perm)} must be equal to "
             f"rank of input tensor, shape {_dims(list(shape))}, rank {len(shape)}."
         )
+    if node.op_type == "RNN":
+        refusal = rnn_refusal(node, described)
+        if refusal is not None:
+            raise popart_exception(refusal)

@@ -260,7 +260,7 @@ def check_ir_shapes(model: ModelProto) -> None:
         if node.domain in ("", "ai.onnx") and node.input:
             first_type = types.get(node.input[0])
             shape = None if first_type is None else first_type.shape
-            check_op_limits(node, _opid(node, model), shape, without_data)
+            check_op_limits(node, _opid(node, model), _describe(node, model), shape, without_data)
         if node.op_type.startswith("Reduce") and node.input and node.input[0] in types:
             _check_reduce_axes(node, types[node.input[0]].shape)
         if node.domain in ("", "ai.onnx") and node.op_type in _SAME_TYPE_OPS:
