@@ -18,11 +18,6 @@ def _scalar(builder, value, dtype, name):
 
 
 @pytest.mark.follows("test_nested_simple")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu types the Loop inside the called graph with unknown dims ((None, None)), "
-    "which its static-shape compile refuses; PopART infers [2, 2]",
-)
 def test_nested_simple(op_tester):
     trips = 6
 
