@@ -153,12 +153,27 @@ def _type_graphcore_outputs(graph: GraphProto) -> bool:
     return added
 
 
-def _type_graph_outputs(graph: GraphProto) -> None:
+def _type_graph_outputs(graph: GraphProto) -> bool:
+    """Give the graph's outputs the types its tensors are known to have; True if any
+    output learnt something."""
     types = known_types(graph)
+    typed = False
     for output in graph.output:
         known = tensor_type_of(output.type)
         if output.name in types and knows_more(types[output.name], known):
             output.type.CopyFrom(value_info(output.name, types[output.name]).type)
+            typed = True
+    return typed
+
+
+def _type_subgraph_outputs(graph: GraphProto) -> bool:
+    """Type the outputs of the subgraphs nested in `graph`: a body output that is one of
+    its inputs (a Loop's passed-on condition or value) has that input's type, which ONNX
+    inference does not write there; the Loop rules read the body's outputs."""
+    typed = False
+    for subgraph in list(iter_graphs(graph))[1:]:
+        typed = _type_graph_outputs(subgraph) or typed
+    return typed
 
 
 def infer_types(model: ModelProto) -> ModelProto:
@@ -171,6 +186,7 @@ def infer_types(model: ModelProto) -> ModelProto:
             _type_graphcore_outputs,
             type_standard_op_gaps,
             type_loop_body_inputs,
+            _type_subgraph_outputs,
             type_loop_outputs,
         )
         if not [typed for typed in [each(inferred.graph) for each in passes] if typed]:
