@@ -411,7 +411,23 @@ class DynamicSlice(DynamicOp):
 @graphcore_op("DynamicUpdate")
 class DynamicUpdate(DynamicOp):
     def compute(self, tensor: tf.Tensor, offset: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
-        return self.replace(tensor, offset, tf.cast(update, tensor.dtype))
+        update = tf.cast(update, tensor.dtype)
+        if not self.attrs.get("noOverlap") or not tensor.dtype.is_floating:
+            return self.replace(tensor, offset, update)
+
+        # With noOverlap the original promises no later update overwrites this one, so the
+        # gradient of the updated tensor is the output's, the updated region not zeroed
+        # (willow/src/transforms/dynamicoptransform.cpp drops DynamicUpdateToUpdateGrad;
+        # operators_test/dynamicupdate_test.py, test_dynamicupdate_overlap_wrong).
+        @tf.custom_gradient
+        def replaced(tensor: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
+            def gradient(upstream: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+                begin = self.begin(tensor, offset)
+                return upstream, tf.slice(upstream, begin, self.slice_size(tensor))
+
+            return self.replace(tensor, offset, update), gradient
+
+        return replaced(tensor, update)
 
 
 @graphcore_op("DynamicAdd")
