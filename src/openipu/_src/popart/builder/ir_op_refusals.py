@@ -28,6 +28,9 @@ def _ints(node: NodeProto, name: str) -> list[int]:
     return [] if found is None else list(found.ints) or ([found.i] if found.i else [])
 
 
+# The ai.onnx ops `check_op_limits` looks at.
+LIMITED_OPS = frozenset({"Clip", "MaxPool", "AveragePool", "Transpose", "RNN"})
+
 # The activation functions PopART's recurrent ops have (willow/src/op/lstmutil.cpp, fromString).
 POPART_ACTIVATIONS = frozenset(
     {"Sigmoid", "Relu", "Tanh", "Gelu", "Swish", "Softmax", "SoftmaxStable", "SoftmaxScaled"}

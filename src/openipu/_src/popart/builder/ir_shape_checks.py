@@ -18,7 +18,11 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, numpy_helper
 
-from openipu._src.popart.builder.ir_op_refusals import check_op_limits, tensors_without_data
+from openipu._src.popart.builder.ir_op_refusals import (
+    LIMITED_OPS,
+    check_op_limits,
+    tensors_without_data,
+)
 from openipu._src.popart.builder.shape_types import known_types
 from openipu._src.popart.errors import popart_exception
 
@@ -47,7 +51,7 @@ def _opid(node: NodeProto, model: ModelProto) -> str:
     if opset is not None:
         try:
             version = f":{onnx.defs.get_schema(node.op_type, opset, node.domain).since_version}"
-        except onnx.defs.SchemaError:
+        except (onnx.defs.SchemaError, TypeError):  # no schema, or an opset out of range
             pass
     return f"{domain}.{node.op_type}{version}"
 
@@ -257,7 +261,7 @@ def check_ir_shapes(model: ModelProto) -> None:
     types = known_types(model.graph)
     without_data = tensors_without_data(model)
     for node in model.graph.node:
-        if node.domain in ("", "ai.onnx") and node.input:
+        if node.domain in ("", "ai.onnx") and node.op_type in LIMITED_OPS and node.input:
             first_type = types.get(node.input[0])
             shape = None if first_type is None else first_type.shape
             check_op_limits(node, _opid(node, model), _describe(node, model), shape, without_data)
