@@ -85,12 +85,6 @@ def _train(builder, i1, d1, anchor_ids, loss_of):
 
 
 @pytest.mark.follows("test_batchnorm_train_half_fp32var")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu refuses a float32 variance for float16 data (ONNX's type constraint); the "
-    "original's BatchNormalization takes it",
-)
 def test_batchnorm_train_half_fp32var():
     builder, i1, d1, params, var, outputs = _batchnorm(var_dtype=np.float32, num_outputs=5)
     o_y = outputs[0]
@@ -104,12 +98,6 @@ def test_batchnorm_train_half_fp32var():
 
 
 @pytest.mark.follows("test_batchnorm_inference_half_fp32var")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu refuses a float32 variance for float16 data (ONNX's type constraint); the "
-    "original's BatchNormalization takes it",
-)
 def test_batchnorm_inference_half_fp32var():
     builder, i1, d1, params, var, (o_y,) = _batchnorm(var_dtype=np.float32)
     builder.addOutputTensor(o_y)

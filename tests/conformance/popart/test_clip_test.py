@@ -6,11 +6,6 @@ import pytest
 
 import popart
 
-REASON = (
-    "difference: openipu computes Clip-11 with min/max given at run time (ONNX's own Clip "
-    "tests feed them as inputs); the original refuses them at session creation"
-)
-
 
 def _session(min_is_input, max_is_input, name=None):
     d1 = (np.random.rand(2, 7) * 6 - 3).astype(np.float32)
@@ -40,7 +35,6 @@ def _session(min_is_input, max_is_input, name=None):
 
 
 @pytest.mark.follows("test_no_min_max_values_at_model_build")
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_no_min_max_values_at_model_build():
     assert _session(True, True, "MyClip11") == (
         "Op MyClip11(ai.onnx.Clip:11), inputs=[d1] currently only supports constant min/max "
@@ -49,7 +43,6 @@ def test_no_min_max_values_at_model_build():
 
 
 @pytest.mark.follows("test_no_min_value_at_model_build")
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_no_min_value_at_model_build():
     assert _session(True, False) == (
         "Op (ai.onnx.Clip:11), inputs=[d1] currently only supports constant min/max "
@@ -58,7 +51,6 @@ def test_no_min_value_at_model_build():
 
 
 @pytest.mark.follows("test_no_max_value_at_model_build")
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_no_max_value_at_model_build():
     assert _session(False, True) == (
         "Op (ai.onnx.Clip:11), inputs=[d1] currently only supports constant min/max "

@@ -137,11 +137,6 @@ def _overlapping(op_tester, no_overlap, extra_grad):
 
 
 @pytest.mark.follows("test_dynamicupdate_overlap_wrong")
-@pytest.mark.xfail(
-    strict=True,
-    reason="with noOverlap=True the original's gradient of an overwritten element still flows "
-    "to the first update (1 where the true gradient is 0); openipu's is the true one",
-)
 def test_dynamicupdate_overlap_wrong(op_tester):
     _overlapping(op_tester, True, 1.0)
 

@@ -126,11 +126,6 @@ def test_groupnorm_3(op_tester, grad_of):
 
 
 @pytest.mark.follows("test_groupnorm_4")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu ignores SessionOptions.groupNormStridedChannelGrouping: its GroupNormalization "
-    "always groups contiguous channels",
-)
 def test_groupnorm_4(op_tester):
     d1 = (0.1 * np.random.rand(2, 4, 2, 2) - 0.02).astype(np.float16)
     bias, scale = np.zeros(4, np.float16), np.ones(4, np.float16)

@@ -364,11 +364,6 @@ def test_transpose_grad(op_tester):
 
 
 @pytest.mark.follows("test_transpose_sizes")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu does not check a Transpose perm against its input's rank when the session "
-    "is created (PopART's TransposeOp::setup does, before the anchors are checked)",
-)
 def test_transpose_sizes(op_tester):
     d1 = np.random.rand(1, 3, 2, 7, 5).astype(np.float32)
 
@@ -539,23 +534,11 @@ def _reshape_by_shape_of(op_tester, as_constants):
 
 
 @pytest.mark.follows("test_shape")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="the Builder declares Reshape's output without a shape when the shape comes from a "
-    "Shape op (ONNX's inference does not propagate Shape-1's values; PopART's does)",
-)
 def test_shape(op_tester):
     _reshape_by_shape_of(op_tester, as_constants=False)
 
 
 @pytest.mark.follows("test_shape2")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="the Builder declares Reshape's output without a shape when the shape comes from a "
-    "Shape op (ONNX's inference does not propagate Shape-1's values; PopART's does)",
-)
 def test_shape2(op_tester):
     _reshape_by_shape_of(op_tester, as_constants=True)
 

@@ -120,11 +120,6 @@ def test_average_pool_fp16(op_tester):
 
 
 @pytest.mark.follows("test_average_pool_with_count_include_pad")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu computes AveragePool with count_include_pad=1 where the original refuses "
-    "it ('`count_include_pad` is not supported')",
-)
 def test_average_pool_with_count_include_pad():
     builder = popart.Builder()
     i1 = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 14, 14]))
@@ -199,11 +194,6 @@ def test_maxpool_grad(op_tester):
 
 
 @pytest.mark.follows("test_maxpool10_dilations")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu computes MaxPool-10 with dilations where the original refuses them "
-    "('Dilations of value other than 1 are currently not supported.')",
-)
 def test_maxpool10_dilations(op_tester):
     add_op = _max([2, 2], [0, 0, 0, 0], [2, 2], opset10=True, ceil_mode=0, dilations=[2, 2])
     with pytest.raises(popart.popart_exception) as e_info:

@@ -189,11 +189,6 @@ def test_rnn_unsupported_activation(op_tester):
 
 
 @pytest.mark.follows("test_rnn_bad_number_of_activations")
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Builder writes an empty activations list as INTS (as the original's binding "
-    "does) and openipu's ONNX model check refuses that type before PopART's RNN check",
-)
 def test_rnn_bad_number_of_activations(op_tester):
     assert "only supports 1 activation" in _refused(op_tester, "activations", [])
 
@@ -240,11 +235,6 @@ def test_rnn_clip_error(op_tester):
 
 
 @pytest.mark.follows("test_rnn_direction_error")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's ONNX shape inference refuses the Builder's forward output shape for a "
-    "bidirectional RNN before PopART's direction check",
-)
 def test_rnn_direction_error(op_tester):
     message = _refused(op_tester, "direction", "bidirectional")
     assert "only supports" in message and "forward" in message

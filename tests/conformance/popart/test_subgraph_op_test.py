@@ -18,11 +18,6 @@ def _scalar(builder, value, dtype, name):
 
 
 @pytest.mark.follows("test_nested_simple")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu types the Loop inside the called graph with unknown dims ((None, None)), "
-    "which its static-shape compile refuses; PopART infers [2, 2]",
-)
 def test_nested_simple(op_tester):
     trips = 6
 
@@ -64,11 +59,6 @@ def test_nested_simple(op_tester):
 
 
 @pytest.mark.follows("test_nested_complex")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu checks the model with onnx, which cannot type the body output of a Loop "
-    "nested in a Loop whose carried values come from outer scopes; PopART's IR does",
-)
 def test_nested_complex(op_tester):
     e_value = np.array([[-1, -1], [-2, -2]], np.float32)
     f_value = np.array([[-1, 1], [-3, 3]], np.float32)

@@ -18,6 +18,11 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, numpy_helper
 
+from openipu._src.popart.builder.ir_op_refusals import (
+    LIMITED_OPS,
+    check_op_limits,
+    tensors_without_data,
+)
 from openipu._src.popart.builder.shape_types import known_types
 from openipu._src.popart.errors import popart_exception
 
@@ -46,7 +51,7 @@ def _opid(node: NodeProto, model: ModelProto) -> str:
     if opset is not None:
         try:
             version = f":{onnx.defs.get_schema(node.op_type, opset, node.domain).since_version}"
-        except onnx.defs.SchemaError:
+        except (onnx.defs.SchemaError, TypeError):  # no schema, or an opset out of range
             pass
     return f"{domain}.{node.op_type}{version}"
 
@@ -254,7 +259,12 @@ def check_ir_shapes(model: ModelProto) -> None:
     """Raise the IR's error for the first op of the main graph whose known input shapes
     do not fit together (elementwise broadcasting, MatMul, reduction axes)."""
     types = known_types(model.graph)
+    without_data = tensors_without_data(model)
     for node in model.graph.node:
+        if node.domain in ("", "ai.onnx") and node.op_type in LIMITED_OPS and node.input:
+            first_type = types.get(node.input[0])
+            shape = None if first_type is None else first_type.shape
+            check_op_limits(node, _opid(node, model), _describe(node, model), shape, without_data)
         if node.op_type.startswith("Reduce") and node.input and node.input[0] in types:
             _check_reduce_axes(node, types[node.input[0]].shape)
         if node.domain in ("", "ai.onnx") and node.op_type in _SAME_TYPE_OPS:

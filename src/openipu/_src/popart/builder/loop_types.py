@@ -9,6 +9,8 @@ the body of a subgraph built with `addUntypedInputTensor`, and the Loop's output
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from onnx import GraphProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
 from openipu._src.popart.builder.graphcore_shape_rules import TensorType
@@ -37,10 +39,11 @@ def _has_shape(value: ValueInfoProto) -> bool:
     return known is not None and known.shape is not None
 
 
-def type_loop_body_inputs(graph: GraphProto) -> bool:
-    """Give untyped body inputs the Loop's input types; True if any was typed."""
+def type_loop_body_inputs(graph: GraphProto, outer: Mapping[str, TensorType] = {}) -> bool:  # noqa: B006
+    """Give untyped body inputs the Loop's input types, in Loops nested in Loop bodies too
+    (whose inputs may come from the scopes around, of types `outer`); True if any was typed."""
     typed = False
-    types = known_types(graph)
+    types = {**outer, **known_types(graph)}
     for node in _loops(graph):
         body = _body(node)
         given = [*_BODY_COUNTERS, *(types.get(name) for name in node.input[2:])]
@@ -49,6 +52,7 @@ def type_loop_body_inputs(graph: GraphProto) -> bool:
                 continue
             body_input.type.CopyFrom(value_info(body_input.name, loop_type).type)
             typed = True
+        typed = type_loop_body_inputs(body, types) or typed
     return typed
 
 
@@ -62,16 +66,18 @@ def _trip_count(graph: GraphProto, name: str) -> int | None:
     return int(values[0][0]) if values and values[0].size == 1 else None
 
 
-def type_loop_outputs(graph: GraphProto) -> bool:
+def type_loop_outputs(graph: GraphProto, outer: Mapping[str, TensorType] = {}) -> bool:  # noqa: B006
     """Give Loop outputs the shapes of the body's outputs; True if any shape was added.
 
     A scan output (after the carried values) gains a leading dim, the iteration count: the
     trip count when it is a constant, as PopART's LoopOp sizes it.
     """
     refined = False
-    types = known_types(graph)
+    types = {**outer, **known_types(graph)}
     for node in _loops(graph):
         body = _body(node)
+        # Loops nested in this body first: the body's outputs may come from them.
+        refined = type_loop_outputs(body, types) or refined
         carried = len(node.input) - 2
         trips = _trip_count(graph, node.input[0]) if node.input[0] else None
         for index, output in enumerate(node.output):

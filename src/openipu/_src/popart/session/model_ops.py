@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import onnx
 
+from openipu._src.popart.builder.graph_walk import iter_graphs
+from openipu._src.popart.lowering.ops.ai_graphcore import STRIDED_GROUPING
+
 
 def annotation(node: onnx.NodeProto, name: str) -> int | None:
     """An int annotation of a node (virtual graph, pipeline stage...), or None."""
@@ -46,3 +49,16 @@ def debug_name(
 def key(node: onnx.NodeProto) -> str:
     """A node's first output, which names it."""
     return next((name for name in node.output if name), "")
+
+
+def with_strided_group_norms(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `model` whose ai.graphcore GroupNormalization nodes group channels strided
+    (channel c in group c % num_groups), as SessionOptions.groupNormStridedChannelGrouping
+    asks of every one of them (willow/src/popx/op/groupnormx.cpp passes it to poplibs)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for graph in iter_graphs(copy.graph):
+        for node in graph.node:
+            if node.domain == "ai.graphcore" and node.op_type == "GroupNormalization":
+                node.attribute.append(onnx.helper.make_attribute(STRIDED_GROUPING, 1))
+    return copy

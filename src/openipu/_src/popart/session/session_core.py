@@ -73,6 +73,7 @@ from openipu._src.popart.session import (
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.engine_option_names import check_engine_option_names
 from openipu._src.popart.session.ir import Ir
+from openipu._src.popart.session.model_ops import with_strided_group_norms
 from openipu._src.popart.session.model_source import read_model
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
 from openipu._src.popart.session.replicas import Replicas
@@ -164,7 +165,11 @@ class SessionCore:
             else os.getcwd()
         )
         self._check_options()
-        self._lowered = lower_model(self._model)
+        self._lowered = lower_model(
+            with_strided_group_norms(self._model)
+            if self._options.groupNormStridedChannelGrouping
+            else self._model
+        )
         self._input_signatures = input_signatures(
             self._lowered, self._shape_info, self._model.graph
         )

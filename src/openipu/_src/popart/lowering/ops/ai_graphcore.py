@@ -53,6 +53,9 @@ _POPART_DTYPES = {
     15: tf.complex64,
     16: tf.complex128,
 }
+# The annotation of a GroupNormalization node the session sets from
+# SessionOptions.groupNormStridedChannelGrouping.
+STRIDED_GROUPING = "__strided_channel_grouping"
 _SCATTER_REDUCTIONS = {0: "add", 1: "max", 2: "min", 3: "mul", 4: "none"}
 
 
@@ -408,7 +411,23 @@ class DynamicSlice(DynamicOp):
 @graphcore_op("DynamicUpdate")
 class DynamicUpdate(DynamicOp):
     def compute(self, tensor: tf.Tensor, offset: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
-        return self.replace(tensor, offset, tf.cast(update, tensor.dtype))
+        update = tf.cast(update, tensor.dtype)
+        if not self.attrs.get("noOverlap") or not tensor.dtype.is_floating:
+            return self.replace(tensor, offset, update)
+
+        # With noOverlap the original promises no later update overwrites this one, so the
+        # gradient of the updated tensor is the output's, the updated region not zeroed
+        # (willow/src/transforms/dynamicoptransform.cpp drops DynamicUpdateToUpdateGrad;
+        # operators_test/dynamicupdate_test.py, test_dynamicupdate_overlap_wrong).
+        @tf.custom_gradient
+        def replaced(tensor: tf.Tensor, update: tf.Tensor) -> tf.Tensor:
+            def gradient(upstream: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+                begin = self.begin(tensor, offset)
+                return upstream, tf.slice(upstream, begin, self.slice_size(tensor))
+
+            return self.replace(tensor, offset, update), gradient
+
+        return replaced(tensor, update)
 
 
 @graphcore_op("DynamicAdd")
@@ -555,19 +574,30 @@ class GroupedGather(Op):
 @graphcore_op("GroupNormalization")
 class GroupNormalization(Op):
     """Outputs [y, mean, inverse standard deviation] per (sample, group) (willow/src/popx/op/
-    groupnormx.cpp; operators_test/groupnorm_test.py); channels grouped contiguously."""
+    groupnormx.cpp; operators_test/groupnorm_test.py); channels grouped contiguously, or
+    channel c in group c % num_groups with SessionOptions.groupNormStridedChannelGrouping
+    (which the session passes as the node's STRIDED_GROUPING annotation)."""
 
     def compute(self, x: tf.Tensor, scale: tf.Tensor, bias: tf.Tensor):
         groups = self.attrs.num_groups
         rank = x.shape.rank
         shape = tf.shape(x)
-        grouped = tf.reshape(x, tf.concat([shape[:1], [groups, -1]], axis=0))
-        mean, variance = tf.nn.moments(grouped, axes=[2], keepdims=True)
+        # Statistics of float16 data are taken in float32: the original asks poplibs for
+        # statistics in float (willow/src/popx/op/groupnormx.cpp passes poplar::FLOAT).
+        values = tf.cast(x, tf.float32) if x.dtype == tf.float16 else x
+        if self.attrs.get(STRIDED_GROUPING):
+            # [N, C / G, G, rest]: channel k * G + g lands in group g.
+            dims = [shape[1] // groups, groups, -1]
+            axes = [1, 3]
+        else:
+            dims, axes = [groups, -1], [2]
+        grouped = tf.reshape(values, tf.concat([shape[:1], dims], axis=0))
+        mean, variance = tf.nn.moments(grouped, axes=axes, keepdims=True)
         inv_std = tf.math.rsqrt(variance + self.attrs.epsilon)
-        y = tf.reshape((grouped - mean) * inv_std, shape)
+        y = tf.cast(tf.reshape((grouped - mean) * inv_std, shape), x.dtype)
         broadcast = [1, -1] + [1] * (rank - 2)
         y = y * tf.reshape(scale, broadcast) + tf.reshape(bias, broadcast)
-        return y, tf.reshape(mean, [-1]), tf.reshape(inv_std, [-1])
+        return y, *(tf.cast(tf.reshape(t, [-1]), x.dtype) for t in (mean, inv_std))
 
 
 @graphcore_op("BatchNormalization")

@@ -10,6 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from openipu._src.popart.builder.ir_op_refusals import POPART_ACTIVATIONS, rnn_refusal
 from openipu._src.popart.lowering.op import Op, RunContext
 from openipu._src.popart.lowering.registry import register_op
 
@@ -158,12 +159,6 @@ class RecurrentOp(Op):
         return tf.clip_by_value(value, -clip, clip) if clip is not None else value
 
 
-# The activation functions PopART's recurrent ops have (willow/src/op/lstmutil.cpp, fromString).
-_POPART_ACTIVATIONS = frozenset(
-    {"Sigmoid", "Relu", "Tanh", "Gelu", "Swish", "Softmax", "SoftmaxStable", "SoftmaxScaled"}
-)
-
-
 @register_op("RNN", since=(1, 7, 14, 22))
 class RNN(RecurrentOp):
     gate_count = 1
@@ -172,20 +167,9 @@ class RNN(RecurrentOp):
     def setup(self) -> None:
         # PopART's RNN: one activation of its own, forward only, no activation parameters
         # or clip (willow/src/op/rnn.cpp, rnnOpCreator; operators_test/rnn_test.py).
-        given = {attribute.name for attribute in self.node.attribute}
-        names = self.attrs.get("activations") if "activations" in given else None
-        if names is not None:
-            if len(names) != 1:
-                raise self.error(
-                    f"{self.name} only supports 1 activation, {len(names)} were specified"
-                )
-            if names[0] not in _POPART_ACTIVATIONS:
-                raise self.error(f"Activation type '{names[0]}' is not supported for {self.name}")
-        for attribute in ("activation_alpha", "activation_beta", "clip"):
-            if attribute in given:
-                raise self.error(f"Attribute `{attribute}' of {self.name} is not supported")
-        if self.attrs.direction != "forward":
-            raise self.error(f"{self.name} only supports `forward' direction")
+        refusal = rnn_refusal(self.node, self.name)
+        if refusal is not None:
+            raise self.error(refusal)
         super().setup()
 
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
@@ -238,7 +222,7 @@ class LSTM(RecurrentOp):
         # willow/src/op/lstmutil.cpp, fromString; operators_test/lstm_test.py).
         names = list(self.attrs.get("activations") or [])
         for name in names[:2]:
-            if name not in _POPART_ACTIVATIONS:
+            if name not in POPART_ACTIVATIONS:
                 raise self.error(f"Activation type '{name}' is not supported")
         if len(names) >= 3 and names[1] != names[2]:
             raise self.error("LSTM activations must be the same for output and forget gates.")
