@@ -22,6 +22,8 @@ from tensorflow.core.framework import attr_value_pb2, function_pb2, types_pb2
 from tensorflow.python.framework import ops
 from tensorflow.python.util import pywrap_xla_ops
 
+from openipu._src.engine import xla_cache_room
+
 COMPILE_MODE_ENV = "OPENIPU_COMPILE"
 
 # Ops that XLA compiles, but slower than TensorFlow's kernels on a CPU.
@@ -107,17 +109,11 @@ def forced_mode() -> CompileMode | None:
         ) from None
 
 
-def choose_mode(
+def _preferred_mode(
     graph: ops.Graph,
     operations: Iterable[ops.Operation],
-    requested: CompileMode | None = None,
+    requested: CompileMode | None,
 ) -> CompileMode:
-    """Picks how to run a region made of `operations` (and the functions they call).
-
-    `requested` (a caller's measured choice) wins over the heuristics, the
-    environment variable wins over both, and XLA is never picked when it cannot
-    compile the region.
-    """
     op_types = _op_types_with_called_functions(graph, operations)
     forced = forced_mode() or requested
     if forced is CompileMode.ONNX_RUNTIME:
@@ -130,6 +126,24 @@ def choose_mode(
     if op_types & _SLOWER_UNDER_XLA_ON_CPU:
         return CompileMode.GRAPH
     return CompileMode.XLA
+
+
+def choose_mode(
+    graph: ops.Graph,
+    operations: Iterable[ops.Operation],
+    requested: CompileMode | None = None,
+) -> CompileMode:
+    """Picks how to run a region made of `operations` (and the functions they call).
+
+    `requested` (a caller's measured choice) wins over the heuristics, the
+    environment variable wins over both, and XLA is never picked when it cannot
+    compile the region, nor once the process cannot hold another XLA executable
+    (`xla_cache_room`: TensorFlow never frees them).
+    """
+    mode = _preferred_mode(graph, operations, requested)
+    if mode is CompileMode.XLA and not xla_cache_room.has_room():
+        return CompileMode.GRAPH
+    return mode
 
 
 def unsupported_by_xla(graph: ops.Graph, operations: Iterable[ops.Operation]) -> set[str]:
