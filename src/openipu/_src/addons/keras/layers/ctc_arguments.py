@@ -7,11 +7,13 @@ import numbers
 import tensorflow as tf
 
 from openipu._src.int_like import plain_int
+from openipu._src.ops.int_argument import as_attr_int
 
 
 def checked_blank_index(owner: str, blank_index) -> int:
-    if isinstance(blank_index, bool) or not isinstance(blank_index, numbers.Integral):
-        raise TypeError(f"{owner}: blank_index must be an integer, got {blank_index!r}")
+    # The original hands blank_index to its CTC op's int attribute: 1.0 works as 1, a str is
+    # a TypeError (ipu_tensorflow_addons/keras/layers/ctc.py, ops/nn_ops.py).
+    blank_index = as_attr_int(plain_int(blank_index), f"{owner}: blank_index")
     if blank_index < 0:
         raise ValueError(
             f"{owner}: blank_index must be a class index in [0, num_classes), got {blank_index}"
@@ -25,12 +27,6 @@ def keras_layer_kwargs(kwargs: dict) -> dict:
     if "trainable" in kwargs and kwargs["trainable"] is None:
         return {**kwargs, "trainable": False}
     return kwargs
-
-
-def checked_bool(owner: str, name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be a bool, got {value!r}")
-    return value
 
 
 def checked_positive_int(owner: str, name: str, value) -> int:
