@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from openipu._src.ops import embedding_ops
+from openipu._src.ops.int_argument import as_attr_int
 
 # Log-probability of an impossible path. Finite (not -inf) so that log-sum-exp
 # over only impossible terms, and its gradient, stay finite.
@@ -198,9 +199,8 @@ def _ctc_out_dtype(data_dtype: tf.DType, out_dtype, data_name: str) -> tf.DType:
 
 
 def _checked_blank(blank_index: int, num_classes: int | None) -> int | tf.Tensor:
-    if isinstance(blank_index, bool) or not isinstance(blank_index, (int, np.integer)):
-        raise TypeError(f"CTC: blank_index must be an int, got {blank_index!r}")
-    blank_index = int(blank_index)
+    # The original's CTC ops take blank_index as an int attribute: 1.0 is 1, a str a TypeError.
+    blank_index = as_attr_int(blank_index, "CTC: blank_index")
     if num_classes is None:
         return blank_index
     if not -num_classes <= blank_index < num_classes:
