@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.int_like import as_attr_int
 from openipu._src.ops import embedding_ops
-from openipu._src.ops.int_argument import as_attr_int
 
 # Log-probability of an impossible path. Finite (not -inf) so that log-sum-exp
 # over only impossible terms, and its gradient, stay finite.

@@ -6,8 +6,7 @@ import numbers
 
 import tensorflow as tf
 
-from openipu._src.int_like import plain_int
-from openipu._src.ops.int_argument import as_attr_int
+from openipu._src.int_like import as_attr_int, plain_int
 
 
 def checked_blank_index(owner: str, blank_index) -> int:
