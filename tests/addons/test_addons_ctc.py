@@ -230,10 +230,22 @@ def test_top_paths_above_beam_width_is_rejected(cls):
 
 
 @pytest.mark.parametrize("argument", ["beam_width", "top_paths"])
-@pytest.mark.parametrize("value", [0, -2, 1.5])
+@pytest.mark.parametrize("value", [0, -2, 0.5])
 def test_beam_width_and_top_paths_must_be_positive_ints(argument, value):
     with pytest.raises(ValueError, match=f"{argument} must be a positive integer"):
         CTCInferenceLayer(**{argument: value})
+
+
+def test_beam_width_and_top_paths_are_converted_with_int_as_in_the_original():
+    # The original's decoder op takes them as int attributes: 8.0 is 8, 2.9 is 2.
+    logits = _random_data()
+    got = CTCInferenceLayer(beam_width=8.0, top_paths=2.9)(logits)
+    expected = CTCInferenceLayer(beam_width=8, top_paths=2)(logits)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got[2].shape[1] == 2
+    with pytest.raises(TypeError, match="beam_width must be an int, got 'wide'"):
+        CTCInferenceLayer(beam_width="wide")
 
 
 @pytest.mark.parametrize("cls", [CTCLoss, CTCInferenceLayer, CTCPredictionsLayer])

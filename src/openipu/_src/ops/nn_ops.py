@@ -282,8 +282,11 @@ def _ctc_negative_log_likelihood(log_probs, labels, label_length, data_length, b
 
 
 def _beam_search(log_probs, lengths, beam_width, top_paths, blank_index, data):
+    # Int attributes of the original's decoder op, converted with int(): 4.0 is 4.
+    beam_width = as_attr_int(beam_width, "ctc_beam_search_decoder: beam_width")
+    top_paths = as_attr_int(top_paths, "ctc_beam_search_decoder: top_paths")
     for what, value in (("beam_width", beam_width), ("top_paths", top_paths)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        if value < 1:
             raise ValueError(f"ctc_beam_search_decoder: {what} must be an int >= 1, got {value!r}")
     if top_paths > beam_width:
         raise ValueError(

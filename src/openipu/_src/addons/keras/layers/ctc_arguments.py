@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 import tensorflow as tf
 
 from openipu._src.int_like import as_attr_int, plain_int
@@ -29,10 +27,11 @@ def keras_layer_kwargs(kwargs: dict) -> dict:
 
 
 def checked_positive_int(owner: str, name: str, value) -> int:
-    value = plain_int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    # Handed to the original's decoder op as an int attribute, converted with int().
+    value = as_attr_int(plain_int(value), f"{owner}: {name}")
+    if value < 1:
         raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return int(value)
+    return value
 
 
 def checked_time_major_data(owner: str, blank_index: int, data) -> tf.Tensor:
