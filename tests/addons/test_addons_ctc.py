@@ -230,20 +230,43 @@ def test_top_paths_above_beam_width_is_rejected(cls):
 
 
 @pytest.mark.parametrize("argument", ["beam_width", "top_paths"])
-@pytest.mark.parametrize("value", [0, -2, 1.5])
+@pytest.mark.parametrize("value", [0, -2, 0.5])
 def test_beam_width_and_top_paths_must_be_positive_ints(argument, value):
     with pytest.raises(ValueError, match=f"{argument} must be a positive integer"):
         CTCInferenceLayer(**{argument: value})
+
+
+def test_beam_width_and_top_paths_are_converted_with_int_as_in_the_original():
+    # The original's decoder op takes them as int attributes: 8.0 is 8, 2.9 is 2.
+    logits = _random_data()
+    got = CTCInferenceLayer(beam_width=8.0, top_paths=2.9)(logits)
+    expected = CTCInferenceLayer(beam_width=8, top_paths=2)(logits)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got[2].shape[1] == 2
+    with pytest.raises(TypeError, match="beam_width must be an int, got 'wide'"):
+        CTCInferenceLayer(beam_width="wide")
 
 
 @pytest.mark.parametrize("cls", [CTCLoss, CTCInferenceLayer, CTCPredictionsLayer])
 def test_bad_blank_index_and_from_logits(cls):
     with pytest.raises(ValueError, match="blank_index must be a class index"):
         cls(blank_index=-1)
-    with pytest.raises(TypeError, match="blank_index must be an integer"):
-        cls(blank_index=1.0)
-    with pytest.raises(TypeError, match="from_logits must be a bool"):
-        cls(from_logits="yes")
+    with pytest.raises(TypeError, match="blank_index must be an int, got 'last'"):
+        cls(blank_index="last")
+
+
+def test_blank_index_and_from_logits_given_as_other_numbers_work_as_in_the_original():
+    # The original's op attribute takes int(blank_index); from_logits is read by truth value.
+    logits = _random_data()
+    args = (tf.constant([[1, 2], [2, 1]]), logits, tf.constant([2, 1]), tf.constant([4, 3]))
+    expected = CTCLoss(blank_index=0, from_logits=True)(*args)
+    got = CTCLoss(blank_index=0.0, from_logits=1)(*args)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    reference = tf.reduce_mean(
+        tf.nn.ctc_loss(args[0], logits, args[2], args[3], logits_time_major=True, blank_index=0)
+    )
+    np.testing.assert_allclose(got.numpy(), [reference.numpy()], rtol=1e-5)
 
 
 def test_blank_index_past_the_classes_is_rejected():

@@ -266,9 +266,16 @@ def test_constructor_errors(kwargs, match):
         EffectiveTransformer(**options)
 
 
-def test_use_scale_must_be_bool():
-    with pytest.raises(TypeError, match="use_scale must be a bool"):
-        EffectiveTransformer(2, 2, use_scale="yes")
+def test_flags_are_taken_by_truth_value_as_in_the_original():
+    inputs = _inputs()
+    for flags in (dict(use_scale=1, layer_norm_output=0), dict(use_scale=0, layer_norm_output=1)):
+        plain = {name: bool(value) for name, value in flags.items()}
+        got = _layer(**flags)(inputs, training=False)
+        expected = _layer(**plain)(inputs, training=False)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+    with pytest.raises(TypeError, match="mask_padding must be a bool"):  # openipu's own flag
+        EffectiveTransformer(2, 2, mask_padding="yes")
 
 
 def test_build_needs_four_or_five_shapes():

@@ -172,6 +172,17 @@ def test_dropout_only_in_training():
     assert not np.allclose(layer(x, training=True), expected, atol=1e-4)
 
 
+def test_dropout_rate_is_checked_only_when_training():
+    # As the original: the rate reaches rand_ops.dropout (and its range check) in training only.
+    keras_layer, _, x = _pair()
+    layer = PopnnLSTM(UNITS, dropout=1.0)
+    layer.build(x.shape)
+    layer.set_weights(keras_layer.get_weights())
+    np.testing.assert_allclose(layer(x, training=False), keras_layer(x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"The rate must be in the range \[0, 1\)"):
+        layer(x, training=True)
+
+
 def test_unit_forget_bias_initialisation():
     layer = PopnnLSTM(UNITS, bias_initializer="ones", unit_forget_bias=False)
     layer.build((BATCH, TIME, FEATURES))
@@ -313,7 +324,7 @@ def test_other_activations_match_keras(activation, recurrent_activation):
         ({"implementation": 3}, "implementation"),
         ({"go_backwards": True}, "go_backwards"),
         ({"unroll": True}, "unroll"),
-        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": "half"}, "dropout"),
         ({"dropout_seed": [1, 2, 3]}, "dropout_seed"),
         ({"available_memory_proportion_fwd": 1.5}, "available_memory_proportion_fwd"),
         ({"available_memory_proportion_bwd": "half"}, "available_memory_proportion_bwd"),

@@ -11,12 +11,12 @@ DIMENSIONS = ["input_columns", "input_rows_kernel_columns", "kernel_rows"]
 def _pair(dimension, input_shape=(4, 6), units=8, factor=2, activation="relu"):
     """A SerialDense and a stock Dense sharing the same weights."""
     serial = SerialDense(units, factor, dimension, activation=activation)
-    dense = tf_keras.layers.Dense(units, activation=activation)
+    dense = tf_keras.layers.Dense(int(units), activation=activation)
     serial.build(input_shape)
     dense.build(input_shape)
     rng = np.random.default_rng(0)
-    kernel = rng.normal(size=(input_shape[-1], units)).astype(np.float32)
-    bias = rng.normal(size=(units,)).astype(np.float32)
+    kernel = rng.normal(size=(input_shape[-1], int(units))).astype(np.float32)
+    bias = rng.normal(size=(int(units),)).astype(np.float32)
     serial.set_weights([kernel, bias])
     dense.set_weights([kernel, bias])
     return serial, dense
@@ -108,7 +108,7 @@ def test_undefined_last_dimension_is_a_value_error():
         SerialDense(2, 1, "kernel_rows").build((2, None))
 
 
-@pytest.mark.parametrize("factor", [0, -1, 1.5, True])
+@pytest.mark.parametrize("factor", [0, -1, 0.5, "none"])
 def test_bad_serialization_factor(factor):
     with pytest.raises(ValueError, match="serialization_factor"):
         SerialDense(2, factor, "kernel_rows")
@@ -138,7 +138,15 @@ def test_rank_one_input_is_rejected():
         SerialDense(2, 1, "kernel_rows")(tf.zeros((4,)))
 
 
-@pytest.mark.parametrize("units", [0, -3, 2.5])
+@pytest.mark.parametrize("units", [0, -3, 0.5, "none"])
 def test_units_must_be_a_positive_integer(units):
-    with pytest.raises(ValueError, match="units must be a positive integer"):
+    with pytest.raises(ValueError, match="units must be a"):
         SerialDense(units, 1, "kernel_rows")
+
+
+def test_units_and_factor_are_converted_with_int_as_in_the_original():
+    # The original takes int() of both: "8" is 8 units, 2.5 a factor of 2.
+    serial, dense = _pair("kernel_rows", units="8", factor=2.5)
+    assert serial.units == 8 and serial.serialization_factor == 2
+    x = tf.constant(np.random.default_rng(3).normal(size=(4, 6)), tf.float32)
+    np.testing.assert_allclose(serial(x).numpy(), dense(x).numpy(), rtol=1e-5, atol=1e-5)

@@ -100,6 +100,16 @@ def test_all_to_all_of_two_replicas_by_hand(run_on_replicas):
     np.testing.assert_array_equal(again[0], [1, 3])
     np.testing.assert_array_equal(again[1], [2, 4])
 
+    def with_float_dimensions(replica):  # TensorFlow converts int attributes with int()
+        x = tf.constant([[1, 2], [3, 4]][replica])
+        return all_to_all_op.all_to_all(x, 0.0, 0.0, 2.0)
+
+    floats = run_on_replicas(with_float_dimensions, 2)
+    np.testing.assert_array_equal(floats[0], [1, 3])
+    np.testing.assert_array_equal(floats[1], [2, 4])
+    with pytest.raises(TypeError, match="split_dimension must be an int, got 'rows'"):
+        all_to_all_op.all_to_all(tf.constant(DATA[0]), "rows", 0, 1)
+
 
 @pytest.mark.parametrize("replicas, k", [(1, 1), (2, 2), (4, 2)])
 def test_compiled_equals_eager_build(run_on_replicas, replicas, k):

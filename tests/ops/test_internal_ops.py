@@ -69,9 +69,17 @@ def test_fifo_returns_the_value_of_depth_iterations_ago(ipu_system):
     np.testing.assert_array_equal(numpy_depth, [0, 0, 1, 2, 3, 4])
 
 
+def test_fifo_takes_a_float_depth_as_the_original_s_int_attribute_does(ipu_system):
+    # The original hands depth to an int attribute (int(2.5) == 2); below 1 there is no queue.
+    delayed = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(i, depth=2.5))
+    np.testing.assert_array_equal(delayed, [0, 0, 0, 1, 2, 3])
+    same = _loop_outputs(ipu_system, lambda i: internal_ops.fifo(i, depth=0.5))
+    np.testing.assert_array_equal(same, np.arange(6))
+
+
 def test_fifo_checks_its_arguments():
-    with pytest.raises(ValueError, match="depth must be an int, got 1.5"):
-        internal_ops.fifo(tf.ones([2]), 1.5)
+    with pytest.raises(TypeError, match="depth must be an int, got 'two'"):
+        internal_ops.fifo(tf.ones([2]), "two")
     with pytest.raises(TypeError, match="offload must be a bool"):
         internal_ops.fifo(tf.ones([2]), 1, offload="yes")
 

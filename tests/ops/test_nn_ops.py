@@ -259,6 +259,18 @@ def test_ctc_loss_rejects_a_blank_index_out_of_range():
         nn_ops.ctc_loss_v2(labels, logits, label_length, logit_length, 5)
 
 
+def test_ctc_loss_takes_blank_index_as_the_original_s_int_attribute():
+    # int(2.0) == 2, as TensorFlow's op attributes convert it; a str is a TypeError.
+    blank, labels, label_length, logit_length, logits = _ctc_inputs("blank_first")
+    got = nn_ops.ctc_loss_v2(labels, logits, label_length, logit_length, float(blank))
+    reference = tf.nn.ctc_loss(
+        labels, logits, label_length, logit_length, logits_time_major=True, blank_index=blank
+    )
+    np.testing.assert_allclose(got, reference, rtol=1e-5)
+    with pytest.raises(TypeError, match="blank_index must be an int, got 'first'"):
+        nn_ops.ctc_loss_v2(labels, logits, label_length, logit_length, "first")
+
+
 # --- CTC beam search ----------------------------------------------------------------------------
 
 

@@ -317,6 +317,16 @@ def test_groups_must_divide_channels(groups, message):  # E54
         normalization_ops.group_norm(tf.zeros([2, 4]), groups=groups)
 
 
+def test_groups_given_as_a_whole_float_work_as_in_the_original():
+    # The original compares groups with the channels and hands int(groups) to the op.
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    got = normalization_ops.group_norm(x, groups=2.0, strided_channel_grouping=False)
+    expected = numpy_group_norm(x, 2, -1, 1.53e-05, False)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="groups must be an int, got 'two'"):
+        normalization_ops.group_norm(x, groups="two")
+
+
 def test_tf2_default_names_count_across_loop_bodies_of_one_function():
     @tf.function
     def model(x):

@@ -35,3 +35,14 @@ def plain_int(value: Any) -> Any:
         if known is not None and np.ndim(known) == 0:
             return int(known)
     return value
+
+
+def as_attr_int(value: Any, what: str) -> int:
+    """`value` as an op's int attribute takes it (TensorFlow's op_def_library._MakeInt): any
+    number int() accepts (2.5 gives 2), but a str is a TypeError, as is what int() refuses."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{what} must be an int, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be an int, got {value!r}") from None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
+from openipu._src.int_like import as_attr_int
 from openipu._src.ops import collectives
 
 
@@ -38,13 +38,14 @@ def all_to_all(
         x = tf.convert_to_tensor(x)
         group = collectives.replica_group(replication_factor, "replication_factor", "all_to_all")
         rank = x.shape.rank
+        # Int attributes of the original's op, which TensorFlow converts with int(): NumPy
+        # ints and 1.0 work, a str is a TypeError.
+        split_dimension = as_attr_int(split_dimension, "all_to_all: split_dimension")
+        concat_dimension = as_attr_int(concat_dimension, "all_to_all: concat_dimension")
         for label, dimension in (
             ("split_dimension", split_dimension),
             ("concat_dimension", concat_dimension),
         ):
-            # An int attribute of the original's op: NumPy ints work too.
-            if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
-                raise TypeError(f"all_to_all: {label} must be an int, got {dimension!r}")
             if rank is None or not 0 <= dimension < rank:
                 raise ValueError(
                     f"all_to_all: {label} must be in [0, {rank}) for a tensor of shape "

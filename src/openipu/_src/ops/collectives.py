@@ -21,11 +21,11 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine import deferred_builds
 from openipu._src.engine.replicas import exchange_ops, lockstep, processes
+from openipu._src.int_like import as_attr_int
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -166,10 +166,9 @@ def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
     count = replica_count()
     if group_size is None:
         group_size = count
-    # An int attribute of the original's ops: NumPy ints work too.
-    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)):
-        raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
-    group_size = int(group_size)
+    # An int attribute of the original's ops, which TensorFlow converts with int(): NumPy
+    # ints and 2.0 work, a str is a TypeError.
+    group_size = as_attr_int(group_size, f"{what}: {parameter}")
     if group_size < 1:
         raise ValueError(f"{what}: {parameter} must be a positive int, got {group_size!r}")
     if count % group_size:

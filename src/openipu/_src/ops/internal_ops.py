@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine import device_loop
@@ -21,12 +20,20 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     (Poplar remote buffers) is accepted and kept: storage is host memory here.
     """
     depth = plain_int(depth)
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
-        raise ValueError(f"fifo: depth must be an int, got {depth!r}")
+    # The original compares `depth` with 1 as given, then hands it to the op's int attribute,
+    # which takes int(depth): 2.5 queues 2 deep, 0.5 means no queue, a str is a TypeError
+    # (tensorflow/python/ipu/ops/internal_ops.py, TensorFlow's op_def_library._MakeInt).
+    try:
+        no_queue = depth < 1
+        if not no_queue and isinstance(depth, (str, bytes)):
+            raise TypeError
+        depth = int(depth)
+    except (TypeError, ValueError):
+        raise TypeError(f"fifo: depth must be an int, got {depth!r}") from None
     if not isinstance(offload, bool):
         raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
     x = tf.convert_to_tensor(x)
-    if depth < 1:  # no queue at all, as in ops/internal_ops.py (a negative depth too)
+    if no_queue:  # no queue at all, as in ops/internal_ops.py (a negative depth too)
         return tf.identity(x, name=name)
     if not x.shape.is_fully_defined():
         raise ValueError(f"fifo: x must have a fully defined shape, got {x.shape}")

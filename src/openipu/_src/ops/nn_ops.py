@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from openipu._src.int_like import as_attr_int
 from openipu._src.ops import embedding_ops
 
 # Log-probability of an impossible path. Finite (not -inf) so that log-sum-exp
@@ -198,9 +199,8 @@ def _ctc_out_dtype(data_dtype: tf.DType, out_dtype, data_name: str) -> tf.DType:
 
 
 def _checked_blank(blank_index: int, num_classes: int | None) -> int | tf.Tensor:
-    if isinstance(blank_index, bool) or not isinstance(blank_index, (int, np.integer)):
-        raise TypeError(f"CTC: blank_index must be an int, got {blank_index!r}")
-    blank_index = int(blank_index)
+    # The original's CTC ops take blank_index as an int attribute: 1.0 is 1, a str a TypeError.
+    blank_index = as_attr_int(blank_index, "CTC: blank_index")
     if num_classes is None:
         return blank_index
     if not -num_classes <= blank_index < num_classes:
@@ -282,8 +282,11 @@ def _ctc_negative_log_likelihood(log_probs, labels, label_length, data_length, b
 
 
 def _beam_search(log_probs, lengths, beam_width, top_paths, blank_index, data):
+    # Int attributes of the original's decoder op, converted with int(): 4.0 is 4.
+    beam_width = as_attr_int(beam_width, "ctc_beam_search_decoder: beam_width")
+    top_paths = as_attr_int(top_paths, "ctc_beam_search_decoder: top_paths")
     for what, value in (("beam_width", beam_width), ("top_paths", top_paths)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        if value < 1:
             raise ValueError(f"ctc_beam_search_decoder: {what} must be an int >= 1, got {value!r}")
     if top_paths > beam_width:
         raise ValueError(

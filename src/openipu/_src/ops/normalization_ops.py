@@ -154,9 +154,18 @@ def channel_layout(shape: tf.TensorShape, channels_axis: int, what: str) -> tupl
     return axis, channels
 
 
-def check_groups(groups: int, channels: int, what: str) -> None:
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+def check_groups(groups: int, channels: int, what: str) -> int:
+    """`groups` as the int the original's op attribute gets, checked against `channels`.
+
+    The original compares `groups` with the channel count as given and hands it to the op's
+    int attribute (int(groups)): 2.0 works as 2; a str fails the comparison (TypeError).
+    """
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, (int, float, np.number)):
+        raise TypeError(f"{what}: groups must be an int, got {groups!r}")
+    if isinstance(groups, bool) or groups < 1 or groups != int(groups):
+        # The original lets Poplar fail on these later; a clear error here instead.
         raise ValueError(f"{what}: groups must be an int >= 1, got {groups!r}")
+    groups = int(groups)
     if groups > channels:
         raise ValueError(
             f"Invalid groups {groups} for {channels} channels. ({what}: invalid groups {groups} "
@@ -164,6 +173,7 @@ def check_groups(groups: int, channels: int, what: str) -> None:
         )
     if channels % groups:
         raise ValueError(f"{channels} channels is not commensurate with {groups} groups. ({what})")
+    return groups
 
 
 def normalize_groups(
@@ -230,7 +240,7 @@ def _normalize_with_parameters(
     inputs = tf.convert_to_tensor(inputs)
     axis, channels = channel_layout(inputs.shape, channels_axis, what)
     groups = channels if groups is None else plain_int(groups)
-    check_groups(groups, channels, what)
+    groups = check_groups(groups, channels, what)
     initializers = dict(param_initializers or {})
     with tf1_variables.parameter_scope(scope, default_scope, [inputs], reuse):
         beta = gamma = None

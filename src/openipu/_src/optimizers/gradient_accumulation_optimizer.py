@@ -175,8 +175,12 @@ class GradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
         verify_usage: bool = True,
         name: str = "GradientAccumulationOptimizer",
     ) -> None:
-        _verify_usage(opt, verify_usage, type(self).__name__)
+        self._unsupported_optimizer = _verify_usage(opt, verify_usage, type(self).__name__)
         super().__init__(opt, num_mini_batches, name=name)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> tf.Operation:
+        _refuse_unsupported(self._unsupported_optimizer, type(self).__name__)
+        return super().apply_gradients(grads_and_vars, global_step, name)
 
 
 class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
@@ -189,24 +193,44 @@ class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2)
         verify_usage: bool = True,
         name: str = "CrossReplicaGradientAccumulationOptimizer",
     ) -> None:
-        _verify_usage(opt, verify_usage, type(self).__name__)
+        self._unsupported_optimizer = _verify_usage(opt, verify_usage, type(self).__name__)
         super().__init__(CrossReplicaOptimizer(opt), num_mini_batches, name=name)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> tf.Operation:
+        _refuse_unsupported(self._unsupported_optimizer, type(self).__name__)
+        return super().apply_gradients(grads_and_vars, global_step, name)
 
 
 _V1_SUPPORTED = (tf.compat.v1.train.GradientDescentOptimizer, tf.compat.v1.train.MomentumOptimizer)
 
 
-def _verify_usage(opt: Optimizer, verify_usage: bool, what: str) -> None:
-    """Rule E66: the V1 accumulation supports gradient descent and momentum only."""
-    if not isinstance(verify_usage, bool):
+def _verify_usage(opt: Optimizer, verify_usage: bool, what: str) -> str | None:
+    """Rule E66: the V1 accumulation supports gradient descent and momentum only.
+
+    The name of the (leaf) optimizer it does not support when `verify_usage` asks to check,
+    else None. The original finds out when the graph is optimised for running
+    (graph_optimizer_passes/verify_gradient_accumulation_pass.cc): building the wrapper
+    works, applying gradients with it fails.
+    """
+    if not isinstance(verify_usage, bool):  # the op's bool attribute (a TypeError)
         raise TypeError(f"{what}: verify_usage must be a bool, got {verify_usage!r}")
     ipu_optimizer.check_optimizer(opt, "opt", what)
     leaf = ipu_optimizer.leaf_optimizer(opt)
     if verify_usage and not isinstance(leaf, _V1_SUPPORTED):
-        raise ValueError(
-            f"{what} supports GradientDescentOptimizer and MomentumOptimizer only, got "
-            f"{type(leaf).__name__}: use GradientAccumulationOptimizerV2 (or pass "
-            "verify_usage=False)"
+        return type(leaf).__name__
+    return None
+
+
+def _refuse_unsupported(unsupported: str | None, what: str) -> None:
+    if unsupported is not None:
+        # The original's words and type (a FailedPrecondition status).
+        raise tf.errors.FailedPreconditionError(
+            None,
+            None,
+            "`GradientAccumulationOptimizer` is currently only supported with "
+            "`GradientDescentOptimizer` and `MomentumOptimizer` optimizers. For any other "
+            f"optimizers use `GradientAccumulationOptimizerV2`. ({what} wraps {unsupported}; "
+            "pass verify_usage=False to use it anyway)",
         )
 
 
@@ -216,7 +240,13 @@ def _check_count(value: object, what: str) -> int:
     if isinstance(value, numbers.Real) and float(value).is_integer() and not value < 1:
         # typeshed's Real declares no __int__ (NumPy's numbers and Fraction have one).
         return int(value)  # type: ignore[call-overload]
-    raise ValueError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
+    if not isinstance(value, numbers.Real):  # the original's `< 1` fails: a TypeError
+        raise TypeError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
+    # The original's words for values below 1.
+    raise ValueError(
+        f"num_mini_batches must be a positive number. ({what}: got {value!r}, a positive int "
+        "is needed)"
+    )
 
 
 def _check_optional_bool(value: object, parameter: str, what: str) -> bool | None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import operator
-
 import tensorflow as tf
 
+from openipu._src.int_like import as_attr_int
 from openipu._src.system import configure
 from openipu._src.system import seeds as system_seeds
 from openipu._src.utils.devices import check_cpu_device, ipu_device_ordinal
@@ -56,14 +55,9 @@ def reset_ipu_seed(
 
 
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool):
-        raise TypeError(f"reset_ipu_seed: seed must be an int, got {seed!r}")
-    try:
-        value = operator.index(seed)
-    except TypeError:
-        raise TypeError(
-            f"reset_ipu_seed: seed must be an int, got {type(seed).__name__} {seed!r}"
-        ) from None
+    # The original's IpuResetSeed op takes the seed as an int attribute, which TensorFlow
+    # converts with int(): 9.0 and 9.7 seed as 9, True as 1; a str is a TypeError.
+    value = as_attr_int(seed, "reset_ipu_seed: seed")
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise ValueError(f"reset_ipu_seed: seed must fit in 64 bits (signed), got {value}")
     return value

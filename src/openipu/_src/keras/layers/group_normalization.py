@@ -60,8 +60,9 @@ class GroupNormalization(tf_keras.layers.Layer):
         self._axis, channels = normalization_ops.channel_layout(
             tf.TensorShape(input_shape), self.channels_axis, what
         )
-        self._num_groups = self._groups_for(channels)
-        normalization_ops.check_groups(self._num_groups, channels, what)
+        self._num_groups = normalization_ops.check_groups(
+            self._groups_for(channels), channels, what
+        )
         self.beta = self.gamma = None
         # Gamma first, then beta: the original's order, which set_weights follows.
         if self.scale:

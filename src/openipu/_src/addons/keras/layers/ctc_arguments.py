@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import numbers
-
 import tensorflow as tf
 
-from openipu._src.int_like import plain_int
+from openipu._src.int_like import as_attr_int, plain_int
 
 
 def checked_blank_index(owner: str, blank_index) -> int:
-    if isinstance(blank_index, bool) or not isinstance(blank_index, numbers.Integral):
-        raise TypeError(f"{owner}: blank_index must be an integer, got {blank_index!r}")
+    # The original hands blank_index to its CTC op's int attribute: 1.0 works as 1, a str is
+    # a TypeError (ipu_tensorflow_addons/keras/layers/ctc.py, ops/nn_ops.py).
+    blank_index = as_attr_int(plain_int(blank_index), f"{owner}: blank_index")
     if blank_index < 0:
         raise ValueError(
             f"{owner}: blank_index must be a class index in [0, num_classes), got {blank_index}"
@@ -27,17 +26,12 @@ def keras_layer_kwargs(kwargs: dict) -> dict:
     return kwargs
 
 
-def checked_bool(owner: str, name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be a bool, got {value!r}")
-    return value
-
-
 def checked_positive_int(owner: str, name: str, value) -> int:
-    value = plain_int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    # Handed to the original's decoder op as an int attribute, converted with int().
+    value = as_attr_int(plain_int(value), f"{owner}: {name}")
+    if value < 1:
         raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return int(value)
+    return value
 
 
 def checked_time_major_data(owner: str, blank_index: int, data) -> tf.Tensor:

@@ -46,7 +46,7 @@ class CTCInferenceLayer(tf_keras.layers.Layer):
                 f"{owner}: top_paths must be at most beam_width={self.beam_width}, "
                 f"got {self.top_paths}"
             )
-        self.from_logits = ctc_arguments.checked_bool(owner, "from_logits", from_logits)
+        self.from_logits = from_logits  # by truth value, as the original
 
     def call(self, data, data_length=None, **kwargs):
         owner = type(self).__name__

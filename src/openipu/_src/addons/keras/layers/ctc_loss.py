@@ -28,7 +28,7 @@ class CTCLoss(tf_keras.layers.Layer):
     def __init__(self, blank_index: int = 0, from_logits: bool = False, **kwargs) -> None:
         super().__init__(**ctc_arguments.keras_layer_kwargs(kwargs))
         self.blank_index = ctc_arguments.checked_blank_index("CTCLoss", blank_index)
-        self.from_logits = ctc_arguments.checked_bool("CTCLoss", "from_logits", from_logits)
+        self.from_logits = from_logits  # by truth value, as the original
 
     def call(self, labels, data, label_length, data_length, **kwargs):
         data = ctc_arguments.checked_time_major_data("CTCLoss", self.blank_index, data)

@@ -82,8 +82,9 @@ class EffectiveTransformer(tf_keras.layers.Layer):
                 f"{_OWNER}: max_batch_size must be greater than sequences_per_iter, got "
                 f"max_batch_size={self.max_batch_size}, sequences_per_iter={self.sequences_per_iter}"
             )
-        self.use_scale = _bool("use_scale", use_scale)
-        self.layer_norm_output = _bool("layer_norm_output", layer_norm_output)
+        # The original takes these flags by truth value (keras/layers/effective_transformer.py).
+        self.use_scale = use_scale
+        self.layer_norm_output = layer_norm_output
         self.mask_padding = _bool("mask_padding", mask_padding)
         self.attention_dropout_prob = _probability("attention_dropout_prob", attention_dropout_prob)
         self.output_dropout_prob = _probability("output_dropout_prob", output_dropout_prob)

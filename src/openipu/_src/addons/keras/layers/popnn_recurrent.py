@@ -307,7 +307,10 @@ def _reject_unsupported(owner: str, arguments: dict) -> None:
 
 
 def _checked_rate(owner: str, rate) -> float:
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
+    # The original checks the range only when it drops out, in training (rand_ops.dropout's
+    # ValueError, ipu_tensorflow_addons/keras/layers/rnn.py): a layer made with dropout=1.0
+    # still predicts.
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
         raise ValueError(f"{owner}: dropout must be a float in [0, 1), got {rate!r}")
     return float(rate)
 

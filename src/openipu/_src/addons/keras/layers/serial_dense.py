@@ -14,6 +14,7 @@ from tf_keras.regularizers import Regularizer
 
 from openipu._src.addons.keras.layers import serialized_matmul as serial
 from openipu._src.int_like import plain_int
+from openipu._src.ops.int_argument import as_int
 
 
 @tf_keras.utils.register_keras_serializable(package="openipu")
@@ -47,17 +48,17 @@ class SerialDense(tf_keras.layers.Layer):
         if "input_shape" not in kwargs and "input_dim" in kwargs:
             kwargs["input_shape"] = (kwargs.pop("input_dim"),)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.units = _positive_int("units", units)
-        if (
-            isinstance(serialization_factor, bool)
-            or not isinstance(serialization_factor, numbers.Integral)
-            or serialization_factor < 1
-        ):
+        # The original takes int() of both (keras/layers/dense.py): 4.0 and "4" work as 4.
+        self.units = _positive_int("units", as_int(plain_int(units), "SerialDense: units"))
+        serialization_factor = as_int(
+            plain_int(serialization_factor), "SerialDense: serialization_factor"
+        )
+        if serialization_factor < 1:
             raise ValueError(
                 "SerialDense: serialization_factor has to be an integer of at least 1, "
                 f"got {serialization_factor!r}"
             )
-        self.serialization_factor: int = int(serialization_factor)
+        self.serialization_factor: int = serialization_factor
         if serialization_dimension not in serial.SERIALIZATION_DIMENSIONS:
             raise ValueError(
                 f"SerialDense: Invalid serialization_dimension={serialization_dimension!r}, "

@@ -50,13 +50,9 @@ class AdamIpuOptimizer(base.IpuOptimizerBase):
     ) -> None:
         super().__init__(name, **kwargs)
         owner = type(self).__name__
-        base.check_fraction(owner, "beta_1", beta_1, one_allowed=False)
-        base.check_fraction(owner, "beta_2", beta_2, one_allowed=False)
-        for parameter, value in (("amsgrad", amsgrad), ("debiasing", debiasing)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{owner}: {parameter} must be a bool, got {value!r}")
-        if epsilon is not None and (isinstance(epsilon, bool) or not epsilon >= 0):
-            raise ValueError(f"{owner}: epsilon must be a number >= 0, got {epsilon!r}")
+        # As the original (keras.optimizers.Adam underneath, ipu_tensorflow_addons/keras/
+        # optimizers/adam_optimizer.py): betas, epsilon, amsgrad and debiasing are taken as
+        # given, unchecked; the flags by truth value.
         self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
         self._set_hyper("decay", self._initial_decay)
         self._set_hyper("beta_1", beta_1)

@@ -59,26 +59,16 @@ class LAMBIpuOptimizer(base.IpuOptimizerBase):
     ) -> None:
         super().__init__(name, optimizer_compute_precisions=optimizer_compute_precisions, **kwargs)
         owner = type(self).__name__
-        base.check_fraction(owner, "beta_1", beta_1, one_allowed=False)
-        base.check_fraction(owner, "beta_2", beta_2, one_allowed=False)
-        if not isinstance(debiasing, bool):
-            raise TypeError(f"{owner}: debiasing must be a bool, got {debiasing!r}")
-        if epsilon is not None and (isinstance(epsilon, bool) or not epsilon >= 0):
-            raise ValueError(f"{owner}: epsilon must be a number >= 0, got {epsilon!r}")
-        if isinstance(weight_decay_rate, bool) or (
-            isinstance(weight_decay_rate, (int, float, np.integer, np.floating))
-            and not weight_decay_rate >= 0
-        ):
-            raise ValueError(
-                f"{owner}: weight_decay_rate must be a number >= 0, got {weight_decay_rate!r}"
-            )
+        # As the original (ipu_tensorflow_addons/keras/optimizers/lamb_optimizer.py): betas,
+        # epsilon, the weight decay rate and the norm clip are taken as given, debiasing by
+        # truth value; only a norm clip that is no number is refused (the original's cast of
+        # it fails when gradients are applied).
         if weight_norm_clip is not None and (
             isinstance(weight_norm_clip, bool)
             or not isinstance(weight_norm_clip, (int, float, np.integer, np.floating))
-            or not weight_norm_clip > 0
         ):
             raise ValueError(
-                f"{owner}: weight_norm_clip must be None or a number > 0, got {weight_norm_clip!r}"
+                f"{owner}: weight_norm_clip must be None or a number, got {weight_norm_clip!r}"
             )
         self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
         self._set_hyper("decay", self._initial_decay)
