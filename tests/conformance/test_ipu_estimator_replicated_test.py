@@ -201,13 +201,6 @@ def test_replicated_evaluation_on_host(tmp_path):
     assert {name: scores[name] for name in expected} == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="difference: an IPULoggingTensorHook logged in a second predict call (a new "
-    "graph) still enqueues to the outfeed of the first call's graph; the original's "
-    "outfeed is not tied to a graph",
-)
 @pytest.mark.follows("testReplicatedPrediction")
 def test_replicated_prediction(tmp_path):
     def my_input_fn():
