@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from openipu._src.engine import device_loop
 from openipu._src.engine.engine_variables import engine_variable
-from openipu._src.int_like import plain_int
+from openipu._src.int_like import as_attr_int, plain_int
 
 
 def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
@@ -25,11 +25,9 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     # (tensorflow/python/ipu/ops/internal_ops.py, TensorFlow's op_def_library._MakeInt).
     try:
         no_queue = depth < 1
-        if not no_queue and isinstance(depth, (str, bytes)):
-            raise TypeError
-        depth = int(depth)
-    except (TypeError, ValueError):
+    except TypeError:
         raise TypeError(f"fifo: depth must be an int, got {depth!r}") from None
+    depth = as_attr_int(depth, "fifo: depth")
     if not isinstance(offload, bool):
         raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
     x = tf.convert_to_tensor(x)
