@@ -405,7 +405,9 @@ class IPUOutfeedQueue:
             if int(count) == 0:
                 raise tf.errors.FailedPreconditionError(None, None, _LAST_BEFORE_ENQUEUE)
             return values[-1]
-        run_errors.install(_last_before_enqueue_as_precondition)
+        run_errors.install(
+            run_errors.assertion_as(tf.errors.FailedPreconditionError, _LAST_BEFORE_ENQUEUE)
+        )
         check = tf.debugging.assert_positive(count, message=_LAST_BEFORE_ENQUEUE)
         with tf.control_dependencies([check]):
             return values[-1]
@@ -447,18 +449,6 @@ _LAST_BEFORE_ENQUEUE = (
     "the outfeed dequeue TensorFlow operation is executed after the enqueue to the outfeed "
     "has completed."
 )
-
-
-def _last_before_enqueue_as_precondition(error: Exception) -> Exception:
-    """The check's failure (an assertion, InvalidArgumentError) as the original's error."""
-    if isinstance(error, tf.errors.InvalidArgumentError) and _LAST_BEFORE_ENQUEUE in (
-        error.message or ""
-    ):
-        converted: Exception = tf.errors.FailedPreconditionError(
-            error.node_def, error.op, _LAST_BEFORE_ENQUEUE
-        )
-        return converted
-    return error
 
 
 def _nth_of(

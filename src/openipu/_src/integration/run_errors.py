@@ -101,11 +101,23 @@ class assertion_as:  # noqa: N801 - used as a function: run_errors.assertion_as(
 
 
 def _assertion_text(message: str, marker: str) -> str:
-    """The assertion's own text: from the data printed, the entry holding `marker`."""
-    for part in message.replace("\\'", "'").split("\n"):
-        if marker in part:
-            return part.strip().strip("[]").strip("'\"")
+    """The assertion's own text: of the data it printed, the entry holding `marker`.
+
+    TensorFlow's Assert kernel reports "assertion failed: [a] [b] ..." (each datum in
+    brackets, on the message's first line); the original's kernels report the text alone.
+    """
+    for line in message.replace("\\'", "'").split("\n"):
+        if marker not in line:
+            continue
+        # A function's error starts with "{{function_node ...}} " before the assertion.
+        _, found, after = line.partition(_ASSERT_PREFIX)
+        line = after if found else line
+        entry = next(part for part in line.split("] [") if marker in part)
+        return entry.strip().strip("[]").strip("'\"")
     return message
+
+
+_ASSERT_PREFIX = "assertion failed: "
 
 
 def install(convert: Callable) -> None:

@@ -110,15 +110,5 @@ _REFUSAL = "The number of iterations of the pipeline must be"
 def failing_check(message: str) -> tf.Operation:
     """An operation that fails when the program runs, as the original's compilation does:
     with a FailedPreconditionError giving `message` (`integration/run_errors.py`)."""
-    run_errors.install(_as_refusal)
+    run_errors.install(run_errors.assertion_as(tf.errors.FailedPreconditionError, _REFUSAL))
     return tf.debugging.Assert(tf.constant(False), [tf.constant(message)], name="pipeline_depth")
-
-
-def _as_refusal(error: Exception) -> Exception:
-    """The failed check's assertion (InvalidArgumentError) as the original's error."""
-    message = getattr(error, "message", "") or ""
-    if not isinstance(error, tf.errors.InvalidArgumentError) or _REFUSAL not in message:
-        return error
-    line = next(part for part in message.split("\n") if _REFUSAL in part)
-    text = line[line.index(_REFUSAL) :].rstrip("]'\"")
-    return tf.errors.FailedPreconditionError(error.node_def, error.op, text)
