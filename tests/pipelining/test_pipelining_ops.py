@@ -259,9 +259,13 @@ def _stage(x):
         (
             {"pipeline_schedule": "Grouped"},
             TypeError,
-            "pipeline_schedule must be a PipelineSchedule",
+            "The given pipeline_schedule is not a member of the PipelineSchedule enumeration",
         ),
-        ({"recomputation_mode": 1}, TypeError, "recomputation_mode must be a RecomputationMode"),
+        (
+            {"recomputation_mode": 1},
+            TypeError,
+            "The given recomputation_mode is not a member of the RecomputationMode enumeration",
+        ),
         ({"continuous_weight_updates": True}, NotImplementedError, "continuous_weight_updates"),
         (
             {"outfeed_loss": True},

@@ -61,9 +61,10 @@ def check_enum(value, enum_type: type[enum.Enum], name: str, default):
     if value is None:
         return default
     if not isinstance(value, enum_type):
+        # The original's message first (pipelining_ops.py).
         raise TypeError(
-            f"{name} must be a {enum_type.__name__} ({', '.join(enum_type.__members__)}), "
-            f"got {value!r}"
+            f"The given {name} is not a member of the {enum_type.__name__} enumeration "
+            f"({', '.join(enum_type.__members__)}): got {value!r}."
         )
     return value
 
@@ -113,10 +114,9 @@ def check_keras_pipelining_kwargs(kwargs: dict) -> dict:
     accepted = set(inspect.signature(pipelining_ops.pipeline).parameters) - _SET_BY_KERAS
     unknown = set(kwargs) - accepted
     if unknown:
-        raise ValueError(
-            f"set_pipelining_options: unknown argument(s) {sorted(unknown)}; the pipelining "
-            f"arguments accepted are {sorted(accepted)}"
-        )
+        # The original passes them on to `pipeline` when it builds the training function,
+        # which refuses an unknown one as Python does.
+        raise TypeError(f"pipeline() got an unexpected keyword argument '{sorted(unknown)[0]}'")
     checked = dict(kwargs)
     if "pipeline_schedule" in checked:
         check_enum(checked["pipeline_schedule"], PipelineSchedule, "pipeline_schedule", None)

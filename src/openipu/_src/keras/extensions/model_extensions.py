@@ -51,12 +51,40 @@ else:
 LEGACY_SAVED_OPTIONS_KEY = "ipu_options"
 
 
-def _positive_int_or_none(value, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
-    return value
+#: The keyword arguments of the optimizer wrapper gradient accumulation uses (the original's
+#: GradientAccumulationOptimizerV2; `dtype` is taken apart).
+_ACCUMULATION_OPTIMIZER_ARGUMENTS = frozenset(
+    {"offload_weight_update_variables", "replicated_optimizer_state_sharding", "name", "dtype"}
+)
+
+
+def _check_accumulation_optimizer_kwargs(kwargs: dict) -> None:
+    """The original's refusals (extensions_base.py), then what building its optimizer
+    wrapper with the other arguments would refuse (a TypeError)."""
+    if "opt" in kwargs:
+        raise ValueError(
+            "Found `opt` key in `gradient_accumulation_optimizer_kwargs`. This is not "
+            "supported as the optimizer which the model has been compiled with is "
+            "automatically wrapped."
+        )
+    if "num_mini_batches" in kwargs:
+        raise ValueError(
+            "Found `num_mini_batches` key in `gradient_accumulation_optimizer_kwargs`. Set the "
+            "`gradient_accumulation_steps_per_replica` argument to "
+            "`set_gradient_accumulation_options` instead."
+        )
+    if "experimental_normalize_gradients" in kwargs:
+        raise ValueError(
+            "Found `experimental_normalize_gradients` argument to "
+            "`set_gradient_accumulation_options`. This argument has now been removed, use "
+            "`gradient_accumulation_reduction_method` instead."
+        )
+    unknown = sorted(set(kwargs) - _ACCUMULATION_OPTIMIZER_ARGUMENTS)
+    if unknown:
+        raise TypeError(
+            "GradientAccumulationOptimizerV2.__init__() got an unexpected keyword argument "
+            f"'{unknown[0]}'"
+        )
 
 
 def _accumulation_dtype(value):
@@ -147,22 +175,23 @@ class KerasExtensions(_KerasModel):
         **gradient_accumulation_optimizer_kwargs,
     ) -> None:
         """Accumulate gradients over that many micro-batches per replica before each update."""
-        steps = _positive_int_or_none(
-            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
-        )
+        # As the original's extensions_base.py `_set_gradient_accumulation_options_impl`:
+        # a count given as None keeps the one set before; the optimizer's keyword arguments
+        # replace those given before.
+        steps = gradient_accumulation_steps_per_replica
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise ValueError(
+                "Expected `gradient_accumulation_steps_per_replica` to be a positive integer, "
+                f"but got {steps} instead."
+            )
         reduction = GradientAccumulationReductionMethod.parse(
             gradient_accumulation_reduction_method, "gradient_accumulation_reduction_method"
         )
         kwargs = dict(gradient_accumulation_optimizer_kwargs)
+        _check_accumulation_optimizer_kwargs(kwargs)
         dtype = kwargs.pop("dtype", None)
-        allowed = {"offload_weight_update_variables", "replicated_optimizer_state_sharding", "name"}
-        unknown = set(kwargs) - allowed
-        if unknown:
-            raise ValueError(
-                f"set_gradient_accumulation_options: unknown argument(s) {sorted(unknown)}; "
-                f"accepted are dtype and {sorted(allowed)}"
-            )
-        self._ipu.gradient_accumulation_steps = steps
+        if steps is not None:
+            self._ipu.gradient_accumulation_steps = steps
         self._ipu.gradient_accumulation_reduction = reduction
         self._ipu.pipelining_reduction = reduction  # one method, as the original's
         self._ipu.gradient_accumulation_dtype = _accumulation_dtype(dtype)

@@ -579,10 +579,11 @@ def validate(model, records: list, device_mapping: list[int] | None) -> int:
         )
     check_no_empty_stage(records)
     stages = max(r.pipeline_stage for r in records) + 1
-    if device_mapping is not None and len(device_mapping) < stages:
+    if device_mapping is not None and len(device_mapping) != stages:
+        # The original's pipeline (pipelining_ops.py), given the model's device_mapping.
         raise ValueError(
-            f"device_mapping {list(device_mapping)} has {len(device_mapping)} entries but model "
-            f"{model.name!r} has {stages} pipeline stages: give one IPU per stage"
+            f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != {stages} "
+            f"stages (the device_mapping {list(device_mapping)} of model {model.name!r})"
         )
     return stages
 
