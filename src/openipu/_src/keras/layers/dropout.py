@@ -22,21 +22,16 @@ class Dropout(tf_keras.layers.Layer):
     """
 
     def __init__(self, rate: float, noise_shape=None, seed=None, **kwargs) -> None:
-        # The original's hidden argument (saved in its configs): whether the forward op hands
-        # its seed to the backward pass. Accepted and kept; the mask is always regenerated.
-        ref = kwargs.pop("ref", True)
-        if not isinstance(ref, bool):
-            raise TypeError(f"Dropout: ref must be a bool, got {ref!r}")
+        # As the original (ipu_tensorflow_addons/keras/layers/dropout.py): the arguments are
+        # kept as given and checked by the dropout op when the layer drops (its `rate` and
+        # `seed` errors). `ref` is the original's hidden argument (saved in its configs):
+        # whether the forward op hands its seed to the backward pass; kept, as the mask is
+        # always regenerated here.
+        self.ref = kwargs.pop("ref", True)
         super().__init__(**kwargs)
-        self.ref = ref
-        if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating)):
-            raise TypeError(f"Dropout: rate must be a float in [0, 1), got {rate!r}")
-        if not 0.0 <= rate < 1.0:
-            # The original's text (tensorflow/python/ipu/ops/rand_ops.py `dropout`).
-            raise ValueError(f"The rate must be in the range [0, 1), but was {rate}")
-        self.rate = float(rate)
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
-        self.seed = None if seed is None else _seed_pair(seed)
+        self.rate = rate
+        self.noise_shape = noise_shape
+        self.seed = seed
         self.supports_masking = True
 
     def build(self, input_shape) -> None:
@@ -51,7 +46,7 @@ class Dropout(tf_keras.layers.Layer):
     def call(self, inputs, training=None):
         if training is None:
             training = tf_keras.backend.learning_phase()
-        if self.rate == 0.0:
+        if isinstance(self.rate, (int, float)) and self.rate == 0.0:
             return tf.identity(inputs)
 
         def dropped():
@@ -68,14 +63,16 @@ class Dropout(tf_keras.layers.Layer):
         return {
             **super().get_config(),
             "rate": self.rate,
-            "noise_shape": None if self.noise_shape is None else list(self.noise_shape),
-            "seed": None if self.seed is None else list(self.seed),
+            "noise_shape": _as_config(self.noise_shape),
+            "seed": _as_config(self.seed),
             "ref": self.ref,
         }
 
 
-def _seed_pair(seed) -> tuple[int, int]:
-    values = np.asarray(seed.numpy() if tf.is_tensor(seed) else seed)
-    if values.shape != (2,) or not np.issubdtype(values.dtype, np.integer):
-        raise ValueError(f"Dropout: seed must be a pair of 32-bit integers, got {seed!r}")
-    return int(values[0]), int(values[1])
+def _as_config(value):
+    """A shape or seed as a config holds it: a list (or None)."""
+    if value is None:
+        return None
+    if tf.is_tensor(value):
+        value = value.numpy()
+    return np.asarray(value).tolist()

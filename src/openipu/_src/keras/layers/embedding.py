@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from openipu._src.int_like import plain_int
+from openipu._src.keras.layers.unsupported_arguments import refuse_unsupported
 from openipu._src.ops import embedding_ops
 
 
@@ -39,29 +40,14 @@ class Embedding(tf_keras.layers.Layer):
             "mask_zero": mask_zero,
             "input_length": input_length,
         }
-        for argument, value in unsupported.items():
-            if value:
-                raise NotImplementedError(
-                    f"The IPU Embedding layer does not support the {argument} argument "
-                    f"(got {value!r})"
-                )
+        refuse_unsupported(self, unsupported)
         # The ids are integers: never cast them to the layer's float dtype.
         kwargs["autocast"] = False
         super().__init__(**kwargs)
+        # Kept as given, as the original: the weight's shape and the lookup
+        # (embedding_ops.embedding_lookup) refuse what they cannot take.
         input_dim, output_dim = plain_int(input_dim), plain_int(output_dim)
         serialization_factor = plain_int(serialization_factor)
-        for label, value, lowest in (("input_dim", input_dim, 1), ("output_dim", output_dim, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-                raise ValueError(f"Embedding: {label} must be an int >= {lowest}, got {value!r}")
-        if isinstance(serialization_factor, bool) or not isinstance(serialization_factor, int):
-            raise ValueError(
-                f"Embedding: serialization_factor must be an int, got {serialization_factor!r}"
-            )
-        if serialization_factor < 1 or input_dim % serialization_factor:
-            raise ValueError(
-                f"Embedding: serialization_factor ({serialization_factor}) must be >= 1 and "
-                f"divide input_dim ({input_dim})"
-            )
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = tf_keras.initializers.get(embeddings_initializer)

@@ -40,10 +40,8 @@ class GroupNormalization(tf_keras.layers.Layer):
         **kwargs,
     ) -> None:
         super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
-        groups = plain_int(groups)
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"{type(self).__name__}: groups must be an int >= 1, got {groups!r}")
-        self.groups = groups
+        # Checked against the channels when the layer is built, as the original's.
+        self.groups = plain_int(groups)
         self.channels_axis = channels_axis
         self.center = center
         self.scale = scale

@@ -5,6 +5,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
+from openipu._src.keras.layers.unsupported_arguments import refuse_unsupported
+
 
 @tf_keras.utils.register_keras_serializable(package="openipu")
 class LayerNormalization(tf_keras.layers.Layer):
@@ -39,21 +41,18 @@ class LayerNormalization(tf_keras.layers.Layer):
             "beta_constraint": beta_constraint,
             "gamma_constraint": gamma_constraint,
         }
-        for argument, value in unsupported.items():
-            if value is not None:
-                raise NotImplementedError(
-                    f"The IPU LayerNormalization layer does not support the {argument} "
-                    f"argument (got {value!r})"
-                )
+        refuse_unsupported(self, unsupported)
         super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
         self.axis: int | tuple[int, ...]
         if isinstance(axis, (list, tuple)):
             self.axis = tuple(axis)
-        elif isinstance(axis, int) and not isinstance(axis, bool):
+        elif isinstance(axis, int):
             self.axis = axis
         else:
+            # The original's words (ipu_tensorflow_addons/keras/layers/normalization.py).
             raise ValueError(
-                f"LayerNormalization: axis must be an int or a list/tuple of ints, got {axis!r}"
+                "Expected an int or a list/tuple of ints for the argument 'axis', but received "
+                f"instead: {axis}"
             )
         self.epsilon = epsilon
         self.center = center
@@ -65,21 +64,19 @@ class LayerNormalization(tf_keras.layers.Layer):
         input_shape = tf.TensorShape(input_shape)
         rank = input_shape.rank
         if rank is None:
-            raise ValueError(f"LayerNormalization: the inputs have undefined rank ({input_shape})")
+            raise ValueError(f"Input shape {input_shape} has undefined rank.")
         axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
         for axis in axes:
-            if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
-                raise ValueError(
-                    f"LayerNormalization: invalid axis {axis!r} for inputs of rank {rank}"
-                )
+            if not isinstance(axis, int) or not -rank <= axis < rank:
+                raise ValueError(f"Invalid axis: {axis} (for inputs of rank {rank})")
         self._axes = sorted(a % rank for a in axes)
         if len(set(self._axes)) != len(self._axes):
-            raise ValueError(f"LayerNormalization: duplicate axis in {self.axis}")
+            raise ValueError(f"Duplicate axis: {tuple(self._axes)}")
         dims = [input_shape[a] for a in self._axes]
         if any(d is None for d in dims):
             raise ValueError(
-                f"LayerNormalization: the normalised dimensions {self._axes} of the inputs "
-                f"must be known, got shape {input_shape}"
+                f"Input shape {input_shape} has unknown dimensions - all dimensions need to be "
+                f"fully specified. (the normalised dimensions {self._axes})"
             )
         self._param_broadcast = [input_shape[a] if a in self._axes else 1 for a in range(rank)]
         given = [a % rank for a in axes]
