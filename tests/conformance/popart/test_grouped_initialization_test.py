@@ -292,6 +292,7 @@ def _trained(replicas, settings, location=None, steps=2):
 
 
 @pytest.mark.follows("test_locations")
+@pytest.mark.slow
 def test_locations():
     group = popart.CommGroup(popart.CommGroupType.Consecutive, 2)
     settings = popart.VariableSettings(group)

@@ -14,7 +14,8 @@ groups of `accumulationFactor`), run by every replica. One step, on one replica:
 4. the anchors of the step go to the outfeed: forward tensors, gradients, and the weights,
    optimizer state and loss scaling after the step.
 
-The update: gradients are summed over the replicas (all-reduce), divided by the
+The update: gradients are summed over the replicas (all-reduce; a weight grouped by its
+VariableSettings over its group's replicas only, `grouped_weights.py`), divided by the
 accumulation factor and the replication factor where the reduction type is Mean
 (`accumulationAndReplicationReductionType`; a running mean needs no division by the factor),
 clipped by the optimizer's clip norms, and handed with each weight's state and
@@ -231,9 +232,7 @@ class _TrainingSteps:
 
     def _update_statistics(self, known: dict[str, tf.Tensor]) -> list[object]:
         return [
-            self._weights.device[statistic].assign(
-                tf.cast(known[output], self._weights.device[statistic].dtype)
-            )
+            self._weights.assign(statistic, known[output])
             for statistic, output in self._spec.statistics.items()
         ]
 
