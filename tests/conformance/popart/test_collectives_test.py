@@ -57,11 +57,6 @@ def test_replicated_reducescatter(comm_group, use_variable_settings):
 
 
 @pytest.mark.follows("test_replicated_reducescatter")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu gives every replica the whole host value of a variable with grouped "
-    "VariableSettings (CommGroup Consecutive 2), not its group's slice",
-)
 def test_replicated_reducescatter_grouped_variable():
     _reduce_scatter(popart.CommGroup(popart.CommGroupType.Consecutive, 2), True)
 

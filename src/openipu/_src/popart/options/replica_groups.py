@@ -186,18 +186,22 @@ class VariableSettings:
             return numReplicas
         return self.getGroupCount(numReplicas)
 
+    # The host holds one value per group (willow/src/variablesettings.cpp: shapeOnHost and
+    # shapeOnReplica go by the group count, whatever the retrieval mode).
+
     def shapeOnHost(self, shape: list[int], numReplicas: int) -> list[int]:  # noqa: N802, N803
-        copies = self.numReplicasReturningVariable(numReplicas)
-        return [copies, *shape] if copies > 1 else list(shape)
+        groups = self.getGroupCount(numReplicas)
+        return [groups, *shape] if groups > 1 else list(shape)
 
     def shapeOnReplica(self, shape: list[int], numReplicas: int, name: str = "") -> list[int]:  # noqa: N802, N803
-        copies = self.numReplicasReturningVariable(numReplicas)
-        if copies == 1:
+        groups = self.getGroupCount(numReplicas)
+        if groups == 1:
             return list(shape)
-        if not shape or shape[0] != copies:
+        if not shape or shape[0] != groups:
+            outer = shape[0] if shape else "none"
             raise popart_exception(
-                f"Variable '{name}' has host shape {list(shape)}, but its VariableSettings "
-                f"return {copies} copies: the outer dimension must be {copies}"
+                f"Return mismatch with possibly appended outer dimension ({outer}) of Tensor: "
+                f'"{name}". should match numGroups: {groups} (its host shape is {list(shape)})'
             )
         return list(shape[1:])
 

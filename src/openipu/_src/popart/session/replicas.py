@@ -5,6 +5,8 @@ program by the engine (`engine.replicas`), as `IPUStrategy` programs are: each r
 own copy of the weights and optimizer state (which stay equal, as every replica applies the
 same summed update), its own slice of each step's inputs, and outfeeds gain a replica axis.
 The host reads replica 0's weights; weights written from the host reach every replica.
+Weights grouped by their VariableSettings keep every group's value in each copy, and each
+replica uses its group's (`grouped_weights.py`).
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ from openipu._src.popart.session import (
     device_chip,
     engine_cache,
     executable_file,
+    grouped_weights,
     ir_view,
     memory_budget,
     model_writer,
@@ -165,18 +166,27 @@ class SessionCore:
             else os.getcwd()
         )
         self._check_options()
+        # Weights grouped over the replicas: the program sees one replica's shapes.
+        self._grouped = grouped_weights.plan(self._model, self.replicationFactor)
+        replica_model = grouped_weights.replica_model(self._model, self._grouped)
         self._lowered = lower_model(
-            with_strided_group_norms(self._model)
+            with_strided_group_norms(replica_model)
             if self._options.groupNormStridedChannelGrouping
-            else self._model
+            else replica_model
         )
         self._input_signatures = input_signatures(
-            self._lowered, self._shape_info, self._model.graph
+            self._lowered, self._shape_info, replica_model.graph
         )
         self._types = TensorTypes(
-            self._model, self._lowered, self._input_signatures, self.replicationFactor
+            replica_model, self._lowered, self._input_signatures, self.replicationFactor
         )
-        self._weights = WeightStore(self._lowered.initializers)
+        self._weights = WeightStore(
+            {
+                **self._lowered.initializers,
+                **grouped_weights.host_values(self._model, self._grouped),
+            },
+            self._grouped,
+        )
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()

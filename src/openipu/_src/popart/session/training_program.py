@@ -14,7 +14,8 @@ groups of `accumulationFactor`), run by every replica. One step, on one replica:
 4. the anchors of the step go to the outfeed: forward tensors, gradients, and the weights,
    optimizer state and loss scaling after the step.
 
-The update: gradients are summed over the replicas (all-reduce), divided by the
+The update: gradients are summed over the replicas (all-reduce; a weight grouped by its
+VariableSettings over its group's replicas only, `grouped_weights.py`), divided by the
 accumulation factor and the replication factor where the reduction type is Mean
 (`accumulationAndReplicationReductionType`; a running mean needs no division by the factor),
 clipped by the optimizer's clip norms, and handed with each weight's state and
@@ -44,6 +45,7 @@ from openipu._src.popart.lowering.tensor_utils import cast
 from openipu._src.popart.optimizers.clip_norm import clip_factors
 from openipu._src.popart.optimizers.optimizer import Optimizer, Value, WeightUpdate
 from openipu._src.popart.options.enums import MeanReductionStrategy, SyntheticDataMode
+from openipu._src.popart.session import grouped_weights
 from openipu._src.popart.session.loss_scaling import AutomaticLossScaling
 from openipu._src.popart.session.random_state import RandomState
 from openipu._src.popart.session.replicas import Replicas
@@ -230,9 +232,7 @@ class _TrainingSteps:
 
     def _update_statistics(self, known: dict[str, tf.Tensor]) -> list[object]:
         return [
-            self._weights.device[statistic].assign(
-                tf.cast(known[output], self._weights.device[statistic].dtype)
-            )
+            self._weights.assign(statistic, known[output])
             for statistic, output in self._spec.statistics.items()
         ]
 
@@ -240,7 +240,7 @@ class _TrainingSteps:
         # Every trained weight is updated after the group, from its accumulator (zero where
         # no micro-batch had a gradient for it).
         pairs = [
-            (gradients[name] if name in gradients else tf.zeros_like(self._weights.device[name]),
+            (gradients[name] if name in gradients else tf.zeros_like(self._weights.read(name)),
              name)
             for name in self._spec.trained
         ]  # fmt: skip
@@ -272,9 +272,15 @@ class _TrainingSteps:
     ) -> list[object]:
         spec = self._spec
         names = list(gradients)
+        # A grouped weight's gradients are summed over its group's replicas only.
+        grouped = {n: self._weights.grouped[n] for n in names if n in self._weights.grouped}
+        grouped = {n: variable for n, variable in grouped.items() if variable.split}
+        shared = [n for n in names if n not in grouped]
         reduced = dict(
-            zip(names, Replicas.all_reduce_sum([gradients[n] for n in names]), strict=True)
+            zip(shared, Replicas.all_reduce_sum([gradients[n] for n in shared]), strict=True)
         )
+        for name, variable in grouped.items():
+            reduced[name] = grouped_weights.sum_within_groups(gradients[name], variable)
         divisor = 1.0
         if spec.reduction is ReductionType.Mean:
             if accumulated and not spec.running_mean:
@@ -286,31 +292,29 @@ class _TrainingSteps:
             self._optimizer.clip_norm_settings, {n: g / loss_scaling for n, g in scaled.items()}
         )
         read = self._variables.reader()
-        device = self._weights.device
+        weights = self._weights
         operations = []
         for name in names:
-            variable = device[name]
             gradient = scaled[name] * factors[name] if name in factors else scaled[name]
             state_ids = spec.state_slots.get(name, ())
             prefixes = [state_id[: -len(name)] for state_id in state_ids]
             state = {
-                prefix: tf.cast(device[state_id].read_value(), tf.float32)
+                prefix: tf.cast(weights.read(state_id), tf.float32)
                 for prefix, state_id in zip(prefixes, state_ids, strict=True)
             }
             new_weight, new_state = self._optimizer.apply(
                 WeightUpdate(
                     name,
-                    tf.cast(variable.read_value(), tf.float32),
+                    tf.cast(weights.read(name), tf.float32),
                     gradient,
                     state,
                     functools.partial(_hyper_parameter, read, weight_id=name),
                     loss_scaling,
                 )
             )
-            operations.append(variable.assign(tf.cast(new_weight, variable.dtype)))
+            operations.append(weights.assign(name, new_weight))
             for prefix, state_id in zip(prefixes, state_ids, strict=True):
-                target = device[state_id]
-                operations.append(target.assign(tf.cast(new_state[prefix], target.dtype)))
+                operations.append(weights.assign(state_id, new_state[prefix]))
         if counts is not None:
             with tf.control_dependencies(operations):
                 operations.append(self._rescale_loss(counts))
@@ -357,7 +361,7 @@ class _TrainingSteps:
                 # An anchored weight is copied to the host at the end of the step, after
                 # its update, as the original's tests expect of it (operators_test/
                 # detach_test.py, decompose_gradient_summation_test.py).
-                value = self._weights.device[plan.tensor_id].read_value()
+                value = self._weights.read(plan.tensor_id)
             elif reserved is None:
                 value = known[plan.tensor_id]
             elif reserved.kind is ReservedKind.GRADIENT:
@@ -380,7 +384,7 @@ class _TrainingSteps:
             elif reserved.kind is ReservedKind.RESTORED:
                 value = known[reserved.base]
             else:  # a variable: weights after the update, optimizer state, accumulators
-                value = self._weights.device[reserved.variable_id].read_value()
+                value = self._weights.read(reserved.variable_id)
             anchors[plan.tensor_id] = tf.ensure_shape(
                 cast(value, plan.signature.transfer_dtype), plan.signature.shape
             )

@@ -143,12 +143,24 @@ class TrainingSession(SessionCore):
         accumulating = self.accumulationFactor > 1
         self._state_slots: dict[str, tuple[str, ...]] = {}
         state: dict[str, np.ndarray] = {}
+        grouped_state = {}
         for name in self._trained:
             weight = weights.host[name]
+            grouped = weights.grouped.get(name)
+            split = grouped is not None and grouped.split
             ids = []
             for slot in self._optimizer.state_slots(name, accumulating):
                 state_id = slot.prefix + name
-                state[state_id] = self._restored_state(state_id, slot.initial_value(weight))
+                # A grouped weight's state is grouped as it is: one value per group
+                # (willow/src/patterns/optimizerdecompose.cpp, addStateTensor).
+                initial = (
+                    np.stack([slot.initial_value(row) for row in weight])
+                    if split
+                    else slot.initial_value(weight)
+                )
+                state[state_id] = self._restored_state(state_id, initial)
+                if grouped is not None:
+                    grouped_state[state_id] = grouped
                 ids.append(state_id)
             self._state_slots[name] = tuple(ids)
         self._accumulators: dict[str, str] = {}
@@ -157,8 +169,10 @@ class TrainingSession(SessionCore):
             for name in self._trained:
                 dtype = self._optimizer.accumulator_dtype(tf.as_dtype(weights.host[name].dtype))
                 self._accumulators[name] = prefix + name
-                state[prefix + name] = np.zeros(weights.host[name].shape, dtype.as_numpy_dtype)
-        weights.add_state(state)
+                # Each replica accumulates its own gradients (in its own copy): one replica's
+                # shape.
+                state[prefix + name] = np.zeros(weights.replica_shape(name), dtype.as_numpy_dtype)
+        weights.add_state(state, grouped_state)
         self._automatic_loss_scaling = self._plan_automatic_loss_scaling()
         self._variables = TrainingVariables(
             self._optimizer, self._trained, self._automatic_loss_scaling is not None
@@ -496,7 +510,7 @@ class TrainingSession(SessionCore):
 
     def _variable_signature(self, name: str) -> TensorSignature:
         value = self._weights.host[name]
-        return TensorSignature(tf.as_dtype(value.dtype), tuple(value.shape))
+        return TensorSignature(tf.as_dtype(value.dtype), self._weights.replica_shape(name))
 
     # -- the program ---------------------------------------------------------------------------
 

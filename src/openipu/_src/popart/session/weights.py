@@ -18,6 +18,10 @@ are constant data compiled into the program, as values that decide shapes must b
 when compiling; they can be read but not written. The few constants a TensorFlow graph
 cannot embed (scalars of the float8 "fnuz" types) reach the program as float32 tensors that
 the step casts back.
+
+Weights whose VariableSettings give each group of replicas its own value, and their optimizer
+state, hold every group's value here (`grouped_weights.py`); a step reads and writes them
+through `read` and `assign`, which give each replica its group's row.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.lowering.dtypes import is_narrow
 from openipu._src.popart.lowering.tensor_utils import cast
+from openipu._src.popart.session import grouped_weights
+from openipu._src.popart.session.grouped_weights import GroupedVariable
 from openipu._src.popart.session.weights_io import PyWeightsIO
 
 
@@ -47,8 +53,13 @@ def _is_weight(name: str, array: np.ndarray) -> bool:
 
 
 class WeightStore:
-    def __init__(self, initializers: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self,
+        initializers: dict[str, np.ndarray],
+        grouped: dict[str, GroupedVariable] | None = None,
+    ) -> None:
         self.host = {name: np.array(array, copy=True) for name, array in initializers.items()}
+        self.grouped = dict(grouped or {})
         self.weight_ids = [name for name, array in self.host.items() if _is_weight(name, array)]
         self.state_ids: list[str] = []
         self.device: dict[str, tf.Variable] = {}
@@ -57,8 +68,12 @@ class WeightStore:
 
     # -- device copies -------------------------------------------------------------------
 
-    def add_state(self, values: dict[str, np.ndarray]) -> None:
-        """Optimizer state tensors, with their starting values (before place_on)."""
+    def add_state(
+        self, values: dict[str, np.ndarray], grouped: dict[str, GroupedVariable] | None = None
+    ) -> None:
+        """Optimizer state tensors, with their starting values (before place_on), and how
+        those of grouped weights are grouped."""
+        self.grouped.update(grouped or {})
         for name, value in values.items():
             self.host[name] = np.array(value, copy=True)
             if name not in self.state_ids:
@@ -78,10 +93,35 @@ class WeightStore:
 
     def program_values(self) -> dict[str, tf.Tensor | tf.Variable]:
         """Inside a step: what the program reads for initializers (others are compiled in)."""
-        values: dict[str, tf.Tensor | tf.Variable] = {n: self.device[n] for n in self.weight_ids}
+        values: dict[str, tf.Tensor | tf.Variable] = {
+            n: self.read(n) if n in self.grouped else self.device[n] for n in self.weight_ids
+        }
         for name, (wide, dtype) in self.unembeddable.items():
             values[name] = cast(wide, dtype)
         return values
+
+    def read(self, name: str) -> tf.Tensor:
+        """Inside a step: the value of a device variable this replica uses, read now."""
+        value = self.device[name].read_value()
+        grouped = self.grouped.get(name)
+        if grouped is None or not grouped.split:
+            return value
+        return grouped_weights.replica_row(value, grouped)
+
+    def assign(self, name: str, value: tf.Tensor) -> object:
+        """Inside a step: this replica's new value of a device variable (all replicas assign)."""
+        variable = self.device[name]
+        value = tf.cast(value, variable.dtype)
+        grouped = self.grouped.get(name)
+        if grouped is not None and grouped.split:
+            value = grouped_weights.gathered_rows(value, grouped)
+        return variable.assign(value)
+
+    def replica_shape(self, name: str) -> tuple[int, ...]:
+        """The shape of a variable on one replica."""
+        shape = tuple(self.host[name].shape)
+        grouped = self.grouped.get(name)
+        return shape[1:] if grouped is not None and grouped.split else shape
 
     def to_device(self) -> None:
         for name, variable in self.device.items():
@@ -114,6 +154,8 @@ class WeightStore:
                 value = np.zeros_like(self.host[name])
             else:
                 value = self._streamed[name]
+            if name in self.grouped:
+                value = self.grouped[name].host_copies(value)
             target = weights_io.array(name)
             self._check_array(name, target, value, "readWeights")
             target[...] = value.reshape(target.shape)
@@ -127,9 +169,17 @@ class WeightStore:
                     "into the program, not a weight: it cannot be written"
                 )
             source = weights_io.array(name)
-            self._check_array(name, source, self.host[name], "writeWeights")
+            expected = self.host[name]
+            if name in self.grouped and source.size != expected.size:
+                # One copy per returning replica (VariableRetrievalMode.AllReplicas).
+                expected = self.grouped[name].host_copies(expected)
+            self._check_array(name, source, expected, "writeWeights")
         for name in written:
-            self.host[name] = np.array(weights_io.array(name)).reshape(self.host[name].shape)
+            array, shape = np.array(weights_io.array(name)), self.host[name].shape
+            grouped = self.grouped.get(name)
+            self.host[name] = (
+                array.reshape(shape) if grouped is None else grouped.from_host_copies(array, shape)
+            )
 
     def reset_from_model(self, model: onnx.ModelProto, ignore_unknown: bool) -> None:
         updates = {}

@@ -1,0 +1,152 @@
+"""A replicated training program with a weight grouped over the replicas (VariableSettings
+with a CommGroup): each group of replicas holds and trains its own value, given and read
+with a leading group axis, while a shared weight trains on every replica's gradients.
+Checked against numpy training each group on its own replicas' batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import popart
+
+REPLICAS = 4
+LEARNING_RATE = 0.05
+
+
+def _members(kind: str) -> list[list[int]]:
+    # CommGroup(kind, 2) over 4 replicas: Consecutive {0, 1}, {2, 3}; Orthogonal {0, 2}, {1, 3}.
+    return [[0, 1], [2, 3]] if kind == "Consecutive" else [[0, 2], [1, 3]]
+
+
+def _reference(w, b, x, members, accumulation):
+    """numpy SGD: loss = sum((x @ w_group + b)^2) per replica and micro-batch; each group's
+    weight sums its replicas' gradients, the bias every replica's, over each update's
+    micro-batches (x is [steps, accumulation, replicas, batch, 4])."""
+    w, b = w.astype(np.float64), b.astype(np.float64)
+    group_of = {r: g for g, group in enumerate(members) for r in group}
+    outputs = np.zeros(x.shape[:3] + (x.shape[3], w.shape[-1]))
+    for step in range(x.shape[0]):
+        grad_w, grad_b = np.zeros_like(w), np.zeros_like(b)
+        for micro in range(accumulation):
+            for replica in range(REPLICAS):
+                xr = x[step, micro, replica].astype(np.float64)
+                out = xr @ w[group_of[replica]] + b
+                outputs[step, micro, replica] = out
+                grad_w[group_of[replica]] += xr.T @ (2 * out)
+                grad_b += (2 * out).sum(axis=0)
+        w, b = w - LEARNING_RATE * grad_w, b - LEARNING_RATE * grad_b
+    return w, b, outputs
+
+
+@pytest.mark.parametrize(
+    "kind, retrieval, accumulation",
+    [
+        ("Consecutive", popart.VariableRetrievalMode.OnePerGroup, 1),
+        ("Orthogonal", popart.VariableRetrievalMode.AllReplicas, 2),
+    ],
+)
+def test_groups_train_their_own_weights(kind, retrieval, accumulation):
+    rng = np.random.default_rng(7)
+    w_host = rng.normal(size=(2, 4, 3)).astype(np.float32) * 0.3
+    b_host = rng.normal(size=(3,)).astype(np.float32) * 0.1
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4]), "x")
+    group = popart.CommGroup(getattr(popart.CommGroupType, kind), 2)
+    w = builder.addInitializedInputTensor(w_host, popart.VariableSettings(group, retrieval), "w")
+    b = builder.addInitializedInputTensor(b_host, "b")
+    out = builder.aiOnnx.add([builder.aiOnnx.matmul([x, w]), b])
+    loss = builder.aiOnnx.reducesumsquare([out], keepdims=0)
+    assert builder.getTensorShape(w) == [2, 4, 3]
+
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = REPLICAS
+    if accumulation > 1:
+        options.enableGradientAccumulation = True
+        options.accumulationFactor = accumulation
+    steps = 2
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(steps, {out: popart.AnchorReturnType("All")}),
+        loss=loss,
+        optimizer=popart.SGD({"defaultLearningRate": (LEARNING_RATE, False)}),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
+        userOptions=options,
+    )
+    # Each replica's graph sees its group's row.
+    assert session.getInfo(w).shape() == [4, 3]
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    data = rng.normal(size=(steps, accumulation, REPLICAS, 2, 4)).astype(np.float32)
+    feed = data if accumulation > 1 else data[:, 0]
+    session.run(popart.PyStepIO({x: feed}, anchors))
+
+    members = _members(kind)
+    expected_w, expected_b, expected_out = _reference(w_host, b_host, data, members, accumulation)
+    got_out = anchors[out].reshape(expected_out.shape)
+    np.testing.assert_allclose(got_out, expected_out, rtol=1e-4, atol=1e-5)
+
+    copies = REPLICAS if retrieval == popart.VariableRetrievalMode.AllReplicas else 2
+    read_w = np.zeros((copies, 4, 3), np.float32)
+    read_b = np.zeros_like(b_host)
+    session.weightsToHost()
+    session.readWeights(popart.PyWeightsIO({w: read_w, b: read_b}))
+    np.testing.assert_allclose(read_b, expected_b, rtol=1e-4, atol=1e-5)
+    if copies == 2:
+        np.testing.assert_allclose(read_w, expected_w, rtol=1e-4, atol=1e-5)
+    else:
+        # One copy per replica: its group's value.
+        for g, group in enumerate(members):
+            for replica in group:
+                np.testing.assert_allclose(read_w[replica], expected_w[g], rtol=1e-4, atol=1e-5)
+    assert not np.allclose(read_w[0], read_w[-1])
+
+
+def test_writing_grouped_weights_reaches_each_group():
+    """writeWeights takes one value per group; inference reads each replica's group's."""
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+    group = popart.CommGroup(popart.CommGroupType.Orthogonal, 2)
+    w = builder.addInitializedInputTensor(
+        np.zeros((2, 3), np.float32), popart.VariableSettings(group), "w"
+    )
+    out = builder.aiOnnx.mul([x, w])
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = REPLICAS
+    options.constantWeights = False  # writeWeights needs weights the host can write
+    session = popart.InferenceSession(
+        builder.getModelProto(),
+        popart.DataFlow(1, {out: popart.AnchorReturnType("All")}),
+        popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
+        userOptions=options,
+    )
+    session.prepareDevice()
+    values = np.array([[1, 2, 3], [10, 20, 30]], np.float32)
+    session.writeWeights(popart.PyWeightsIO({w: values}))
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones((REPLICAS, 3), np.float32)}, anchors))
+    # Orthogonal groups of 2 over 4 replicas: {0, 2} and {1, 3}.
+    np.testing.assert_allclose(anchors[out], values[[0, 1, 0, 1]])
+
+
+def test_host_value_without_the_group_axis_is_refused():
+    builder = popart.Builder()
+    group = popart.CommGroup(popart.CommGroupType.Consecutive, 2)
+    w = builder.addInitializedInputTensor(
+        np.zeros((3, 3), np.float32), popart.VariableSettings(group), "w"
+    )
+    out = builder.aiOnnx.relu([w])
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = REPLICAS
+    with pytest.raises(popart.popart_exception, match="should match numGroups: 2"):
+        popart.InferenceSession(
+            builder.getModelProto(),
+            popart.DataFlow(1, {out: popart.AnchorReturnType("All")}),
+            popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
+            userOptions=options,
+        )
