@@ -53,4 +53,3 @@ def test_repeat_loop_with_conditional(strategy):
     # n = 0: the body adds v once (c = 0), so cost = sum(1 + v) over 10 elements, and
     # d cost / d v = 10: SGD lowers v by 0.1 a step.
     np.testing.assert_allclose(losses, [20.0 - i for i in range(5)], rtol=1e-5)
-    assert all(later < earlier for earlier, later in zip(losses, losses[1:]))
