@@ -103,13 +103,6 @@ def test_initializer_device_change(tf1_graph, configure):
 
 
 @pytest.mark.follows("testInitializerThatUsesIPUResourceDeviceChange")
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason="difference: `Variable.initialized_value()` of a TF1 program's resource variable "
-    "raises NotImplementedError (TensorFlow 2.21 dropped it from resource variables; the "
-    "original's TensorFlow had it)",
-)
 def test_initializer_that_uses_ipu_resource_device_change(tf1_graph, configure):
     var_val = np.ones([1, 8, 8, 4])
 

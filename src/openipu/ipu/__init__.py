@@ -13,6 +13,10 @@ host_devices.ensure_logical_devices()
 
 # A graph's plain tf.device("/device:IPU:<n>") places operations on that emulated IPU.
 from openipu._src.compiler import ipu_device_names as _ipu_device_names  # noqa: E402, F401
+from openipu._src.integration import variable_initialized_value as _initialized_value  # noqa: E402
+
+# TF1 programs' `Variable.initialized_value()`, which TensorFlow 2.21 refuses.
+_initialized_value.install()
 
 # The original exposes `functional_ops.outlined_function` at the top level too
 # (tensorflow/python/ipu/__init__.py).

@@ -12,14 +12,17 @@ instead of a failure deep in the transport.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
+import zlib
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context
 from tensorflow.python.framework import indexed_slices, ops
-from tensorflow.python.ops import collective_ops
+from tensorflow.python.ops import collective_ops, gen_resource_variable_ops
 
 from openipu._src.distributed import cluster_runtime
 
@@ -43,6 +46,13 @@ Product = "product"
 
 _instance_keys = itertools.count(1)
 _instance_keys_lock = threading.Lock()
+# Keys of collectives named by their tensor (`keys_named`): above the counted ones.
+_NAMED_KEYS_BASE = 1 << 30
+_named_keys = threading.local()
+
+
+class LayoutMismatchError(ValueError):
+    """The instances passed tensors of different shapes or dtypes to one collective."""
 
 
 def allreduce(tensor, op=None):
@@ -74,6 +84,7 @@ def allreduce(tensor, op=None):
             _next_instance_key(),
             merge_op=merge_op,
             final_op=final_op,
+            ordering_token=_ordering_token(),
         )
 
 
@@ -99,7 +110,11 @@ def allgather(tensor, name=None):
         padding = [[0, longest - tf.shape(checked, out_type=tf.int64)[0]]]
         padding += [[0, 0]] * (tensor.shape.rank - 1)
         gathered = collective_ops.all_gather_v2(
-            tf.pad(checked, padding), runtime.process_count, _GROUP_KEY, _next_instance_key()
+            tf.pad(checked, padding),
+            runtime.process_count,
+            _GROUP_KEY,
+            _next_instance_key(),
+            ordering_token=_ordering_token(),
         )
         pieces = [
             gathered[i * longest : i * longest + sizes[i]] for i in range(runtime.process_count)
@@ -182,7 +197,11 @@ def _exchange_shapes(tensor, runtime) -> tf.Tensor:
         axis=0,
     )
     gathered = collective_ops.all_gather_v2(
-        description[None], runtime.process_count, _GROUP_KEY, _next_instance_key()
+        description[None],
+        runtime.process_count,
+        _GROUP_KEY,
+        _next_instance_key(),
+        ordering_token=_ordering_token(),
     )
     return tf.reshape(gathered, [runtime.process_count, 2 + _MAX_RANK])
 
@@ -192,7 +211,7 @@ def _assert_alike(tensor, shapes: tf.Tensor, what: str, same_first_dimension: bo
     alike = tf.reduce_all(tf.equal(compared, compared[0]))
     if context.executing_eagerly():
         if not bool(alike):
-            raise ValueError(_mismatch_message(what, shapes.numpy(), same_first_dimension))
+            raise LayoutMismatchError(_mismatch_message(what, shapes.numpy(), same_first_dimension))
         return tensor
     check = tf.debugging.Assert(
         alike,
@@ -227,12 +246,47 @@ def _mismatch_message(what: str, shapes: np.ndarray, same_first_dimension: bool)
     return f"{what}: {rule}, but " + ", ".join(described)
 
 
+@contextlib.contextmanager
+def keys_named(name: str) -> Iterator[None]:
+    """The collectives started inside take instance keys derived from `name`.
+
+    Instances that run their named collectives in different orders (in a function,
+    where nothing orders them) still pair each one with its namesake; the original's
+    host collectives (tensorflow/python/ipu/distributed/host_collective_ops.py) match
+    them by tensor name.
+    """
+    base = _NAMED_KEYS_BASE + (zlib.crc32(name.encode()) % (1 << 28)) * 4
+    previous = getattr(_named_keys, "keys", None), getattr(_named_keys, "token", None)
+    _named_keys.keys = itertools.count(base)
+    # A function orders its stateful operations as written, unless they hold a
+    # resource: a token of the name's own orders its collectives only among themselves.
+    # The token is made eagerly and captured: made in the function, it would itself be
+    # ordered after the operations before it.
+    runtime = cluster_runtime.start()
+    with ops.init_scope(), ops.device(runtime.host_device if runtime else "/device:CPU:0"):
+        _named_keys.token = gen_resource_variable_ops.var_handle_op(
+            dtype=tf.float32, shape=[], shared_name=f"openipu_host_collective_{name}"
+        )
+    try:
+        yield
+    finally:
+        _named_keys.keys, _named_keys.token = previous
+
+
+def _ordering_token() -> tf.Tensor | None:
+    return getattr(_named_keys, "token", None)
+
+
 def _next_instance_key():
     """A fresh instance key, taken each time the collective runs (as TensorFlow's own do).
 
     Inside a function being traced, the key is a value captured at call time, so
     instances that trace a function a different number of times still agree.
     """
+    named = getattr(_named_keys, "keys", None)
+    if named is not None:
+        with ops.device("/device:CPU:0"):
+            return tf.constant(next(named), tf.int32)
     graph = ops.get_default_graph()
     while getattr(graph, "is_control_flow_graph", False):
         graph = graph.outer_graph

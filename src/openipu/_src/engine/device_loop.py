@@ -221,6 +221,9 @@ def repeat(
             lambda i, *_: i < n,
             loop_body,
             [tf.constant(0, tf.int32)] + carried,
+            # A known bound lets XLA compile the loop's gradient (its accumulators need
+            # a fixed size), as the original's repeat does (tensorflow/python/ipu/loops.py).
+            maximum_iterations=n,
             parallel_iterations=1,  # iterations run in order, as on the device
             name="ipu_repeat",
         )

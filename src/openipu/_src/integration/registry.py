@@ -25,6 +25,7 @@ PATCH_FAMILIES = (
     "sharded_gradient_tape",
     "tracing_context",
     "variable_handles",
+    "variable_initialized_value",
 )
 
 
