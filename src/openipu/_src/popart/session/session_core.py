@@ -27,6 +27,7 @@ import tensorflow as tf
 from openipu._src.engine import floating_point_checks, host_arrays
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.cost_model import chip as chip_figures
 from openipu._src.engine.cost_model import out_of_memory
 from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
@@ -43,6 +44,7 @@ from openipu._src.popart.errors import (
     popart_exception,
     popart_runtime_error,
     poplar_application_runtime_error,
+    poplar_exception,
     poplar_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
@@ -535,6 +537,7 @@ class SessionCore:
                 floating_point_checks.trap_message(error.message)
             ) from None
         self._facts.runs += 1
+        self._facts.run_names.append(debug_name)
         self._facts.compile_mode = self._compiled_mode_name()
         self._mark_engine_loaded()
         if not synthetic:
@@ -930,23 +933,48 @@ class SessionCore:
 
     # -- reports -------------------------------------------------------------------------
 
+    def _require_engine_profile(self) -> None:
+        """The checks before a report (willow/src/popx/devicex.cpp, doProfileChecks): a
+        compiled engine; then Poplar's, the CPU target keeps no profile."""
+        if not self._prepared or self._program is None:
+            raise popart_runtime_error(
+                "Session must have been prepared before a report can be fetched"
+            )
+
+    def _require_device_profile(self) -> None:
+        if self._device.type is DeviceType.Cpu:
+            raise poplar_exception("Profiling is disabled for current device type.")
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:  # noqa: N802, N803
-        self._require_prepared("getSummaryReport")
+        self._require_engine_profile()
+        self._require_device_profile()
         report = reports.summary_report(self._model, self._facts, self._cost_estimate())
         if resetProfile:
             self._facts.runs = 0
+            self._facts.run_names.clear()
         return report
 
     def getSerializedGraph(self) -> bytes:  # noqa: N802
-        self._require_prepared("getSerializedGraph")
+        self._require_engine_profile()
         return reports.serialized_graph(self._model, self._facts, self._placement)
 
     def getReport(self) -> reports.Report:  # noqa: N802
-        self._require_prepared("getReport")
+        self._require_engine_profile()
+        self._require_device_profile()
         return reports.Report(
             reports.summary_report(self._model, self._facts, self._cost_estimate()),
             self.getSerializedGraph(),
+            self._report_target(),
+            self._facts.run_names,
         )
+
+    def _report_target(self) -> reports.Target:
+        version = self._device.version if self._device.version in chip_figures.VERSIONS else "ipu2"
+        figures = chip_figures.chip(version, int(self._device.tilesPerIPU or 0))
+        return reports.Target(
+            reports.Architecture(version), self._device.numIpus, figures.tiles,
+            figures.bytes_per_tile,
+        )  # fmt: skip
 
     # -- executables ---------------------------------------------------------------------
 
