@@ -52,6 +52,7 @@ from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
 from openipu._src.popart.lowering.ops.ai_graphcore import ABORT_MESSAGE
 from openipu._src.popart.options.enums import (
+    Instrumentation,
     IrSerializationFormat,
     RecomputationType,
     SyntheticDataMode,
@@ -70,6 +71,7 @@ from openipu._src.popart.session import (
     option_rules,
     placement,
     reports,
+    shift_graph_file,
     tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
@@ -183,6 +185,11 @@ class SessionCore:
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
         self._write_dot_files()
+        if self._options.serializedPoprithmsShiftGraphsDir:
+            # The original's scheduler writes it while the session prepares its IR.
+            shift_graph_file.write_shift_graph(
+                self._options.serializedPoprithmsShiftGraphsDir, self._model.graph
+            )
         if debug_info_stream.is_open():
             ir_view.record_debug_infos(self._ir_request())
         if not self._training:
@@ -908,12 +915,30 @@ class SessionCore:
                 "order to measure cycle count"
             )
         estimate = self._cost_estimate()
-        if id != "" or estimate is None:
+        counters = self._cycle_counters()
+        if id not in counters or estimate is None:
             raise popart_runtime_error(
                 f"Invalid id for cycle counter, '{id}'. Make sure you have set "
                 "SessionOption::hardwareInstrumentations correctly."
             )
-        return estimate.cycles_per_call
+        # The outer counter times the whole call; an inner one the last iteration of the
+        # batches-per-step loop (one step), as each IPU's first tile counts it.
+        return estimate.cycles_per_call if counters[id] == "outer" else estimate.cycles.per_step
+
+    def _cycle_counters(self) -> dict[str, str]:
+        """The cycle counters the program has, by id (willow/src/popx/popprograms.cpp):
+        "" with Instrumentation.Outer; with Instrumentation.Inner, outside implicit
+        pipelining, "inner_ipu_<i>" for each IPU of a replica."""
+        wanted = set(self._options.hardwareInstrumentations)
+        counters = {"": "outer"} if Instrumentation.Outer in wanted else {}
+        options = self._options  # willow/include/popart/sessionoptions.hpp
+        implicit_pipelining = options.enablePipelining and not (
+            options.useHostCopyOps and options.enableExplicitMainLoops
+        )
+        if Instrumentation.Inner in wanted and not implicit_pipelining:
+            ipus = self._device.numIpus // max(self.replicationFactor, 1)
+            counters.update({f"inner_ipu_{i}": "inner" for i in range(ipus)})
+        return counters
 
     def _cost_estimate(self) -> CostEstimate | None:
         """The cost model's estimate of the compiled program on the device's chip."""
