@@ -7,11 +7,18 @@ Imports are grouped by area, one comment header each; add new areas the same way
 # -- Errors -------------------------------------------------------------------------------
 from openipu._src.popart.errors import (
     OutOfMemoryException,
+    RecoveryAction,
     popart_exception,
+    popart_internal_exception,
     popart_runtime_error,
     poplar_application_runtime_error,
     poplar_exception,
+    poplar_recoverable_runtime_error,
     poplar_runtime_error,
+    poplar_system_runtime_error,
+    poplar_unknown_runtime_error,
+    poplar_unrecoverable_runtime_error,
+    poplibs_exception,
 )
 
 # isort: split

@@ -391,7 +391,9 @@ def test_get_info_and_tensor_ids(small_model, ipu_model_device):
 def test_reports_after_prepare_device(small_model, ipu_model_device):
     session = make_session(small_model, ipu_model_device)
     for report in (session.getSummaryReport, session.getSerializedGraph, session.getReport):
-        with pytest.raises(popart.popart_exception, match="after prepareDevice"):
+        with pytest.raises(
+            popart.popart_exception, match="must have been prepared before a report"
+        ):
             report()
     session.prepareDevice()
     run_once(session, small_model, np.ones((2, 4), np.float32))

@@ -122,7 +122,7 @@ def allgather(tensor, name=None):
         return tf.concat(pieces, axis=0, name=name)
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor: object, root_rank: int, name: str | None = None) -> tf.Tensor:
     """The `tensor` of instance `root_rank`, on every instance."""
     tensor = tf.convert_to_tensor(tensor)
     size = _world_size()

@@ -111,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, default=None, help="stop the run after this many seconds"
     )
+    # Real PopRun's options for its IPU partition and its MPI launcher: accepted (programs'
+    # launch scripts pass them) and without effect, as emulated IPUs need no partition and
+    # the instances are started without MPI.
+    parser.add_argument(
+        "--offline-mode", choices=("on", "off"), default="off", help="accepted; no effect"
+    )
+    parser.add_argument("--mpi-global-args", default="", help="accepted; no MPI here")
+    parser.add_argument("--mpi-local-args", default="", help="accepted; no MPI here")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 

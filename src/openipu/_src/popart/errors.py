@@ -1,4 +1,7 @@
-"""PopART's exception types."""
+"""PopART's exception types, with the hierarchy python/popart/popart_core/popart.cpp gives
+them (PopART's, Poplibs' and Poplar's errors, each a Python exception class)."""
+
+import enum
 
 
 class popart_exception(RuntimeError):  # noqa: N801 - the original's name
@@ -7,6 +10,14 @@ class popart_exception(RuntimeError):  # noqa: N801 - the original's name
 
 class popart_runtime_error(popart_exception):  # noqa: N801 - the original's name
     """A failure while a session runs."""
+
+
+class popart_internal_exception(popart_exception):  # noqa: N801 - the original's name
+    """An error in PopART itself (popart::internal_error), not in the user's model."""
+
+
+class poplibs_exception(RuntimeError):  # noqa: N801 - the original's name
+    """An error from the Poplibs libraries (poputil::poplibs_error)."""
 
 
 class poplar_exception(RuntimeError):  # noqa: N801 - the original's name
@@ -19,6 +30,35 @@ class poplar_runtime_error(poplar_exception):  # noqa: N801 - the original's nam
 
 class poplar_application_runtime_error(poplar_runtime_error):  # noqa: N801 - the original's name
     """The program failed on the device (a floating-point exception with the checks on)."""
+
+
+class poplar_system_runtime_error(poplar_runtime_error):  # noqa: N801 - the original's name
+    """The system (device, link, driver) failed while a program ran."""
+
+
+class RecoveryAction(enum.Enum):
+    """What a recoverable system error asks for (poplar::RecoveryAction)."""
+
+    IPU_RESET = 0
+    LINK_RESET = 1
+    PARTITION_RESET = 2
+    FULL_RESET = 3
+
+
+class poplar_recoverable_runtime_error(poplar_system_runtime_error):  # noqa: N801
+    """A system error the `recoveryAction` recovers from (the original's name)."""
+
+    def __init__(self, message: str = "", recoveryAction: RecoveryAction | None = None) -> None:  # noqa: N803
+        super().__init__(message)
+        self.recoveryAction = recoveryAction
+
+
+class poplar_unrecoverable_runtime_error(poplar_system_runtime_error):  # noqa: N801
+    """A system error nothing recovers from (the original's name)."""
+
+
+class poplar_unknown_runtime_error(poplar_system_runtime_error):  # noqa: N801
+    """A system error of unknown cause (the original's name)."""
 
 
 class OutOfMemoryException(popart_exception):

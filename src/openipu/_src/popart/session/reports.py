@@ -8,9 +8,11 @@ graph, how the program was compiled (XLA or a TensorFlow graph) and how many run
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import onnx
 
@@ -28,6 +30,8 @@ class ProgramFacts:
     replication_factor: int
     compile_mode: str = "not compiled yet"
     runs: int = 0
+    #: The debug names of the runs since the last reset (`run(stepio, debugName)`).
+    run_names: list[str] = field(default_factory=list)
     anchors: dict[str, str] = field(default_factory=dict)  # id -> return type
 
 
@@ -88,12 +92,44 @@ def serialized_graph(
     return json.dumps(graph, indent=1).encode()
 
 
-class Report:
-    """Stands in for the PopVision analysis report (`pva::Report`) of the original."""
+class Architecture(enum.Enum):
+    """The IPU architectures of a report's target (`pva::IPU::Architecture`)."""
 
-    def __init__(self, summary: str, graph_json: bytes) -> None:
+    Ipu1 = "ipu1"
+    Ipu2 = "ipu2"
+    Ipu21 = "ipu21"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What `report.compilation.target` tells of the device a program was compiled for."""
+
+    architecture: Architecture
+    numIPUs: int  # noqa: N815 - pva's names
+    tilesPerIpu: int  # noqa: N815
+    bytesPerTile: int  # noqa: N815
+
+    @property
+    def totalMemory(self) -> int:  # noqa: N802
+        return self.numIPUs * self.tilesPerIpu * self.bytesPerTile
+
+
+class Report:
+    """Stands in for the PopVision analysis report (`pva::Report`) of the original: the
+    summary and graph, the compilation's target (`compilation.target`) and the runs since
+    the last reset, by their debug names (`execution.runs[i].name`)."""
+
+    def __init__(
+        self,
+        summary: str,
+        graph_json: bytes,
+        target: Target | None = None,
+        run_names: Iterable[str] = (),
+    ) -> None:
         self.summary = summary
         self.graph = json.loads(graph_json)
+        self.compilation = SimpleNamespace(target=target)
+        self.execution = SimpleNamespace(runs=[SimpleNamespace(name=n) for n in run_names])
 
     def __str__(self) -> str:
         return self.summary

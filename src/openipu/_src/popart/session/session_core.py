@@ -27,6 +27,7 @@ import tensorflow as tf
 from openipu._src.engine import floating_point_checks, host_arrays
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.cost_model import chip as chip_figures
 from openipu._src.engine.cost_model import out_of_memory
 from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
@@ -43,6 +44,7 @@ from openipu._src.popart.errors import (
     popart_exception,
     popart_runtime_error,
     poplar_application_runtime_error,
+    poplar_exception,
     poplar_runtime_error,
 )
 from openipu._src.popart.input_shape_info import InputShapeInfo
@@ -50,6 +52,7 @@ from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
 from openipu._src.popart.lowering.ops.ai_graphcore import ABORT_MESSAGE
 from openipu._src.popart.options.enums import (
+    Instrumentation,
     IrSerializationFormat,
     RecomputationType,
     SyntheticDataMode,
@@ -69,6 +72,7 @@ from openipu._src.popart.session import (
     option_rules,
     placement,
     reports,
+    shift_graph_file,
     tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
@@ -191,6 +195,11 @@ class SessionCore:
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
         self._write_dot_files()
+        if self._options.serializedPoprithmsShiftGraphsDir:
+            # The original's scheduler writes it while the session prepares its IR.
+            shift_graph_file.write_shift_graph(
+                self._options.serializedPoprithmsShiftGraphsDir, self._model.graph
+            )
         if debug_info_stream.is_open():
             ir_view.record_debug_infos(self._ir_request())
         if not self._training:
@@ -545,6 +554,7 @@ class SessionCore:
                 floating_point_checks.trap_message(error.message)
             ) from None
         self._facts.runs += 1
+        self._facts.run_names.append(debug_name)
         self._facts.compile_mode = self._compiled_mode_name()
         self._mark_engine_loaded()
         if not synthetic:
@@ -915,12 +925,30 @@ class SessionCore:
                 "order to measure cycle count"
             )
         estimate = self._cost_estimate()
-        if id != "" or estimate is None:
+        counters = self._cycle_counters()
+        if id not in counters or estimate is None:
             raise popart_runtime_error(
                 f"Invalid id for cycle counter, '{id}'. Make sure you have set "
                 "SessionOption::hardwareInstrumentations correctly."
             )
-        return estimate.cycles_per_call
+        # The outer counter times the whole call; an inner one the last iteration of the
+        # batches-per-step loop (one step), as each IPU's first tile counts it.
+        return estimate.cycles_per_call if counters[id] == "outer" else estimate.cycles.per_step
+
+    def _cycle_counters(self) -> dict[str, str]:
+        """The cycle counters the program has, by id (willow/src/popx/popprograms.cpp):
+        "" with Instrumentation.Outer; with Instrumentation.Inner, outside implicit
+        pipelining, "inner_ipu_<i>" for each IPU of a replica."""
+        wanted = set(self._options.hardwareInstrumentations)
+        counters = {"": "outer"} if Instrumentation.Outer in wanted else {}
+        options = self._options  # willow/include/popart/sessionoptions.hpp
+        implicit_pipelining = options.enablePipelining and not (
+            options.useHostCopyOps and options.enableExplicitMainLoops
+        )
+        if Instrumentation.Inner in wanted and not implicit_pipelining:
+            ipus = self._device.numIpus // max(self.replicationFactor, 1)
+            counters.update({f"inner_ipu_{i}": "inner" for i in range(ipus)})
+        return counters
 
     def _cost_estimate(self) -> CostEstimate | None:
         """The cost model's estimate of the compiled program on the device's chip."""
@@ -940,23 +968,48 @@ class SessionCore:
 
     # -- reports -------------------------------------------------------------------------
 
+    def _require_engine_profile(self) -> None:
+        """The checks before a report (willow/src/popx/devicex.cpp, doProfileChecks): a
+        compiled engine; then Poplar's, the CPU target keeps no profile."""
+        if not self._prepared or self._program is None:
+            raise popart_runtime_error(
+                "Session must have been prepared before a report can be fetched"
+            )
+
+    def _require_device_profile(self) -> None:
+        if self._device.type is DeviceType.Cpu:
+            raise poplar_exception("Profiling is disabled for current device type.")
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:  # noqa: N802, N803
-        self._require_prepared("getSummaryReport")
+        self._require_engine_profile()
+        self._require_device_profile()
         report = reports.summary_report(self._model, self._facts, self._cost_estimate())
         if resetProfile:
             self._facts.runs = 0
+            self._facts.run_names.clear()
         return report
 
     def getSerializedGraph(self) -> bytes:  # noqa: N802
-        self._require_prepared("getSerializedGraph")
+        self._require_engine_profile()
         return reports.serialized_graph(self._model, self._facts, self._placement)
 
     def getReport(self) -> reports.Report:  # noqa: N802
-        self._require_prepared("getReport")
+        self._require_engine_profile()
+        self._require_device_profile()
         return reports.Report(
             reports.summary_report(self._model, self._facts, self._cost_estimate()),
             self.getSerializedGraph(),
+            self._report_target(),
+            self._facts.run_names,
         )
+
+    def _report_target(self) -> reports.Target:
+        version = self._device.version if self._device.version in chip_figures.VERSIONS else "ipu2"
+        figures = chip_figures.chip(version, int(self._device.tilesPerIPU or 0))
+        return reports.Target(
+            reports.Architecture(version), self._device.numIpus, figures.tiles,
+            figures.bytes_per_tile,
+        )  # fmt: skip
 
     # -- executables ---------------------------------------------------------------------
 

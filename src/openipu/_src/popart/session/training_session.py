@@ -614,17 +614,27 @@ class TrainingSession(SessionCore):
         self._streams.setdefault(streamHandle, []).append((index, callback))
 
     def broadcastWeights(self, rootRank: int = 0) -> None:  # noqa: N802, N803
-        """Sends the weights of PopRun instance `rootRank` to the others: one instance here."""
+        """Sends the host weights of PopRun instance `rootRank` to the other instances (as
+        willow/src/session.cpp does with popdist's broadcast of each weight tensor)."""
         rank = check_int(rootRank, "broadcastWeights rootRank")
-        instances = 1
+        # Imported here: the instances' collective runtime is only needed under PopRun.
+        from openipu._src.distributed import host_collectives
+
+        instances = host_collectives.world_size()
         if self._options.enableDistributedReplicatedGraphs:
             instances = max(
-                1, self._options.globalReplicationFactor // max(1, self.replicationFactor)
+                instances,
+                self._options.globalReplicationFactor // max(1, self.replicationFactor),
             )
         if not 0 <= rank < instances:
             raise popart_exception(
                 f"broadcastWeights rootRank {rank}: there are {instances} PopRun instance(s)"
             )
+        if host_collectives.world_size() == 1:
+            return
+        for name in [*self._weights.weight_ids, *self._weights.state_ids]:
+            received = host_collectives.broadcast(self._weights.host[name], rank).numpy()
+            self._weights.host[name] = received.reshape(self._weights.host[name].shape)
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
         if self._options.disableOptimizerStateTensorStreams:
