@@ -284,3 +284,57 @@ def test_dropout_rejects_bad_attributes():
         gen_poprand_ops.ipu_dropout(X, rate=0.5, scale="big")
     with pytest.raises(ValueError, match="shape"):
         gen_poprand_ops.ipu_dropout_with_seed(X, [1, 2, 3], rate=0.5, scale=1.0)
+
+
+# -- the other ops the original's library calls ------------------------------------------------
+
+
+def test_reduce_scatter_execution_counter_and_layout_ops(on_replicas):
+    data, mine = _replica_values([5])
+
+    def step():
+        x = mine()
+
+        def body(digits):
+            # Appends the iteration (1-based) as a decimal digit.
+            return digits * 10 + gen_poputil_ops.execution_counter() + 1
+
+        (scattered,) = gen_popops_ops.ipu_reduce_scatter(
+            [x], op="COLLECTIVE_OP_ADD", replication_factor=2
+        )
+        return {
+            "scattered": scattered,
+            "digits": ipu.loops.repeat(3, body, [tf.constant(0)]),
+            "remapped": gen_poputil_ops.ipu_remap(gen_poputil_ops.ipu_remap_deduce(x)),
+        }
+
+    got = tf.nest.map_structure(lambda v: v[0], on_replicas(step, 2))
+    # The sum over the 2 replicas, padded to 6 elements; replica r keeps elements 3r..3r+2.
+    total = np.pad(data[:2].sum(0), [0, 1])
+    for r in range(2):
+        np.testing.assert_allclose(got["scattered"][r], total[3 * r : 3 * r + 3], rtol=1e-6)
+        np.testing.assert_array_equal(got["remapped"][r], data[r])
+    np.testing.assert_array_equal(got["digits"], [123, 123])
+
+
+def test_fifo_normalise_image_and_device_sync(on_replicas):
+    image = RNG.integers(0, 255, size=(2, 2, 3)).astype(np.float32)
+    offsets, scales = np.array([1, 2, 3], np.float32), np.array([0.5, 0.25, 2], np.float32)
+
+    def step():
+        def body(x, seen):
+            return x + 1, seen * 10 + gen_poputil_ops.ipu_fifo(x, depth=1, offload=False)
+
+        _, seen = ipu.loops.repeat(3, body, [tf.constant(1), tf.constant(0)])
+        return {
+            "seen": seen,
+            "image": gen_popops_ops.normalise_image(image, offsets, scales, scale=2.0),
+        }
+
+    got = tf.nest.map_structure(lambda v: v[0], on_replicas(step, 1))
+    # One call late: zeros first, then the values 1, 2.
+    np.testing.assert_array_equal(got["seen"], 12)
+    expected = np.concatenate([(image * 2.0 - offsets) * scales, np.zeros((2, 2, 1))], -1)
+    np.testing.assert_allclose(got["image"], expected, rtol=1e-6)
+    with tf.Graph().as_default():
+        assert gen_poputil_ops.device_sync().type == "NoOp"  # an operation without outputs

@@ -11,7 +11,14 @@ import tensorflow as tf
 
 from openipu._src.engine import region
 from openipu._src.int_like import as_attr_int
-from openipu._src.ops import all_to_all_op, collectives, cross_replica_ops, slicing_ops
+from openipu._src.ops import (
+    all_to_all_op,
+    collectives,
+    cross_replica_ops,
+    image_ops,
+    reduce_scatter_op,
+    slicing_ops,
+)
 
 
 def _group_size(replica_group_size) -> int | None:
@@ -206,3 +213,21 @@ def ipu_sequence_slice_unpack(
         return slicing_ops.sequence_slice(
             dst, src, num_elems, src_offsets, dst_offsets, zero_unused=True
         )
+
+
+def ipu_reduce_scatter(inputs, op, replication_factor, name=None) -> list[tf.Tensor]:
+    """For each rank-1 tensor of `inputs`: `op` over the group, this replica's slice of it."""
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"ipu_reduce_scatter: inputs must be a list of tensors, got {inputs!r}")
+    return list(
+        reduce_scatter_op.reduce_scatter(
+            list(inputs), replication_factor, op=op, name=name or "IpuReduceScatter"
+        )
+    )
+
+
+def normalise_image(image, channel_offsets, channel_scales, scale, name=None) -> tf.Tensor:
+    """Pads 3 channels to 4 and normalises: `(image[c] * scale - offsets[c]) * scales[c]`."""
+    return image_ops.normalise_image(
+        image, channel_offsets, channel_scales, scale=scale, name=name or "NormaliseImage"
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from openipu._src.ops import collectives, cross_replica_ops, replication_ops
+from openipu._src.ops import collectives, cross_replica_ops, internal_ops, replication_ops
 from openipu._src.ops.plugin_ops import stateful_accumulation
 
 
@@ -58,3 +58,35 @@ def ipu_stateful_gradient_accumulate_with_momentum(
     return stateful_accumulation.accumulate_with_momentum(
         accum, grad, momentum, num_mini_batches, name=name
     )
+
+
+def execution_counter(lower_into_pipeline_stage=False, name=None) -> tf.Tensor:
+    """Which iteration of the enclosing device loop (a pipeline's, `loops.repeat`'s) runs."""
+    # The original's `internal_ops.get_current_iteration_counter` is this op.
+    return internal_ops.get_current_iteration_counter(name=name or "ExecutionCounter")
+
+
+def ipu_fifo(input, depth, offload, name=None) -> tf.Tensor:  # noqa: A002
+    """`input` as it was `depth` calls ago (zeros for the first `depth` calls)."""
+    return internal_ops.fifo(input, depth, offload=offload, name=name or "IpuFifo")
+
+
+def ipu_print_tensor(input, tensor_name, name=None):  # noqa: A002
+    """Prints `input` (labelled `tensor_name` when given) to standard error."""
+    with tf.name_scope(name or "IpuPrintTensor"):
+        return internal_ops.print_tensor(input, name=tensor_name)
+
+
+def ipu_remap(input, name=None) -> tf.Tensor:  # noqa: A002
+    """`input`, laid out linearly over the tiles (a layout change only)."""
+    return internal_ops.remap(input, name=name or "IpuRemap")
+
+
+def ipu_remap_deduce(input, name=None) -> tf.Tensor:  # noqa: A002
+    """`input`, with a tile layout deduced from it (a layout change only)."""
+    return internal_ops.remap_deduce(input, name=name or "IpuRemapDeduce")
+
+
+def device_sync(name=None) -> tf.Operation:
+    """An operation with no outputs: the emulated IPUs run in step with the host already."""
+    return tf.no_op(name=name or "DeviceSync")

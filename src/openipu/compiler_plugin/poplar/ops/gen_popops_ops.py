@@ -9,8 +9,10 @@ from openipu._src.ops.plugin_ops.popops_ops import (
     ipu_multi_slice,
     ipu_multi_update,
     ipu_multi_update_add,
+    ipu_reduce_scatter,
     ipu_sequence_slice,
     ipu_sequence_slice_unpack,
+    normalise_image,
 )
 
 __all__ = [
@@ -21,6 +23,8 @@ __all__ = [
     "ipu_multi_slice",
     "ipu_multi_update",
     "ipu_multi_update_add",
+    "ipu_reduce_scatter",
     "ipu_sequence_slice",
     "ipu_sequence_slice_unpack",
+    "normalise_image",
 ]

@@ -2,7 +2,13 @@
 (re-exports only)."""
 
 from openipu._src.ops.plugin_ops.poputil_ops import (
+    device_sync,
+    execution_counter,
     ipu_assume_equal_across_replicas,
+    ipu_fifo,
+    ipu_print_tensor,
+    ipu_remap,
+    ipu_remap_deduce,
     ipu_replication_normalise,
     ipu_stateful_gradient_accumulate,
     ipu_stateful_gradient_accumulate_with_momentum,
@@ -10,7 +16,13 @@ from openipu._src.ops.plugin_ops.poputil_ops import (
 )
 
 __all__ = [
+    "device_sync",
+    "execution_counter",
     "ipu_assume_equal_across_replicas",
+    "ipu_fifo",
+    "ipu_print_tensor",
+    "ipu_remap",
+    "ipu_remap_deduce",
     "ipu_replication_normalise",
     "ipu_stateful_gradient_accumulate",
     "ipu_stateful_gradient_accumulate_with_momentum",
