@@ -277,6 +277,20 @@ def test_unseeded_dropout_draws_new_seeds_per_call_and_run(tf1_graph):
     assert len(seeds) == 4
 
 
+def test_dropout_gradient_uses_the_forward_mask(tf1_graph):
+    def model():
+        w = tf.compat.v1.get_variable(
+            "w", X.shape, initializer=tf.compat.v1.constant_initializer(X), use_resource=True
+        )
+        out, _, _ = gen_poprand_ops.ipu_dropout(w, rate=0.5, scale=3.0)
+        (grad,) = tf.gradients(tf.reduce_sum(out), [w])
+        return out, grad
+
+    ((out, grad),) = _run_compiled(model)
+    # d out / d w is `scale` where the element was kept, else 0.
+    np.testing.assert_array_equal(grad, np.where(out != 0, 3.0, 0.0))
+
+
 def test_dropout_rejects_bad_attributes():
     with pytest.raises(ValueError, match="rate"):
         gen_poprand_ops.ipu_dropout(X, rate=1.5, scale=1.0)
