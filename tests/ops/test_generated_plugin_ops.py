@@ -116,6 +116,10 @@ def test_multi_slice_and_updates_match_numpy(on_replicas):
             "update": gen_popops_ops.ipu_multi_update(
                 table, indices=indices[:1], updates=updates[:1]
             ),
+            # An index outside the table changes nothing.
+            "outside": gen_popops_ops.ipu_multi_update(
+                table, indices=[[10, 3]], updates=updates[:1]
+            ),
         }
 
     got = tf.nest.map_structure(lambda v: v[0], on_replicas(step, 1))
@@ -126,6 +130,9 @@ def test_multi_slice_and_updates_match_numpy(on_replicas):
     replaced = table.copy()
     replaced[indices[0]] = updates[0]
     np.testing.assert_array_equal(got["update"], replaced)
+    replaced = table.copy()
+    replaced[3] = updates[0, 1]
+    np.testing.assert_array_equal(got["outside"], replaced)
 
 
 def test_multi_slice_and_update_shapes():

@@ -91,7 +91,7 @@ def ipu_multi_slice(input, indices, indices_are_sorted=False, name=None) -> tf.T
     """`[*indices.shape, input.shape[1]]`: the rows of the rank-2 `input` that `indices` name."""
     with tf.name_scope(name or "IpuMultiSlice"):
         table, indices = _table_and_indices(input, indices, "ipu_multi_slice")
-        # Rows outside the table read as zeros (PopLibs' multiSlice does not read them).
+        # Indices outside the table give rows of zeros (as a serialized embedding_lookup's).
         return _rows_where(_valid(indices, table), tf.gather(table, _clipped(indices, table)))
 
 
@@ -105,8 +105,7 @@ def ipu_multi_update(
     """`input` with row `indices[i]` replaced by `updates[i]`."""
     with tf.name_scope(name or "IpuMultiUpdate"):
         table, indices, updates = _update_operands(input, indices, updates, "ipu_multi_update")
-        flat_indices, flat_updates = _in_range(indices, updates, table)
-        return tf.tensor_scatter_nd_update(table, flat_indices, flat_updates)
+        return _scattered(tf.tensor_scatter_nd_update, table, indices, updates)
 
 
 def ipu_multi_update_add(
@@ -123,8 +122,7 @@ def ipu_multi_update_add(
         scale = tf.convert_to_tensor(scale, table.dtype)
         if scale.shape.rank not in (None, 0):
             raise ValueError(f"ipu_multi_update_add: scale must be a scalar, got {scale.shape}")
-        flat_indices, flat_updates = _in_range(indices, updates * scale, table)
-        return tf.tensor_scatter_nd_add(table, flat_indices, flat_updates)
+        return _scattered(tf.tensor_scatter_nd_add, table, indices, updates * scale)
 
 
 def _table_and_indices(table, indices, what: str) -> tuple[tf.Tensor, tf.Tensor]:
@@ -168,14 +166,15 @@ def _rows_where(valid: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
     return tf.where(mask, values, tf.zeros_like(values))
 
 
-def _in_range(indices: tf.Tensor, updates: tf.Tensor, table: tf.Tensor):
-    """Scatter operands in which rows outside `table` add zeros to row 0 (PopLibs' multi-updates
-    skip them)."""
+def _scattered(scatter, table: tf.Tensor, indices: tf.Tensor, updates: tf.Tensor) -> tf.Tensor:
+    """`scatter(table, indices, updates)` over rows, indices outside `table` changing nothing
+    (TensorFlow's host kernels would fail on them): they go to a spare row, cut off after."""
+    rows = tf.shape(table)[0]
     flat_indices = tf.reshape(indices, [-1])
     flat_updates = tf.reshape(updates, tf.concat([[-1], tf.shape(table)[1:]], 0))
-    valid = _valid(flat_indices, table)
-    target = tf.where(valid, flat_indices, tf.zeros_like(flat_indices))
-    return target[:, None], _rows_where(valid, flat_updates)
+    target = tf.where(_valid(flat_indices, table), flat_indices, rows)
+    padded = tf.concat([table, tf.zeros_like(table[:1])], 0)
+    return tf.ensure_shape(scatter(padded, target[:, None], flat_updates)[:rows], table.shape)
 
 
 def ipu_sequence_slice(
