@@ -34,14 +34,14 @@ IpuDropoutWithSeedAndReference = collections.namedtuple(
 )
 
 
-def _dropped(what: str, input, seed, rate, scale, noise_shape) -> tuple[tf.Tensor, tf.Tensor]:  # noqa: A002
+def _dropped(what: str, values, seed, rate, scale, noise_shape) -> tuple[tf.Tensor, tf.Tensor]:
     """The dropout result and the seed its mask came from (drawn when `seed` is None)."""
-    x = tf.convert_to_tensor(input)
+    x = tf.convert_to_tensor(values)
     if x.dtype not in _DTYPES:
         raise TypeError(f"{what}: input must be float16, float32 or int32, got {x.dtype.name}")
+    # The probability of keeping; the original's kernel (kernels/poprand/dropout_xla.cc) does
+    # not check its range: beyond [0, 1] everything is kept or dropped.
     keep = _float_attr(rate, f"{what}: rate")
-    if not 0.0 <= keep <= 1.0:
-        raise ValueError(f"{what}: rate (the probability of keeping) must be in [0, 1], got {keep}")
     scale = _float_attr(scale, f"{what}: scale")
     if seed is None:
         # The device's seed stream gives int64 seeds; the op's seed output is an int32 pair,
