@@ -359,3 +359,29 @@ def test_fifo_normalise_image_and_device_sync(on_replicas):
     np.testing.assert_allclose(got["image"], expected, rtol=1e-6)
     with tf.Graph().as_default():
         assert gen_poputil_ops.device_sync().type == "NoOp"  # an operation without outputs
+
+
+def test_histogram_and_barrier(on_replicas):
+    values = RNG.normal(size=[50]).astype(np.float32)
+    levels = np.array([-1.0, 0.0, 0.5], np.float32)
+
+    def step():
+        hist = gen_popops_ops.ipu_histogram(values, levels, absolute_of_input=True)
+        first, second = gen_poputil_ops.ipu_barrier([values, levels])
+        return {
+            "hist": hist,
+            "updated": gen_popops_ops.ipu_histogram_update(
+                hist, values, levels, absolute_of_input=False
+            ),
+            "first": first,
+            "second": second,
+        }
+
+    got = tf.nest.map_structure(lambda v: v[0], on_replicas(step, 1))
+    # Bins (-inf, -1], (-1, 0], (0, 0.5], (0.5, inf), as np.digitize with right=True.
+    absolute = np.bincount(np.digitize(np.abs(values), levels, right=True), minlength=4)
+    signed = np.bincount(np.digitize(values, levels, right=True), minlength=4)
+    np.testing.assert_array_equal(got["hist"], absolute)
+    np.testing.assert_array_equal(got["updated"], absolute + signed)
+    np.testing.assert_array_equal(got["first"], values)
+    np.testing.assert_array_equal(got["second"], levels)

@@ -18,6 +18,7 @@ from openipu._src.ops import (
     image_ops,
     reduce_scatter_op,
     slicing_ops,
+    statistics_ops,
 )
 
 
@@ -230,3 +231,17 @@ def normalise_image(image, channel_offsets, channel_scales, scale, name=None) ->
     return image_ops.normalise_image(
         image, channel_offsets, channel_scales, scale=scale, name=name or "NormaliseImage"
     )
+
+
+def ipu_histogram(input, levels, absolute_of_input, name=None) -> tf.Tensor:  # noqa: A002
+    """float32 counts of `input` in the len(levels) + 1 bins the sorted `levels` bound."""
+    with tf.name_scope(name or "IpuHistogram"):
+        return statistics_ops.histogram(input, levels, absolute_of_input=bool(absolute_of_input))
+
+
+def ipu_histogram_update(hist, input, levels, absolute_of_input, name=None) -> tf.Tensor:  # noqa: A002
+    """`hist` plus the histogram of `input` over `levels`."""
+    with tf.name_scope(name or "IpuHistogramUpdate"):
+        return statistics_ops.histogram_update(
+            hist, input, levels, absolute_of_input=bool(absolute_of_input)
+        )

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from openipu._src.ops import collectives, cross_replica_ops, internal_ops, replication_ops
+from openipu._src.ops import (
+    collectives,
+    control_flow_ops,
+    cross_replica_ops,
+    internal_ops,
+    replication_ops,
+)
 from openipu._src.ops.plugin_ops import stateful_accumulation
 
 
@@ -90,3 +96,14 @@ def ipu_remap_deduce(input, name=None) -> tf.Tensor:  # noqa: A002
 def device_sync(name=None) -> tf.Operation:
     """An operation with no outputs: the emulated IPUs run in step with the host already."""
     return tf.no_op(name=name or "DeviceSync")
+
+
+def ipu_barrier(inputs, insert_barrier_for_gradients=False, name=None) -> list[tf.Tensor]:
+    """`inputs` (a list), none of them ready before all of them are."""
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"ipu_barrier: inputs must be a list of tensors, got {inputs!r}")
+    return list(
+        control_flow_ops.barrier(
+            list(inputs), bool(insert_barrier_for_gradients), name=name or "IpuBarrier"
+        )
+    )
