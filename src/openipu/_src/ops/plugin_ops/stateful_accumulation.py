@@ -7,7 +7,9 @@ stateful_gradient_accumulate.cc), each op has its own mini-batch counter; the pl
 accumulates in its own buffer, which it zeroes after giving it out; the momentum form
 accumulates in the user's variable `accum`, scaled by `momentum` at the first mini-batch
 of each group, and leaves the result there. Counter and buffer are engine state of the
-replica (`engine.gradient_accumulation.AccumulatorStore`), kept across runs.
+replica (`engine.gradient_accumulation.AccumulatorStore`). They are kept across runs of the
+program, where the original zeroes them when a run starts (its preamble): the two differ
+only for a run that ends in the middle of a group.
 """
 
 from __future__ import annotations
