@@ -4,11 +4,8 @@ The original's internal stateful gradient-accumulation ops
 (`gen_poputil_ops.ipu_stateful_gradient_accumulate` and its momentum form) combined
 with a cross-replica sum and `ipu_replication_normalise` over 2 replicas, in a 10-step
 while loop: the accumulator gives the sum of 5 mini-batches every 5th step (else
-zeros). Those ops live in the generated op modules
-(`tensorflow.compiler.plugin.poplar.ops`), which openipu does not provide (its gradient
-accumulation is reached through `GradientAccumulationOptimizerV2` and pipelines, whose
-conformance tests are elsewhere): every scenario is an expected failure on the import.
-The expected values are the original's.
+zeros). Those ops come from the generated op modules
+(`tensorflow.compiler.plugin.poplar.ops`). The expected values are the original's.
 """
 
 from __future__ import annotations
@@ -19,14 +16,6 @@ import tensorflow as tf
 from tensorflow.python import ipu
 
 v1 = tf.compat.v1
-
-pytestmark = pytest.mark.xfail(
-    strict=True,
-    raises=ImportError,
-    reason="difference: the original calls the generated op modules "
-    "tensorflow.compiler.plugin.poplar.ops.gen_poputil_ops and gen_popops_ops, which openipu "
-    "does not provide",
-)
 
 
 def _ops():

@@ -4,9 +4,9 @@ Collectives over 8 replicas in TF1 programs built before `configure_ipu_system`,
 the IPU device scope inside the computation (as the original): an all-gather of each
 replica's input plus its replication index, and an all-to-all exchange; each replica's
 result is outfed. The original calls the generated ops (`gen_popops_ops.ipu_all_gather`,
-`ipu_all_to_all`); the public `all_to_all_op` functions are the same ops. The original's
-shape-inference and multi-update-add scenarios need the generated op modules
-(`tensorflow.compiler.plugin.poplar.ops`), which openipu does not provide.
+`ipu_all_to_all`); the public `all_to_all_op` functions are the same ops. The
+shape-inference and multi-update-add scenarios call the generated op modules
+(`tensorflow.compiler.plugin.poplar.ops`) as the original does.
 """
 
 from __future__ import annotations
@@ -18,11 +18,6 @@ from tensorflow.python import ipu
 
 v1 = tf.compat.v1
 REPLICAS = 8
-
-_NO_GENERATED_OPS = (
-    "difference: the original calls the generated op module "
-    "tensorflow.compiler.plugin.poplar.ops.gen_popops_ops, which openipu does not provide (its gen_pop_datastream_ops only)"
-)
 
 
 def _run_replicated(tf1_graph, my_graph, x_value):
@@ -63,7 +58,6 @@ def test_all_gather(tf1_graph):
 
 
 @pytest.mark.follows("testAllGatherShapeInference")
-@pytest.mark.xfail(strict=True, raises=ImportError, reason=_NO_GENERATED_OPS)
 def test_all_gather_shape_inference(tf1_graph):
     from tensorflow.compiler.plugin.poplar.ops import gen_popops_ops
 
@@ -73,22 +67,41 @@ def test_all_gather_shape_inference(tf1_graph):
 
 
 @pytest.mark.follows("testSerializedMultiUpdateAdd")
-@pytest.mark.xfail(strict=True, raises=ImportError, reason=_NO_GENERATED_OPS)
 def test_serialized_multi_update_add(tf1_graph):
     from tensorflow.compiler.plugin.poplar.ops import gen_popops_ops, gen_poputil_ops
+
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
     def my_graph(idx, updates, scale):
         zeros = tf.broadcast_to(0.0, shape=[1000, 128])
         out = gen_popops_ops.ipu_multi_update_add(zeros, updates=updates, indices=idx, scale=scale)
         out = gen_popops_ops.ipu_cross_replica_sum(out)
-        return gen_poputil_ops.ipu_replication_normalise(out)
+        out = gen_poputil_ops.ipu_replication_normalise(out)
+        return out, outfeed.enqueue(out)
 
     with tf.device("cpu"):
         idx = v1.placeholder(np.int32, shape=[16])
         updates = v1.placeholder(np.float32, shape=[16, 128])
         scale = v1.placeholder(np.float32, shape=[])
     with tf.device("/device:IPU:0"):
-        ipu.ipu_compiler.compile(my_graph, [idx, updates, scale])
+        out = ipu.ipu_compiler.compile(my_graph, [idx, updates, scale])
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = [REPLICAS]
+    config.configure_ipu_system()
+    indices = [1, 2, 3, 4, 1, 2, 3, 4, 10, 20, 30, 40, 100, 200, 300, 400]
+    try:
+        dequeued = outfeed.dequeue()
+        with v1.Session(graph=tf1_graph) as sess:
+            sess.run(out, {idx: indices, updates: np.ones([16, 128]), scale: 2})
+            result = sess.run(dequeued)[0]
+    finally:
+        ipu.config.reset_ipu_configuration()
+    # Every replica adds 2 x ones at each index; the normalised sum over replicas is the same.
+    expected = np.zeros([1000, 128], np.float32)
+    np.add.at(expected, indices, 2.0)
+    assert result.shape == (REPLICAS, 1000, 128)
+    for replica in range(REPLICAS):
+        np.testing.assert_array_equal(result[replica], expected)
 
 
 @pytest.mark.follows("testAllToAll")

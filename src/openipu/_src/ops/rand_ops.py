@@ -41,9 +41,9 @@ def dropout(x, rate: float = 0.5, noise_shape=None, seed=None, name=None, **kwar
         x = tf.convert_to_tensor(x)
         if not x.dtype.is_floating:
             raise TypeError(f"dropout: x must be floating point, got dtype {x.dtype.name}")
-        seed = _device_seed() if seed is None else checked_seed(seed)
-        mask_shape = _mask_shape(x, noise_shape)
-        return _seeded_dropout(x, seed, mask_shape, float(rate))
+        seed = device_seed() if seed is None else checked_seed(seed)
+        mask_shape = dropout_mask_shape(x, noise_shape)
+        return seeded_dropout(x, seed, mask_shape, float(rate))
 
 
 def checked_seed(seed) -> tf.Tensor:
@@ -58,7 +58,7 @@ def checked_seed(seed) -> tf.Tensor:
     return tf.cast(seed, tf.int32)
 
 
-def _device_seed() -> tf.Tensor:
+def device_seed() -> tf.Tensor:
     if not tf.compat.v1.executing_eagerly_outside_functions():
         # A TF1 graph cannot capture the device's (eager) seed stream: the seed comes from a
         # random op of the graph, under TensorFlow's graph-level seeding, drawn once per run
@@ -67,7 +67,7 @@ def _device_seed() -> tf.Tensor:
     return seeds.generator(device_ordinal=0, replica=0).make_seeds(1)[:, 0]
 
 
-def _mask_shape(x: tf.Tensor, noise_shape) -> tf.Tensor:
+def dropout_mask_shape(x: tf.Tensor, noise_shape) -> tf.Tensor:
     """`noise_shape` with unknown (None) entries taken from `x`, as in `tf.nn.dropout`.
 
     As the original (tensorflow/python/ipu/ops/rand_ops.py), an empty noise shape means the
@@ -105,8 +105,13 @@ def _keep_mask(mask_shape: tf.Tensor, seed: tf.Tensor, rate: float) -> tf.Tensor
     return uniform >= rate
 
 
-def _seeded_dropout(x: tf.Tensor, seed: tf.Tensor, mask_shape: tf.Tensor, rate: float):
-    scale = 1.0 / (1.0 - rate)
+def seeded_dropout(
+    x: tf.Tensor, seed: tf.Tensor, mask_shape: tf.Tensor, rate: float, scale: float | None = None
+):
+    """`x` with elements dropped with probability `rate` (by a mask drawn from `seed`), the
+    others multiplied by `scale` (by default 1 / (1 - rate))."""
+    if scale is None:
+        scale = 1.0 / (1.0 - rate)
 
     def apply(values: tf.Tensor) -> tf.Tensor:
         keep = _keep_mask(mask_shape, seed, rate)
