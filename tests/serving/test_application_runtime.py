@@ -297,6 +297,34 @@ def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path
     np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
 
 
+def test_a_top_level_next_of_an_iterator_is_a_streamed_input(ipu_system, tmp_path):
+    # The original's IPU iterator reads its infeed (`next()` is the infeed's `_dequeue()`,
+    # ipu_infeed_queue.py): outside any loop too, it is one streamed element per call.
+    features = np.arange(8, dtype=np.float32).reshape(4, 2)
+    labels = np.array([1.0, -1.0, 2.0, 0.5], np.float32)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    scale = tf.Variable([3.0, -2.0])
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices((features, labels)))
+
+    @tf.function
+    def program():
+        x, y = next(iterator)
+        outfeed.enqueue(tf.reduce_sum(x * scale) * y)
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "next.poplar_exec"), freeze_variables=True
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "top_level_next")
+    signature = context.signature()
+    assert [s.shape.dimensions for s in signature.streamed_inputs] == [[2], []]
+    assert [len(signature.inputs), len(signature.streamed_outputs)] == [0, 1]
+    for i in range(len(labels)):
+        (got,) = ipu.embedded_runtime.embedded_runtime_call([features[i], labels[i]], context)
+        np.testing.assert_allclose(got.numpy(), (features[i] @ [3.0, -2.0]) * labels[i])
+    np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
+
+
 def test_without_output_path_a_temporary_file_is_written(ipu_system):
     path, _ = _compile_loop_default_path()
     try:
