@@ -325,6 +325,33 @@ def test_a_top_level_next_of_an_iterator_is_a_streamed_input(ipu_system, tmp_pat
     np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
 
 
+def _iterator_program(reads_per_step):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)))
+
+    @tf.function
+    def program():
+        for _ in tf.range(2):
+            outfeed.enqueue(tf.add_n([next(iterator) for _ in range(reads_per_step)]))
+
+    return program
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="difference: the original streams every next() of an IPU iterator (a dequeue of "
+    "its infeed); openipu's executables stream one next() per step of a range loop",
+)
+def test_several_reads_of_an_iterator_per_step_stream_its_elements(ipu_system, tmp_path):
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        _iterator_program(reads_per_step=2), output_path=str(tmp_path / "twice.poplar_exec")
+    )
+    signature = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice").signature()
+    assert [len(signature.streamed_inputs), len(signature.streamed_outputs)] == [1, 1]
+
+
 def test_without_output_path_a_temporary_file_is_written(ipu_system):
     path, _ = _compile_loop_default_path()
     try:

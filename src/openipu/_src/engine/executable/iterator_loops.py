@@ -117,7 +117,15 @@ class _ExecutableRewrite:
         if probe is None or probe.unstreamable or len(probe.iterators) != 1:
             return None
         ((key, iterator),) = probe.iterators.items()
-        if probe.reads[key] != 1 or not autograph_loops.streamable(iterator.element_spec):
+        if probe.reads[key] != 1:
+            # Left to autograph, the loop would capture the iterator, which no executable
+            # can hold: said here, where the reason is known.
+            raise NotImplementedError(
+                f"The body of a `for _ in tf.range(n)` loop calls next() {probe.reads[key]} "
+                "times on its iterator: openipu's executables stream one element per step "
+                "(batch the dataset to read several at once)"
+            )
+        if not autograph_loops.streamable(iterator.element_spec):
             return None
         return _StreamedLoop(capture, len(range(start, limit, delta)), start, delta, key, iterator)
 
