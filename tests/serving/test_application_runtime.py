@@ -493,6 +493,85 @@ def test_a_training_pipeline_trains_run_after_run(ipu_system, tmp_path):
     assert not np.allclose(got[4:], stale[4:], rtol=1e-4)  # the first run's update counted
 
 
+def _tf1_training_pipeline(xs, ys, scope):
+    """A TF1 program's training pipeline (two stages of tf.compat.v1.get_variable weights)."""
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices((xs, ys)))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(x, y):
+        with tf.compat.v1.variable_scope(scope + "1", use_resource=True):
+            w = tf.compat.v1.get_variable("w", initializer=np.full((4, 3), 0.3, np.float32))
+        return tf.matmul(x, w), y
+
+    def stage2(hidden, y):
+        with tf.compat.v1.variable_scope(scope + "2", use_resource=True):
+            w = tf.compat.v1.get_variable("w", initializer=np.full((3, 1), 0.2, np.float32))
+        return tf.reduce_mean(tf.square(tf.matmul(hidden, w) - y))
+
+    def optimizer_function(loss):
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+        return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+    def program():
+        return ipu.pipelining_ops.pipeline(
+            [stage1, stage2],
+            gradient_accumulation_count=4,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            device_mapping=[0, 1],
+        )
+
+    return program, infeed, outfeed
+
+
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_a_tf1_training_pipeline_trains_as_when_run_directly(ipu_system, tmp_path):
+    rng = np.random.RandomState(1)
+    xs = rng.rand(8, 2, 4).astype(np.float32)
+    ys = rng.rand(8, 2, 1).astype(np.float32)
+    with tf.Graph().as_default():
+        program, infeed, outfeed = _tf1_training_pipeline(xs, ys, "direct")
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            run = ipu.ipu_compiler.compile(program)
+        dequeue = outfeed.dequeue()
+        with tf.compat.v1.Session() as session:
+            session.run([tf.compat.v1.global_variables_initializer(), infeed.initializer])
+            direct = np.array([], np.float32)
+            for _ in range(2):
+                session.run(run)
+                direct = np.append(direct, session.run(dequeue))
+    with tf.Graph().as_default():
+        program, _, _ = _tf1_training_pipeline(xs, ys, "compiled")
+        path = ipu.application_compile_op.experimental_application_compile_op(
+            program, output_path=str(tmp_path / "tf1_train.poplar_exec")
+        )
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(path)
+    start = [np.full((4, 3), 0.3, np.float32), np.full((3, 1), 0.2, np.float32)]
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        str(tmp_path / "tf1_train.poplar_exec"), start, "tf1_training", timeout=10**6
+    )
+    losses = [None] * len(xs)
+
+    def call(i):
+        (losses[i],) = ipu.embedded_runtime.embedded_runtime_call([xs[i], ys[i]], context)
+
+    for run_index in range(2):  # two runs of 4 mini-batches: one weight update each
+        threads = [
+            threading.Thread(target=call, args=(i,))
+            for i in range(4 * run_index, 4 * run_index + 4)
+        ]
+        for thread in threads:
+            thread.start()
+            thread.join(0.05)
+        for thread in threads:
+            thread.join()
+    np.testing.assert_allclose([float(v.numpy()) for v in losses], direct, rtol=1e-5)
+    assert not np.allclose(direct[4:], _linear_pipeline_reference(xs, ys, *start, 8, 0.1)[0][4:])
+
+
 def test_a_missing_directory_is_named(ipu_system, tmp_path):
     path = tmp_path / "nonexistent" / "file.poplar_exec"
     with pytest.raises(OSError, match="Failed to open file for writing"):
