@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -122,6 +123,34 @@ def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
     y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
     np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), 24.0)
+
+
+def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
+    # The spec: `timeout` is how long a run waits for the next batch of data before going
+    # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
+    x = np.ones([2, 4], np.float32)
+    short = ipu.embedded_runtime.embedded_runtime_start(path, [], "short_wait", timeout=1000)
+    ipu.embedded_runtime.embedded_runtime_call([x], short)  # loads the executable
+    started = time.monotonic()
+    ipu.embedded_runtime.embedded_runtime_call([x], short)
+    assert time.monotonic() - started < 1.0
+    long = ipu.embedded_runtime.embedded_runtime_start(path, [], "long_wait", timeout=1_500_000)
+    started = time.monotonic()
+    (y, _) = ipu.embedded_runtime.embedded_runtime_call([x], long)
+    assert time.monotonic() - started >= 1.5
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    full = ipu.embedded_runtime.embedded_runtime_start(path, [], "full_run", timeout=30 * 10**6)
+    threads = [
+        threading.Thread(target=ipu.embedded_runtime.embedded_runtime_call, args=([x], full))
+        for _ in range(4)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - started < 15.0  # not the 30 s timeout
 
 
 def test_a_tf1_session_runs_the_runtime(ipu_system, tmp_path):
