@@ -409,12 +409,6 @@ def test_evaluate_with_stages_mapped_to_same_ipu(tmp_path):
     assert metrics["loss"] == np.mean(np.square(features))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,  # InaccessibleTensorError
-    reason="difference: a learning rate computed in optimizer_function from a pipeline "
-    "input is built in one loop body's graph and used in another's; the original accepts it",
-)
 @pytest.mark.parametrize("updates_per_loop", [1, 2])
 @pytest.mark.follows("testPassGlobalStepAsInput")
 def test_pass_global_step_as_input(tmp_path, updates_per_loop):
@@ -452,9 +446,15 @@ def test_pass_global_step_as_input(tmp_path, updates_per_loop):
         )
 
     estimator = _estimator(my_model_fn, tmp_path, iterations_per_loop)
+    want_w = initial_w
     for i in range(2):
         estimator.train(input_fn=my_input_fn, steps=iterations_per_loop)
         assert estimator.get_variable_value("global_step") == iterations_per_loop * (i + 1)
+        # Each update: the learning rate of the global step the loop was given, times
+        # d(loss)/dw = x summed over the accumulated mini-batches.
+        learning_rate = 0.1 - 0.001 * iterations_per_loop * i
+        want_w -= updates_per_loop * learning_rate * accumulation * x
+        np.testing.assert_allclose(estimator.get_variable_value("w"), want_w, rtol=1e-5)
     out = estimator.evaluate(input_fn=my_input_fn, steps=iterations_per_loop)
     assert out["global_step_observed"] == 2 * iterations_per_loop
 

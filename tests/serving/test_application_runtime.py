@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -122,6 +123,34 @@ def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
     y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
     np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), 24.0)
+
+
+def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
+    # The spec: `timeout` is how long a run waits for the next batch of data before going
+    # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.
+    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
+    x = np.ones([2, 4], np.float32)
+    short = ipu.embedded_runtime.embedded_runtime_start(path, [], "short_wait", timeout=1000)
+    ipu.embedded_runtime.embedded_runtime_call([x], short)  # loads the executable
+    started = time.monotonic()
+    ipu.embedded_runtime.embedded_runtime_call([x], short)
+    assert time.monotonic() - started < 1.0
+    long = ipu.embedded_runtime.embedded_runtime_start(path, [], "long_wait", timeout=1_500_000)
+    started = time.monotonic()
+    (y, _) = ipu.embedded_runtime.embedded_runtime_call([x], long)
+    assert time.monotonic() - started >= 1.5
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    full = ipu.embedded_runtime.embedded_runtime_start(path, [], "full_run", timeout=30 * 10**6)
+    threads = [
+        threading.Thread(target=ipu.embedded_runtime.embedded_runtime_call, args=([x], full))
+        for _ in range(4)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - started < 15.0  # not the 30 s timeout
 
 
 def test_a_tf1_session_runs_the_runtime(ipu_system, tmp_path):
@@ -297,6 +326,61 @@ def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path
     np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
 
 
+def test_a_top_level_next_of_an_iterator_is_a_streamed_input(ipu_system, tmp_path):
+    # The original's IPU iterator reads its infeed (`next()` is the infeed's `_dequeue()`,
+    # ipu_infeed_queue.py): outside any loop too, it is one streamed element per call.
+    features = np.arange(8, dtype=np.float32).reshape(4, 2)
+    labels = np.array([1.0, -1.0, 2.0, 0.5], np.float32)
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    scale = tf.Variable([3.0, -2.0])
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices((features, labels)))
+
+    @tf.function
+    def program():
+        x, y = next(iterator)
+        outfeed.enqueue(tf.reduce_sum(x * scale) * y)
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "next.poplar_exec"), freeze_variables=True
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "top_level_next")
+    signature = context.signature()
+    assert [s.shape.dimensions for s in signature.streamed_inputs] == [[2], []]
+    assert [len(signature.inputs), len(signature.streamed_outputs)] == [0, 1]
+    for i in range(len(labels)):
+        (got,) = ipu.embedded_runtime.embedded_runtime_call([features[i], labels[i]], context)
+        np.testing.assert_allclose(got.numpy(), (features[i] @ [3.0, -2.0]) * labels[i])
+    np.testing.assert_array_equal(next(iterator)[0].numpy(), features[0])  # not read
+
+
+def _iterator_program(reads_per_step):
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)))
+
+    @tf.function
+    def program():
+        for _ in tf.range(2):
+            outfeed.enqueue(tf.add_n([next(iterator) for _ in range(reads_per_step)]))
+
+    return program
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="difference: the original streams every next() of an IPU iterator (a dequeue of "
+    "its infeed); openipu's executables stream one next() per step of a range loop",
+)
+def test_several_reads_of_an_iterator_per_step_stream_its_elements(ipu_system, tmp_path):
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        _iterator_program(reads_per_step=2), output_path=str(tmp_path / "twice.poplar_exec")
+    )
+    signature = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice").signature()
+    assert [len(signature.streamed_inputs), len(signature.streamed_outputs)] == [1, 1]
+
+
 def test_without_output_path_a_temporary_file_is_written(ipu_system):
     path, _ = _compile_loop_default_path()
     try:
@@ -436,6 +520,85 @@ def test_a_training_pipeline_trains_run_after_run(ipu_system, tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     stale, _, _ = _linear_pipeline_reference(xs, ys, w1_start, w2_start, 8, lr)
     assert not np.allclose(got[4:], stale[4:], rtol=1e-4)  # the first run's update counted
+
+
+def _tf1_training_pipeline(xs, ys, scope):
+    """A TF1 program's training pipeline (two stages of tf.compat.v1.get_variable weights)."""
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices((xs, ys)))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(x, y):
+        with tf.compat.v1.variable_scope(scope + "1", use_resource=True):
+            w = tf.compat.v1.get_variable("w", initializer=np.full((4, 3), 0.3, np.float32))
+        return tf.matmul(x, w), y
+
+    def stage2(hidden, y):
+        with tf.compat.v1.variable_scope(scope + "2", use_resource=True):
+            w = tf.compat.v1.get_variable("w", initializer=np.full((3, 1), 0.2, np.float32))
+        return tf.reduce_mean(tf.square(tf.matmul(hidden, w) - y))
+
+    def optimizer_function(loss):
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+        return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+    def program():
+        return ipu.pipelining_ops.pipeline(
+            [stage1, stage2],
+            gradient_accumulation_count=4,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            optimizer_function=optimizer_function,
+            device_mapping=[0, 1],
+        )
+
+    return program, infeed, outfeed
+
+
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_a_tf1_training_pipeline_trains_as_when_run_directly(ipu_system, tmp_path):
+    rng = np.random.RandomState(1)
+    xs = rng.rand(8, 2, 4).astype(np.float32)
+    ys = rng.rand(8, 2, 1).astype(np.float32)
+    with tf.Graph().as_default():
+        program, infeed, outfeed = _tf1_training_pipeline(xs, ys, "direct")
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            run = ipu.ipu_compiler.compile(program)
+        dequeue = outfeed.dequeue()
+        with tf.compat.v1.Session() as session:
+            session.run([tf.compat.v1.global_variables_initializer(), infeed.initializer])
+            direct = np.array([], np.float32)
+            for _ in range(2):
+                session.run(run)
+                direct = np.append(direct, session.run(dequeue))
+    with tf.Graph().as_default():
+        program, _, _ = _tf1_training_pipeline(xs, ys, "compiled")
+        path = ipu.application_compile_op.experimental_application_compile_op(
+            program, output_path=str(tmp_path / "tf1_train.poplar_exec")
+        )
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(path)
+    start = [np.full((4, 3), 0.3, np.float32), np.full((3, 1), 0.2, np.float32)]
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        str(tmp_path / "tf1_train.poplar_exec"), start, "tf1_training", timeout=10**6
+    )
+    losses = [None] * len(xs)
+
+    def call(i):
+        (losses[i],) = ipu.embedded_runtime.embedded_runtime_call([xs[i], ys[i]], context)
+
+    for run_index in range(2):  # two runs of 4 mini-batches: one weight update each
+        threads = [
+            threading.Thread(target=call, args=(i,))
+            for i in range(4 * run_index, 4 * run_index + 4)
+        ]
+        for thread in threads:
+            thread.start()
+            thread.join(0.05)
+        for thread in threads:
+            thread.join()
+    np.testing.assert_allclose([float(v.numpy()) for v in losses], direct, rtol=1e-5)
+    assert not np.allclose(direct[4:], _linear_pipeline_reference(xs, ys, *start, 8, 0.1)[0][4:])
 
 
 def test_a_missing_directory_is_named(ipu_system, tmp_path):

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorflow.python import ipu
 
 from openipu._src.system import xla_cache
@@ -39,11 +40,11 @@ def _expected() -> np.ndarray:
     return np.tanh(x @ x.T).sum(axis=1)
 
 
-def _start(cache) -> subprocess.Popen:
+def _start(cache, program: str = PROGRAM) -> subprocess.Popen:
     env = dict(os.environ, TF_POPLAR_FLAGS=f"--executable_cache_path={cache}")
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     return subprocess.Popen(
-        [sys.executable, "-c", PROGRAM],
+        [sys.executable, "-c", program],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -111,6 +112,21 @@ def test_processes_writing_the_same_entry_at_once_leave_a_valid_cache(tmp_path):
     third, stderr = _finish(_start(tmp_path))
     np.testing.assert_allclose(third, _expected(), rtol=1e-5)
     assert "compiled again" not in stderr
+
+
+@pytest.mark.slow
+def test_the_key_covers_the_program_and_the_versions(tmp_path):
+    _finish(_start(tmp_path))
+    first_entries = _entries(tmp_path)
+    # Another program (one op differs) is not given the first one's executable.
+    other, _ = _finish(_start(tmp_path, PROGRAM.replace("tf.tanh", "tf.sigmoid")))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 10.0
+    np.testing.assert_allclose(other, (1 / (1 + np.exp(-(x @ x.T)))).sum(axis=1), rtol=1e-5)
+    assert set(first_entries) < set(_entries(tmp_path))
+    # Entries live under the versions of TensorFlow and openipu that wrote them.
+    assert os.listdir(tmp_path) == [xla_cache.versioned_name()]
+    assert f"tf{tf.__version__}" in xla_cache.versioned_name()
+    assert "openipu" in xla_cache.versioned_name()
 
 
 def test_without_the_flag_there_is_no_cache(monkeypatch):

@@ -181,13 +181,28 @@ def test_checkpoint_restore_dir_and_variable_initializer_set_the_values(ipu_syst
     )
     np.testing.assert_allclose(restored(x)[0].numpy(), x @ WEIGHTS, rtol=1e-6)
 
+    # As the spec's example: the initializer gets a tf.Session whose graph holds the
+    # step's variables by name, and restores them with a Saver.
     def variable_initializer(session):
-        w.assign(np.full([4, 3], 2.0, np.float32))
+        assert session.graph is tf.compat.v1.get_default_graph()
+        assert [v.name for v in tf.compat.v1.global_variables()] == ["restored_w:0"]
+        saver = tf.compat.v1.train.Saver()
+        saver.restore(session, str(tmp_path / "checkpoints" / "ckpt"))
 
     initialized = ipu.serving.export_single_step(
         predict_step, str(tmp_path / "b"), iterations=1, variable_initializer=variable_initializer
     )
-    np.testing.assert_allclose(initialized(x)[0].numpy(), np.full([1, 3], 8.0))
+    np.testing.assert_allclose(initialized(x)[0].numpy(), x @ WEIGHTS, rtol=1e-6)
+
+    # Assignments run in the session give the values too.
+    def assigning_initializer(session):
+        (variable,) = tf.compat.v1.global_variables()
+        session.run(variable.assign(np.full([4, 3], 2.0, np.float32)))
+
+    assigned = ipu.serving.export_single_step(
+        predict_step, str(tmp_path / "c"), iterations=1, variable_initializer=assigning_initializer
+    )
+    np.testing.assert_allclose(assigned(x)[0].numpy(), np.full([1, 3], 8.0))
 
 
 def test_export_dir_rules(ipu_system, tmp_path):

@@ -1,6 +1,6 @@
 """A TF1 program (eager execution disabled) exports with the spec's arguments: its step
 creates its variables with tf.compat.v1.get_variable, `variable_initializer` gets a
-session stand-in, the returned function runs in the program's session, and stock
+tf.Session of a graph holding them, the returned function runs in the program's session, and stock
 TensorFlow serves the SavedModel."""
 
 from __future__ import annotations

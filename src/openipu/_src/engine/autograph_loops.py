@@ -183,6 +183,12 @@ def _next_internal(
         element = body.next_element(iterator)
         if element is not UNHANDLED:
             return element
+    elif body is None and type(iterator) is iterator_ops.OwnedIterator:
+        # A read outside any rewritten loop: the rewrite may take it (an executable's).
+        outside = getattr(_current_rewrite(), "next_outside_loops", None)
+        element = outside(iterator) if outside is not None else UNHANDLED
+        if element is not UNHANDLED:
+            return element
     return stock(iterator)
 
 

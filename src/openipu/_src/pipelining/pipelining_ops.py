@@ -62,6 +62,7 @@ from openipu._src.pipelining import (
     pipeline_depth,
     pipeline_options,
 )
+from openipu._src.pipelining.optimizer_hyperparameters import KeptHyperparameters
 from openipu._src.pipelining.parallel_stages import IpuMapping, ParallelStage
 from openipu._src.pipelining.pipeline_options import (
     PipelineSchedule,
@@ -722,6 +723,7 @@ class _PipelinePlan:
             grads_and_vars += tagged_pairs(captured)
         elif captured:
             kept = self._state().last_captured.keep(captured)
+        kept += self._state().hyperparameters.keep(result.opt)
         return outputs, result.loss, [*self._accumulate(grads_and_vars), *kept]
 
     def _check_outfeed(self, data: Nested) -> None:
@@ -840,9 +842,10 @@ class _PipelinePlan:
             kwargs = dict(result.apply_gradients_kwargs)
             if captured_gradients.optimizer_takes_them(result.opt):
                 kwargs["captured_grads"] = captured or None
-            applied = [
-                result.opt.apply_gradients(variables, *result.apply_gradients_args, **kwargs)
-            ]
+            with state.hyperparameters.swapped_in(result.opt):
+                applied = [
+                    result.opt.apply_gradients(variables, *result.apply_gradients_args, **kwargs)
+                ]
             if captured and result.captured_gradient_outfeed is not None:
                 applied.append(result.captured_gradient_outfeed.enqueue(captured))
             return applied
@@ -917,6 +920,8 @@ class _ReplicaState:
         # The last mini-batch's captured gradients (gradient_accumulation_for_captured_grads
         # False).
         self.last_captured = LastCapturedGradients(_ACCUMULATORS)
+        # Optimizer tensors the mini-batch computed (a learning rate from a stage output).
+        self.hyperparameters = KeptHyperparameters(_ACCUMULATORS)
 
 
 # Pipelines' accumulators (gradients, outfeed data) are kept across traces: a pipeline

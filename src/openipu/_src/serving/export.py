@@ -33,7 +33,11 @@ from openipu._src.engine.executable.signature import TensorSignature
 from openipu._src.engine.outfeed_queue import IPUOutfeedQueue
 from openipu._src.feeds.infeed import IPUInfeedQueue
 from openipu._src.serving import embedded_runtime, frozen_steps, signatures
-from openipu._src.serving.frozen_steps import EagerSession, FrozenStep, restore_from_checkpoint
+from openipu._src.serving.frozen_steps import (
+    FrozenStep,
+    restore_from_checkpoint,
+    run_variable_initializer,
+)
 
 _Export_F = TypeVar("_Export_F", bound=Callable[..., Any])
 
@@ -241,7 +245,9 @@ def _prepare(
     if variable_initializer is not None:
         if not callable(variable_initializer):
             raise TypeError(f"variable_initializer must be callable, got {variable_initializer!r}")
-        variable_initializer(EagerSession())
+        run_variable_initializer(
+            variable_initializer, [v for step in every for v in step.variables]
+        )
     if checkpoint_restore_dir is not None:
         restore_from_checkpoint(checkpoint_restore_dir, every)
     for step in every:

@@ -79,19 +79,34 @@ def restore_from_checkpoint(directory: str, steps: Sequence[FrozenStep]) -> None
             variable.assign(reader.get_tensor(name))
 
 
-class EagerSession:
-    """What `variable_initializer(session)` receives in TensorFlow 2: variables live
-    outside any session, so `run` evaluates what it is given eagerly."""
-
-    graph = None
-
-    def run(self, fetches: Any, feed_dict: Any = None, **_: Any) -> Any:
-        if feed_dict:
-            raise ValueError("variable_initializer's session runs eagerly: it takes no feed_dict")
-
-        def value(item: Any) -> Any:
-            if isinstance(item, (tf.Variable, tf.Tensor)):
-                return np.asarray(item)
-            return None  # operations (initializers) already ran eagerly
-
-        return nest.map_structure(value, fetches)
+def run_variable_initializer(
+    variable_initializer: Callable[[Any], Any], variables: Sequence[tf.Variable]
+) -> None:
+    """Calls `variable_initializer(session)` as the original does (r1.15 serving.py): with
+    a `tf.compat.v1.Session` of a graph of its own, the default graph during the call,
+    holding the steps' variables under their names, not yet initialized. What it gives
+    them (`global_variables_initializer()`, a `Saver` restoring a checkpoint, assignments
+    run in the session) becomes the variables' values, which the export freezes."""
+    unique = list({id(v): v for v in variables}.values())
+    current = [np.asarray(v.numpy()) for v in unique]
+    graph = tf.Graph()
+    with graph.as_default():
+        mirrors = [
+            tf.compat.v1.Variable(
+                value,
+                name=variable.name.split(":")[0],
+                dtype=variable.dtype,
+                trainable=variable.trainable,
+                use_resource=True,
+            )
+            for variable, value in zip(unique, current, strict=True)
+        ]
+        initialized = [tf.compat.v1.is_variable_initialized(m) for m in mirrors]
+        with tf.compat.v1.Session(graph=graph) as session:
+            variable_initializer(session)
+            flags = session.run(initialized)
+            values = session.run([m for m, set_ in zip(mirrors, flags, strict=True) if set_])
+    given = iter(values)
+    for variable, set_ in zip(unique, flags, strict=True):
+        if set_:  # left alone, a variable keeps the value it has
+            variable.assign(next(given))

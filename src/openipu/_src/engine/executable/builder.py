@@ -421,7 +421,8 @@ def _call_step(
 def _check_one_loop(capture: stream_capture.Capture) -> None:
     if len(capture.loops) > 1:
         raise ValueError(
-            f"The function runs {len(capture.loops)} device loops over infeeds; an executable "
+            f"The function runs {len(capture.loops)} device loops over infeeds (a next() of "
+            "an iterator or an infeed's _dequeue() outside a loop is one); an executable "
             "streams the elements of one"
         )
 

@@ -7,7 +7,8 @@ test_compile_op_with_defunc_infeed_iterator_outfeed): the iterator is not read w
 compiling, and each call of the executable is given the loop's elements. Here such a
 loop, met while the executable's function is traced (`stream_capture` active), is handed
 to the capture as the device loop over an infeed would be: `n` steps, the j-th `next()`
-of a step answered with that step's element.
+of a step answered with that step's element. A `next()` at the function's top level
+(outside any loop) is a one-step loop's element, so one element per call.
 
 Kept to autograph's own lowering (so the executable has no stream for it): loops inside
 other control flow or device loops, a trip count not known when tracing, `break` or
@@ -36,7 +37,7 @@ from openipu._src.engine.value_types import Nested
 @contextlib.contextmanager
 def streaming_iterator_loops() -> Iterator[None]:
     """While an executable's function is traced: its iterator loops become its streams."""
-    with autograph_loops.rewriting(_ExecutableRewrite()):
+    with autograph_loops.rewriting(_ExecutableRewrite(ops.get_default_graph())):
         yield
 
 
@@ -64,6 +65,32 @@ class _StreamedStep:
 
 
 class _ExecutableRewrite:
+    def __init__(self, graph: ops.Graph) -> None:
+        self.graph = graph  # the function's own graph, where its top-level reads are
+
+    def next_outside_loops(self, iterator: iterator_ops.OwnedIterator) -> Nested:
+        """A `next(iterator)` at the function's top level: as the original's IPU iterator
+        reads its infeed (ipu_infeed_queue.py, `_next_internal` is the infeed's
+        `_dequeue()`), the element of a one-step loop the capture streams, one per call."""
+        capture = stream_capture.current()
+        spec = iterator.element_spec
+        if (
+            capture is None
+            or ops.get_default_graph() is not self.graph
+            or not autograph_loops.streamable(spec)
+        ):
+            return autograph_loops.UNHANDLED
+        zeros = [tf.zeros(s.shape, s.dtype) for s in nest.flatten(spec)]
+
+        def read(*values_and_element: Any, **element_kwargs: Any) -> list[tf.Tensor]:
+            # The builder spreads the element after the carried values, as for any loop.
+            given = [*values_and_element[len(zeros) :], *nest.flatten(element_kwargs)]
+            return list(nest.flatten(given))
+
+        unconverted = tf.autograph.experimental.do_not_convert(read)
+        element = capture.take_loop(1, unconverted, zeros, _IteratorFeed(spec))
+        return nest.pack_sequence_as(spec, nest.flatten(element))
+
     def plan(
         self,
         iter_: tf.Tensor,
@@ -90,7 +117,15 @@ class _ExecutableRewrite:
         if probe is None or probe.unstreamable or len(probe.iterators) != 1:
             return None
         ((key, iterator),) = probe.iterators.items()
-        if probe.reads[key] != 1 or not autograph_loops.streamable(iterator.element_spec):
+        if probe.reads[key] != 1:
+            # Left to autograph, the loop would capture the iterator, which no executable
+            # can hold: said here, where the reason is known.
+            raise NotImplementedError(
+                f"The body of a `for _ in tf.range(n)` loop calls next() {probe.reads[key]} "
+                "times on its iterator: openipu's executables stream one element per step "
+                "(batch the dataset to read several at once)"
+            )
+        if not autograph_loops.streamable(iterator.element_spec):
             return None
         return _StreamedLoop(capture, len(range(start, limit, delta)), start, delta, key, iterator)
 

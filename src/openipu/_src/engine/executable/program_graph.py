@@ -112,6 +112,13 @@ def _with_variable_inputs(
             variable_inputs.append(internal.name)
             continue
         if external.dtype == tf.resource:
+            if "IteratorResource" in repr(external):
+                raise NotImplementedError(
+                    "The program reads a tf.data iterator where openipu's executables cannot "
+                    "stream it: an executable streams one next() per step of a `for _ in "
+                    "tf.range(n)` loop, or one next() at the function's top level (not inside "
+                    "device loops without an infeed, other loops or conditionals)"
+                )
             raise ValueError(
                 f"The program captures a resource that is not a variable ({external!r}): "
                 "an executable can hold only tensors and variables"
