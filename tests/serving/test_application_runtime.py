@@ -125,6 +125,33 @@ def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
     np.testing.assert_allclose(total.numpy(), 24.0)
 
 
+def test_a_run_cut_short_by_the_timeout_is_filled_with_zeros(ipu_system, tmp_path):
+    # application_runtime.cc: a stalled run goes on with dummy inputs of zeros, which a
+    # program writing its variables sees as any other step.
+    total = tf.Variable(0.0, name="total")
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.from_tensors(tf.zeros([2])).repeat()
+    )
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        return outfeed.enqueue(total.assign_add(tf.reduce_sum(x)))
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        lambda: ipu.loops.repeat(4, body, [], infeed),
+        output_path=str(tmp_path / "sum.poplar_exec"),
+        freeze_variables=False,
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(
+        path, {"XLA_Args/total": np.float32(0.0)}, "zeros", timeout=1000
+    )
+    x = np.ones([2], np.float32)
+    (first,) = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    (second,) = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    # Each lone call is one step of its run; the run's other three steps add zeros.
+    assert float(first) == 2.0 and float(second) == 4.0
+
+
 def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
     # The spec: `timeout` is how long a run waits for the next batch of data before going
     # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.

@@ -95,9 +95,9 @@ class RuntimeInstance:
         stacked = []
         for index in range(len(signature.streamed_inputs)):
             rows = [call.values[index] for call in batch]
-            # The run's missing elements repeat its last one (their results are dropped):
-            # real data, which a model's checks (floating-point traps) accept as they did.
-            filler = [rows[-1]] * (iterations - len(batch))
+            # The run's missing elements are zeros, as the original's dummy inputs
+            # (application_runtime.cc `InitializeDummyInputs`); their results are dropped.
+            filler = [np.zeros_like(rows[-1])] * (iterations - len(batch))
             stacked.append(np.stack(rows + filler))
         with self._lock:
             inputs = self._inputs
