@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from openipu._src.addons.recurrent import activations, poplibs_options
 from openipu._src.addons.recurrent import options as recurrent_options
+from openipu._src.int_like import as_attr_int, plain_int
 
 # The original's op_util.get_activation_name accepts functions from these modules only
 # (Keras activations and TensorFlow's math ops); today's `tf.tanh`/`tf.nn.relu` live in the
@@ -67,10 +68,18 @@ class PopnnRNN(tf.compat.v1.layers.Layer):
         # The original: "Only support float16, float32" (a ValueError).
         self._plain_dtype = recurrent_options.checked_float_dtype(owner, "dtype", dtype)
         super().__init__(dtype=self._plain_dtype, name=name)
-        self._partials_dtype = recurrent_options.checked_float_dtype(
-            owner, "partials_dtype", partials_dtype
+        try:
+            self._partials_dtype = recurrent_options.checked_float_dtype(
+                owner, "partials_dtype", partials_dtype
+            )
+        except ValueError as error:
+            # The original hands partials_dtype to its Popnn op's type attribute
+            # ({float16, float32}), which TensorFlow refuses with a TypeError.
+            raise TypeError(str(error)) from None
+        # An int attribute of the op (num_channels): TensorFlow takes int(num_units).
+        self._num_units = recurrent_options.checked_units(
+            owner, "num_units", as_attr_int(plain_int(num_units), f"{owner}: num_units")
         )
-        self._num_units = recurrent_options.checked_units(owner, "num_units", num_units)
         self._num_layers = 1
         self._seed = seed
         self._weights_initializer = weights_initializer
