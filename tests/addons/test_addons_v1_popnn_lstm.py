@@ -257,6 +257,7 @@ def test_initial_state_must_be_an_lstm_state_tuple(tf1_graph):
         ({"available_memory_proportion_fwd": 1.5}, ValueError, "available_memory_proportion"),
         ({"num_units": 0}, ValueError, "num_units must be a positive int"),
         ({"num_units": "8"}, TypeError, "num_units must be an int, got '8'"),
+        ({"num_units": 8.5}, ValueError, "num_units must be a whole number"),
     ],
 )
 def test_bad_constructor_arguments(kwargs, error, match):
