@@ -113,9 +113,11 @@ def check_keras_pipelining_kwargs(kwargs: dict) -> dict:
     accepted = set(inspect.signature(pipelining_ops.pipeline).parameters) - _SET_BY_KERAS
     unknown = set(kwargs) - accepted
     if unknown:
-        raise ValueError(
-            f"set_pipelining_options: unknown argument(s) {sorted(unknown)}; the pipelining "
-            f"arguments accepted are {sorted(accepted)}"
+        # The original's Keras hands them to `pipelining_ops.pipeline`, which refuses other
+        # names with a TypeError.
+        raise TypeError(
+            f"set_pipelining_options: unexpected keyword argument(s) {sorted(unknown)} for "
+            f"the pipeline; the pipelining arguments accepted are {sorted(accepted)}"
         )
     checked = dict(kwargs)
     if "pipeline_schedule" in checked:

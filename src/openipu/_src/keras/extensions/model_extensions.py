@@ -52,10 +52,11 @@ LEGACY_SAVED_OPTIONS_KEY = "ipu_options"
 
 
 def _positive_int_or_none(value, name: str) -> int | None:
+    # The original's check and message (extensions_base.py): an int (a bool is one) >= 1.
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"Expected `{name}` to be a positive integer, but got {value} instead.")
     return value
 
 
@@ -147,20 +148,24 @@ class KerasExtensions(_KerasModel):
         **gradient_accumulation_optimizer_kwargs,
     ) -> None:
         """Accumulate gradients over that many micro-batches per replica before each update."""
-        steps = _positive_int_or_none(
-            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
-        )
         reduction = GradientAccumulationReductionMethod.parse(
             gradient_accumulation_reduction_method, "gradient_accumulation_reduction_method"
         )
+        steps = _positive_int_or_none(
+            gradient_accumulation_steps_per_replica, "gradient_accumulation_steps_per_replica"
+        )
         kwargs = dict(gradient_accumulation_optimizer_kwargs)
+        _check_accumulation_kwargs_keys(kwargs)
         dtype = kwargs.pop("dtype", None)
         allowed = {"offload_weight_update_variables", "replicated_optimizer_state_sharding", "name"}
         unknown = set(kwargs) - allowed
         if unknown:
-            raise ValueError(
-                f"set_gradient_accumulation_options: unknown argument(s) {sorted(unknown)}; "
-                f"accepted are dtype and {sorted(allowed)}"
+            # The original hands these to its accumulation optimizer's constructor, which
+            # refuses other names with a TypeError.
+            raise TypeError(
+                f"set_gradient_accumulation_options: unexpected keyword argument(s) "
+                f"{sorted(unknown)} for the gradient accumulation optimizer; accepted are "
+                f"dtype and {sorted(allowed)}"
             )
         self._ipu.gradient_accumulation_steps = steps
         self._ipu.gradient_accumulation_reduction = reduction
@@ -818,6 +823,28 @@ SAVED_OPTION_KEYS = (
     "pipeline_stage_assignment_valid",
     "get_config_has_been_called",
 )
+
+
+def _check_accumulation_kwargs_keys(kwargs: dict) -> None:
+    """The keys `set_gradient_accumulation_options` refuses (extensions_base.py
+    `_set_gradient_accumulation_options_impl`), with the original's messages."""
+    if "opt" in kwargs:
+        raise ValueError(
+            "Found `opt` key in `gradient_accumulation_optimizer_kwargs`. This is not supported "
+            "as the optimizer which the model has been compiled with is automatically wrapped."
+        )
+    if "num_mini_batches" in kwargs:
+        raise ValueError(
+            "Found `num_mini_batches` key in `gradient_accumulation_optimizer_kwargs`. Set the "
+            "`gradient_accumulation_steps_per_replica` argument to "
+            "`set_gradient_accumulation_options` instead."
+        )
+    if "experimental_normalize_gradients" in kwargs:
+        raise ValueError(
+            "Found `experimental_normalize_gradients` argument to "
+            "`set_gradient_accumulation_options`. This argument has now been removed, use "
+            "`gradient_accumulation_reduction_method` instead."
+        )
 
 
 def _check_pipelining_kwargs_keys(kwargs: dict) -> None:
