@@ -250,8 +250,6 @@ def test_beam_width_and_top_paths_are_converted_with_int_as_in_the_original():
 
 @pytest.mark.parametrize("cls", [CTCLoss, CTCInferenceLayer, CTCPredictionsLayer])
 def test_bad_blank_index_and_from_logits(cls):
-    with pytest.raises(ValueError, match="blank_index must be a class index"):
-        cls(blank_index=-1)
     with pytest.raises(TypeError, match="blank_index must be an int, got 'last'"):
         cls(blank_index="last")
 
@@ -271,10 +269,32 @@ def test_blank_index_and_from_logits_given_as_other_numbers_work_as_in_the_origi
 
 def test_blank_index_past_the_classes_is_rejected():
     data = tf.nn.log_softmax(_random_data())
-    with pytest.raises(ValueError, match="num_classes=3\\), got 3"):
+    with pytest.raises(ValueError, match="blank_index 3 is out of range for 3 classes"):
         CTCInferenceLayer(blank_index=3)(data)
-    with pytest.raises(ValueError, match="num_classes=3\\), got 5"):
-        CTCLoss(blank_index=5)(tf.constant(LABELS), data, tf.constant([2, 1]), tf.constant([4, 4]))
+    with pytest.raises(ValueError, match="blank_index -4 is out of range for 3 classes"):
+        CTCLoss(blank_index=-4)(tf.constant([[1], [1]]), data, [1, 1], [4, 3])
+
+
+def test_negative_blank_index_counts_from_the_last_class():
+    """As the original's CTC operations (whose decoders default to blank_index=-1), which the
+    layers call: -1 is the last class. The layers keep the index as given."""
+    log_probs = tf.nn.log_softmax(_random_data())
+    labels, label_length, data_length = [[1, 0], [0, 1]], [2, 1], [4, 3]
+    loss = CTCLoss(blank_index=-1)
+    got = loss(tf.constant(labels), log_probs, tf.constant(label_length), tf.constant(data_length))
+    expected = _brute_force_loss(log_probs, labels, label_length, data_length, C - 1)
+    np.testing.assert_allclose(got.numpy(), [expected.numpy()], rtol=1e-5)
+    assert loss.get_config()["blank_index"] == -1
+    decoded = CTCInferenceLayer(blank_index=-3, beam_width=40, top_paths=2)(
+        log_probs, tf.constant(data_length)
+    )
+    expected_paths = _expected_top_paths(log_probs.numpy(), data_length, 0, 2)
+    for b, paths in enumerate(expected_paths):
+        for p, (path, _) in enumerate(paths):
+            assert decoded[1][b, p].numpy() == len(path)
+            assert decoded[2][b, p].numpy().tolist() == list(path) + [0] * (T - len(path))
+    with pytest.raises(ValueError, match="blank_index 5 is out of range for 3 classes"):
+        CTCLoss(blank_index=5)(tf.constant(LABELS), log_probs, [2, 1], [4, 4])
 
 
 def test_bad_input_types_and_shapes_are_rejected():

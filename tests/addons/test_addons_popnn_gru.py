@@ -276,7 +276,6 @@ def test_other_activations_match_keras(activation, recurrent_activation):
         ({"recurrent_activation": "relu"}, "recurrent_activation must be one of"),
         ({"dtype": "float64"}, "float16 or float32"),
         ({"dtype": "int32"}, "float16 or float32"),
-        ({"partials_dtype": "bfloat16"}, "partials_dtype"),
         ({"use_bias": False}, "use_bias"),
         ({"kernel_regularizer": "l2"}, "kernel_regularizer"),
         ({"recurrent_regularizer": "l2"}, "recurrent_regularizer"),
@@ -335,3 +334,9 @@ def test_unknown_sequence_length():
         np.testing.assert_allclose(
             model.predict(x, verbose=0), keras_layer(x), rtol=1e-5, atol=1e-6
         )
+
+
+def test_partials_dtype_other_than_half_or_float_is_a_type_error():
+    # The original hands it to its Popnn op's type attribute ({float16, float32}).
+    with pytest.raises(TypeError, match="partials_dtype must be float16 or float32"):
+        PopnnGRU(UNITS, partials_dtype="bfloat16")

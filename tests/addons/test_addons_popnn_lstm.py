@@ -311,7 +311,6 @@ def test_other_activations_match_keras(activation, recurrent_activation):
         ({"activation": "elu"}, "activation must be one of"),
         ({"recurrent_activation": "relu"}, "recurrent_activation must be one of"),
         ({"dtype": "float64"}, "float16 or float32"),
-        ({"partials_dtype": tf.float64}, "partials_dtype"),
         ({"use_bias": False}, "use_bias"),
         ({"kernel_regularizer": "l2"}, "kernel_regularizer"),
         ({"recurrent_regularizer": "l2"}, "recurrent_regularizer"),
@@ -405,3 +404,9 @@ def test_saved_keras_model_predicts_the_same(tmp_path):
     assert isinstance(loaded.layers[0], PopnnLSTM)
     x = _inputs()
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_partials_dtype_other_than_half_or_float_is_a_type_error():
+    # The original hands it to its Popnn op's type attribute ({float16, float32}).
+    with pytest.raises(TypeError, match="partials_dtype must be float16 or float32"):
+        PopnnLSTM(UNITS, partials_dtype=tf.float64)

@@ -248,19 +248,33 @@ def test_initial_state_must_be_an_lstm_state_tuple(tf1_graph):
     "kwargs, error, match",
     [
         ({"dtype": tf.float64}, ValueError, "dtype must be float16 or float32"),
-        ({"partials_dtype": tf.int32}, ValueError, "partials_dtype must be float16 or float32"),
+        # The original's Popnn op refuses it as a type attribute outside {float16, float32}.
+        ({"partials_dtype": tf.int32}, TypeError, "partials_dtype must be float16 or float32"),
         ({"activation": "gelu"}, ValueError, "activation must be one of"),
         ({"recurrent_activation": "relu"}, ValueError, "recurrent_activation must be one of"),
         ({"activation": lambda x: x}, TypeError, "unrecognized function"),
         ({"activation": None}, TypeError, "could not interpret activation"),
         ({"available_memory_proportion_fwd": 1.5}, ValueError, "available_memory_proportion"),
         ({"num_units": 0}, ValueError, "num_units must be a positive int"),
+        ({"num_units": "8"}, TypeError, "num_units must be an int, got '8'"),
+        ({"num_units": 8.5}, ValueError, "num_units must be a whole number"),
     ],
 )
 def test_bad_constructor_arguments(kwargs, error, match):
     kwargs = {"num_units": UNITS, **kwargs}
     with pytest.raises(error, match=match):
         layers.PopnnLSTM(**kwargs)
+
+
+def test_num_units_as_the_original_s_int_attribute_takes_it(tf1_graph):
+    """The original hands num_units to its Popnn op's int attribute (int()): 8.0 and a numpy
+    integer build the same layer as 8."""
+    shapes = []
+    for units in (UNITS, float(UNITS), np.int64(UNITS)):
+        layer = layers.PopnnLSTM(units)
+        layer.build([TIME, BATCH, FEATURES])
+        shapes.append((layer.num_units, layer.kernel.shape.as_list()))
+    assert shapes == [(UNITS, [FEATURES + UNITS, 4 * UNITS])] * 3
 
 
 def test_input_of_wrong_rank_is_refused(tf1_graph):

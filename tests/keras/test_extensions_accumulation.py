@@ -112,19 +112,22 @@ def test_accumulation_count_must_divide_steps_per_execution(strategy):
 def test_accumulation_options_are_validated(strategy):
     with strategy.scope():
         model = _compiled(_functional)
+    # The original's messages (extensions_base.py `_set_gradient_accumulation_options_impl`).
     with pytest.raises(
         ValueError,
         match="^Expected `gradient_accumulation_steps_per_replica` to be a positive integer, "
         "but got 0 instead",
     ):
         model.set_gradient_accumulation_options(0)
+    with pytest.raises(ValueError, match="Found `num_mini_batches` key in"):
+        model.set_gradient_accumulation_options(2, num_mini_batches=2)
+    with pytest.raises(ValueError, match="Found `opt` key in"):
+        model.set_gradient_accumulation_options(2, opt=keras.optimizers.SGD())
     with pytest.raises(ValueError, match="gradient_accumulation_reduction_method must be one of"):
         model.set_gradient_accumulation_options(2, gradient_accumulation_reduction_method="median")
     # The original passes these on to its optimizer wrapper, which refuses an unknown one.
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'colour'"):
         model.set_gradient_accumulation_options(2, colour="blue")
-    with pytest.raises(ValueError, match="^Found `num_mini_batches` key in"):
-        model.set_gradient_accumulation_options(2, num_mini_batches=2)
 
 
 def test_a_count_given_as_none_keeps_the_one_set_before(strategy):
@@ -210,6 +213,34 @@ def test_fit_of_a_pipelined_model_needs_pipelining_options(strategy):
         model = _compiled(lambda: _functional(pipelined=True), steps_per_execution=8)
         with pytest.raises(ValueError, match="is pipelined, however `gradient_accumulation_steps"):
             model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+
+
+@pytest.mark.parametrize("ipu_system", [2], indirect=True)
+def test_pipeline_too_shallow_for_its_stages_fails_as_the_original(strategy):
+    """Two stages on two IPUs: a training pipeline runs its forward and backward stages
+    ([0, 1, 1, 0]), so the original's compiler (pipeline_visitor.cc) wants a multiple of 4
+    accumulated batches; evaluate and predict run the 2 forward stages per
+    `steps_per_execution`. A refused count fails the first execution, and nothing trains."""
+    x, y = _data(samples=32)
+    with strategy.scope():
+        model = _compiled(lambda: _functional(pipelined=True), steps_per_execution=2)
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=2)
+        before = model.get_weights()
+        with pytest.raises(
+            tf.errors.FailedPreconditionError,
+            match="The number of iterations of the pipeline must be a multiple of 4, but it is 2",
+        ):
+            model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        _assert_weights(model.get_weights(), before, rtol=0)
+        # Inference pipelines of 2 iterations are accepted...
+        assert model.predict(x, batch_size=4, verbose=0).shape == (32, 2)
+        # ...but not of 1.
+        model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=1)
+        with pytest.raises(
+            tf.errors.FailedPreconditionError,
+            match="The number of iterations of the pipeline must be a multiple of 2, but it is 1",
+        ):
+            model.evaluate(x, y, batch_size=4, verbose=0)
 
 
 def test_sequential_assignment_by_list_and_records(strategy):

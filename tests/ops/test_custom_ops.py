@@ -82,7 +82,8 @@ def test_user_ops_check_their_arguments_first(op, library, tmp_path):
     missing = str(tmp_path / "missing.so")
     with pytest.raises(tf.errors.NotFoundError, match=f"library_path '{missing}' is not a file"):
         op([tf.ones([2])], missing, outs=OUTS)
-    with pytest.raises(ValueError, match="outs must be a dict with the keys"):
+    # The original passes **outs to its op: a missing key is a TypeError of that call.
+    with pytest.raises(TypeError, match="outs must be a dict with the keys"):
         op([tf.ones([2])], library, outs={"output_types": [tf.float32]})
     with pytest.raises(ValueError, match="1 output types but 2 output shapes"):
         op(
@@ -94,5 +95,26 @@ def test_user_ops_check_their_arguments_first(op, library, tmp_path):
         ValueError, match="inputs_with_gradients index 3 is out of range for 1 inputs"
     ):
         op([tf.ones([2])], library, outs=OUTS, inputs_with_gradients=[3])
-    with pytest.raises(TypeError, match="attributes must be a str, got 5"):
-        op([tf.ones([2])], library, outs=OUTS, attributes=5)
+    # The original's own check and message (custom_ops.py), made before anything else.
+    with pytest.raises(ValueError, match="Expected attributes to be a 'str' type, but was"):
+        op([tf.ones([2])], missing, outs=OUTS, attributes=5)
+    with pytest.raises(
+        ValueError, match="Expected gradient_attributes to be a 'str' type, but was"
+    ):
+        op([tf.ones([2])], library, outs=OUTS, gradient_attributes=["a"])
+
+
+@pytest.mark.parametrize("op", [custom_ops.cpu_user_operation, custom_ops.precompiled_user_op])
+def test_user_op_arguments_in_the_forms_the_original_accepts(op, library):
+    """Unset attributes given as "" or 0, gradient indices as other numbers (the op's list(int)
+    attribute takes int()) and an empty op_name pass the checks: only the hardware is missing."""
+    with pytest.raises(HardwareOnlyError):
+        op(
+            [tf.ones([2]), tf.ones([2])],
+            library,
+            outs=OUTS,
+            op_name="",
+            inputs_with_gradients=[np.int64(1), 0.0],
+            attributes="",
+            gradient_attributes=0,
+        )

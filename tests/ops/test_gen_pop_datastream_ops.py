@@ -13,17 +13,17 @@ v1 = tf.compat.v1
 SHAPE = [6, 3]
 
 
-def _table_after(tf1_graph, optimizer, notify):
+def _table_after(tf1_graph, optimizer, notify, embedding_id="e"):
     def program(i):
         rows = datastream.ipu_device_embedding_lookup(
-            i, embedding_id="e", embedding_shape=SHAPE, dtype=np.float32
+            i, embedding_id=embedding_id, embedding_shape=SHAPE, dtype=np.float32
         )
         update = datastream.ipu_device_embedding_update_add(
-            rows, tf.ones_like(rows), i, embedding_id="e", embedding_shape=SHAPE
+            rows, tf.ones_like(rows), i, embedding_id=embedding_id, embedding_shape=SHAPE
         )
         if notify:
             with tf.control_dependencies([update]):
-                datastream.ipu_device_embedding_notify(embedding_id="e")
+                datastream.ipu_device_embedding_notify(embedding_id=embedding_id)
         return rows
 
     with tf.device("cpu"):
@@ -39,9 +39,11 @@ def _table_after(tf1_graph, optimizer, notify):
     try:
         with v1.Session(graph=tf1_graph) as sess:
             sess.run(v1.global_variables_initializer())
-            sess.run(datastream.ipu_host_embedding_register(table, "e", optimizer=optimizer))
+            sess.run(
+                datastream.ipu_host_embedding_register(table, embedding_id, optimizer=optimizer)
+            )
             (rows,) = sess.run(compiled, {i: [1, 4]})
-            final = sess.run(datastream.ipu_host_embedding_deregister(table, "e"))
+            final = sess.run(datastream.ipu_host_embedding_deregister(table, embedding_id))
             written_back = sess.run(table)
     finally:
         ipu.config.reset_ipu_configuration()
@@ -61,6 +63,16 @@ def test_updates_reach_the_table(tf1_graph, optimizer, notify, updated):
     if updated:
         expected[[1, 4]] = 1.0
     np.testing.assert_array_equal(added, expected)
+
+
+def test_any_string_names_an_embedding(tf1_graph):
+    # embedding_id is a string attribute of the original's operations: "" is a name too.
+    added = _table_after(tf1_graph, "SGD+GA", True, embedding_id="")
+    expected = np.zeros(SHAPE, np.float32)
+    expected[[1, 4]] = 1.0
+    np.testing.assert_array_equal(added, expected)
+    with pytest.raises(TypeError, match="embedding_id must be a str, got 3"):
+        datastream.ipu_device_embedding_notify(embedding_id=3)
 
 
 def test_update_shapes_are_checked(tf1_graph):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import tensorflow as tf
 
 from openipu._src.system import configure
 from openipu._src.utils import get_num_of_ipus_in_device, running_on_ipu_model
@@ -19,9 +20,16 @@ def test_accepts_fully_qualified_device_names(ipu_system):
     assert get_num_of_ipus_in_device("/job:localhost/replica:0/task:0/device:IPU:0") == 1
 
 
-@pytest.mark.parametrize("name", ["/device:CPU:0", "/device:GPU:0", "IPU", "garbage"])
-def test_rejects_a_device_that_is_not_an_ipu(ipu_system, name):
-    with pytest.raises(ValueError, match="not an IPU device"):
+@pytest.mark.parametrize("ipu_system", [[2, 1]], indirect=True)
+def test_reads_only_the_id_of_the_device_name_as_the_original(ipu_system):
+    # The original's kernel (ipu_kernels.cc IpuGetNumDevicesOp) uses the parsed name's id.
+    assert get_num_of_ipus_in_device("/device:CPU:0") == 2
+    assert get_num_of_ipus_in_device("/gpu:1") == 1
+
+
+@pytest.mark.parametrize("name", ["IPU", "garbage", "/device:IPU"])
+def test_rejects_a_device_name_without_an_id(ipu_system, name):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"Invalid device name {name}"):
         get_num_of_ipus_in_device(name)
 
 
@@ -36,8 +44,11 @@ def test_rejects_a_device_the_system_does_not_have(ipu_system):
 
 
 def test_rejects_a_host_device_that_is_not_a_cpu(ipu_system):
-    with pytest.raises(ValueError, match="not a CPU device"):
+    # The original's operation has only a CPU kernel: placed elsewhere, it fails to run.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not a CPU device"):
         get_num_of_ipus_in_device("/device:IPU:0", device="/device:IPU:0")
+    with pytest.raises(ValueError, match="not a device name"):
+        get_num_of_ipus_in_device("/device:IPU:0", device="host")
 
 
 def test_an_unconfigured_device_is_one_ipu():

@@ -36,6 +36,13 @@ def test_dict_elements_give_one_file_per_component_in_key_order(tmp_path):
     assert read_exported_metadata(paths[1])["component"] == "b"
 
 
+def test_num_elements_as_the_original_s_int_attribute_takes_it(tmp_path):
+    # The original's extractor op converts num_elements with int(): 2.0 and 2.7 export 2.
+    for count in (2.0, 2.7, np.int32(2)):
+        (path,) = export_dataset_to_file(tf.data.Dataset.range(5), tmp_path / "n.bin", count)
+        np.testing.assert_array_equal(read_exported_file(path), [0, 1])
+
+
 def test_exports_only_the_first_num_elements(tmp_path):
     dataset = tf.data.Dataset.from_tensor_slices((IMAGES, LABELS)).repeat()
     paths = export_dataset_to_file(dataset, str(tmp_path / "data.bin"), 7)
@@ -124,9 +131,10 @@ def test_eager_inputs(tmp_path):
 @pytest.mark.parametrize(
     ("dataset_or_infeed", "num_elements", "error", "match"),
     [
-        (IMAGES, 1, TypeError, "tf.data.Dataset or an IPUInfeedQueue"),
+        # The original asserts the type (utils.py).
+        (IMAGES, 1, AssertionError, "tf.data.Dataset or an IPUInfeedQueue"),
         (tf.data.Dataset.range(3), 0, ValueError, "num_elements must be at least 1"),
-        (tf.data.Dataset.range(3), 2.0, TypeError, "num_elements must be an int"),
+        (tf.data.Dataset.range(3), "2", TypeError, "num_elements must be an int"),
         (tf.data.Dataset.range(3), 4, ValueError, "has only 3 elements"),
         (tf.data.Dataset.range(3).take(0), 1, ValueError, "no elements"),
         (tf.data.Dataset.from_tensor_slices(["a", "b"]), 2, TypeError, "numeric"),

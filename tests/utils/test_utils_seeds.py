@@ -97,9 +97,13 @@ def test_takes_the_seed_as_the_original_s_int_attribute(ipu_system):
         ({"seed": "1"}, TypeError, "seed must be an int"),
         ({"seed": None}, TypeError, "seed must be an int"),
         ({"seed": 2**64}, ValueError, "64 bits"),
-        ({"seed": 1, "device": "/device:CPU:0"}, ValueError, "not an IPU device"),
+        ({"seed": 1, "device": "/device:IPU"}, tf.errors.InvalidArgumentError, "Invalid device"),
         ({"seed": 1, "device": "/device:IPU:5"}, ValueError, "does not exist"),
-        ({"seed": 1, "cpu_device": "/device:IPU:0"}, ValueError, "not a CPU device"),
+        (
+            {"seed": 1, "cpu_device": "/device:IPU:0"},
+            tf.errors.InvalidArgumentError,
+            "not a CPU device",
+        ),
         ({"seed": 1, "experimental_identical_replicas": 1}, TypeError, "must be a bool"),
     ],
 )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from openipu._src.errors import HardwareOnlyError
+from openipu._src.int_like import as_attr_int
 
 
 def codelet_expression_op(vertex_expression: Callable, *args) -> tf.Tensor:
@@ -135,6 +136,13 @@ def _check_user_op_arguments(
     attributes,
     gradient_attributes,
 ) -> None:
+    for label, value in (("attributes", attributes), ("gradient_attributes", gradient_attributes)):
+        # The original's check (custom_ops.py), made before its op is built: only a value
+        # that is set must be a str.
+        if value and not isinstance(value, str):
+            raise ValueError(
+                f"Expected {label} to be a 'str' type, but was {type(value)}. ({what})"
+            )
     flat_inputs = tf.nest.flatten(inputs)
     for value in flat_inputs:
         tf.convert_to_tensor(value)
@@ -145,33 +153,33 @@ def _check_user_op_arguments(
         raise tf.errors.NotFoundError(
             None, None, f"{what}: library_path {os.fspath(library_path)!r} is not a file"
         )
-    if not isinstance(op_name, str) or not op_name:
-        raise TypeError(f"{what}: op_name must be a non-empty str, got {op_name!r}")
+    if not isinstance(op_name, str):
+        # A string attribute of the original's op: TensorFlow refuses anything else.
+        raise TypeError(f"{what}: op_name must be a str, got {op_name!r}")
     if outs is not None:
         _check_outs(what, outs)
     if inputs_with_gradients is not None:
         for index in inputs_with_gradients:
-            if isinstance(index, bool) or not isinstance(index, int):
-                raise TypeError(f"{what}: inputs_with_gradients must hold ints, got {index!r}")
+            # A list(int) attribute of the original's op, converted with int().
+            index = as_attr_int(index, f"{what}: inputs_with_gradients")
             if not 0 <= index < len(flat_inputs):
                 raise ValueError(
                     f"{what}: inputs_with_gradients index {index} is out of range for "
                     f"{len(flat_inputs)} inputs"
                 )
-    for label, value in (("attributes", attributes), ("gradient_attributes", gradient_attributes)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{what}: {label} must be a str, got {value!r}")
 
 
 def _check_outs(what: str, outs) -> None:
+    # The original passes `**outs` to its op: other keys, missing keys or a non-mapping
+    # are TypeErrors of that call, and so are types and shapes that are not lists.
     if not isinstance(outs, dict) or set(outs) != {"output_types", "output_shapes"}:
-        raise ValueError(
+        raise TypeError(
             f"{what}: outs must be a dict with the keys 'output_types' and 'output_shapes', "
             f"got {outs!r}"
         )
     types, shapes = outs["output_types"], outs["output_shapes"]
     if not isinstance(types, (list, tuple)) or not isinstance(shapes, (list, tuple)):
-        raise ValueError(f"{what}: outs['output_types'] and outs['output_shapes'] must be lists")
+        raise TypeError(f"{what}: outs['output_types'] and outs['output_shapes'] must be lists")
     if len(types) != len(shapes):
         raise ValueError(
             f"{what}: outs has {len(types)} output types but {len(shapes)} output shapes"

@@ -9,33 +9,56 @@ from openipu._src.system import configure
 
 
 def ipu_device_ordinal(device, caller: str, argument: str = "ipu_device") -> int:
-    """The N of an IPU device name '/device:IPU:N', or a clear error for anything else."""
+    """The N of a device name '/device:IPU:N', as the original's kernels read it.
+
+    The original's operations (IpuGetNumDevices, IpuResetSeed in ipu_kernels.cc) take the
+    name as a string attribute and use only its device id, whatever the device type; a
+    name without an id is an InvalidArgumentError ("Invalid device name").
+    """
     if not isinstance(device, str):
         raise TypeError(
             f"{caller}: {argument} must be a device name such as '/device:IPU:0', "
             f"got {type(device).__name__}"
         )
     ordinal = configure.ipu_ordinal(device)
+    if ordinal is not None:
+        return ordinal
+    try:
+        ordinal = tf.DeviceSpec.from_string(device).device_index
+    except ValueError:
+        ordinal = None
     if ordinal is None:
-        raise ValueError(
-            f"{caller}: {argument}={device!r} is not an IPU device; "
-            "use a name such as '/device:IPU:0'"
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            f"Invalid device name {device} ({caller}: {argument} must name a device with an "
+            "id, such as '/device:IPU:0')",
         )
     return ordinal
 
 
 def check_cpu_device(device, caller: str, argument: str) -> None:
-    """Raises unless `device` names a CPU device ('cpu', '/device:CPU:0', ...)."""
+    """Raises unless `device` names a CPU device ('cpu', '/device:CPU:0', ...).
+
+    The original places its host operation with `ops.device(device)`: a name TensorFlow
+    cannot parse is a ValueError, another device (which has no kernel for it) an
+    InvalidArgumentError when the operation runs.
+    """
     if not isinstance(device, str):
         raise TypeError(f"{caller}: {argument} must be a CPU device name such as 'cpu'")
     try:
         device_type = tf.DeviceSpec.from_string(device).device_type
     except ValueError:
-        device_type = None
-    if (device_type or "").upper() != "CPU":
         raise ValueError(
-            f"{caller}: {argument}={device!r} is not a CPU device; "
+            f"{caller}: {argument}={device!r} is not a device name; "
             "use 'cpu' or a name such as '/device:CPU:0'"
+        ) from None
+    if (device_type or "").upper() != "CPU":
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            f"{caller}: {argument}={device!r} is not a CPU device; "
+            "use 'cpu' or a name such as '/device:CPU:0'",
         )
 
 

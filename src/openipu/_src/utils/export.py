@@ -14,6 +14,7 @@ from openipu._src.data.host_pipeline import (
     dataset_graph,
 )
 from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.int_like import as_attr_int, plain_int
 from openipu._src.utils.exported_file import component_filenames, write_exported_file
 
 
@@ -38,11 +39,15 @@ def export_dataset_to_file(
     elif isinstance(dataset_or_infeed, tf.data.Dataset):
         dataset = dataset_or_infeed
     else:
-        raise TypeError(
+        # The original asserts the type (utils.py): an AssertionError.
+        raise AssertionError(
             "export_dataset_to_file needs a tf.data.Dataset or an IPUInfeedQueue, got "
             f"{type(dataset_or_infeed).__name__}"
         )
-    count = check_positive_count(num_elements, "num_elements")
+    # The original's extractor op takes num_elements as an int attribute (int(): 2.0 is 2).
+    count = check_positive_count(
+        as_attr_int(plain_int(num_elements), "num_elements"), "num_elements"
+    )
     if not isinstance(feed_name, str):
         raise TypeError(f"export_dataset_to_file: feed_name must be a str, got {feed_name!r}")
     if apply_options:

@@ -36,6 +36,15 @@ def checked_float_dtype(owner: str, parameter: str, value) -> tf.DType:
     return dtype
 
 
+def checked_partials_dtype(owner: str, value) -> tf.DType:
+    """`partials_dtype` as a tf.DType, float16 or float32. The original hands it to its Popnn
+    op's type attribute ({float16, float32}), which TensorFlow refuses with a TypeError."""
+    try:
+        return checked_float_dtype(owner, "partials_dtype", value)
+    except ValueError as error:
+        raise TypeError(str(error)) from None
+
+
 def checked_memory_proportion(owner: str, parameter: str, value) -> float | None:
     """None or -1 (Popnn's default), otherwise a fraction in [0, 1]."""
     if value is None:

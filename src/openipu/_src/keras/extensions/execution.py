@@ -20,7 +20,12 @@ from openipu._src.config import poplar_flags
 from openipu._src.engine.program import LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.integration import keras_internals
-from openipu._src.keras.extensions import captured_gradients, data_handler, replicated_metrics
+from openipu._src.keras.extensions import (
+    captured_gradients,
+    data_handler,
+    pipeline_depth_check,
+    replicated_metrics,
+)
 
 
 class ExecutionFunction:
@@ -145,6 +150,7 @@ class ExecutionFunction:
         key = (steps, replicas, inner_shapes, every_step, synthetic)
         program = self._programs.get(key)
         if program is None:
+            pipeline_depth_check.check(self._model, self._kind, steps)
             stand_in = None
             if self._kind == "train":
                 stand_in = self._model._ipu_accumulating_optimizer()  # noqa: SLF001

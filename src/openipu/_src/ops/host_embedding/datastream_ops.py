@@ -53,8 +53,9 @@ def _in_graph() -> dict[str, _Embedding]:
 
 
 def _checked_id(embedding_id: str) -> str:
-    if not isinstance(embedding_id, str) or not embedding_id:
-        raise TypeError(f"embedding_id must be a non-empty str, got {embedding_id!r}")
+    # A string attribute of the original's operations: any str, "" included.
+    if not isinstance(embedding_id, str):
+        raise TypeError(f"embedding_id must be a str, got {embedding_id!r}")
     return embedding_id
 
 
@@ -72,8 +73,12 @@ def _embedding(embedding_id: str, shape, dtype) -> _Embedding:
     embedding = embeddings.get(embedding_id)
     if embedding is None:
         with host_table.outside_region(), tf.init_scope():
-            buffer = engine_variable(tf.zeros(shape, dtype), name=f"{embedding_id}_host_buffer")
-            accumulates = engine_variable(False, name=f"{embedding_id}_accumulates")
+            buffer = engine_variable(
+                tf.zeros(shape, dtype), name=host_table.op_name(embedding_id, "host_buffer")
+            )
+            accumulates = engine_variable(
+                False, name=host_table.op_name(embedding_id, "accumulates")
+            )
         state = host_table.HostTableState(embedding_id, buffer, _NEVER)
         embedding = embeddings.setdefault(embedding_id, _Embedding(buffer, state, accumulates))
     if embedding.buffer.shape != shape or embedding.buffer.dtype != dtype:
@@ -99,7 +104,7 @@ def ipu_host_embedding_register(
             # Held updates of an earlier registration are dropped.
             registered = embedding.state.register(host_table.SGD_WITH_ACCUMULATION)
         with tf.control_dependencies([registered]):
-            return tf.identity(ref, name=name or f"{embedding_id}_register")
+            return tf.identity(ref, name=name or host_table.op_name(embedding_id, "register"))
 
 
 def ipu_host_embedding_deregister(ref, embedding_id: str, device_ordinal: int = 0, name=None):
@@ -110,7 +115,7 @@ def ipu_host_embedding_deregister(ref, embedding_id: str, device_ordinal: int = 
         table = state.deregister()
         written = tf.compat.v1.assign(ref, table)
         with tf.control_dependencies([written]):
-            return tf.identity(table, name=name or f"{embedding_id}_deregister")
+            return tf.identity(table, name=name or host_table.op_name(embedding_id, "deregister"))
 
 
 def ipu_device_embedding_lookup(

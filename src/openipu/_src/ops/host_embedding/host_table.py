@@ -19,6 +19,7 @@ device notified it at the end of each accumulation).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 import tensorflow as tf
@@ -35,6 +36,15 @@ SGD_WITH_ACCUMULATION = "SGD+GA"
 _states: dict = {}
 
 
+def op_name(embedding_name: str, suffix: str) -> str:
+    """A TensorFlow op name for `suffix` of an embedding: the original names embeddings by
+    any string (a string attribute), which op names cannot all hold ("", spaces, ...)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.\-/]", "_", embedding_name)
+    if not re.match(r"[A-Za-z0-9.]", cleaned):
+        cleaned = f"embedding{cleaned}"
+    return f"{cleaned}_{suffix}"
+
+
 class HostTableState:
     """The host's state of one embedding: whether it is registered, and pending updates."""
 
@@ -42,16 +52,15 @@ class HostTableState:
         self.name = name
         self.table = table
         self.accumulation_factor = accumulation_factor
-        scope_name = name.replace(":", "_")
         with outside_region(), tf.init_scope():
-            self.registered = engine_variable(False, name=f"{scope_name}/registered")
+            self.registered = engine_variable(False, name=op_name(name, "registered"))
             self.pending = None
             self.pending_count = None
             if accumulation_factor > 1:
                 self.pending = engine_variable(
-                    tf.zeros(table.shape, table.dtype), name=f"{scope_name}/pending_updates"
+                    tf.zeros(table.shape, table.dtype), name=op_name(name, "pending_updates")
                 )
-                self.pending_count = engine_variable(0, name=f"{scope_name}/pending_count")
+                self.pending_count = engine_variable(0, name=op_name(name, "pending_count"))
 
     def register(self, optimizer_name: str):
         """Connects the table; a new connection holds no pending updates."""
@@ -66,13 +75,13 @@ class HostTableState:
                     self.pending.assign(tf.zeros_like(self.pending)),
                     self.pending_count.assign(0),
                 ]
-            return tf.group(operations, name=f"{self.name}_register")
+            return tf.group(operations, name=op_name(self.name, "register"))
 
     def deregister(self) -> tf.Tensor:
         """Disconnects the table; its value (the original's deregister op returned it)."""
         with on_host():
             with tf.control_dependencies([self.registered.assign(False)]):
-                return tf.identity(self.table, name=f"{self.name}_deregister")
+                return tf.identity(self.table, name=op_name(self.name, "deregister"))
 
     def lookup(self, indices: tf.Tensor) -> tf.Tensor:
         """The rows `indices` of the table, read on the host once the table is registered."""

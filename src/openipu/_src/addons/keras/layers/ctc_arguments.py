@@ -9,13 +9,21 @@ from openipu._src.int_like import as_attr_int, plain_int
 
 def checked_blank_index(owner: str, blank_index) -> int:
     # The original hands blank_index to its CTC op's int attribute: 1.0 works as 1, a str is
-    # a TypeError (ipu_tensorflow_addons/keras/layers/ctc.py, ops/nn_ops.py).
-    blank_index = as_attr_int(plain_int(blank_index), f"{owner}: blank_index")
-    if blank_index < 0:
-        raise ValueError(
-            f"{owner}: blank_index must be a class index in [0, num_classes), got {blank_index}"
-        )
-    return int(blank_index)
+    # a TypeError (ipu_tensorflow_addons/keras/layers/ctc.py, ops/nn_ops.py). A negative
+    # index counts from the last class, as the op's (whose decoders default to -1); the
+    # layer keeps the value as given (get_config).
+    return as_attr_int(plain_int(blank_index), f"{owner}: blank_index")
+
+
+def resolved_blank_index(blank_index: int, data: tf.Tensor) -> int | tf.Tensor:
+    """The class of the blank in `data` ([..., num_classes]): a negative index counts from
+    the last class, as ipu.nn_ops' CTC operations take it."""
+    if blank_index >= 0:
+        return blank_index
+    num_classes = data.shape[-1] if data.shape.rank is not None else None
+    if num_classes is None:
+        return blank_index + tf.shape(data)[-1]
+    return blank_index + num_classes
 
 
 def keras_layer_kwargs(kwargs: dict) -> dict:
@@ -44,10 +52,10 @@ def checked_time_major_data(owner: str, blank_index: int, data) -> tf.Tensor:
             f"{owner}: data must have shape [max_time, batch_size, num_classes], got {data.shape}"
         )
     num_classes = data.shape[-1] if data.shape.rank is not None else None
-    if num_classes is not None and blank_index >= num_classes:
+    if num_classes is not None and not -num_classes <= blank_index < num_classes:
         raise ValueError(
-            f"{owner}: blank_index must be a class index in [0, num_classes={num_classes}), "
-            f"got {blank_index}"
+            f"{owner}: blank_index {blank_index} is out of range for {num_classes} classes "
+            f"(a class index in [-{num_classes}, {num_classes}))"
         )
     return data
 

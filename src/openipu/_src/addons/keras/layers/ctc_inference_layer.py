@@ -59,11 +59,12 @@ class CTCInferenceLayer(tf_keras.layers.Layer):
         log_probs = tf.cast(data, tf.float32) if data.dtype != tf.float64 else data
         if self.from_logits:
             log_probs = tf.nn.log_softmax(log_probs, axis=-1)
+        blank = ctc_arguments.resolved_blank_index(self.blank_index, data)
         blank_last_order = tf.concat(
             [
-                tf.range(self.blank_index),
-                tf.range(self.blank_index + 1, num_classes),
-                [self.blank_index],
+                tf.range(blank),
+                tf.range(blank + 1, num_classes),
+                [blank],
             ],
             axis=0,
         )
@@ -77,10 +78,10 @@ class CTCInferenceLayer(tf_keras.layers.Layer):
         for path in decoded_paths:
             ids = tf.cast(path.values, tf.int32)
             # Undo the permutation: ids at or above the blank moved down by one.
-            ids = tf.where(ids >= self.blank_index, ids + 1, ids)
+            ids = tf.where(ids >= blank, ids + 1, ids)
             dense_paths.append(
                 tf.tensor_scatter_nd_update(
-                    tf.fill([batch_size, max_time], tf.constant(self.blank_index, tf.int32)),
+                    tf.fill([batch_size, max_time], tf.cast(blank, tf.int32)),
                     path.indices,
                     ids,
                 )

@@ -51,7 +51,7 @@ class CTCLoss(tf_keras.layers.Layer):
             label_length,
             data_length,
             logits_time_major=True,
-            blank_index=self.blank_index,
+            blank_index=ctc_arguments.resolved_blank_index(self.blank_index, data),
         )
         return tf.cast(tf.reshape(tf.reduce_mean(per_example), [1]), data.dtype)
 

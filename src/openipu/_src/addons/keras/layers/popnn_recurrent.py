@@ -94,7 +94,7 @@ class PopnnRecurrent(tf_keras.layers.Layer):
         self.return_state = bool(return_state)
         self.stateful = bool(stateful)
         self.seed = _checked_seed(owner, seed)
-        self.partials_dtype = options.checked_float_dtype(owner, "partials_dtype", partials_dtype)
+        self.partials_dtype = options.checked_partials_dtype(owner, partials_dtype)
         self.time_major = bool(time_major)
         self.available_memory_proportion_fwd, self.available_memory_proportion_bwd = (
             options.checked_memory_proportions(

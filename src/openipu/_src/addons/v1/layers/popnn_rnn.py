@@ -19,11 +19,13 @@ checked and kept.
 from __future__ import annotations
 
 import logging
+import numbers
 
 import tensorflow as tf
 
 from openipu._src.addons.recurrent import activations, poplibs_options
 from openipu._src.addons.recurrent import options as recurrent_options
+from openipu._src.int_like import as_attr_int, plain_int
 
 # The original's op_util.get_activation_name accepts functions from these modules only
 # (Keras activations and TensorFlow's math ops); today's `tf.tanh`/`tf.nn.relu` live in the
@@ -67,10 +69,8 @@ class PopnnRNN(tf.compat.v1.layers.Layer):
         # The original: "Only support float16, float32" (a ValueError).
         self._plain_dtype = recurrent_options.checked_float_dtype(owner, "dtype", dtype)
         super().__init__(dtype=self._plain_dtype, name=name)
-        self._partials_dtype = recurrent_options.checked_float_dtype(
-            owner, "partials_dtype", partials_dtype
-        )
-        self._num_units = recurrent_options.checked_units(owner, "num_units", num_units)
+        self._partials_dtype = recurrent_options.checked_partials_dtype(owner, partials_dtype)
+        self._num_units = _checked_num_units(owner, num_units)
         self._num_layers = 1
         self._seed = seed
         self._weights_initializer = weights_initializer
@@ -240,6 +240,16 @@ class PopnnRNN(tf.compat.v1.layers.Layer):
         if not self._return_state:
             return outputs
         return outputs, tf.nest.map_structure(lambda s: tf.cast(s, self._plain_dtype), state)
+
+
+def _checked_num_units(owner: str, value) -> int:
+    """num_units as the original takes it: a whole number in any numeric form (8.0 is 8;
+    TensorFlow's shapes refuse 8.5, "Ambiguous dimension"), at least 1."""
+    value = plain_int(value)
+    units = as_attr_int(value, f"{owner}: num_units")
+    if isinstance(value, numbers.Number) and units != value:
+        raise ValueError(f"{owner}: num_units must be a whole number, got {value!r}")
+    return recurrent_options.checked_units(owner, "num_units", units)
 
 
 def _activation_name(owner: str, parameter: str, value, allowed: tuple[str, ...]) -> str:
