@@ -125,33 +125,6 @@ def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
     np.testing.assert_allclose(total.numpy(), 24.0)
 
 
-def test_a_run_cut_short_by_the_timeout_is_filled_with_zeros(ipu_system, tmp_path):
-    # application_runtime.cc: a stalled run goes on with dummy inputs of zeros, which a
-    # program writing its variables sees as any other step.
-    total = tf.Variable(0.0, name="total")
-    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
-        tf.data.Dataset.from_tensors(tf.zeros([2])).repeat()
-    )
-    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
-
-    def body(x):
-        return outfeed.enqueue(total.assign_add(tf.reduce_sum(x)))
-
-    path = ipu.application_compile_op.experimental_application_compile_op(
-        lambda: ipu.loops.repeat(4, body, [], infeed),
-        output_path=str(tmp_path / "sum.poplar_exec"),
-        freeze_variables=False,
-    )
-    context = ipu.embedded_runtime.embedded_runtime_start(
-        path, {"XLA_Args/total": np.float32(0.0)}, "zeros", timeout=1000
-    )
-    x = np.ones([2], np.float32)
-    (first,) = ipu.embedded_runtime.embedded_runtime_call([x], context)
-    (second,) = ipu.embedded_runtime.embedded_runtime_call([x], context)
-    # Each lone call is one step of its run; the run's other three steps add zeros.
-    assert float(first) == 2.0 and float(second) == 4.0
-
-
 def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
     # The spec: `timeout` is how long a run waits for the next batch of data before going
     # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.
@@ -658,3 +631,22 @@ def test_programs_the_ipu_cannot_hold_are_refused_as_the_original_does(ipu_syste
     # The variable is a start-up input, and an output as it is written.
     assert [s.name for s in signature.inputs] == ["XLA_Args/Variable"]
     assert [s.name for s in signature.outputs] == ["result_0", "XLA_Retvals/Variable"]
+
+
+def test_a_program_writing_frozen_variables_is_refused_with_their_names(ipu_system, tmp_path):
+    # freeze_variables=True makes constants of the variables; the original prunes their
+    # handles from the ops writing them (resource_handle_pruner.cc), so such a program
+    # cannot be compiled. The error names the variable and the way out.
+    w = tf.Variable(2.0, name="trained_w")
+
+    def train(x):
+        with tf.GradientTape() as tape:
+            loss = (w * x - 1.0) ** 2
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        return loss
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\['trained_w'\].*freeze_variables"):
+        ipu.application_compile_op.experimental_application_compile_op(
+            train, [np.float32(1.0)], str(tmp_path / "frozen"), freeze_variables=True
+        )
+    assert not os.path.exists(tmp_path / "frozen")

@@ -95,9 +95,12 @@ class RuntimeInstance:
         stacked = []
         for index in range(len(signature.streamed_inputs)):
             rows = [call.values[index] for call in batch]
-            # The run's missing elements are zeros, as the original's dummy inputs
-            # (application_runtime.cc `InitializeDummyInputs`); their results are dropped.
-            filler = [np.zeros_like(rows[-1])] * (iterations - len(batch))
+            # The run's missing elements repeat its last one; their results are dropped.
+            # The original waits for data where a program cannot stall (application_
+            # runtime.cc; a plain loop) and pads a stalled pipeline with zeros; real data
+            # here keeps a program's floating-point traps from firing on filler the
+            # original never runs.
+            filler = [rows[-1]] * (iterations - len(batch))
             stacked.append(np.stack(rows + filler))
         with self._lock:
             inputs = self._inputs

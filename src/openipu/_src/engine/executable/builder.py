@@ -173,6 +173,8 @@ def finish(
     # chip, not in its signature.
     state = [v for v, _ in captured if engine_variables.is_engine_state(v)]
     variables = [(v, t) for v, t in captured if not engine_variables.is_engine_state(v)]
+    if freeze_variables:
+        _refuse_writes_to_frozen(concrete)
     frozen = program_graph.freeze(
         concrete, variables_as_inputs=not freeze_variables, given=given, state=state
     )
@@ -446,3 +448,23 @@ def _returned_tensors(returned: Nested) -> list[tf.Tensor]:
 
 def _spec(tensor: tf.Tensor) -> tf.TensorSpec:
     return tf.TensorSpec(tensor.shape, tensor.dtype)
+
+
+def _refuse_writes_to_frozen(concrete: tf.types.experimental.ConcreteFunction) -> None:
+    """A program that writes variables frozen as constants cannot be compiled: the original
+    prunes the frozen variables' resource handles from every op that takes them
+    (application_runtime/resource_handle_pruner.cc), which leaves a write without its
+    variable. A clear error here, naming the variables, instead of a malformed graph's."""
+    written = [
+        v.name.split(":")[0]
+        for v in program_graph.updated_variables(concrete)
+        if not engine_variables.is_engine_state(v)
+    ]
+    if written:
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            f"The program writes the variable(s) {written}, which freeze_variables=True makes "
+            "constants of the executable: compile it with freeze_variables=False to give "
+            "them as inputs that the executable updates run after run",
+        )
