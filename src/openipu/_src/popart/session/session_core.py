@@ -71,6 +71,7 @@ from openipu._src.popart.session import (
     tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.constexpr_log import trace_constant_folding
 from openipu._src.popart.session.engine_option_names import check_engine_option_names
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_ops import with_strided_group_norms
@@ -159,6 +160,7 @@ class SessionCore:
         source = read_model(fnModel)
         self._model = source.model
         ir_view.check_excluded_patterns(self._model)
+        trace_constant_folding(self._model)
         self._external_locations = source.external_locations
         self._model_directory = (
             os.path.dirname(os.path.abspath(os.fspath(fnModel)))
