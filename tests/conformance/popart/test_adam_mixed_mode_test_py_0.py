@@ -44,7 +44,7 @@ def test_adam_mixed_mode_1(tmp_path, dtype):
     strict=True,
     reason="difference: openipu's IR description (session/ir_view) records 96 Adam op debug "
     "contexts for the three float16 sessions (AdamCombo 24, AdamUpdater 36, AdamVarUpdate 36, "
-    "12 of each of the last two without a parent: copies in outlined subgraphs); the "
+    "12 of each of the last two without a popartbuilder parent); the "
     "original records 84, a count that depends on its AdamDecompose pattern and outlining",
 )
 def test_adam_mixed_mode_1_debug_contexts(tmp_path):
