@@ -138,7 +138,9 @@ class Scan(Op):
         body = self.subgraphs["body"]
         scan_count = self.attrs.num_scan_inputs
         states, scanned = list(inputs[: len(inputs) - scan_count]), list(inputs[-scan_count:])
-        return scan_loop(self, context, body, states, scanned, popart_shapes=True)
+        return scan_loop(
+            self, context, body, states, scanned, popart_shapes=not self.onnx_semantics
+        )
 
 
 @register_op("Scan", since=8)
