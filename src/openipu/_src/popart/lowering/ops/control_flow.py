@@ -132,15 +132,19 @@ class Loop(Op):
         return (*final_carried, *[array.stack() for array in final_arrays])
 
 
+_FIRST_ONNX_ONLY_SCAN = 16  # the first Scan version after PopART's opsets
+
+
 @register_op("Scan", since=(9, 11, 16, 19, 21, 23, 24, 25))
 class Scan(Op):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self.subgraphs["body"]
         scan_count = self.attrs.num_scan_inputs
         states, scanned = list(inputs[: len(inputs) - scan_count]), list(inputs[-scan_count:])
-        return scan_loop(
-            self, context, body, states, scanned, popart_shapes=not self.onnx_semantics
-        )
+        # PopART's ScanOp is Scan-9 and Scan-11 (willow/src/op/scan.cpp); the later versions,
+        # which only openipu runs, and Scans of ONNX's function bodies keep ONNX's shapes.
+        popart_shapes = self.opset_version < _FIRST_ONNX_ONLY_SCAN and not self.onnx_semantics
+        return scan_loop(self, context, body, states, scanned, popart_shapes=popart_shapes)
 
 
 @register_op("Scan", since=8)
