@@ -81,12 +81,6 @@ def test_add_pad():
 
 
 @pytest.mark.follows("test_add_subsample")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the original's Builder types subsample's output rounding down "
-    "([5, 3, 2, 1] for [10, 9, 8, 7] / [2, 3, 4, 5]) while its IR computes it rounding up; "
-    "openipu's Builder gives the shape the session computes ([.., 2])",
-)
 def test_add_subsample():
     builder = popart.Builder()
     i1 = builder.addInputTensor(popart.TensorInfo("FLOAT", [10, 9, 8, 7]))

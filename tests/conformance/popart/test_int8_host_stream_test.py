@@ -39,13 +39,6 @@ def test_int8_hd_stream_then_cast_then_op_then_cast_then_int8_dh_stream(builder_
 
 @pytest.mark.follows("test_fail_stream_int8_no_cast_then_op")
 @pytest.mark.parametrize("builder_type, np_type", TYPES)
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason="openipu refuses the model (ONNX's Add-7 schema has no 8-bit integers) when the "
-    "session is made; the original makes the session and fails in prepareDevice with a "
-    "poplar_exception (Poplar has no 8-bit integer Add)",
-)
 def test_fail_stream_int8_no_cast_then_op(builder_type, np_type):
     builder = popart.Builder()
     info = popart.TensorInfo(builder_type, [2])

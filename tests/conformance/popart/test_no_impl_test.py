@@ -10,11 +10,6 @@ import popart
 
 
 @pytest.mark.follows("test_for_warning")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu has no ConstExpr folding pass, so it logs no 'No ConstExpr implementation "
-    "of Relu' warning",
-)
 def test_for_warning(op_tester, capfd):
     data = np.zeros(2, dtype=np.float32)
 

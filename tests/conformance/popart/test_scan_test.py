@@ -9,10 +9,6 @@ import pytest
 # PopART's Scan (willow/src/op/scan.cpp) slices a 1-D scan input into [1]-shaped pieces (ONNX:
 # scalars) and concatenates the body's scan outputs along the output axis (ONNX: stacks them
 # along a new axis).
-SCAN_SHAPES = (
-    "openipu's Scan follows ONNX: 1-D scan inputs give the body scalars (PopART: [1]) and "
-    "scan outputs stack along a new axis (PopART: concatenated along the output axis)"
-)
 D0 = np.array([0, 2, 4, 6]).astype(np.float32)
 D1 = np.array([1, 3, 5, 7]).astype(np.float32)
 
@@ -31,7 +27,6 @@ def test_scan_zip(op_tester, rev_d0, rev_d1, rev_out, op):
 
 
 @pytest.mark.follows("test_scan_zip")
-@pytest.mark.xfail(strict=True, reason=SCAN_SHAPES)
 @pytest.mark.parametrize("rev_out", [False, True])
 def test_scan_zip_concat(op_tester, rev_out):
     _scan_pair(op_tester, True, False, rev_out, "zip")
@@ -71,7 +66,6 @@ def _scan_pair(op_tester, rev_d0, rev_d1, rev_out, op):
 
 
 @pytest.mark.follows("test_scan_basic_rnn")
-@pytest.mark.xfail(strict=True, reason=SCAN_SHAPES)
 @pytest.mark.parametrize("rev_d, rev_out", [(False, False), (True, True)])
 def test_scan_basic_rnn(op_tester, rev_d, rev_out):
     np.random.seed(1302)
@@ -113,7 +107,10 @@ def test_scan_basic_rnn(op_tester, rev_d, rev_out):
         for x in np.split(data, data.shape[1], axis=1)[:: _step(rev_d)]:
             s = np.tanh(u @ s + w @ x.reshape(8, 32, 1))
             outputs.append(v @ s)
-        return [s.astype(np.float32), np.concatenate(outputs[:: _step(rev_out)], axis=1)]
+        return [
+            s.astype(np.float32),
+            np.concatenate(outputs[:: _step(rev_out)], axis=1).astype(np.float32),
+        ]
 
     op_tester.rtol = 1e-03
     op_tester.atol = 1e-04
@@ -121,7 +118,6 @@ def test_scan_basic_rnn(op_tester, rev_d, rev_out):
 
 
 @pytest.mark.follows("test_scan_const_implicit_tensor")
-@pytest.mark.xfail(strict=True, reason=SCAN_SHAPES)
 @pytest.mark.parametrize("rev_in, rev_out", [(False, False), (True, True)])
 def test_scan_const_implicit_tensor(op_tester, rev_in, rev_out):
     def init_builder(builder):

@@ -10,7 +10,6 @@ cannot type; the builder then leaves it untyped.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from onnx import NodeProto, TensorProto
@@ -144,6 +143,9 @@ def _reshape(node, inputs, attributes):
 
 @_rule("Subsample")
 def _subsample(node, inputs, attributes):
+    # The Builder's shape inference divides rounding down (willow/src/defs.cpp,
+    # SubsampleShapeInference) while the IR, like Poplar, rounds up (willow/src/op/subsample.cpp);
+    # a session takes the IR's shape from the lowering (session/popart_retyped.py).
     shape = inputs[0].shape
     if shape is None:
         return [inputs[0]]
@@ -151,7 +153,7 @@ def _subsample(node, inputs, attributes):
     return [
         _with_shape(
             inputs[0],
-            [None if d is None else math.ceil(d / s) for d, s in zip(shape, strides, strict=False)],
+            [None if d is None else d // s for d, s in zip(shape, strides, strict=False)],
         )
     ]
 

@@ -56,8 +56,10 @@ def popart_initializer(array: np.ndarray, name: str) -> TensorProto:
 
 
 def with_new_values(tensor: TensorProto, array: np.ndarray) -> TensorProto:
-    """`tensor` holding `array` (of its shape) in the fields it already used."""
-    if tensor.HasField("raw_data") or tensor.data_type not in _TYPED_FIELDS:
+    """`tensor` holding `array` (of its shape) in the fields it already used (raw data for
+    one whose data is in an external file, which the model writer then writes there)."""
+    external = tensor.data_location == TensorProto.EXTERNAL
+    if external or tensor.HasField("raw_data") or tensor.data_type not in _TYPED_FIELDS:
         return numpy_helper.from_array(np.asarray(array), tensor.name)
     updated = TensorProto()
     updated.CopyFrom(tensor)

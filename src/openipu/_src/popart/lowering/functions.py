@@ -140,6 +140,11 @@ class FunctionOp(Op):
         opsets.update({entry.domain: entry.version for entry in function.opset_import})
         inner = Lowerer(opsets, self.lowerer.functions)
         ops = [inner.lower_node(node) for node in nodes]
+        if self.schema is not None:
+            for op in ops:
+                # ONNX writes its schemas' function bodies for ONNX's semantics (a Scan
+                # in one stacks its outputs, where PopART's ScanOp concatenates them).
+                op.onnx_semantics = True
         return Body(function.name, function.input, function.output, {}, ops)
 
     def _context_dependent_body(self, inputs: Sequence[Any]) -> Body:

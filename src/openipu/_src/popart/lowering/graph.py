@@ -190,6 +190,8 @@ class Lowerer:
         if check_names:
             _check_defined_before_use(graph, set(input_names) | set(constants))
         ops = [self.lower_node(node) for node in graph.node]
+        for op in ops:
+            op.link(ops)
         output_names = [value.name for value in graph.output]
         return Body(graph.name, input_names, output_names, constants, ops)
 

@@ -195,6 +195,14 @@ class Op:
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         return as_outputs(self.compute(*inputs))
 
+    # True for an op of an ONNX schema's function body, written for ONNX's semantics where
+    # PopART's op differs (see control_flow.Scan).
+    onnx_semantics: bool = False
+
+    def link(self, graph_ops: Sequence[Op]) -> None:
+        """Called once the op's graph is lowered, with all its ops in order: for an op whose
+        lowering depends on others of its graph. Most ops need nothing."""
+
     def compute(self, *inputs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor compute")
 

@@ -33,9 +33,20 @@ def read_model(model_or_filename: Any) -> ModelSource:
     """The model of a session's `fnModel` (serialized bytes, a ModelProto or a file name)."""
     model = load_model(model_or_filename, refuse_unsupported)
     check_opsets(model)
-    locations: dict[str, str] = {}
     if isinstance(model_or_filename, (str, os.PathLike)):
-        locations = _external_locations(os.fspath(model_or_filename))
+        locations = _external_locations(
+            onnx.load_model(model_or_filename, load_external_data=False)
+        )
+    else:
+        # Serialized bytes or a ModelProto name their data files by absolute path (as
+        # Builder.saveInitializersExternally writes them); modelToHost writes the trained
+        # weights back there (external_tensorproto_data_test.py,
+        # test_save_back_externally_saved_tensors).
+        locations = {
+            name: location
+            for name, location in _external_locations(model).items()
+            if os.path.isabs(location)
+        }
     return ModelSource(model, locations)
 
 
@@ -64,8 +75,8 @@ def check_opsets(model: ModelProto) -> dict[str, int]:
     return versions
 
 
-def _external_locations(path: str) -> dict[str, str]:
-    header = onnx.load_model(path, load_external_data=False)
+def _external_locations(header: ModelProto) -> dict[str, str]:
+    """The data file of each initializer of the main graph kept in one (by tensor id)."""
     locations = {}
     for tensor in header.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:

@@ -76,10 +76,12 @@ from openipu._src.popart.session import (
     tensor_locations,
 )
 from openipu._src.popart.session.anchors import AnchorPlan
+from openipu._src.popart.session.constexpr_log import trace_constant_folding
 from openipu._src.popart.session.engine_option_names import check_engine_option_names
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.model_ops import with_strided_group_norms
 from openipu._src.popart.session.model_source import read_model
+from openipu._src.popart.session.poplar_type_support import check_poplar_types
 from openipu._src.popart.session.random_state import RandomState, rng_state_size
 from openipu._src.popart.session.replicas import Replicas
 from openipu._src.popart.session.step_program import SessionProgramSpec, build_program
@@ -163,6 +165,7 @@ class SessionCore:
         source = read_model(fnModel)
         self._model = source.model
         ir_view.check_excluded_patterns(self._model)
+        trace_constant_folding(self._model)
         self._external_locations = source.external_locations
         self._model_directory = (
             os.path.dirname(os.path.abspath(os.fspath(fnModel)))
@@ -342,6 +345,7 @@ class SessionCore:
             cached = self._cached_program
             if cached is not None and cached.executor is not CompileMode.ONNX_RUNTIME:
                 self._spec = dataclasses.replace(self._spec, compile_mode=cached.executor)
+            check_poplar_types(self._model.graph, self._types.get)
             self._program = self._build_program()
             self._compile()
             _devicex_logger.info("Graph compiled")  # willow/src/popx/irlowering.cpp

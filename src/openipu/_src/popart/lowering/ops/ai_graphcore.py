@@ -399,6 +399,55 @@ class DynamicOp(Op):
 
 @graphcore_op("DynamicSlice")
 class DynamicSlice(DynamicOp):
+    """With noOverlap, the gradients of the slices of one tensor are not summed: each is
+    written over the gradient in turn, later slices over earlier ones, where they overlap
+    (willow/src/transforms/dynamicoptransform.cpp makes each DynamicSlicePadGrad a chained
+    DynamicUpdateInplace; operators_test/dynamicslice_test.py, test_dynamicslice_overlap_wrong).
+    Gradients from the tensor's other consumers are still added (the original writes the
+    slices' over their sum too).
+    """
+
+    later_no_overlap: tuple[DynamicSlice, ...] = ()
+
+    def link(self, graph_ops: Sequence[Op]) -> None:
+        if not self.attrs.get("noOverlap"):
+            return
+        source = self.node.input[0]
+        later = graph_ops[list(graph_ops).index(self) + 1 :]
+        self.later_no_overlap = tuple(
+            op
+            for op in later
+            if isinstance(op, DynamicSlice)
+            and op.attrs.get("noOverlap")
+            and op.node.input[0] == source
+            and len(op.node.input) == 2
+        )
+
+    def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
+        tensor, offset, *slice_in = inputs
+        if (
+            not self.later_no_overlap
+            or any(value is not None for value in slice_in)
+            or not tensor.dtype.is_floating
+        ):
+            return super().run(context, inputs)
+        scope = context.scope
+
+        @tf.custom_gradient
+        def sliced(tensor: tf.Tensor) -> tf.Tensor:
+            def gradient(upstream: tf.Tensor) -> tf.Tensor:
+                # Where a later slice's gradient is written, this one's is overwritten.
+                kept = tf.ones_like(tensor)
+                for later in self.later_no_overlap:
+                    later_offset = scope[later.node.input[1]]
+                    cleared = tf.zeros(later.slice_size(tensor), tensor.dtype)
+                    kept = later.replace(kept, later_offset, cleared)
+                return self.replace(tf.zeros_like(tensor), offset, upstream) * kept
+
+            return self.compute(tensor, offset), gradient
+
+        return (sliced(tensor),)
+
     def compute(
         self, tensor: tf.Tensor, offset: tf.Tensor, slice_in: tf.Tensor | None = None
     ) -> tf.Tensor:

@@ -132,13 +132,19 @@ class Loop(Op):
         return (*final_carried, *[array.stack() for array in final_arrays])
 
 
+_FIRST_ONNX_ONLY_SCAN = 16  # the first Scan version after PopART's opsets
+
+
 @register_op("Scan", since=(9, 11, 16, 19, 21, 23, 24, 25))
 class Scan(Op):
     def run(self, context: RunContext, inputs: Sequence[Any]) -> tuple[Any, ...]:
         body = self.subgraphs["body"]
         scan_count = self.attrs.num_scan_inputs
         states, scanned = list(inputs[: len(inputs) - scan_count]), list(inputs[-scan_count:])
-        return scan_loop(self, context, body, states, scanned)
+        # PopART's ScanOp is Scan-9 and Scan-11 (willow/src/op/scan.cpp); the later versions,
+        # which only openipu runs, and Scans of ONNX's function bodies keep ONNX's shapes.
+        popart_shapes = self.opset_version < _FIRST_ONNX_ONLY_SCAN and not self.onnx_semantics
+        return scan_loop(self, context, body, states, scanned, popart_shapes=popart_shapes)
 
 
 @register_op("Scan", since=8)
@@ -163,8 +169,16 @@ class ScanWithBatch(Op):
         return tuple(tf.stack([row[i] for row in per_batch]) for i in range(len(per_batch[0])))
 
 
-def scan_loop(op: Op, context: RunContext, body, states, scanned, scope=None) -> tuple[Any, ...]:
-    """Run ``body`` over the scan axis of ``scanned`` (static length), threading ``states``."""
+def scan_loop(
+    op: Op, context: RunContext, body, states, scanned, scope=None, popart_shapes: bool = False
+) -> tuple[Any, ...]:
+    """Run ``body`` over the scan axis of ``scanned`` (static length), threading ``states``.
+
+    With ``popart_shapes``, slices and scan outputs are shaped as PopART's ScanOp shapes them
+    (willow/src/op/scan.cpp): a 1-D scan input gives the body [1] slices (ONNX: scalars), and
+    the body's scan outputs are concatenated along their output axis, whose size becomes the
+    trip count times the body's (ONNX stacks them along a new axis).
+    """
     attrs = op.attrs
     scope = context.scope if scope is None else scope
     scan_count = len(scanned)
@@ -178,9 +192,16 @@ def scan_loop(op: Op, context: RunContext, body, states, scanned, scope=None) ->
     length = prepared[0].shape[0]
     if length is None:
         raise op.error("the scan axis length must be known when tracing")
+
+    def step_slice(value: tf.Tensor, step: int) -> tf.Tensor:
+        keeps_axis = popart_shapes and value.shape.rank == 1
+        return value[step : step + 1] if keeps_axis else value[step]
+
     step_outputs = []
     for step in range(length):
-        outputs = body.call(context, scope, [*states, *[value[step] for value in prepared]])
+        outputs = body.call(
+            context, scope, [*states, *[step_slice(value, step) for value in prepared]]
+        )
         states = outputs[: len(states)]
         step_outputs.append(outputs[len(states) :])
     output_count = len(body.output_names) - len(states)
@@ -188,10 +209,15 @@ def scan_loop(op: Op, context: RunContext, body, states, scanned, scope=None) ->
     output_directions = list(attrs.get("scan_output_directions") or [0] * output_count)
     results = []
     for index in range(output_count):
-        stacked = tf.stack([outputs[index] for outputs in step_outputs])
+        per_step = [outputs[index] for outputs in step_outputs]
         if output_directions[index]:
-            stacked = tf.reverse(stacked, [0])
+            per_step = per_step[::-1]
         axis = output_axes[index]
+        if popart_shapes:
+            rank = per_step[0].shape.rank
+            results.append(tf.concat(per_step, axis=axis + rank if axis < 0 else axis))
+            continue
+        stacked = tf.stack(per_step)
         axis = axis + stacked.shape.rank if axis < 0 else axis
         results.append(tf.experimental.numpy.moveaxis(stacked, 0, axis))
     return (*states, *results)
