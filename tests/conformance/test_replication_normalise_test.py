@@ -38,8 +38,8 @@ def _normalise(x):
 
 _DIFFERENCE = (
     "difference: the original runs gen_poputil_ops.ipu_replication_normalise as a TF1 op "
-    "placed with tf.device('/device:IPU:0') outside ipu_compiler.compile; openipu has no "
-    "gen_poputil_ops module and no /device:IPU:0 in TensorFlow's runtime"
+    "placed with tf.device('/device:IPU:0') outside ipu_compiler.compile, on 2 replicas; "
+    "openipu runs such an op outside any compiled program, as one replica"
 )
 
 
