@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from small_model import reference_outputs
 
 import popart
-from conftest import reference_outputs
 from openipu._src.popart.session.anchors import host_shape
 
 ART = popart.AnchorReturnType

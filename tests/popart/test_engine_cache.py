@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
+from small_model import build_small_model, reference_outputs
 
 import popart
-from conftest import build_small_model, reference_outputs
 from openipu._src.engine.compile_policy import CompileMode
 from openipu._src.engine.executable import executable_file as engine_file
 from openipu._src.popart.session import engine_cache
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import popart
 sys.path.insert(0, {tests!r})
-from conftest import build_small_model
+from small_model import build_small_model
 
 model = build_small_model()
 options = popart.SessionOptions()

@@ -7,9 +7,9 @@ import zipfile
 
 import numpy as np
 import pytest
+from small_model import build_small_model, reference_outputs
 
 import popart
-from conftest import build_small_model, reference_outputs
 from openipu._src.popart.session import executable_file
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
+from small_model import build_small_model, reference_outputs
 
 import popart
-from conftest import build_small_model, reference_outputs
 
 
 def make_session(model, device, batches_per_step=1, anchors=None, options=None, **kwargs):

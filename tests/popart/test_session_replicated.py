@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from small_model import build_small_model, reference_outputs
 
 import popart
-from conftest import build_small_model, reference_outputs
 
 
 def replicated_options(replicas: int) -> popart.SessionOptions:
