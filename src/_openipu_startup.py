@@ -36,7 +36,8 @@ MODULE_ALIASES: dict[str, str] = {
     "tensorflow.python.ipu": "openipu.ipu",
     "tensorflow.keras.ipu": "openipu.keras_ipu",
     "tf_keras.ipu": "openipu.keras_ipu",
-    # The original's generated op modules that programs import (gen_pop_datastream_ops).
+    # The original's generated op modules that programs import (gen_pop_datastream_ops,
+    # gen_popops_ops, gen_poputil_ops, gen_poprand_ops).
     "tensorflow.compiler.plugin": "openipu.compiler_plugin",
 }
 
