@@ -5,64 +5,23 @@ model does not take as an input fails when the session runs (not when it is made
 
 import numpy as np
 import pytest
+from popart_stepio_checks import check_buffer_input, check_callback_input
 
 import popart
 
-BATCHES = 2
 
-
-def _adder_session():
-    builder = popart.Builder()
-    shape = popart.TensorInfo("FLOAT", [2])
-    i1, i2 = builder.addInputTensor(shape), builder.addInputTensor(shape)
-    o = builder.aiOnnx.add([i1, i2])
-    builder.addOutputTensor(o)
-    data_flow = popart.DataFlow(BATCHES, {t: popart.AnchorReturnType("All") for t in (i1, i2, o)})
-    session = popart.InferenceSession(
-        fnModel=builder.getModelProto(),
-        dataFlow=data_flow,
-        deviceInfo=popart.DeviceManager().createCpuDevice(),
-    )
-    session.prepareDevice()
-    return session, session.initAnchorArrays(), (i1, i2, o)
+def _cpu():
+    return popart.DeviceManager().createCpuDevice()
 
 
 @pytest.mark.follows("test_stepio_bufferinput")
 def test_stepio_bufferinput():
-    session, anchors, (i1, i2, o) = _adder_session()
-    inputs = {i: np.random.rand(BATCHES, 2).astype(np.float32) for i in (i1, i2)}
-    session.run(popart.PyStepIO(inputs, anchors))
-    np.testing.assert_allclose(anchors[i1], inputs[i1])
-    np.testing.assert_allclose(anchors[o], inputs[i1] + inputs[i2], rtol=1e-6)
+    check_buffer_input(_cpu())
 
 
 @pytest.mark.follows("test_stepio_callbackinput")
 def test_stepio_callbackinput():
-    session, anchors, (i1, i2, o) = _adder_session()
-    inputs = {i: np.random.rand(BATCHES, 2).astype(np.float32) for i in (i1, i2)}
-    fed = dict.fromkeys((i1, i2), 0)
-    returned = dict.fromkeys((i1, i2, o), 0)
-    completed: list[str] = []
-
-    def input_callback(tensor_id, _prefetch):
-        fed[tensor_id] += 1
-        return inputs[tensor_id][fed[tensor_id] - 1]
-
-    def output_callback(tensor_id):
-        returned[tensor_id] += 1
-        return anchors[tensor_id][returned[tensor_id] - 1]
-
-    session.run(
-        popart.PyStepIOCallback(input_callback, completed.append, output_callback, completed.append)
-    )
-    assert fed == dict.fromkeys((i1, i2), BATCHES)
-    assert returned == dict.fromkeys((i1, i2, o), BATCHES)
-    # Every batch handed over or taken back is completed.
-    assert sorted(completed) == sorted([i1, i2] * BATCHES + [i1, i2, o] * BATCHES)
-    # Streamed inputs written back to the host come back unchanged.
-    np.testing.assert_allclose(anchors[i1], inputs[i1])
-    np.testing.assert_allclose(anchors[i2], inputs[i2])
-    np.testing.assert_allclose(anchors[o], inputs[i1] + inputs[i2], rtol=1e-6)
+    check_callback_input(_cpu())
 
 
 @pytest.mark.follows("test_steio_correct_inputs")
