@@ -37,7 +37,8 @@ MODULE_ALIASES: dict[str, str] = {
     "tensorflow.keras.ipu": "openipu.keras_ipu",
     "tf_keras.ipu": "openipu.keras_ipu",
     # The original's generated op modules that programs import (gen_pop_datastream_ops,
-    # gen_popops_ops, gen_poputil_ops, gen_poprand_ops).
+    # gen_popops_ops, gen_poputil_ops, gen_poprand_ops, gen_ipu_ops) and its backend's
+    # protobuf modules (poplar.driver: config_pb2, option_flag_pb2, threestate_pb2).
     "tensorflow.compiler.plugin": "openipu.compiler_plugin",
 }
 

@@ -46,10 +46,6 @@ def _check_configured_as(config):
 
 
 @pytest.mark.follows("testCanChangeConfigurationAfterReset")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: IPUConfig has no private `_create_protobuf()` and get_ipu_config() returns copies of the IPUConfig rather than the original's IpuOptions protobufs, which the original's test compares",
-)
 def test_can_change_configuration_after_reset():
     _first().configure_ipu_system()
     ipu.config.reset_ipu_configuration()
@@ -72,10 +68,6 @@ def test_can_reset_empty_configuration():
 
 
 @pytest.mark.follows("testResetsAutomaticallyWhenConfiguring")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: IPUConfig has no private `_create_protobuf()` and get_ipu_config() returns copies of the IPUConfig rather than the original's IpuOptions protobufs, which the original's test compares",
-)
 def test_resets_automatically_when_configuring():
     _first().configure_ipu_system()
     second = _second()

@@ -28,11 +28,6 @@ def test_no_config():
 
 
 @pytest.mark.follows("testGetConfig")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: get_ipu_config returns copies of the IPUConfig, not the original's "
-    "IpuOptions protobufs (ipu_model_config, device_config[i].auto_count, creator_id)",
-)
 def test_get_config(tf1_graph, two_devices):
     result = ipu.utils.get_ipu_config(tf.compat.v1.Session())
     assert len(result) == 2

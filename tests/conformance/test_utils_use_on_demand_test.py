@@ -2,9 +2,8 @@
 
 The configuration the IPU system holds after `configure_ipu_system` keeps the device
 connection type asked for, unless `TF_POPLAR_FLAGS` has `--use_on_demand`, which makes
-it ON_DEMAND. The original reads the configuration back through its internal
-`gen_ipu_ops.ipu_get_configuration` op (an `IpuOptions` protobuf); the public
-`ipu.config.get_ipu_config` reads it here.
+it ON_DEMAND. As in the original, it is read back with the backend's
+`gen_ipu_ops.ipu_get_configuration` op, whose serialized `IpuOptions` protobufs are parsed.
 """
 
 from __future__ import annotations
@@ -13,6 +12,9 @@ import os
 from unittest import mock
 
 import pytest
+import tensorflow as tf
+from tensorflow.compiler.plugin.poplar.driver.config_pb2 import IpuOptions
+from tensorflow.compiler.plugin.poplar.ops import gen_ipu_ops
 from tensorflow.python.ipu import config
 from tensorflow.python.ipu.utils import DeviceConnectionType
 
@@ -27,17 +29,22 @@ def _configured_type(connection_type):
     cfg = config.IPUConfig()
     cfg.device_connection.type = connection_type
     cfg.configure_ipu_system()
-    (configuration,) = config.get_ipu_config()
-    return configuration.device_connection.type
+    with tf.Graph().as_default() as graph, tf.device("CPU"):
+        with tf.compat.v1.Session(graph=graph) as session:
+            configurations = session.run(gen_ipu_ops.ipu_get_configuration())
+    assert len(configurations) == 1
+    options = IpuOptions()
+    options.ParseFromString(configurations[0])
+    return options.device_connection_type
 
 
 @pytest.mark.follows("testNoFlag")
 def test_no_flag():
-    assert _configured_type(DeviceConnectionType.ALWAYS) == DeviceConnectionType.ALWAYS
+    assert _configured_type(DeviceConnectionType.ALWAYS) == DeviceConnectionType.ALWAYS.value
 
 
 @pytest.mark.follows("testFlag")
 def test_flag():
     flags = os.environ.get("TF_POPLAR_FLAGS", "") + " --use_on_demand"
     with mock.patch.dict("os.environ", {"TF_POPLAR_FLAGS": flags}):
-        assert _configured_type(DeviceConnectionType.ALWAYS) == DeviceConnectionType.ON_DEMAND
+        assert _configured_type(DeviceConnectionType.ALWAYS) == DeviceConnectionType.ON_DEMAND.value

@@ -75,12 +75,27 @@ def test_get_ipu_config_before_configuration_raises():
         configure.get_ipu_config()
 
 
-def test_get_ipu_config_returns_one_config_per_device_and_copies():
+def _auto_counts(options) -> list[int]:
+    return [device.auto_count for device in options.device_config]
+
+
+def test_get_ipu_config_returns_one_protobuf_per_device_and_copies():
     _configure(auto_select_ipus=[1, 1])
     configs = configure.get_ipu_config()
-    assert len(configs) == 2 and all(c.auto_select_ipus == [1, 1] for c in configs)
-    configs[0].auto_select_ipus = 4
-    assert configure.get_ipu_config()[0].auto_select_ipus == [1, 1]
+    assert len(configs) == 2 and all(_auto_counts(c) == [1, 1] for c in configs)
+    configs[0].device_config[0].auto_count = 4
+    assert _auto_counts(configure.get_ipu_config()[0]) == [1, 1]
+
+
+def test_get_ipu_config_without_device_selection_raises_as_the_original():
+    # The original's get_ipu_config counts a configuration without device_config as none
+    # (its config.py), though the backend still creates one single-IPU device.
+    system = _configure()
+    assert len(system.devices) == 1
+    with pytest.raises(RuntimeError, match="No IPU devices configured."):
+        configure.get_ipu_config()
+    (options,) = configure.configured_ipu_options()
+    assert len(options.device_config) == 0 and options.creator_id == 1
 
 
 def test_configure_needs_an_ipu_config():

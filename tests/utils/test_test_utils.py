@@ -90,7 +90,8 @@ def test_utils_reexports_the_configuration_api():
         (configured,) = ipu.utils.get_ipu_config()
     finally:
         ipu.config.reset_ipu_configuration()
-    assert configured.device_connection.type == ipu.config.DeviceConnectionType.ON_DEMAND
+    assert configured.device_connection_type == ipu.config.DeviceConnectionType.ON_DEMAND.value
+    assert configured.selection_order == ipu.utils.SelectionOrder.SNAKE.value
     assert ipu.utils.MergeRemoteBuffersBehaviour is ipu.config.MergeRemoteBuffersBehaviour
 
 

@@ -1,7 +1,8 @@
 """Enumerations used by `IPUConfig` (spec section 21.7).
 
-Member values are small integers in the order the spec lists the members; programs
-refer to members by name, and JSON stores names, so the values carry no meaning.
+Member values are those of the original's protobuf enums (its config.py takes them from
+config_pb2 and threestate_pb2): `IPUConfig._create_protobuf` stores them in `IpuOptions`,
+and programs compare its fields with `Member.value`.
 """
 
 import enum
@@ -20,8 +21,8 @@ class DeviceConnectionType(enum.Enum):
 
     ALWAYS = 0
     ON_DEMAND = 1
-    PRE_COMPILE = 2
-    NEVER = 3
+    PRE_COMPILE = 3
+    NEVER = 2
 
 
 class ExecutionProfileType(enum.Enum):

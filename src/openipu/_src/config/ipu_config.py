@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from google.protobuf.message import Message
+
 from openipu._src.config.config_tree import (
     ConfigCategory,
     ConfigTree,
@@ -16,7 +18,7 @@ from openipu._src.config.enums import (
     SelectionOrder,
     StochasticRoundingBehaviour,
 )
-from openipu._src.config.ipu_options import IpuOptions, ipu_options_from_config
+from openipu._src.config.ipu_options import ipu_options_from_config
 from openipu._src.config.validation import validate_ipu_config
 
 _IPU_SELECTION = int | list[int] | tuple[int, ...]
@@ -556,9 +558,9 @@ sixteen IPUs.
         broken rule, each naming the option, its value and what is allowed."""
         validate_ipu_config(self)
 
-    def _create_protobuf(self) -> IpuOptions:
-        """The options record of this config (the original's `IpuOptions` protobuf), after
-        checking the rules that involve several options."""
+    def _create_protobuf(self) -> Message:
+        """The `IpuOptions` protobuf of this config, as the original's backend receives it,
+        after checking the rules that involve several options."""
         return ipu_options_from_config(self)
 
     def configure_ipu_system(self, device: str = "cpu") -> Any:

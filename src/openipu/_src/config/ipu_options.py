@@ -1,149 +1,49 @@
-"""`IpuOptions`: an `IPUConfig` flattened into the options record the original's backend read.
+"""`IpuOptions`: an `IPUConfig` converted into the protobuf the original's backend receives.
 
 The original converts its `IPUConfig` into the `IpuOptions` protobuf of its Poplar backend
-(`IPUConfig._create_protobuf`, tensorflow/python/ipu/config.py; fields in
-tensorflow/compiler/plugin/poplar/driver/config.proto) and checks the rules that involve
-several options while doing so. Programs and tests read that record's fields; here it is a
-plain record with the same field names, enum fields holding the enums' integer values.
+(`IPUConfig._create_protobuf` and the `_to_protobuf` method of each category,
+tensorflow/python/ipu/config.py; fields in tensorflow/compiler/plugin/poplar/driver/config.proto)
+and checks the rules that involve several options while doing so. Enum fields hold the
+values of the original's protobuf enums, which `enums.py` gives its enums.
 """
 
-import dataclasses
 from typing import TYPE_CHECKING
 
+from google.protobuf.message import Message
+
+from openipu._src.config.enums import StochasticRoundingBehaviour
+from openipu._src.config.ipu_options_proto import IpuOptions, IpuOptionsCreator
 from openipu._src.config.validation import validate_ipu_config
 
 if TYPE_CHECKING:
     from openipu._src.config.ipu_config import IPUConfig
 
-# config.proto's IpuOptionsCreator.IPU_UTILS: the record was made from an IPUConfig.
-CREATOR_IPU_UTILS = 1
 
-
-@dataclasses.dataclass
-class OptionFlag:
-    """One Poplar/PopLibs option: its name and value."""
-
-    option: str
-    value: str
-
-
-@dataclasses.dataclass
-class DeviceConfig:
-    """One TensorFlow IPU device: a number of IPUs to pick (`auto_count`) or a configuration
-    index (`cfg_index`)."""
-
-    auto_count: int = 0
-    cfg_index: int = 0
-
-
-@dataclasses.dataclass
-class SpeedSizeConfig:
-    allow_recompute: bool = False
-    always_rearrange_copies_on_the_host: bool = False
-    disable_graph_outlining: bool = False
-    merge_infeed_io_copies: bool = False
-    scheduler_selection: int = 0
-
-
-@dataclasses.dataclass
-class FloatingPointBehaviour:
-    inv: bool = False
-    div0: bool = False
-    oflo: bool = False
-    esr: int = 0
-    nanoo: bool = False
-
-
-@dataclasses.dataclass
-class IpuModelConfig:
-    compile_ipu_code: bool = False
-    tiles_per_ipu: int = 0
-    ipu_model_version: str = ""
-
-
-@dataclasses.dataclass
-class AlgebraicSimplifierConfig:
-    enable_fast_math: bool = False
-    enable_dot_strength: bool = False
-
-
-@dataclasses.dataclass
-class IpuOptions:
-    """The options of the IPU system, as the original's backend received them."""
-
-    creator_id: int = 0
-    device_config: list[DeviceConfig] = dataclasses.field(default_factory=list)
-    selection_order: int = 0
-    serialization_folder: str = ""
-    speed_size_config: SpeedSizeConfig = dataclasses.field(default_factory=SpeedSizeConfig)
-    floating_point_behaviour: FloatingPointBehaviour = dataclasses.field(
-        default_factory=FloatingPointBehaviour
-    )
-    ipu_model_config: IpuModelConfig = dataclasses.field(default_factory=IpuModelConfig)
-    algebraic_simplifier_config: AlgebraicSimplifierConfig = dataclasses.field(
-        default_factory=AlgebraicSimplifierConfig
-    )
-    compilation_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    gcl_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    convolution_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    matmul_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    pooling_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    slice_options: list[OptionFlag] = dataclasses.field(default_factory=list)
-    ipu_version: str = ""
-    device_connection_type: int = 0
-    enable_remote_buffers_without_device: bool = False
-    enable_experimental_remote_buffer_embedding: bool = False
-    enable_experimental_prng_stability: bool = False
-    multi_replica_process_index: int = 0
-    multi_replica_process_count: int = 0
-    num_io_tiles: int = 0
-    place_ops_on_io_tiles: bool = False
-    io_tile_available_memory_proportion: float = 0.0
-    clear_matmul_pass_type: bool = False
-    use_stable_norm_statistics: bool = False
-    experimental_distributed_batch_norm_replica_group_size: int = 0
-    prefetch_data_streams: bool = False
-    enable_multi_slice_combiner: bool = False
-    enable_matmul_combiner: bool = False
-    max_cross_replica_sum_buffer_size: int = 0
-    max_reduce_scatter_buffer_size: int = 0
-    max_reduce_many_buffer_size: int = 0
-    max_all_gather_buffer_size: int = 0
-    max_inter_ipu_copies_buffer_size: int = 0
-    max_send_recv_cluster_size: int = 0
-    minimum_remote_tensor_size: int = 0
-    remote_buffer_merging_mode: int = 0
-    disable_gather_simplifier: bool = False
-    triangular_solve_expander_block_size: int = 0
-    cholesky_block_size: int = 0
-    enable_fast_math: bool = False
-    enable_dynamic_slice_replacement: bool = False
-    max_scheduler_lookahead_depth: int = 0
-    max_scheduler_search_space_size: int = 0
-
-
-def _option_flags(options: dict[str, str]) -> list[OptionFlag]:
-    return [OptionFlag(str(name), str(value)) for name, value in options.items()]
+def _option_flags(options: dict[str, str]) -> list[dict[str, str]]:
+    """`PoplarOptionFlag` entries, in the dict's order (`_poplar_options_to_protobuf`)."""
+    return [{"option": str(name), "value": str(value)} for name, value in options.items()]
 
 
 def _as_list(selection: int | list[int] | tuple[int, ...]) -> list[int]:
     return [selection] if isinstance(selection, int) else list(selection)
 
 
-def ipu_options_from_config(config: "IPUConfig") -> IpuOptions:
-    """The record of `config`; raises the ValueError of `IPUConfig.validate` for a config that
+def ipu_options_from_config(config: "IPUConfig") -> Message:
+    """The `IpuOptions` protobuf of `config`; raises the ValueError of `IPUConfig.validate` for a config that
     breaks a rule, as the original's conversion does."""
     validate_ipu_config(config)
     fp = config.floating_point_behaviour
     optimizations = config.optimizations
     distribution = config.experimental.multi_replica_distribution
-    return IpuOptions(
-        creator_id=CREATOR_IPU_UTILS,
-        device_config=[DeviceConfig(cfg_index=i) for i in _as_list(config.select_ipus)]
-        + [DeviceConfig(auto_count=n) for n in _as_list(config.auto_select_ipus)],
+    options: Message = IpuOptions(
+        creator_id=IpuOptionsCreator.IPU_UTILS,
+        # One device per selection entry, the `select_ipus` ones first (only one of the two may
+        # be set).
+        device_config=[{"cfg_index": i} for i in _as_list(config.select_ipus)]
+        + [{"auto_count": n} for n in _as_list(config.auto_select_ipus)],
         selection_order=config.selection_order.value,
         serialization_folder=config.serialization_output_folder,
-        speed_size_config=SpeedSizeConfig(
+        speed_size_config=dict(
             allow_recompute=config.allow_recompute,
             always_rearrange_copies_on_the_host=(
                 config.experimental.always_rearrange_copies_on_the_host
@@ -153,19 +53,19 @@ def ipu_options_from_config(config: "IPUConfig") -> IpuOptions:
             scheduler_selection=config.scheduling.algorithm.value,
         ),
         # `set_all` turns every check and stochastic rounding on.
-        floating_point_behaviour=FloatingPointBehaviour(
+        floating_point_behaviour=dict(
             inv=fp.inv or fp.set_all,
             div0=fp.div0 or fp.set_all,
             oflo=fp.oflo or fp.set_all,
-            esr=1 if fp.set_all else fp.esr.value,
+            esr=StochasticRoundingBehaviour.ON.value if fp.set_all else fp.esr.value,
             nanoo=fp.nanoo or fp.set_all,
         ),
-        ipu_model_config=IpuModelConfig(
+        ipu_model_config=dict(
             compile_ipu_code=config.ipu_model.compile_ipu_code,
             tiles_per_ipu=config.ipu_model.tiles_per_ipu,
             ipu_model_version=config.ipu_model.version,
         ),
-        algebraic_simplifier_config=AlgebraicSimplifierConfig(
+        algebraic_simplifier_config=dict(
             enable_fast_math=optimizations.math.fast,
             enable_dot_strength=optimizations.math.dot_strength,
         ),
@@ -211,3 +111,4 @@ def ipu_options_from_config(config: "IPUConfig") -> IpuOptions:
         max_scheduler_lookahead_depth=config.scheduling.maximum_scheduler_lookahead_depth,
         max_scheduler_search_space_size=config.scheduling.maximum_scheduler_search_space_size,
     )
+    return options

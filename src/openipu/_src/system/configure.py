@@ -12,6 +12,8 @@ import logging
 import re
 import threading
 
+from google.protobuf.message import Message
+
 from openipu._src.config import poplar_flags
 from openipu._src.config.enums import DeviceConnectionType
 from openipu._src.config.ipu_config import IPUConfig
@@ -45,10 +47,12 @@ class IPUDevice:
 
 @dataclasses.dataclass
 class IPUSystem:
-    """The configured emulated system: the configuration and its devices."""
+    """The configured emulated system: the configuration, its devices and the `IpuOptions`
+    protobuf of the configuration (as the devices hold it)."""
 
     config: IPUConfig
     devices: list[IPUDevice]
+    options: Message
 
     def device(self, ordinal: int) -> IPUDevice:
         if not 0 <= ordinal < len(self.devices):
@@ -81,7 +85,8 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
     # The original's backend reads TF_POPLAR_FLAGS when it starts (tools/flags.cc).
     poplar_flags.parsed()
     poplar_flags.log_help_once()
-    config.validate()
+    # Converting checks the rules that involve several options, as the original's does.
+    options = config._create_protobuf()
     devices = _allocate_devices(config)
     host_devices.ensure_logical_devices()
     xla_cache.warn_if_set_late()
@@ -90,6 +95,7 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
         # `--use_on_demand` overrides the connection type the config asks for (the
         # original's utils_use_on_demand_test.py reads it back).
         configured.device_connection.type = DeviceConnectionType.ON_DEMAND
+        options.device_connection_type = DeviceConnectionType.ON_DEMAND.value
     global _configurations
     with _lock:
         if (
@@ -108,7 +114,7 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
                 "call ipu.config.reset_ipu_configuration() first, or configure_ipu_system "
                 "with reset_configuration=True (the default)",
             )
-        _system = IPUSystem(config=configured, devices=devices)
+        _system = IPUSystem(config=configured, devices=devices, options=options)
         _configurations += 1
         configured_before = _configurations > 1
     if configured_before:
@@ -126,12 +132,29 @@ def reset_ipu_configuration() -> None:
         _system = None
 
 
-def get_ipu_config(session=None) -> list:
-    """The configuration of each configured IPU device (one entry per device)."""
+def configured_ipu_options() -> list[Message]:
+    """The `IpuOptions` protobuf each configured IPU device holds, empty if none is configured.
+
+    What the original's backend returns for its `ipu_get_configuration` op: every device
+    holds the options of the whole configuration, with `--use_on_demand` applied
+    (poplar_executor.cc, `ConfigurePoplarDevice`).
+    """
     system = _system
     if system is None:
+        return []
+    return [copy.deepcopy(system.options) for _ in system.devices]
+
+
+def get_ipu_config(session=None) -> list[Message]:
+    """The configuration of the IPU system: an `IpuOptions` protobuf per IPU device.
+
+    As in the original (config.py, `get_ipu_config`), a configuration without device
+    selections (neither `auto_select_ipus` nor `select_ipus`) counts as none.
+    """
+    options = configured_ipu_options()
+    if not any(len(device.device_config) > 0 for device in options):
         raise RuntimeError("No IPU devices configured.")
-    return [copy.deepcopy(system.config) for _ in system.devices]
+    return options
 
 
 def current_system(purpose: str = "running IPU work") -> IPUSystem:

@@ -1,0 +1,1 @@
+"""`tensorflow.compiler.plugin.poplar.driver`: the backend's protobuf modules (re-exports only)."""
