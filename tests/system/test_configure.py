@@ -162,3 +162,15 @@ def test_device_lookup_names_the_valid_range():
 )
 def test_ipu_ordinal_parsing(name, ordinal):
     assert configure.ipu_ordinal(name) == ordinal
+
+
+def test_ipu_get_configuration_op_serializes_the_options_of_each_device():
+    from tensorflow.compiler.plugin.poplar.driver.config_pb2 import IpuOptions
+    from tensorflow.compiler.plugin.poplar.ops import gen_ipu_ops
+
+    assert gen_ipu_ops.ipu_get_configuration().numpy().tolist() == []
+    _configure(auto_select_ipus=[1, 2])
+    serialized = gen_ipu_ops.ipu_get_configuration().numpy()
+    parsed = [IpuOptions.FromString(entry) for entry in serialized]
+    assert parsed == configure.get_ipu_config()
+    assert [_auto_counts(options) for options in parsed] == [[1, 2], [1, 2]]
