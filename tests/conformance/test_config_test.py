@@ -5,9 +5,9 @@ config of its own (nested categories, typed and deprecated options, documentatio
 and JSON): the original builds it with its private `_ConfigBase`, here with the equivalent
 `openipu._src.config.config_tree` classes, with the same names, types, defaults and
 docstrings and the same expectations. The second checks `IPUConfig` itself through
-`IPUConfig._create_protobuf()`, the record of options the backend receives (the original's
-`IpuOptions` protobuf; enum fields hold the enums' integer values, which are those of the
-original's protobuf enums), and the rules checked while creating it.
+`IPUConfig._create_protobuf()`, the `IpuOptions` protobuf the backend receives (its enum
+fields compared with the original's protobuf enums, as there), and the rules checked while
+creating it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,12 @@ import json
 import logging
 
 import pytest
+from tensorflow.compiler.plugin.poplar.driver import threestate_pb2
+from tensorflow.compiler.plugin.poplar.driver.config_pb2 import (
+    IpuDeviceConnectionType,
+    IpuSchedulingAlgorithm,
+    IpuSelectionOrder,
+)
 from tensorflow.python import ipu
 
 from openipu._src.config.config_tree import ConfigCategory, ConfigTree, Option, Subcategory
@@ -639,9 +645,9 @@ def test_selection_order(hardware):
     _check_field(
         "selection_order",
         "selection_order",
-        0,
+        IpuSelectionOrder.AUTO,
         ipu.config.SelectionOrder.SNAKE,
-        ipu.config.SelectionOrder.SNAKE.value,
+        IpuSelectionOrder.SNAKE,
     )
 
 
@@ -662,9 +668,9 @@ def test_device_connection_type(hardware):
     _check_field(
         "device_connection.type",
         "device_connection_type",
-        0,
+        IpuDeviceConnectionType.ALWAYS,
         ipu.config.DeviceConnectionType.ON_DEMAND,
-        1,
+        IpuDeviceConnectionType.ON_DEMAND,
     )
 
 
@@ -887,13 +893,12 @@ def test_optimizations_minimum_remote_tensor_size(hardware):
 
 @pytest.mark.follows("testOptimizationsMergeRemoteBuffers")
 def test_optimizations_merge_remote_buffers(hardware):
-    # config.proto's THREESTATE_UNDEFINED is 2, THREESTATE_OFF 0.
     _check_field(
         "optimizations.merge_remote_buffers",
         "remote_buffer_merging_mode",
-        2,
+        threestate_pb2.THREESTATE_UNDEFINED,
         ipu.utils.MergeRemoteBuffersBehaviour.NO_MERGING,
-        0,
+        threestate_pb2.THREESTATE_OFF,
     )
 
 
@@ -922,13 +927,12 @@ def test_optimizations_cholesky_block_size(hardware):
 
 @pytest.mark.follows("testSchedulingAlgorithm")
 def test_scheduling_algorithm(hardware):
-    # config.proto's IpuSchedulingAlgorithm CHOOSE_BEST is 0.
     _check_field(
         "scheduling.algorithm",
         "speed_size_config.scheduler_selection",
-        0,
+        IpuSchedulingAlgorithm.CHOOSE_BEST,
         ipu.utils.SchedulingAlgorithm.SHORTEST_PATH,
-        ipu.utils.SchedulingAlgorithm.SHORTEST_PATH.value,
+        IpuSchedulingAlgorithm.SHORTEST_PATH,
     )
 
 
