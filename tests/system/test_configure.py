@@ -174,3 +174,15 @@ def test_ipu_get_configuration_op_serializes_the_options_of_each_device():
     parsed = [IpuOptions.FromString(entry) for entry in serialized]
     assert parsed == configure.get_ipu_config()
     assert [_auto_counts(options) for options in parsed] == [[1, 2], [1, 2]]
+
+
+def test_configuring_again_without_reset_compares_the_protobufs():
+    _configure(auto_select_ipus=2)
+    same = IPUConfig()
+    same.auto_select_ipus = [2]  # Another spelling of the same IpuOptions.
+    configure.configure_ipu_system(same, reset_configuration=False)
+    other = IPUConfig()
+    other.auto_select_ipus = [2]
+    other.allow_recompute = True
+    with pytest.raises(tf.errors.FailedPreconditionError, match="already configured"):
+        configure.configure_ipu_system(other, reset_configuration=False)
