@@ -7,26 +7,26 @@ any case) makes only the listed ones synthetic.
 
 from __future__ import annotations
 
-import enum
+from openipu._src.config import ipu_options_proto, ipu_options_schema, poplar_flags
 
-from openipu._src.config import poplar_flags
-
-
-class SyntheticDataCategory(enum.Enum):
-    """The kinds of host-device data transfer that synthetic data can replace."""
-
-    Seed = 0
-    Infeed = 1
-    Outfeed = 2
-    HostEmbedding = 3
-    Parameters = 4
+# As the original's utils.py: the protobuf enum of config.proto, whose members are plain ints
+# (`SyntheticDataCategory.Infeed == config_pb2.Infeed == 1`).
+SyntheticDataCategory = ipu_options_proto.public_names(ipu_options_schema.CONFIG_FILE)[
+    "SyntheticDataCategory"
+]
 
 
-def use_synthetic_data_for(synthetic_data_category: SyntheticDataCategory) -> bool:
+def use_synthetic_data_for(synthetic_data_category: int) -> bool:
     """Whether synthetic data replaces the transfers of `synthetic_data_category`."""
-    if not isinstance(synthetic_data_category, SyntheticDataCategory):
+    # The original passes the value as an int attribute of its op, which refuses non-ints.
+    if isinstance(synthetic_data_category, bool) or not isinstance(synthetic_data_category, int):
         raise TypeError(
-            "use_synthetic_data_for needs a SyntheticDataCategory value (such as "
+            "use_synthetic_data_for needs a SyntheticDataCategory value (an int such as "
             f"SyntheticDataCategory.Infeed), got {synthetic_data_category!r}"
         )
-    return poplar_flags.is_synthetic(synthetic_data_category.name.lower())
+    if synthetic_data_category not in SyntheticDataCategory.values():
+        raise ValueError(
+            f"synthetic_data_category {synthetic_data_category!r} is not a SyntheticDataCategory "
+            f"value; allowed: {dict(SyntheticDataCategory.items())}"
+        )
+    return poplar_flags.is_synthetic(SyntheticDataCategory.Name(synthetic_data_category).lower())
