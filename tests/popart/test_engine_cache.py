@@ -194,3 +194,32 @@ def test_sessions_writing_the_same_entry_at_once_leave_a_valid_one(tmp_path):
     assert engine_file.read(str(tmp_path / entries[0])).program is not None
     _, _, raced, stderr = _run_child(tmp_path)
     assert not raced and "cannot be used" not in stderr
+
+
+def test_changed_session_options_make_a_new_entry_and_the_same_ones_hit(small_model, tmp_path):
+    # The original's cache key hashes the options that change the compiled program
+    # (willow/src/sessionoptions.cpp, std::hash<popart::SessionOptions>).
+    def prepared(**changes):
+        options = popart.SessionOptions()
+        options.enableEngineCaching = True
+        options.cachePath = str(tmp_path)
+        for name, value in changes.items():
+            setattr(options, name, value)
+        session = popart.InferenceSession(
+            small_model.proto,
+            popart.DataFlow(2, [small_model.y]),
+            popart.DeviceManager().createIpuModelDevice({}),
+            userOptions=options,
+        )
+        session.prepareDevice()
+        return session
+
+    assert prepared()._cached_program is None
+    assert len(os.listdir(tmp_path)) == 1
+    assert prepared()._cached_program is not None  # same program, same options: a hit
+    assert prepared(enableStochasticRounding=True)._cached_program is None  # not a stale hit
+    assert prepared(partialsTypeMatMuls="half")._cached_program is None
+    assert len(os.listdir(tmp_path)) == 3
+    # An option the original's key leaves out (where reports go) shares the entry.
+    assert prepared(logDir=str(tmp_path / "logs"))._cached_program is not None
+    assert len([n for n in os.listdir(tmp_path) if n.endswith(".popef")]) == 3
