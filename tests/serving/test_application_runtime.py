@@ -115,42 +115,97 @@ def test_many_threads_get_their_own_results(ipu_system, tmp_path):
         np.testing.assert_allclose(results[i][1], _expected(x)[1], rtol=1e-6)
 
 
-def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
-    # One call where a run takes four: after the timeout the run goes on without the rest.
+def test_a_lone_call_of_a_plain_loop_runs_its_step_without_waiting(ipu_system, tmp_path):
+    # The original runs a loop that cannot stall (no pipeline) step by step as elements
+    # arrive, and never times out (application_runtime.cc, PeekInputData): a lone call
+    # of a 4-step loop gets its step's results at once, whatever the timeout.
     path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
-    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "lonely", timeout=1000)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "lonely", timeout=30 * 10**6)
     x = np.full([2, 4], 3.0, np.float32)
+    ipu.embedded_runtime.embedded_runtime_call([x], context)  # loads the executable
+    started = time.monotonic()
     y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    assert time.monotonic() - started < 15.0  # not the 30 s timeout
     np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), 24.0)
 
 
-def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
-    # The spec: `timeout` is how long a run waits for the next batch of data before going
-    # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.
-    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
-    x = np.ones([2, 4], np.float32)
+def test_a_plain_loop_runs_only_the_steps_it_is_given(ipu_system, tmp_path):
+    # A running count: three lone calls of a 4-step loop are three steps, not three runs
+    # of four (no dummy steps: the original never pushes dummy data into such a loop).
+    count = tf.Variable(0.0)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensors(1.0).repeat())
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        count.assign_add(x)
+        return outfeed.enqueue(count.read_value())
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        lambda: ipu.loops.repeat(4, body, [], infeed),
+        output_path=str(tmp_path / "count.poplar_exec"),
+        freeze_variables=False,
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [np.float32(0)], "counting")
+    got = [
+        ipu.embedded_runtime.embedded_runtime_call([np.float32(x)], context)[0] for x in (1, 2, 3)
+    ]
+    np.testing.assert_allclose([g.numpy() for g in got], [1.0, 3.0, 6.0])
+
+
+def _pipeline_executable(path, count):
+    """An inference pipeline `(x + 1) * 2` over `count` mini-batches, compiled to `path`."""
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.from_tensors(tf.zeros([2])).repeat()
+    )
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def program():
+        return ipu.pipelining_ops.pipeline(
+            computational_stages=[lambda x: x + 1.0, lambda x: x * 2.0],
+            gradient_accumulation_count=count,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            device_mapping=[0, 0],
+        )
+
+    return ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(path)
+    )
+
+
+def test_a_stalled_pipeline_waits_the_timeout_then_runs_on_dummy_data(ipu_system, tmp_path):
+    # A pipeline can stall (poplar_compiler.cc, ModuleExecutionCanStall): the original waits
+    # `timeout` microseconds for more data, then pushes dummy data, whose results no caller
+    # gets (application_runtime.cc). 4 calls fill a 4-step run, which does not wait.
+    path = _pipeline_executable(tmp_path / "pipeline.poplar_exec", count=4)
+    x = np.array([1.0, -3.0], np.float32)
     short = ipu.embedded_runtime.embedded_runtime_start(path, [], "short_wait", timeout=1000)
     ipu.embedded_runtime.embedded_runtime_call([x], short)  # loads the executable
     started = time.monotonic()
-    ipu.embedded_runtime.embedded_runtime_call([x], short)
+    (y,) = ipu.embedded_runtime.embedded_runtime_call([x], short)
     assert time.monotonic() - started < 1.0
+    np.testing.assert_allclose(y.numpy(), (x + 1) * 2)
     long = ipu.embedded_runtime.embedded_runtime_start(path, [], "long_wait", timeout=1_500_000)
     started = time.monotonic()
-    (y, _) = ipu.embedded_runtime.embedded_runtime_call([x], long)
+    (y,) = ipu.embedded_runtime.embedded_runtime_call([x], long)
     assert time.monotonic() - started >= 1.5
-    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), (x + 1) * 2)
     full = ipu.embedded_runtime.embedded_runtime_start(path, [], "full_run", timeout=30 * 10**6)
-    threads = [
-        threading.Thread(target=ipu.embedded_runtime.embedded_runtime_call, args=([x], full))
-        for _ in range(4)
-    ]
+    results = {}
+
+    def client(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([x + i], full)[0].numpy()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
     started = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert time.monotonic() - started < 15.0  # not the 30 s timeout
+    for i in range(4):
+        np.testing.assert_allclose(results[i], (x + i + 1) * 2)
 
 
 def test_a_tf1_session_runs_the_runtime(ipu_system, tmp_path):

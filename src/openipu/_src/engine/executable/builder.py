@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import func_graph as func_graph_module
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
@@ -35,6 +36,7 @@ from openipu._src.engine.executable import (
     poplar_limits,
     program_graph,
     program_state,
+    run_steps,
     stream_capture,
 )
 from openipu._src.engine.executable.executable_file import Executable
@@ -52,6 +54,7 @@ class _Streams:
 
     def __init__(self) -> None:
         self.iterations = 1
+        self.can_stall = False  # a pipeline: a run always runs all its steps
         self.element_spec: Nested = None  # None: the function has no infeed loop
         self.step_output_specs: list[tf.TensorSpec] = []  # what the loop's step enqueues
         self.top_level_output_specs: list[tf.TensorSpec] = []  # enqueued outside the loop
@@ -192,6 +195,12 @@ def finish(
                 *frozen.inputs[len(names) :],
             ),
         )
+    metadata = dict(metadata or {})
+    if any(node.name == run_steps.NAME for node in _graph_def(frozen).node):
+        frozen = dataclasses.replace(frozen, inputs=(*frozen.inputs, f"{run_steps.NAME}:0"))
+        metadata[run_steps.METADATA_KEY] = True
+    if streams.can_stall:
+        metadata[run_steps.CAN_STALL_KEY] = True
     graph = concrete.graph
     poplar_limits.check(
         graph, name, bool(streams.flat_element_spec or streams.streamed_output_specs)
@@ -244,7 +253,6 @@ def finish(
             *updated,
         ),
     )
-    metadata = dict(metadata or {})
     if variable_inputs:
         # Which start-up inputs a run holds in variables of its own (updated run to run).
         first = len(startup_signatures)
@@ -361,9 +369,15 @@ def _program(
                 arrays = [a.write(i, o) for a, o in zip(arrays, outputs, strict=True)]
                 return (i + 1, arrays, *new)
 
+        steps: int | tf.Tensor = loop.iterations
+        if not loop.can_stall and loop.iterations > 1 and not carried:
+            # A run may run fewer steps than the loop's (an embedded runtime given fewer
+            # elements; see runtime_instance.py): the count is an input with a default.
+            # Not for a loop carrying values, whose steps depend on the earlier ones.
+            steps = tf.compat.v1.placeholder_with_default(loop.iterations, [], name=run_steps.NAME)
         # One step after another, as the device loop runs them.
         done, arrays, *values = tf.while_loop(
-            lambda i, *_: i < loop.iterations,
+            lambda i, *_: i < steps,
             step,
             (tf.constant(0), arrays, *carried),
             parallel_iterations=1,
@@ -392,6 +406,7 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
         with capture.collecting() as enqueued:
             values, operations = _call_step(loop, carried, zeros)
         streams.iterations = loop.iterations
+        streams.can_stall = loop.can_stall
         streams.element_spec = element_spec
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
         return device_loop._loop_results(values, tf.group(*operations))  # noqa: SLF001
@@ -468,3 +483,7 @@ def _refuse_writes_to_frozen(concrete: tf.types.experimental.ConcreteFunction) -
             "constants of the executable: compile it with freeze_variables=False to give "
             "them as inputs that the executable updates run after run",
         )
+
+
+def _graph_def(frozen: program_graph.FrozenGraph) -> graph_pb2.GraphDef:
+    return graph_pb2.GraphDef.FromString(frozen.graph_def)

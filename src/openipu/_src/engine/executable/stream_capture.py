@@ -41,6 +41,9 @@ class CapturedLoop:
     body: Callable[..., Nested]
     carried: Nested
     infeed: Infeed | StreamedElements
+    #: A loop that can stall waiting for data (the original's ModuleExecutionCanStall,
+    #: poplar_compiler.cc: a pipeline): its embedded runtime pushes dummy data on timeout.
+    can_stall: bool = False
 
 
 class Capture:
@@ -62,8 +65,9 @@ class Capture:
         body: Callable[..., Nested],
         inputs: Nested,
         infeed: Infeed | StreamedElements,
+        can_stall: bool = False,
     ) -> Any:
-        loop = CapturedLoop(n, body, inputs, infeed)
+        loop = CapturedLoop(n, body, inputs, infeed, can_stall)
         self.loops.append(loop)
         return self._run_loop(loop)
 
