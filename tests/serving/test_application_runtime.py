@@ -422,18 +422,72 @@ def _iterator_program(reads_per_step):
     return program
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason="difference: the original streams every next() of an IPU iterator (a dequeue of "
-    "its infeed); openipu's executables stream one next() per step of a range loop",
-)
 def test_several_reads_of_an_iterator_per_step_stream_its_elements(ipu_system, tmp_path):
+    # The original's next() is a dequeue of the iterator's infeed: each read streams an
+    # element of the same streamed input, so a 2-step loop reading twice a step takes 4
+    # elements a run and gives 2 outfeed elements, to the calls in order (its queue of
+    # result processors, application_runtime.cc).
     path = ipu.application_compile_op.experimental_application_compile_op(
         _iterator_program(reads_per_step=2), output_path=str(tmp_path / "twice.poplar_exec")
     )
-    signature = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice").signature()
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice", timeout=10**6)
+    signature = context.signature()
     assert [len(signature.streamed_inputs), len(signature.streamed_outputs)] == [1, 1]
+    assert signature.streamed_inputs[0].shape.dimensions == []
+    elements = [1.0, 2.0, 10.0, 20.0]
+    results = {}
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([np.float32(elements[i])], context)
+
+    # Four calls, in order; the last two wait for a later run's outfeed, as on the original.
+    threads = [threading.Thread(target=call, args=(i,), daemon=True) for i in range(4)]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads[:2]:
+        thread.join(60)
+    assert [float(results[i][0].numpy()) for i in (0, 1)] == [3.0, 30.0]
+    assert 2 not in results and 3 not in results
+
+
+def test_next_inside_a_device_loop_without_an_infeed_streams_the_iterator(ipu_system, tmp_path):
+    # loops.repeat without infeed_queue: the body's next() is still the iterator's infeed
+    # dequeue on the original (ipu_infeed_queue.py), so a streamed input of the executable.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)))
+
+    def body(total):
+        total = total + next(iterator)
+        outfeed.enqueue(total * 2.0)
+        return total
+
+    @tf.function
+    def program():
+        ipu.loops.repeat(3, body, [tf.constant(100.0)])
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "repeat_next.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "repeat_next", timeout=10**6)
+    signature = context.signature()
+    assert [s.shape.dimensions for s in signature.streamed_inputs] == [[]]
+    assert len(signature.streamed_outputs) == 1
+    results = {}
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([np.float32(i + 1)], context)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads:
+        thread.join()
+    # The loop carries its running total through the run's three steps.
+    assert [float(results[i][0].numpy()) for i in range(3)] == [202.0, 206.0, 212.0]
+    assert float(next(iterator).numpy()) == 0.0  # compiling read nothing
 
 
 def test_without_output_path_a_temporary_file_is_written(ipu_system):

@@ -22,6 +22,7 @@ original's runtime feeds its engine (kernels/application_runtime/application_run
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Sequence
 
@@ -54,6 +55,8 @@ class RuntimeInstance:
         self._can_stall = bool(executable.metadata.get(run_steps.CAN_STALL_KEY))
         self._lock = threading.Condition()
         self._waiting: list[_Call] = []
+        self._awaiting: collections.deque[_Call] = collections.deque()  # taken, no results yet
+        self._reads_per_step = executable.elements_per_run // executable.iterations
         self._running = False  # a thread is gathering and running calls
 
     def set_inputs(self, inputs: Sequence[np.ndarray]) -> None:
@@ -96,38 +99,52 @@ class RuntimeInstance:
                     return
 
     def _gather(self) -> list[_Call]:
-        iterations = self.executable.iterations
+        elements = self.executable.elements_per_run
         deadline = self.timeout_us / 1e6
+        reads = self._reads_per_step
         with self._lock:
             if not self._program.runs_fewer_steps:
-                self._lock.wait_for(lambda: len(self._waiting) >= iterations, timeout=deadline)
-            batch, self._waiting = self._waiting[:iterations], self._waiting[iterations:]
+                self._lock.wait_for(lambda: len(self._waiting) >= elements, timeout=deadline)
+            # Whole steps only: a step reading several elements waits for all of them, as
+            # the original's (its infeed callback waits for data).
+            self._lock.wait_for(lambda: len(self._waiting) >= reads)
+            taken = min(elements, len(self._waiting) // reads * reads)
+            batch, self._waiting = self._waiting[:taken], self._waiting[taken:]
         return batch
 
     def _run(self, batch: list[_Call]) -> None:
         signature = self.executable.signature
-        iterations = self.executable.iterations
+        elements = self.executable.elements_per_run
         stacked = []
         for index in range(len(signature.streamed_inputs)):
             rows = [call.values[index] for call in batch]
             # The missing elements (see the module docstring): the original's dummy data
             # (zeros) in a pipeline, steps not run or real data otherwise.
-            missing = iterations - len(batch)
+            missing = elements - len(batch)
             filler = [np.zeros_like(rows[-1]) if self._can_stall else rows[-1]] * missing
             stacked.append(np.stack(rows + filler))
         with self._lock:
             inputs = self._inputs
-        steps = len(batch) if self._program.runs_fewer_steps else None
+        steps = len(batch) // self._reads_per_step
+        run_steps_given = steps if self._program.runs_fewer_steps else None
         try:
             # A call gives back the streamed outputs (the run's own outputs come after them).
-            run = self._program.run(inputs, stacked, steps)
+            run = self._program.run(inputs, stacked, run_steps_given)
             streamed = run[: len(signature.streamed_outputs)]
             outputs = [o.numpy() for o in streamed]
         except BaseException as error:  # noqa: BLE001 - every caller of the run sees its error
-            for call in batch:
-                call.error = error
-                call.done.set()
+            with self._lock:
+                for call in [*self._awaiting, *batch]:
+                    call.error = error
+                    call.done.set()
+                self._awaiting.clear()
             return
-        for position, call in enumerate(batch):
-            call.results = [output[position] for output in outputs]
-            call.done.set()
+        # Outfeed elements go to the calls in the order their elements were taken (the
+        # original's queue of result processors): one a step of real elements, so with
+        # several reads a step, a call may get a later run's.
+        with self._lock:
+            self._awaiting.extend(batch)
+            for position in range(steps):
+                call = self._awaiting.popleft()
+                call.results = [output[position] for output in outputs]
+                call.done.set()

@@ -55,6 +55,7 @@ class _Streams:
     def __init__(self) -> None:
         self.iterations = 1
         self.can_stall = False  # a pipeline: a run always runs all its steps
+        self.reads_per_step = 1  # streamed elements a step reads
         self.element_spec: Nested = None  # None: the function has no infeed loop
         self.step_output_specs: list[tf.TensorSpec] = []  # what the loop's step enqueues
         self.top_level_output_specs: list[tf.TensorSpec] = []  # enqueued outside the loop
@@ -125,7 +126,8 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
     probed = _created_since(before)
     stream_specs = [
-        tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
+        tf.TensorSpec([streams.iterations * streams.reads_per_step, *s.shape], s.dtype)
+        for s in streams.flat_element_spec
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
@@ -201,6 +203,8 @@ def finish(
         metadata[run_steps.METADATA_KEY] = True
     if streams.can_stall:
         metadata[run_steps.CAN_STALL_KEY] = True
+    if streams.reads_per_step != 1:
+        metadata[run_steps.READS_PER_STEP_KEY] = streams.reads_per_step
     graph = concrete.graph
     poplar_limits.check(
         graph, name, bool(streams.flat_element_spec or streams.streamed_output_specs)
@@ -353,7 +357,9 @@ def _program(
     step_outputs: list[tf.Tensor] = []
 
     def run_loop(loop: stream_capture.CapturedLoop) -> Nested:
-        stacked = nest.pack_sequence_as(streams.element_spec, list(stacked_streams))
+        stacked = nest.pack_sequence_as(
+            streams.element_spec, [_by_step(t, loop) for t in stacked_streams]
+        )
         specs = streams.step_output_specs
         arrays = [
             tf.TensorArray(s.dtype, size=loop.iterations, element_shape=s.shape) for s in specs
@@ -401,12 +407,15 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
             raise ValueError(
                 f"The infeed of the function's device loop ({loop.infeed!r}) has no element_spec"
             )
-        zeros = nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), element_spec)
+        zeros = nest.map_structure(
+            lambda s: tf.zeros(_step_shape(s.shape, loop), s.dtype), element_spec
+        )
         carried = [tf.convert_to_tensor(v) for v in device_loop._as_list(loop.carried)]  # noqa: SLF001
         with capture.collecting() as enqueued:
             values, operations = _call_step(loop, carried, zeros)
         streams.iterations = loop.iterations
         streams.can_stall = loop.can_stall
+        streams.reads_per_step = loop.reads_per_step
         streams.element_spec = element_spec
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
         return device_loop._loop_results(values, tf.group(*operations))  # noqa: SLF001
@@ -417,6 +426,18 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
     _check_top_level_enqueues(top_level, streams.iterations)
     streams.top_level_output_specs = [_spec(t) for t in top_level]
     streams.returned_specs = [_spec(t) for t in _returned_tensors(returned)]
+
+
+def _step_shape(shape: tf.TensorShape, loop: stream_capture.CapturedLoop) -> list[Any]:
+    """A step's element of a loop reading `reads_per_step` elements: them, stacked."""
+    return list(shape) if loop.reads_per_step == 1 else [loop.reads_per_step, *shape]
+
+
+def _by_step(stacked: tf.Tensor, loop: stream_capture.CapturedLoop) -> tf.Tensor:
+    """A stream's elements of a run (one a read), grouped by the step that reads them."""
+    if loop.reads_per_step == 1:
+        return stacked
+    return tf.reshape(stacked, [loop.iterations, loop.reads_per_step, *stacked.shape[1:]])
 
 
 def _call_step(

@@ -15,3 +15,6 @@ METADATA_KEY = "run_steps_input"
 #: The executable metadata's key saying its loop can stall (a pipeline: it runs all its
 #: steps, on dummy data when its calls do not come in time).
 CAN_STALL_KEY = "can_stall"
+#: The executable metadata's key giving the streamed elements each step reads (when not 1):
+#: a run takes `iterations` times as many, and gives `iterations` outfeed elements.
+READS_PER_STEP_KEY = "reads_per_step"
