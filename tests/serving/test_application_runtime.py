@@ -338,6 +338,22 @@ def test_a_loop_carrying_values_gives_them_as_outputs(ipu_system, tmp_path):
     assert sorted(float(r[0].numpy()) for r in results) == [1.0, 3.0, 6.0, 10.0]
 
 
+def _calls_in_order(context, elements):
+    """Calls from a thread each, started in order; their results, in that order."""
+    results = [None] * len(elements)
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call(elements[i], context)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(elements))]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path):
     # As the original's test_compile_op_with_defunc_infeed_iterator_outfeed: `next()` in an
     # autograph range loop is the executable's streamed input; the iterator is not read.
@@ -363,17 +379,7 @@ def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path
     assert [s.shape.dimensions for s in signature.streamed_inputs] == [[2], []]
     assert len(signature.streamed_outputs) == 2
     # Calls give a step's element each; the running total restarts with every run of 3.
-    results = [None] * 3
-
-    def call(i):
-        results[i] = ipu.embedded_runtime.embedded_runtime_call([features[i], labels[i]], context)
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-        thread.join(0.05)
-    for thread in threads:
-        thread.join()
+    results = _calls_in_order(context, [[features[i], labels[i]] for i in range(3)])
     want = np.cumsum(features[:3].sum(axis=1) * labels[:3])
     got = sorted(float(r[0].numpy()) for r in results)
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -474,17 +480,7 @@ def test_next_inside_a_device_loop_without_an_infeed_streams_the_iterator(ipu_sy
     signature = context.signature()
     assert [s.shape.dimensions for s in signature.streamed_inputs] == [[]]
     assert len(signature.streamed_outputs) == 1
-    results = {}
-
-    def call(i):
-        results[i] = ipu.embedded_runtime.embedded_runtime_call([np.float32(i + 1)], context)
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-        thread.join(0.05)
-    for thread in threads:
-        thread.join()
+    results = _calls_in_order(context, [[np.float32(i + 1)] for i in range(3)])
     # The loop carries its running total through the run's three steps.
     assert [float(results[i][0].numpy()) for i in range(3)] == [202.0, 206.0, 212.0]
     assert float(next(iterator).numpy()) == 0.0  # compiling read nothing
