@@ -101,7 +101,7 @@ def test_a_damaged_entry_is_compiled_again_with_a_warning(tmp_path):
     assert engine_file.read(str(path)).program is not None
 
 
-def test_an_entry_of_another_program_is_not_used(tmp_path, small_model):
+def test_an_entry_of_another_program_is_not_used(tmp_path, small_model, caplog):
     other = build_small_model(constant_multiplier=2.0)
     path = engine_cache.entry_path(str(tmp_path), "fingerprint-a")
     assert engine_cache.load(path, "fingerprint-a") is None  # no entry yet
@@ -110,7 +110,10 @@ def test_an_entry_of_another_program_is_not_used(tmp_path, small_model):
     )
     session.prepareDevice()
     engine_cache.store(path, "fingerprint-b", "other", session._compiled_program())
-    assert engine_cache.load(path, "fingerprint-a") is None
+    with caplog.at_level("WARNING", logger=engine_cache.__name__):
+        assert engine_cache.load(path, "fingerprint-a") is None  # stale: another program's
+    assert f"{path} was compiled for another program" in caplog.text
+    assert "the session compiles again" in caplog.text
     assert not os.path.exists(path)  # removed: the session writes its own
 
 
