@@ -153,6 +153,24 @@ def test_a_plain_loop_runs_only_the_steps_it_is_given(ipu_system, tmp_path):
     np.testing.assert_allclose([g.numpy() for g in got], [1.0, 3.0, 6.0])
 
 
+def test_with_io_tiles_a_plain_loop_can_stall_and_waits_the_timeout(ipu_system, tmp_path):
+    # I/O tiles make any loop able to stall on the original (poplar_compiler.cc,
+    # ModuleExecutionCanStall): a lone call waits the timeout, then dummy data fills the run.
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.io_tiles.num_io_tiles = 32
+    config.io_tiles.place_ops_on_io_tiles = True
+    config.configure_ipu_system()
+    path, _ = _compile_loop(tmp_path / "io_tiles.poplar_exec", iterations=4)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "io_tiles", timeout=1_500_000)
+    x = np.full([2, 4], 2.0, np.float32)
+    started = time.monotonic()
+    y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    assert time.monotonic() - started >= 1.5
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), 16.0)
+
+
 def _pipeline_executable(path, count):
     """An inference pipeline `(x + 1) * 2` over `count` mini-batches, compiled to `path`."""
     infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(

@@ -12,12 +12,16 @@ original's runtime feeds its engine (kernels/application_runtime/application_run
   its run waits as a pipeline's does, its missing elements repeating its last real one
   (not zeros, which the original never gives such a loop: a program dividing by its
   input would trap on them), their results dropped.
-- A pipeline can stall (poplar_compiler.cc, ModuleExecutionCanStall): while calls are
-  pending, the original waits `timeout` microseconds for the next element, then pushes a
-  dummy element of zeros, whose results no caller gets. Here a run waits until
-  `iterations` calls wait or the first has waited `timeout`, and fills its missing
-  elements with zeros, their results dropped. (The original decides this per element,
-  and a Sequential pipeline does not stall there; here every pipeline runs all its steps.)
+- A pipeline, or any loop of a system reserving I/O tiles, can stall (poplar_compiler.cc,
+  ModuleExecutionCanStall): while calls are pending, the original waits `timeout`
+  microseconds for the next element, then pushes a dummy element of zeros, whose results
+  no caller gets. Here a run waits until it has its elements or the first call has waited
+  `timeout`, and fills the missing elements with zeros, their results dropped. (The
+  original decides this per element, and a Sequential pipeline does not stall there;
+  here every pipeline runs all its steps.)
+- A step reading several elements (`next()` called several times) runs once all have
+  come; outfeed elements go to the calls in the order their elements were taken, as
+  the original's queue of result processors: a call may get a later run's.
 """
 
 from __future__ import annotations

@@ -376,7 +376,7 @@ def _program(
                 return (i + 1, arrays, *new)
 
         steps: int | tf.Tensor = loop.iterations
-        if not loop.can_stall and loop.iterations > 1 and not carried:
+        if not _can_stall(loop) and loop.iterations > 1 and not carried:
             # A run may run fewer steps than the loop's (an embedded runtime given fewer
             # elements; see runtime_instance.py): the count is an input with a default.
             # Not for a loop carrying values, whose steps depend on the earlier ones.
@@ -414,7 +414,7 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
         with capture.collecting() as enqueued:
             values, operations = _call_step(loop, carried, zeros)
         streams.iterations = loop.iterations
-        streams.can_stall = loop.can_stall
+        streams.can_stall = _can_stall(loop)
         streams.reads_per_step = loop.reads_per_step
         streams.element_spec = element_spec
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
@@ -426,6 +426,14 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
     _check_top_level_enqueues(top_level, streams.iterations)
     streams.top_level_output_specs = [_spec(t) for t in top_level]
     streams.returned_specs = [_spec(t) for t in _returned_tensors(returned)]
+
+
+def _can_stall(loop: stream_capture.CapturedLoop) -> bool:
+    """Whether the loop can stall waiting for data: a pipeline, or any loop of a system
+    reserving I/O tiles (poplar_compiler.cc, ModuleExecutionCanStall)."""
+    system = configure.maybe_current_system()
+    io_tiles = 0 if system is None else int(system.config.io_tiles.num_io_tiles or 0)
+    return loop.can_stall or io_tiles > 0
 
 
 def _step_shape(shape: tf.TensorShape, loop: stream_capture.CapturedLoop) -> list[Any]:
