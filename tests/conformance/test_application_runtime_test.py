@@ -25,10 +25,13 @@ def graph():
     ipu.config.reset_ipu_configuration()
 
 
-def _configure(ipus=1, div0=False):
+def _configure(ipus=1, div0=False, io_tiles=0):
     config = ipu.config.IPUConfig()
     config.auto_select_ipus = ipus
     config.floating_point_behaviour.div0 = div0
+    if io_tiles:
+        config.io_tiles.num_io_tiles = io_tiles
+        config.io_tiles.place_ops_on_io_tiles = True
     config.configure_ipu_system()
 
 
@@ -214,7 +217,7 @@ def test_io_overlap_flush(graph, tmp_path):
         return ipu.loops.repeat(10, body, [], infeed_queue)
 
     with tf.compat.v1.Session() as session:
-        _configure()
+        _configure(io_tiles=32)  # the original's: I/O tiles make the loop able to stall
         _compile(session, my_net, tmp_path / "application.poplar_exec")
         context = ipu.embedded_runtime.embedded_runtime_start(
             str(tmp_path / "application.poplar_exec"), [], "io_overlap_flush"

@@ -101,7 +101,7 @@ def test_a_damaged_entry_is_compiled_again_with_a_warning(tmp_path):
     assert engine_file.read(str(path)).program is not None
 
 
-def test_an_entry_of_another_program_is_not_used(tmp_path, small_model):
+def test_an_entry_of_another_program_is_not_used(tmp_path, small_model, caplog):
     other = build_small_model(constant_multiplier=2.0)
     path = engine_cache.entry_path(str(tmp_path), "fingerprint-a")
     assert engine_cache.load(path, "fingerprint-a") is None  # no entry yet
@@ -110,7 +110,10 @@ def test_an_entry_of_another_program_is_not_used(tmp_path, small_model):
     )
     session.prepareDevice()
     engine_cache.store(path, "fingerprint-b", "other", session._compiled_program())
-    assert engine_cache.load(path, "fingerprint-a") is None
+    with caplog.at_level("WARNING", logger=engine_cache.__name__):
+        assert engine_cache.load(path, "fingerprint-a") is None  # stale: another program's
+    assert f"{path} was compiled for another program" in caplog.text
+    assert "the session compiles again" in caplog.text
     assert not os.path.exists(path)  # removed: the session writes its own
 
 
@@ -194,3 +197,32 @@ def test_sessions_writing_the_same_entry_at_once_leave_a_valid_one(tmp_path):
     assert engine_file.read(str(tmp_path / entries[0])).program is not None
     _, _, raced, stderr = _run_child(tmp_path)
     assert not raced and "cannot be used" not in stderr
+
+
+def test_changed_session_options_make_a_new_entry_and_the_same_ones_hit(small_model, tmp_path):
+    # The original's cache key hashes the options that change the compiled program
+    # (willow/src/sessionoptions.cpp, std::hash<popart::SessionOptions>).
+    def prepared(**changes):
+        options = popart.SessionOptions()
+        options.enableEngineCaching = True
+        options.cachePath = str(tmp_path)
+        for name, value in changes.items():
+            setattr(options, name, value)
+        session = popart.InferenceSession(
+            small_model.proto,
+            popart.DataFlow(2, [small_model.y]),
+            popart.DeviceManager().createIpuModelDevice({}),
+            userOptions=options,
+        )
+        session.prepareDevice()
+        return session
+
+    assert prepared()._cached_program is None
+    assert len(os.listdir(tmp_path)) == 1
+    assert prepared()._cached_program is not None  # same program, same options: a hit
+    assert prepared(enableStochasticRounding=True)._cached_program is None  # not a stale hit
+    assert prepared(partialsTypeMatMuls="half")._cached_program is None
+    assert len(os.listdir(tmp_path)) == 3
+    # An option the original's key leaves out (where reports go) shares the entry.
+    assert prepared(logDir=str(tmp_path / "logs"))._cached_program is not None
+    assert len([n for n in os.listdir(tmp_path) if n.endswith(".popef")]) == 3

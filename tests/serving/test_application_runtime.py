@@ -115,42 +115,115 @@ def test_many_threads_get_their_own_results(ipu_system, tmp_path):
         np.testing.assert_allclose(results[i][1], _expected(x)[1], rtol=1e-6)
 
 
-def test_a_lone_call_runs_after_the_timeout(ipu_system, tmp_path):
-    # One call where a run takes four: after the timeout the run goes on without the rest.
+def test_a_lone_call_of_a_plain_loop_runs_its_step_without_waiting(ipu_system, tmp_path):
+    # The original runs a loop that cannot stall (no pipeline) step by step as elements
+    # arrive, and never times out (application_runtime.cc, PeekInputData): a lone call
+    # of a 4-step loop gets its step's results at once, whatever the timeout.
     path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
-    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "lonely", timeout=1000)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "lonely", timeout=30 * 10**6)
     x = np.full([2, 4], 3.0, np.float32)
+    ipu.embedded_runtime.embedded_runtime_call([x], context)  # loads the executable
+    started = time.monotonic()
     y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    assert time.monotonic() - started < 15.0  # not the 30 s timeout
     np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), 24.0)
 
 
-def test_the_timeout_bounds_the_wait_and_a_full_run_does_not_wait(ipu_system, tmp_path):
-    # The spec: `timeout` is how long a run waits for the next batch of data before going
-    # on (microseconds). A lone call of a 4-step run waits that long; 4 calls fill a run.
-    path, _ = _compile_loop(tmp_path / "model.poplar_exec", iterations=4)
-    x = np.ones([2, 4], np.float32)
+def test_a_plain_loop_runs_only_the_steps_it_is_given(ipu_system, tmp_path):
+    # A running count: three lone calls of a 4-step loop are three steps, not three runs
+    # of four (no dummy steps: the original never pushes dummy data into such a loop).
+    count = tf.Variable(0.0)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensors(1.0).repeat())
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        count.assign_add(x)
+        return outfeed.enqueue(count.read_value())
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        lambda: ipu.loops.repeat(4, body, [], infeed),
+        output_path=str(tmp_path / "count.poplar_exec"),
+        freeze_variables=False,
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [np.float32(0)], "counting")
+    got = [
+        ipu.embedded_runtime.embedded_runtime_call([np.float32(x)], context)[0] for x in (1, 2, 3)
+    ]
+    np.testing.assert_allclose([g.numpy() for g in got], [1.0, 3.0, 6.0])
+
+
+def test_with_io_tiles_a_plain_loop_can_stall_and_waits_the_timeout(ipu_system, tmp_path):
+    # I/O tiles make any loop able to stall on the original (poplar_compiler.cc,
+    # ModuleExecutionCanStall): a lone call waits the timeout, then dummy data fills the run.
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 1
+    config.io_tiles.num_io_tiles = 32
+    config.io_tiles.place_ops_on_io_tiles = True
+    config.configure_ipu_system()
+    path, _ = _compile_loop(tmp_path / "io_tiles.poplar_exec", iterations=4)
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "io_tiles", timeout=1_500_000)
+    x = np.full([2, 4], 2.0, np.float32)
+    started = time.monotonic()
+    y, total = ipu.embedded_runtime.embedded_runtime_call([x], context)
+    assert time.monotonic() - started >= 1.5
+    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), 16.0)
+
+
+def _pipeline_executable(path, count):
+    """An inference pipeline `(x + 1) * 2` over `count` mini-batches, compiled to `path`."""
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(
+        tf.data.Dataset.from_tensors(tf.zeros([2])).repeat()
+    )
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def program():
+        return ipu.pipelining_ops.pipeline(
+            computational_stages=[lambda x: x + 1.0, lambda x: x * 2.0],
+            gradient_accumulation_count=count,
+            infeed_queue=infeed,
+            outfeed_queue=outfeed,
+            device_mapping=[0, 0],
+        )
+
+    return ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(path)
+    )
+
+
+def test_a_stalled_pipeline_waits_the_timeout_then_runs_on_dummy_data(ipu_system, tmp_path):
+    # A pipeline can stall (poplar_compiler.cc, ModuleExecutionCanStall): the original waits
+    # `timeout` microseconds for more data, then pushes dummy data, whose results no caller
+    # gets (application_runtime.cc). 4 calls fill a 4-step run, which does not wait.
+    path = _pipeline_executable(tmp_path / "pipeline.poplar_exec", count=4)
+    x = np.array([1.0, -3.0], np.float32)
     short = ipu.embedded_runtime.embedded_runtime_start(path, [], "short_wait", timeout=1000)
     ipu.embedded_runtime.embedded_runtime_call([x], short)  # loads the executable
     started = time.monotonic()
-    ipu.embedded_runtime.embedded_runtime_call([x], short)
+    (y,) = ipu.embedded_runtime.embedded_runtime_call([x], short)
     assert time.monotonic() - started < 1.0
+    np.testing.assert_allclose(y.numpy(), (x + 1) * 2)
     long = ipu.embedded_runtime.embedded_runtime_start(path, [], "long_wait", timeout=1_500_000)
     started = time.monotonic()
-    (y, _) = ipu.embedded_runtime.embedded_runtime_call([x], long)
+    (y,) = ipu.embedded_runtime.embedded_runtime_call([x], long)
     assert time.monotonic() - started >= 1.5
-    np.testing.assert_allclose(y.numpy(), _expected(x)[0], rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), (x + 1) * 2)
     full = ipu.embedded_runtime.embedded_runtime_start(path, [], "full_run", timeout=30 * 10**6)
-    threads = [
-        threading.Thread(target=ipu.embedded_runtime.embedded_runtime_call, args=([x], full))
-        for _ in range(4)
-    ]
+    results = {}
+
+    def client(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([x + i], full)[0].numpy()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
     started = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert time.monotonic() - started < 15.0  # not the 30 s timeout
+    for i in range(4):
+        np.testing.assert_allclose(results[i], (x + i + 1) * 2)
 
 
 def test_a_tf1_session_runs_the_runtime(ipu_system, tmp_path):
@@ -283,6 +356,22 @@ def test_a_loop_carrying_values_gives_them_as_outputs(ipu_system, tmp_path):
     assert sorted(float(r[0].numpy()) for r in results) == [1.0, 3.0, 6.0, 10.0]
 
 
+def _calls_in_order(context, elements):
+    """Calls from a thread each, started in order; their results, in that order."""
+    results = [None] * len(elements)
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call(elements[i], context)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(elements))]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path):
     # As the original's test_compile_op_with_defunc_infeed_iterator_outfeed: `next()` in an
     # autograph range loop is the executable's streamed input; the iterator is not read.
@@ -308,17 +397,7 @@ def test_a_range_loop_over_an_iterator_streams_its_elements(ipu_system, tmp_path
     assert [s.shape.dimensions for s in signature.streamed_inputs] == [[2], []]
     assert len(signature.streamed_outputs) == 2
     # Calls give a step's element each; the running total restarts with every run of 3.
-    results = [None] * 3
-
-    def call(i):
-        results[i] = ipu.embedded_runtime.embedded_runtime_call([features[i], labels[i]], context)
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-        thread.join(0.05)
-    for thread in threads:
-        thread.join()
+    results = _calls_in_order(context, [[features[i], labels[i]] for i in range(3)])
     want = np.cumsum(features[:3].sum(axis=1) * labels[:3])
     got = sorted(float(r[0].numpy()) for r in results)
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -367,18 +446,62 @@ def _iterator_program(reads_per_step):
     return program
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason="difference: the original streams every next() of an IPU iterator (a dequeue of "
-    "its infeed); openipu's executables stream one next() per step of a range loop",
-)
 def test_several_reads_of_an_iterator_per_step_stream_its_elements(ipu_system, tmp_path):
+    # The original's next() is a dequeue of the iterator's infeed: each read streams an
+    # element of the same streamed input, so a 2-step loop reading twice a step takes 4
+    # elements a run and gives 2 outfeed elements, to the calls in order (its queue of
+    # result processors, application_runtime.cc).
     path = ipu.application_compile_op.experimental_application_compile_op(
         _iterator_program(reads_per_step=2), output_path=str(tmp_path / "twice.poplar_exec")
     )
-    signature = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice").signature()
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "twice", timeout=10**6)
+    signature = context.signature()
     assert [len(signature.streamed_inputs), len(signature.streamed_outputs)] == [1, 1]
+    assert signature.streamed_inputs[0].shape.dimensions == []
+    elements = [1.0, 2.0, 10.0, 20.0]
+    results = {}
+
+    def call(i):
+        results[i] = ipu.embedded_runtime.embedded_runtime_call([np.float32(elements[i])], context)
+
+    # Four calls, in order; the last two wait for a later run's outfeed, as on the original.
+    threads = [threading.Thread(target=call, args=(i,), daemon=True) for i in range(4)]
+    for thread in threads:
+        thread.start()
+        thread.join(0.05)
+    for thread in threads[:2]:
+        thread.join(60)
+    assert [float(results[i][0].numpy()) for i in (0, 1)] == [3.0, 30.0]
+    assert 2 not in results and 3 not in results
+
+
+def test_next_inside_a_device_loop_without_an_infeed_streams_the_iterator(ipu_system, tmp_path):
+    # loops.repeat without infeed_queue: the body's next() is still the iterator's infeed
+    # dequeue on the original (ipu_infeed_queue.py), so a streamed input of the executable.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with ipu.ipu_strategy.IPUStrategy().scope():
+        iterator = iter(tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)))
+
+    def body(total):
+        total = total + next(iterator)
+        outfeed.enqueue(total * 2.0)
+        return total
+
+    @tf.function
+    def program():
+        ipu.loops.repeat(3, body, [tf.constant(100.0)])
+
+    path = ipu.application_compile_op.experimental_application_compile_op(
+        program, output_path=str(tmp_path / "repeat_next.poplar_exec")
+    )
+    context = ipu.embedded_runtime.embedded_runtime_start(path, [], "repeat_next", timeout=10**6)
+    signature = context.signature()
+    assert [s.shape.dimensions for s in signature.streamed_inputs] == [[]]
+    assert len(signature.streamed_outputs) == 1
+    results = _calls_in_order(context, [[np.float32(i + 1)] for i in range(3)])
+    # The loop carries its running total through the run's three steps.
+    assert [float(results[i][0].numpy()) for i in range(3)] == [202.0, 206.0, 212.0]
+    assert float(next(iterator).numpy()) == 0.0  # compiling read nothing
 
 
 def test_without_output_path_a_temporary_file_is_written(ipu_system):

@@ -143,3 +143,25 @@ def test_a_cache_path_set_after_the_import_is_reported(ipu_system, monkeypatch, 
         config.configure_ipu_system()
     assert f"--executable_cache_path={tmp_path} was set after" in caplog.text
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_changed_ipu_option_makes_a_new_entry_and_the_same_one_hits(tmp_path):
+    # The original's key covers the compile options; here the options that change what a
+    # program computes change its HLO (nanoo: half overflows saturate, or make NaNs).
+    changed = PROGRAM.replace(
+        "config.auto_select_ipus = 1",
+        "config.auto_select_ipus = 1\nconfig.floating_point_behaviour.nanoo = True",
+    )
+    _finish(_start(tmp_path, changed))
+    entries = _entries(tmp_path)
+    directory = tmp_path / xla_cache.versioned_name()
+    mtimes = {name: os.path.getmtime(directory / name) for name in entries}
+    result, _ = _finish(_start(tmp_path))
+    np.testing.assert_allclose(result, _expected(), rtol=1e-5)
+    both = _entries(tmp_path)
+    assert len(both) > len(entries)  # a second entry, not a stale hit
+    again, _ = _finish(_start(tmp_path, changed))
+    np.testing.assert_allclose(again, _expected(), rtol=1e-5)
+    assert _entries(tmp_path) == both  # the same program and options: a hit
+    assert {name: os.path.getmtime(directory / name) for name in entries} == mtimes

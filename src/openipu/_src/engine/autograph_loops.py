@@ -509,21 +509,27 @@ def probe_body(
     body: LoopBody, get_state: GetState, set_state: SetState, iterate_dtype: tf.DType
 ) -> _Probe | None:
     """Traces one iteration of `body` in a throwaway function; restores the loop state after."""
-    probe = _Probe()
     initial = get_state()
-
-    def trace_one_iteration() -> None:
-        probe.graph = ops.get_default_graph()
-        with body_active(probe):
-            body(array_ops.placeholder(iterate_dtype, [], name="iterate"))
-
     try:
-        func_graph_module.func_graph_from_py_func("openipu_loop_probe", trace_one_iteration, (), {})
-    except Exception:  # autograph's own lowering traces the body again and reports it
-        logger.debug("Tracing the loop body to fuse it failed", exc_info=True)
-        return None
+        return probe_reads(lambda: body(array_ops.placeholder(iterate_dtype, [], name="iterate")))
     finally:
         set_state(initial)
+
+
+def probe_reads(trace_one_iteration: Callable[[], Any]) -> _Probe | None:
+    """What one iteration, traced in a throwaway function, reads (None: it fails there)."""
+    probe = _Probe()
+
+    def traced() -> None:
+        probe.graph = ops.get_default_graph()
+        with body_active(probe):
+            trace_one_iteration()
+
+    try:
+        func_graph_module.func_graph_from_py_func("openipu_loop_probe", traced, (), {})
+    except Exception:  # the loop's own lowering traces the body again and reports it
+        logger.debug("Tracing the loop body to probe it failed", exc_info=True)
+        return None
     return probe
 
 

@@ -192,6 +192,10 @@ def repeat(
     ):
         # Traced for an executable: its builder runs the body over each call's elements.
         return capture.take_loop(n, body, inputs, infeed)
+    if capture is not None and infeed is None and capture.repeat_without_infeed is not None:
+        streamed = capture.repeat_without_infeed(n, body, inputs)
+        if streamed is not stream_capture.NOT_HANDLED:
+            return streamed
     if region_lib.current_region() is None:
         return _in_own_region(lambda: repeat(n, body, inputs, infeed))
     if shared_loop.in_replicas():

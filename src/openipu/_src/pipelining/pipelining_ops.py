@@ -407,7 +407,9 @@ def pipeline(
             with tf.control_dependencies([done]):
                 return index + 1
 
-        done = capture.take_loop(count * repeats, mini_batch, [tf.constant(0)], infeed_queue)
+        done = capture.take_loop(
+            count * repeats, mini_batch, [tf.constant(0)], infeed_queue, can_stall=True
+        )
         return tf.group(done)  # an operation, as the pipeline's
 
     def build() -> Nested:

@@ -78,8 +78,9 @@ def embedded_runtime_start(
 ) -> RuntimeContext:
     """Loads `executable_file` and starts the runtime instance `name` with `inputs`.
 
-    `timeout` (microseconds, default 5000): how long a run waits for more calls before
-    it runs with the elements it has.
+    `timeout` (microseconds, default 5000): how long a pipelined executable waits for
+    more calls before it runs on dummy data (a plain loop runs each call's step as it
+    comes: see runtime_instance.py).
     """
     path = _path_of(executable_file)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):

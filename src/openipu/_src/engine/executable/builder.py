@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import func_graph as func_graph_module
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import resource_variable_ops
@@ -35,6 +36,7 @@ from openipu._src.engine.executable import (
     poplar_limits,
     program_graph,
     program_state,
+    run_steps,
     stream_capture,
 )
 from openipu._src.engine.executable.executable_file import Executable
@@ -52,6 +54,8 @@ class _Streams:
 
     def __init__(self) -> None:
         self.iterations = 1
+        self.can_stall = False  # a pipeline: a run always runs all its steps
+        self.reads_per_step = 1  # streamed elements a step reads
         self.element_spec: Nested = None  # None: the function has no infeed loop
         self.step_output_specs: list[tf.TensorSpec] = []  # what the loop's step enqueues
         self.top_level_output_specs: list[tf.TensorSpec] = []  # enqueued outside the loop
@@ -122,7 +126,8 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     tf.function(lambda *args: _probe(lambda: call(args), streams)).get_concrete_function(*specs)
     probed = _created_since(before)
     stream_specs = [
-        tf.TensorSpec([streams.iterations, *s.shape], s.dtype) for s in streams.flat_element_spec
+        tf.TensorSpec([streams.iterations * streams.reads_per_step, *s.shape], s.dtype)
+        for s in streams.flat_element_spec
     ]
 
     def program(*args: tf.Tensor) -> list[tf.Tensor]:
@@ -192,6 +197,14 @@ def finish(
                 *frozen.inputs[len(names) :],
             ),
         )
+    metadata = dict(metadata or {})
+    if any(node.name == run_steps.NAME for node in _graph_def(frozen).node):
+        frozen = dataclasses.replace(frozen, inputs=(*frozen.inputs, f"{run_steps.NAME}:0"))
+        metadata[run_steps.METADATA_KEY] = True
+    if streams.can_stall:
+        metadata[run_steps.CAN_STALL_KEY] = True
+    if streams.reads_per_step != 1:
+        metadata[run_steps.READS_PER_STEP_KEY] = streams.reads_per_step
     graph = concrete.graph
     poplar_limits.check(
         graph, name, bool(streams.flat_element_spec or streams.streamed_output_specs)
@@ -244,7 +257,6 @@ def finish(
             *updated,
         ),
     )
-    metadata = dict(metadata or {})
     if variable_inputs:
         # Which start-up inputs a run holds in variables of its own (updated run to run).
         first = len(startup_signatures)
@@ -345,7 +357,9 @@ def _program(
     step_outputs: list[tf.Tensor] = []
 
     def run_loop(loop: stream_capture.CapturedLoop) -> Nested:
-        stacked = nest.pack_sequence_as(streams.element_spec, list(stacked_streams))
+        stacked = nest.pack_sequence_as(
+            streams.element_spec, [_by_step(t, loop) for t in stacked_streams]
+        )
         specs = streams.step_output_specs
         arrays = [
             tf.TensorArray(s.dtype, size=loop.iterations, element_shape=s.shape) for s in specs
@@ -361,9 +375,15 @@ def _program(
                 arrays = [a.write(i, o) for a, o in zip(arrays, outputs, strict=True)]
                 return (i + 1, arrays, *new)
 
+        steps: int | tf.Tensor = loop.iterations
+        if not _can_stall(loop) and loop.iterations > 1 and not carried:
+            # A run may run fewer steps than the loop's (an embedded runtime given fewer
+            # elements; see runtime_instance.py): the count is an input with a default.
+            # Not for a loop carrying values, whose steps depend on the earlier ones.
+            steps = tf.compat.v1.placeholder_with_default(loop.iterations, [], name=run_steps.NAME)
         # One step after another, as the device loop runs them.
         done, arrays, *values = tf.while_loop(
-            lambda i, *_: i < loop.iterations,
+            lambda i, *_: i < steps,
             step,
             (tf.constant(0), arrays, *carried),
             parallel_iterations=1,
@@ -387,11 +407,15 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
             raise ValueError(
                 f"The infeed of the function's device loop ({loop.infeed!r}) has no element_spec"
             )
-        zeros = nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), element_spec)
+        zeros = nest.map_structure(
+            lambda s: tf.zeros(_step_shape(s.shape, loop), s.dtype), element_spec
+        )
         carried = [tf.convert_to_tensor(v) for v in device_loop._as_list(loop.carried)]  # noqa: SLF001
         with capture.collecting() as enqueued:
             values, operations = _call_step(loop, carried, zeros)
         streams.iterations = loop.iterations
+        streams.can_stall = _can_stall(loop)
+        streams.reads_per_step = loop.reads_per_step
         streams.element_spec = element_spec
         streams.step_output_specs = [_spec(t) for t in stream_capture.flat_outputs(enqueued)]
         return device_loop._loop_results(values, tf.group(*operations))  # noqa: SLF001
@@ -402,6 +426,26 @@ def _probe(function: Callable[[], Nested], streams: _Streams) -> None:
     _check_top_level_enqueues(top_level, streams.iterations)
     streams.top_level_output_specs = [_spec(t) for t in top_level]
     streams.returned_specs = [_spec(t) for t in _returned_tensors(returned)]
+
+
+def _can_stall(loop: stream_capture.CapturedLoop) -> bool:
+    """Whether the loop can stall waiting for data: a pipeline, or any loop of a system
+    reserving I/O tiles (poplar_compiler.cc, ModuleExecutionCanStall)."""
+    system = configure.maybe_current_system()
+    io_tiles = 0 if system is None else int(system.config.io_tiles.num_io_tiles or 0)
+    return loop.can_stall or io_tiles > 0
+
+
+def _step_shape(shape: tf.TensorShape, loop: stream_capture.CapturedLoop) -> list[Any]:
+    """A step's element of a loop reading `reads_per_step` elements: them, stacked."""
+    return list(shape) if loop.reads_per_step == 1 else [loop.reads_per_step, *shape]
+
+
+def _by_step(stacked: tf.Tensor, loop: stream_capture.CapturedLoop) -> tf.Tensor:
+    """A stream's elements of a run (one a read), grouped by the step that reads them."""
+    if loop.reads_per_step == 1:
+        return stacked
+    return tf.reshape(stacked, [loop.iterations, loop.reads_per_step, *stacked.shape[1:]])
 
 
 def _call_step(
@@ -468,3 +512,7 @@ def _refuse_writes_to_frozen(concrete: tf.types.experimental.ConcreteFunction) -
             "constants of the executable: compile it with freeze_variables=False to give "
             "them as inputs that the executable updates run after run",
         )
+
+
+def _graph_def(frozen: program_graph.FrozenGraph) -> graph_pb2.GraphDef:
+    return graph_pb2.GraphDef.FromString(frozen.graph_def)

@@ -24,7 +24,7 @@ import zipfile
 from typing import Any
 
 from openipu._src.engine.compiled_program import CompiledProgram
-from openipu._src.engine.executable import atomic_files, versions
+from openipu._src.engine.executable import atomic_files, run_steps, versions
 from openipu._src.engine.executable.program_graph import FrozenGraph
 from openipu._src.engine.executable.signature import StreamSignature
 
@@ -55,6 +55,11 @@ class Executable:
     def iterations(self) -> int:
         """Streamed elements per run of the program (its steps per call)."""
         return 1 if self.program is None else self.program.steps_per_call
+
+    @property
+    def elements_per_run(self) -> int:
+        """Streamed elements a run takes: each step may read several (`run_steps.py`)."""
+        return self.iterations * int(self.metadata.get(run_steps.READS_PER_STEP_KEY, 1))
 
 
 def to_bytes(executable: Executable) -> bytes:

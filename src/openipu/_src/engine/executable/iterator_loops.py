@@ -13,7 +13,9 @@ of a step answered with that step's element. A `next()` at the function's top le
 Kept to autograph's own lowering (so the executable has no stream for it): loops inside
 other control flow or device loops, a trip count not known when tracing, `break` or
 `return` in the body, loop state that is not tensors, and bodies that read no iterator,
-several iterators, one iterator several times per step, or elements of unknown shape.
+several iterators, or elements of unknown shape. A body reading its iterator several
+times a step streams each read, as the original's infeed dequeued several times: a step
+is given its reads' elements stacked, the j-th `next()` answered with the j-th.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tensorflow.python.data.ops import iterator_ops
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
-from openipu._src.engine import autograph_loops
+from openipu._src.engine import autograph_loops, device_loop
 from openipu._src.engine.autograph_loops import GetState, LoopBody, SetState
 from openipu._src.engine.executable import stream_capture
 from openipu._src.engine.value_types import Nested
@@ -37,8 +39,41 @@ from openipu._src.engine.value_types import Nested
 @contextlib.contextmanager
 def streaming_iterator_loops() -> Iterator[None]:
     """While an executable's function is traced: its iterator loops become its streams."""
+    capture = stream_capture.current()
+    if capture is not None:
+        capture.repeat_without_infeed = _repeat_reading_an_iterator
     with autograph_loops.rewriting(_ExecutableRewrite(ops.get_default_graph())):
         yield
+
+
+def _repeat_reading_an_iterator(n: int, body: Callable[..., Nested], inputs: Nested) -> Any:
+    """`loops.repeat(n, body, inputs)` without an infeed whose body reads an IPU iterator:
+    as the original's, where each `next()` is a dequeue of the iterator's infeed
+    (ipu_infeed_queue.py), a loop streaming that iterator's elements."""
+    capture = stream_capture.current()
+    if capture is None:
+        return stream_capture.NOT_HANDLED
+    carried = [tf.convert_to_tensor(v) for v in device_loop._as_list(inputs)]  # noqa: SLF001
+    with capture.collecting():  # what the probe enqueues is not the program's
+        probe = autograph_loops.probe_reads(
+            lambda: body(*[tf.zeros(t.shape, t.dtype) for t in carried])
+        )
+    if probe is None or probe.unstreamable or len(probe.iterators) != 1:
+        return stream_capture.NOT_HANDLED
+    ((key, iterator),) = probe.iterators.items()
+    spec = iterator.element_spec
+    reads = probe.reads[key]
+
+    def step(*values_and_element: Any, **element_kwargs: Any) -> Nested:
+        values = values_and_element[: len(carried)]
+        given = [*values_and_element[len(carried) :], *nest.flatten(element_kwargs)]
+        element = nest.pack_sequence_as(spec, nest.flatten(given))
+        streamed = _StreamedStep(ops.get_default_graph(), key, element, reads)
+        with autograph_loops.body_active(streamed):
+            return body(*values)
+
+    unconverted = tf.autograph.experimental.do_not_convert(step)
+    return capture.take_loop(n, unconverted, carried, _IteratorFeed(spec), reads_per_step=reads)
 
 
 @dataclasses.dataclass
@@ -55,13 +90,17 @@ class _StreamedStep:
     graph: ops.Graph | None
     iterator_key: object
     element: Nested
-    read: bool = False
+    reads_per_step: int = 1
+    reads: int = 0
 
     def next_element(self, iterator: iterator_ops.OwnedIterator) -> Nested:
-        if autograph_loops.iterator_handle(iterator).ref() != self.iterator_key or self.read:
+        key = autograph_loops.iterator_handle(iterator).ref()
+        if key != self.iterator_key or self.reads == self.reads_per_step:
             return autograph_loops.UNHANDLED
-        self.read = True
-        return self.element
+        self.reads += 1
+        if self.reads_per_step == 1:
+            return self.element
+        return nest.map_structure(lambda t: t[self.reads - 1], self.element)
 
 
 class _ExecutableRewrite:
@@ -117,17 +156,10 @@ class _ExecutableRewrite:
         if probe is None or probe.unstreamable or len(probe.iterators) != 1:
             return None
         ((key, iterator),) = probe.iterators.items()
-        if probe.reads[key] != 1:
-            # Left to autograph, the loop would capture the iterator, which no executable
-            # can hold: said here, where the reason is known.
-            raise NotImplementedError(
-                f"The body of a `for _ in tf.range(n)` loop calls next() {probe.reads[key]} "
-                "times on its iterator: openipu's executables stream one element per step "
-                "(batch the dataset to read several at once)"
-            )
         if not autograph_loops.streamable(iterator.element_spec):
             return None
-        return _StreamedLoop(capture, len(range(start, limit, delta)), start, delta, key, iterator)
+        trip_count = len(range(start, limit, delta))
+        return _StreamedLoop(capture, trip_count, start, delta, key, iterator, probe.reads[key])
 
 
 @dataclasses.dataclass
@@ -138,6 +170,7 @@ class _StreamedLoop:
     delta: int
     iterator_key: object
     iterator: iterator_ops.OwnedIterator
+    reads_per_step: int
 
     def build(
         self,
@@ -159,7 +192,9 @@ class _StreamedLoop:
             given = [*values_and_element[state_size:], *nest.flatten(element_kwargs)]
             element = nest.pack_sequence_as(spec, nest.flatten(given))
             set_state(list(values))
-            streamed = _StreamedStep(ops.get_default_graph(), self.iterator_key, element)
+            streamed = _StreamedStep(
+                ops.get_default_graph(), self.iterator_key, element, self.reads_per_step
+            )
             with autograph_loops.body_active(streamed):
                 body(tf.cast(self.start + index * self.delta, iter_.dtype))
             return [index + 1, *_tensors(get_state())]
@@ -168,7 +203,13 @@ class _StreamedLoop:
         # Called by the builder's (converted) code: autograph must not convert `body`,
         # which is its own output already.
         unconverted = tf.autograph.experimental.do_not_convert(step)
-        final = self.capture.take_loop(self.trip_count, unconverted, carried, _IteratorFeed(spec))
+        final = self.capture.take_loop(
+            self.trip_count,
+            unconverted,
+            carried,
+            _IteratorFeed(spec),
+            reads_per_step=self.reads_per_step,
+        )
         set_state(list(final)[1:] if isinstance(final, list) else [])
 
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 
 from openipu._src.engine import floating_point_checks
-from openipu._src.engine.executable import program_graph, program_state
+from openipu._src.engine.executable import program_graph, program_state, run_steps
 from openipu._src.engine.executable.executable_file import Executable
 
 
@@ -41,15 +41,24 @@ class LoadedProgram:
         self,
         inputs: Sequence[np.ndarray | tf.Tensor],
         stacked_streams: Sequence[np.ndarray | tf.Tensor],
+        steps: int | None = None,
     ) -> list[tf.Tensor]:
+        """`steps`: how many of the loop's steps to run (all when None); the stacked
+        outputs of the steps not run are zeros. Only a program that `runs_fewer_steps`."""
         with context.eager_mode():
             # Eagerly whoever calls: a TF1 program's py_function, a thread of its own.
-            return self._run(inputs, stacked_streams)
+            return self._run(inputs, stacked_streams, steps)
+
+    @property
+    def runs_fewer_steps(self) -> bool:
+        """Whether a run can run fewer steps than the loop's (a loop that cannot stall)."""
+        return bool(self.executable.metadata.get(run_steps.METADATA_KEY))
 
     def _run(
         self,
         inputs: Sequence[np.ndarray | tf.Tensor],
         stacked_streams: Sequence[np.ndarray | tf.Tensor],
+        steps: int | None,
     ) -> list[tf.Tensor]:
         signature = self.executable.signature
         values = [
@@ -63,6 +72,10 @@ class LoadedProgram:
         for index in self._variable_inputs:
             values[index] = self._variable(index, inputs[index], values[index]).handle
         values += [variable.handle for variable in self._state]
+        if self.runs_fewer_steps:
+            values.append(tf.constant(self.executable.iterations if steps is None else steps))
+        elif steps is not None and steps != self.executable.iterations:
+            raise ValueError(f"The program runs its {self.executable.iterations} steps only")
         try:
             return list(self._function(*values))
         except tf.errors.InvalidArgumentError as error:

@@ -41,6 +41,15 @@ class CapturedLoop:
     body: Callable[..., Nested]
     carried: Nested
     infeed: Infeed | StreamedElements
+    #: A loop that can stall waiting for data (the original's ModuleExecutionCanStall,
+    #: poplar_compiler.cc: a pipeline): its embedded runtime pushes dummy data on timeout.
+    can_stall: bool = False
+    #: Elements a step reads (the original's infeed dequeued several times per step): a
+    #: step's element then has them stacked, in a leading dimension of this size.
+    reads_per_step: int = 1
+
+
+NOT_HANDLED = object()  # a loop `repeat_without_infeed` leaves to its own lowering
 
 
 class Capture:
@@ -55,6 +64,11 @@ class Capture:
         self.top_level_enqueues: list[tuple[Any, Nested]] = []
         self._enqueued = self.top_level_enqueues
         self._run_loop = run_loop
+        #: `loops.repeat(n, body, inputs)` without an infeed, whose body may read an IPU
+        #: iterator (`iterator_loops`): its loop, or NOT_HANDLED.
+        self.repeat_without_infeed: Callable[[int, Callable[..., Nested], Nested], Any] | None = (
+            None
+        )
 
     def take_loop(
         self,
@@ -62,8 +76,10 @@ class Capture:
         body: Callable[..., Nested],
         inputs: Nested,
         infeed: Infeed | StreamedElements,
+        can_stall: bool = False,
+        reads_per_step: int = 1,
     ) -> Any:
-        loop = CapturedLoop(n, body, inputs, infeed)
+        loop = CapturedLoop(n, body, inputs, infeed, can_stall, reads_per_step)
         self.loops.append(loop)
         return self._run_loop(loop)
 

@@ -69,6 +69,7 @@ from openipu._src.popart.session import (
     ir_view,
     memory_budget,
     model_writer,
+    option_fingerprint,
     option_rules,
     placement,
     reports,
@@ -1026,6 +1027,7 @@ class SessionCore:
                 "inputs": [(p.tensor_id, str(p.signature)) for p in self._inputs],
                 "replicationFactor": self.replicationFactor,
                 "syntheticDataMode": self._options.syntheticDataMode.name,
+                "options": option_fingerprint.options_fingerprint(self._options),
                 **self._fingerprint_settings(),
             },
         )
