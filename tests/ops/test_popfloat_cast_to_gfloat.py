@@ -138,3 +138,10 @@ def test_in_a_compiled_function_and_bad_round_mode():
     np.testing.assert_array_equal(fn(x).numpy(), np.float16(1.0 + 2.0**-5))
     with pytest.raises(ValueError, match="round_mode 'XX'"):
         half.cast_native_to_gfloat(x, round_mode="XX")
+
+
+def test_reachable_from_the_ipu_package_as_in_the_original():
+    from tensorflow.python import ipu
+
+    assert ipu.popfloat_cast_to_gfloat is gf
+    assert ipu.popfloat_cast_to_gfloat.GenericFloat is gf.GenericFloat
