@@ -165,3 +165,33 @@ def test_search_bisects_batch_sizes_and_grids_ipu_counts(monkeypatch):
     assert stages == [0, 1]
     # Bisection: about log2(64) candidates per IPU count, not all 64.
     assert len(profiled) <= 2 * 7
+
+
+def test_stage_profiles_estimated_from_layer_profiles():
+    from ipu_tensorflow_addons.keras.experimental.auto_pipeline.prediction import (
+        partition_evaluate,
+    )
+
+    def layer(forward, parameters, outputs, code):
+        info = types_utils.get_empty_layer_info()
+        info["cycle"]["forward"] = forward
+        info["memory"].update(
+            exclusive={"parameter": parameters},
+            shared={"code": code},
+            inputs=outputs,
+            outputs=outputs,
+        )
+        return info
+
+    layers = [layer(100, 10, 1024, 7), layer(200, 20, 2048, 7), layer(50, 5, 4096, 3)]
+    model = {"layerName": ["a", "b", "c"], "layerType": ["Dense"] * 3, "layerInfo": layers}
+    # 1 byte per cycle each way, 10 idle cycles per transfer.
+    link = {"recvGBps": 1.0, "sendGBps": 1.0, "recvIdleCycle": 10, "sendIdleCycle": 10}
+    cluster = {"clock": 1024**3, "memory": 900, "connection": [dict(link), dict(link)]}
+    first, second = partition_evaluate.estimate_pipelined_model_profile(model, cluster, [0, 2, 3])
+    host = (10 + 1024) + (10 + 4096)  # model input to IPU 0, model output from IPU 1
+    # IPU 0 sends the outputs of layer 2 (the original passes the next stage's first layer).
+    assert first["cycle"]["forward"] == 300 and first["cycle"]["total"] == 300 + (10 + 4096) + host
+    assert second["cycle"]["total"] == 50 + (10 + 4096) + host
+    assert first["memory"]["exclusive"] == {"parameter": 30}
+    assert first["memory"]["totalMemory"] == 30 + 7  # shared code counted once
