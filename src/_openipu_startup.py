@@ -88,6 +88,11 @@ MODULE_ALIASES.update(
     {f"openipu.ipu.{name}": f"openipu.ipu.optimizers.{name}" for name in IPU_OPTIMIZER_MODULES}
 )
 
+# The original's ipu/__init__.py imports the gfloat casts as `ipu.popfloat_cast_to_gfloat`.
+MODULE_ALIASES["openipu.ipu.popfloat_cast_to_gfloat"] = (
+    "openipu.ipu.ops.experimental.popfloat_cast_to_gfloat"
+)
+
 #: Modules that receive a lazy `ipu` attribute once they have been executed
 #: (`openipu._src.integration.keras_api_attribute` declares and applies that patch).
 KERAS_API_MODULES = ("tf_keras", "tf_keras.api._v2.keras", "tensorflow.keras")

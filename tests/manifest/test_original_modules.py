@@ -86,12 +86,7 @@ def test_reexported_name_is_the_same_object(module, name, same_as):
 
 
 # Names of the original's modules that are not there yet (their module is present).
-PENDING_NAMES = [
-    ("tensorflow.python.ipu.utils", "export_variables_from_live_session"),
-    ("tensorflow.python.ipu.utils", "export_variables_from_live_model"),
-    ("tensorflow.python.ipu.utils", "import_data_in_live_session"),
-    ("tensorflow.python.ipu.utils", "import_data_in_live_model"),
-]
+PENDING_NAMES: list[tuple[str, str]] = []
 
 
 @pytest.mark.parametrize("module, name", PENDING_NAMES)

@@ -46,6 +46,7 @@ _submodules = LazySubmodules(
         "loops",
         "ops",
         "optimizers",
+        "popfloat_cast_to_gfloat",
         "scopes",
         "serving",
         "sharding",

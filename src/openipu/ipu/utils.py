@@ -23,6 +23,12 @@ from openipu._src.utils import (
     running_on_ipu_model,
     use_synthetic_data_for,
 )
+from openipu._src.utils.weights_extractor import (
+    export_variables_from_live_model,
+    export_variables_from_live_session,
+    import_data_in_live_model,
+    import_data_in_live_session,
+)
 
 __all__ = [
     "DeviceConnectionType",
@@ -35,8 +41,12 @@ __all__ = [
     "configure_ipu_system",
     "export_dataset_to_file",
     "export_inputs_to_file",
+    "export_variables_from_live_model",
+    "export_variables_from_live_session",
     "get_num_of_ipus_in_device",
     "get_ipu_config",
+    "import_data_in_live_model",
+    "import_data_in_live_session",
     "move_variable_initialization_to_cpu",
     "reset_ipu_seed",
     "running_on_ipu_model",
