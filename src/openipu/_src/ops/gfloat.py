@@ -170,6 +170,9 @@ def _round(scaled: tf.Tensor, mode: str, sr: StochasticRounding) -> tf.Tensor:
 
 
 def check_round_mode(round_mode: str, sr_density: str) -> None:
+    # The original's kernel parses the name into FPConfig.RoundMode (kernels/popfloat/
+    # cast_to_gfloat.cc) without checking the parse, leaving an invalid mode for popfloat's
+    # cast, which has no rounding for it; a clear error here instead of an undefined cast.
     if round_mode not in ROUND_MODES:
         raise ValueError(f"round_mode {round_mode!r} is not one of {', '.join(ROUND_MODES)}")
     if sr_density not in SR_DENSITIES:
