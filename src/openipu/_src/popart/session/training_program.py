@@ -167,8 +167,17 @@ class _TrainingSteps:
             # watched paths, and a model may have no weights before it.
             if self._gradient_targets:
                 tape.watch([v for v in inputs.values() if v.dtype.is_floating])
+            rounding = program.stochastic_rounding
+            rounding_seed = self._random.rounding_seed() if rounding else None
             results = program.lowered.run(
-                inputs, values, training=True, seed=seed, fetch=fetch, op_scope=program.op_scope
+                inputs,
+                values,
+                training=True,
+                seed=seed,
+                fetch=fetch,
+                op_scope=program.op_scope,
+                rounding_seed=rounding_seed,
+                tensor_is_half=dict(rounding) if rounding else None,
             )
         known = {**inputs, **values, **results}
         loss = known[spec.loss_id]
