@@ -175,6 +175,26 @@ def test_estimate_of_a_hand_made_workload_matches_the_chip_rates():
     assert cost.cycles.per_step == 2 * 3 + cost.chip.sync_cycles
 
 
+def test_outlining_shares_the_code_of_identical_operations():
+    from openipu._src.engine.cost_model.memory import CODE_BYTES_PER_OPERATION
+    from openipu._src.engine.cost_model.workload import Operation, Workload
+
+    # Four identical additions and one of another size: five operations' code, or with
+    # PopART's outlining two (the four copies call one subgraph).
+    sizes = [64, 64, 64, 64, 128]
+    ops = tuple(
+        Operation(f"add{i}", "AddV2", 0, n, False, False, 8 * n, 4 * n, (), ((f"a{i}:0", 4 * n),))
+        for i, n in enumerate(sizes)
+    )
+    workload = Workload(ops, ())
+
+    def code(outlining: bool) -> int:
+        options = cost_options.CostOptions(outlining=outlining)
+        return estimate.estimate(workload, options).memory[0].categories["code"]
+
+    assert code(False) - code(True) == 3 * CODE_BYTES_PER_OPERATION
+
+
 def test_auto_report_writes_a_cost_report_that_openipu_report_renders(tmp_path, monkeypatch):
     import json
     import subprocess

@@ -364,7 +364,7 @@ def test_rng_state_needs_the_option_and_round_trips(small_model, ipu_model_devic
     assert session.getRNGState() != state
     session.setRNGState(state)
     assert session.getRNGState() == state
-    with pytest.raises(popart.popart_exception, match="has 3 values"):
+    with pytest.raises(popart.popart_exception, match="received rngState of size 3"):
         session.setRNGState([1, 2, 3])
     plain = make_session(small_model, ipu_model_device)
     plain.prepareDevice()

@@ -6,6 +6,8 @@ Checked against numpy training each group on its own replicas' batches."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 import pytest
 
 import popart
@@ -150,3 +152,49 @@ def test_host_value_without_the_group_axis_is_refused():
             popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
             userOptions=options,
         )
+
+
+def test_optimizer_state_is_grouped_and_the_accumulator_is_not(tmp_path):
+    """The original adds a grouped weight's optimizer state with the weight's settings, so
+    with a leading group axis (Adam's Accl1___/Accl2___ and its step count), but the
+    gradient accumulator Accum___ with default settings: one replica's shape, each replica
+    its own (willow/src/patterns/adamdecompose.cpp, optimizerdecompose.cpp addStateTensor).
+    Group 1's weight is twice group 0's and the loss quadratic, so its gradient is twice
+    group 0's: its first moment twice, its second four times."""
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4]), "x")
+    group = popart.CommGroup(popart.CommGroupType.Consecutive, 2)
+    w_host = np.stack([np.ones((4, 3)), 2 * np.ones((4, 3))]).astype(np.float32)
+    w = builder.addInitializedInputTensor(w_host, popart.VariableSettings(group), "w")
+    out = builder.aiOnnx.matmul([x, w])
+    loss = builder.aiOnnx.reducesumsquare([out], keepdims=0)
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = REPLICAS
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = 2
+    accum = popart.reservedAccumPrefix() + w
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {accum: popart.AnchorReturnType("Final")}),
+        loss=loss,
+        optimizer=popart.Adam({"defaultLearningRate": (1e-3, False)}),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
+        userOptions=options,
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones((2, REPLICAS, 2, 4), np.float32)}, anchors))
+    assert anchors[accum].shape == (REPLICAS, 4, 3)
+
+    path = str(tmp_path / "model.onnx")
+    session.modelToHost(path)
+    saved = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    accl1 = saved[popart.reservedAccl1Prefix() + w]
+    accl2 = saved[popart.reservedAccl2Prefix() + w]
+    assert accl1.shape == accl2.shape == (2, 4, 3)
+    assert saved[popart.reservedStepPrefix() + w].shape == (2,)
+    assert np.all(accl1[0] != 0)
+    np.testing.assert_allclose(accl1[1], 2 * accl1[0], rtol=1e-5)
+    np.testing.assert_allclose(accl2[1], 4 * accl2[0], rtol=1e-5)

@@ -70,11 +70,6 @@ def test_stochastic_rounding():
 
 
 @pytest.mark.follows("test_stochastic_rounding_behaviour")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: openipu's float16 arithmetic rounds to nearest even with "
-    "enableStochasticRounding; the IPU rounds stochastically",
-)
 def test_stochastic_rounding_behaviour():
     np.random.seed(seed=1)
     shape = [10]

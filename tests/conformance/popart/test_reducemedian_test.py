@@ -16,10 +16,6 @@ KEEPDIMS = [False, True]
 # each size of subset and the default, keeps the test fast.
 VALUE_AXES = [None, (), (2,), (1, 3), (0, 2, 3), (0, 1, 2, 3)]
 G = popart.reservedGradientPrefix()
-INT_LOSS = (
-    "openipu refuses an integer loss (TensorFlow's autodiff gives no gradients of integer "
-    "tensors); the original trains through an int32 ReduceMedian"
-)
 
 
 def _data(dtype, shape, unique=False):
@@ -129,11 +125,6 @@ def test_reducemedian_training_1(op_tester, keepdims, axis):
 
 
 @pytest.mark.follows("test_reducemedian_training_1")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason=INT_LOSS,
-)
 @pytest.mark.parametrize("keepdims", KEEPDIMS)
 def test_reducemedian_training_1_int32(op_tester, keepdims):
     _train_single_axis(op_tester, np.int32, keepdims, 1)
@@ -147,11 +138,6 @@ def test_reducemedian_training_2(op_tester, keepdims, axes):
 
 
 @pytest.mark.follows("test_reducemedian_training_2")
-@pytest.mark.xfail(
-    strict=True,
-    raises=popart.popart_exception,
-    reason=INT_LOSS,
-)
 @pytest.mark.parametrize("keepdims", KEEPDIMS)
 def test_reducemedian_training_2_int32(op_tester, keepdims):
     _train_several_axes(op_tester, np.int32, keepdims, None)

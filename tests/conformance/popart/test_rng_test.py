@@ -24,11 +24,6 @@ def _model():
 
 
 @pytest.mark.follows("test_rng_set_and_get")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu keeps the RNG state per session; the original's is the device's, so an "
-    "inference session run on the same device between two training runs changes it",
-)
 @pytest.mark.parametrize("replicated", [True, False])
 def test_rng_set_and_get(replicated):
     builder, i0, out, loss = _model()

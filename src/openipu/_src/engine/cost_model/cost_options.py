@@ -30,6 +30,10 @@ class CostOptions:
     allow_out_of_memory: bool = False
     # ipu_model.compile_ipu_code: without compiled IPU code no code occupies the tiles.
     compile_ipu_code: bool = True
+    # PopART's outlining (SessionOptions.enableOutlining): identical operations become one
+    # subgraph called where each ran, so operations of the same type on the same sizes
+    # share their code.
+    outlining: bool = False
     # Variables a front end keeps in streaming memory (remote buffers, off the tiles) and
     # those it shards across the replicas (each holds 1/count): by variable name.
     remote_variables: tuple[str, ...] = ()

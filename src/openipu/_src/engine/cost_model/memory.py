@@ -172,7 +172,7 @@ def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMem
         categories["streams"] = workload.stream_bytes_per_step if ipu == 0 else 0
         # The IPU model told not to compile IPU code (ipu_model.compile_ipu_code False) holds
         # no operation code on the tiles; the runtime stays.
-        code = CODE_BYTES_PER_OPERATION * len({(op.type, op.name) for op in operations})
+        code = CODE_BYTES_PER_OPERATION * len({_code_key(op, options) for op in operations})
         code = code if options.compile_ipu_code else 0
         categories["code"] = code + RUNTIME_BYTES_PER_TILE * tiles
 
@@ -201,3 +201,12 @@ def per_ipu(workload: Workload, chip: Chip, options: CostOptions) -> list[IpuMem
             )
         )
     return results
+
+
+def _code_key(op: Operation, options: CostOptions) -> tuple[object, ...]:
+    """What tells operations with code of their own apart: each operation, or with outlining
+    its type and sizes (outlined copies call one subgraph; PopART matches operations by
+    type, attributes and tensor infos: willow/src/op.cpp, getSubgraphEquivId)."""
+    if options.outlining:
+        return (op.type, op.flops, op.input_bytes, op.output_bytes, op.matmul, op.half)
+    return (op.type, op.name)

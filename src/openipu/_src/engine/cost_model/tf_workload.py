@@ -34,6 +34,10 @@ _MAX_OPERATIONS = 200_000  # a bound on very large (unrolled) graphs
 # bookkeeping, the device seed streams; outfeed buffers are host streams on an IPU.
 _EMULATION_VARIABLE = re.compile(r"/(replica_[0-9]+|shadow|filled)(:0)?$|ipu_seed_state")
 _STREAM_VARIABLE = re.compile(r"_buffer(_[0-9]+)?(:0)?$")
+# Ops built under a name scope starting so emulate what the chip does in hardware within
+# another operation (stochastic rounding of its results, which `cycles.py` charges as a
+# share of fp16 work): they are not operations of the program.
+IN_HARDWARE_SCOPE = "in_hardware"
 
 
 def mark_trip_count(loop_outputs: Iterable[object], count: int) -> None:
@@ -109,6 +113,8 @@ class _Walk:
             self.operation(op, repeats, prefix)
 
     def operation(self, op: ops.Operation, repeats: int, prefix: str) -> None:
+        if any(scope.startswith(IN_HARDWARE_SCOPE) for scope in op.name.split("/")[:-1]):
+            return
         name = prefix + op.name
         ipu = self._ipu(op, prefix)
         self.prefix_of_handle = prefix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import ChainMap
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ import tensorflow as tf
 
 from openipu._src.popart.errors import LoweringError, UnsupportedOpError
 from openipu._src.popart.external_data import initializer_array
+from openipu._src.popart.lowering import stochastic_rounding
 from openipu._src.popart.lowering.channels_last import ChannelsLastValues
 from openipu._src.popart.lowering.op import (
     Op,
@@ -68,7 +70,12 @@ class Body:
             context.scope = scope
             placed = context.op_scope(op) if context.op_scope is not None else None
             with placed or contextlib.nullcontext():
-                results = run_op(op, context, arguments, layouts)
+                if stochastic_rounding.applies(op, context, arguments):
+                    results = stochastic_rounding.run_wide(
+                        functools.partial(run_op, op, context), op, context, arguments
+                    )
+                else:
+                    results = run_op(op, context, arguments, layouts)
             for name, value in zip(op.node.output, results, strict=False):
                 if name:
                     scope[name] = value

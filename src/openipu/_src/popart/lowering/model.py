@@ -105,6 +105,8 @@ class LoweredGraph:
         seed: Any = None,
         fetch: Iterable[str] = (),
         op_scope: Callable[[Op], AbstractContextManager | None] | None = None,
+        rounding_seed: Any = None,
+        tensor_is_half: Mapping[str, bool] | None = None,
     ) -> dict[str, Any]:
         """Evaluate the graph.
 
@@ -118,6 +120,10 @@ class LoweredGraph:
             fetch: names of intermediate tensors to return beside the graph outputs.
             op_scope: a context to build each top-level op in, e.g. its device (sharded
                 sessions); ops inside subgraphs are built in their parent op's.
+            rounding_seed: an int64 [2] seed: float16 results are rounded stochastically
+                with it (`stochastic_rounding.py`); None rounds them to nearest.
+            tensor_is_half: with `rounding_seed`, whether each tensor of known type is
+                float16 (the results of ops with one of unknown type round to nearest).
 
         Returns:
             The graph outputs and the fetched tensors, by name. Sequences are lists of tensors.
@@ -140,7 +146,12 @@ class LoweredGraph:
             # An initializer listed among the graph inputs is a default the caller may override.
             scope[name] = tf.convert_to_tensor(inputs[name])
         context = RunContext(
-            training=training, seed=_seed_tensor(seed), fetch=frozenset(fetch), op_scope=op_scope
+            training=training,
+            seed=_seed_tensor(seed),
+            rounding_seed=_seed_tensor(rounding_seed),
+            tensor_is_half=tensor_is_half,
+            fetch=frozenset(fetch),
+            op_scope=op_scope,
         )
         self._body.evaluate(context, scope)
         results = {}

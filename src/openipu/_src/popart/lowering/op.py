@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -79,6 +79,11 @@ class RunContext:
 
     training: bool = False
     seed: tf.Tensor | None = None  # int64 [2]: the base of every stateless random op's seed
+    # int64 [2]: with stochastic rounding, the seed float16 results are rounded with
+    # (`stochastic_rounding.py`); None rounds to nearest. `tensor_is_half` tells, for the
+    # tensors whose type is known, whether it is float16.
+    rounding_seed: tf.Tensor | None = None
+    tensor_is_half: Mapping[str, bool] | None = None
     fetch: frozenset[str] = field(default_factory=frozenset)
     # The values visible to the op being run: ops with subgraphs evaluate them inside it.
     scope: Any = None

@@ -36,6 +36,7 @@ def chip_options(
         tiles=int(device.tilesPerIPU or 0),
         allow_out_of_memory=allow or cost_options.engine_options_allow_out_of_memory(),
         gradient_accumulation_count=max(int(accumulation), 1),
+        outlining=bool(options.enableOutlining),
         num_io_tiles=int(getattr(options, "numIOTiles", 0) or 0),
         remote_variables=tuple(
             variable_name(name) for name, where in locations.items() if where.off_chip

@@ -99,6 +99,8 @@ class InferenceSession(SessionCore):
             and self._placement is None
             and options.syntheticDataMode is SyntheticDataMode.Off
             and not options.enableFloatingPointChecks
+            # onnxruntime rounds float16 results to nearest.
+            and not options.enableStochasticRounding
             # onnxruntime runs one model for every replica: no per-group weights.
             and not any(variable.split for variable in self._grouped.values())
             and onnx_runtime_model.qualifies(self._model, self._inputs, self._spec.device_anchors)

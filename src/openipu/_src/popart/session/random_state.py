@@ -6,20 +6,25 @@ batch, so consecutive batches and runs draw new numbers; `getRandomSeed` reads i
 through the lowering's stateless RNG (one stream per op), so compiled and eager runs agree.
 
 The RNG state is the hardware generator's state, which on the IPU drives stochastic
-rounding. Stochastic rounding is not emulated, so the state is kept (derived from the seed,
-readable and writable) but changes no numbers.
+rounding. It belongs to the device, not to a session: every session on one DeviceInfo reads
+and writes the same state (session_api_tests/rng_test.py: an inference session run between
+two training runs changes what the second draws). `setRandomSeed` derives it from the seed.
+A run with stochastic rounding rounds with a seed drawn from it (`rounding_seed`) and moves
+it on, so restoring a state repeats the rounding.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
+import weakref
 from collections.abc import Iterable, Sized
 
 import numpy as np
 import tensorflow as tf
 
 from openipu._src.engine import replication
-from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.errors import OptionTypeError, popart_exception, popart_runtime_error
 
 _SEED_RANGE = 1 << 64
 _RNG_WORDS_PER_WORKER = 4  # the hardware generator's state: four 32-bit words per worker
@@ -39,12 +44,28 @@ def _check_seed(seed: object) -> int:
     return int(seed)
 
 
+class _DeviceRngState:
+    """The RNG state words of one device, shared by the sessions on it."""
+
+    def __init__(self, words: list[int]) -> None:
+        self.words = words
+
+
+# Keyed by the DeviceInfo object the sessions were given.
+_device_states: weakref.WeakKeyDictionary[object, _DeviceRngState] = weakref.WeakKeyDictionary()
+
+
 class RandomState:
-    def __init__(self, rng_state_size: int) -> None:
+    def __init__(self, rng_state_size: int, device: object) -> None:
         self._rng_state_size = rng_state_size
         self._seed = random.getrandbits(63)
-        self._rng_state = self._derived_rng_state(self._seed)
+        state = _device_states.get(device)
+        if state is None or len(state.words) != rng_state_size:
+            state = _DeviceRngState(self._derived_rng_state(self._seed))
+            _device_states[device] = state
+        self._device_state = state
         self._variable: tf.Variable | None = None
+        self._rounding: tf.Variable | None = None
 
     def place_on(self, host_device: str) -> None:
         """Creates the device copy of the seed (when the session prepares its device; in a
@@ -52,6 +73,9 @@ class RandomState:
         with tf.init_scope(), tf.device(host_device):
             self._variable = tf.Variable(
                 _as_signed(self._seed), dtype=tf.int64, trainable=False, name="randomSeed___"
+            )
+            self._rounding = tf.Variable(
+                [0, 0], dtype=tf.int64, trainable=False, name="roundingSeed"
             )
 
     def batch_seed(self) -> tf.Tensor:
@@ -72,6 +96,31 @@ class RandomState:
         replica = tf.constant(replication.current_replica_index(), tf.int64)
         return tf.stack([value, replica])
 
+    def rounding_seed(self, index: tf.Tensor | None = None) -> tf.Tensor:
+        """Inside a step: the [2] stochastic rounding seed of its batch `index` (None: of the
+        next batch, moving on per batch). The run's first one comes from the device's RNG
+        state (`start_rounding`); replicas round differently."""
+        if self._rounding is None:
+            raise popart_exception("The random seed is not on the device yet (prepareDevice)")
+        if index is None:
+            value = self._rounding.assign_add([1, 0], read_value=True) - [1, 0]
+        else:
+            value = self._rounding.read_value() + tf.stack([tf.cast(index, tf.int64), 0])
+        replica = tf.constant(replication.current_replica_index(), tf.int64)
+        return tf.random.experimental.stateless_fold_in(value, replica)
+
+    def start_rounding(self) -> None:
+        """Before a run with stochastic rounding: its rounding seed from the device's RNG
+        state, which then moves on (the generator draws as the run rounds)."""
+        if self._rounding is None:
+            raise popart_exception("The random seed is not on the device yet (prepareDevice)")
+        words = np.asarray(self._device_state.words, np.uint32).tobytes()
+        digest = hashlib.blake2b(words, digest_size=16).digest()
+        key = np.frombuffer(digest, np.int64)
+        self._rounding.assign(key)
+        following = int.from_bytes(digest[:8], "little")
+        self._device_state.words = self._derived_rng_state(following)
+
     def advance(self, batches: int) -> tf.Operation:
         """After a step read its seeds with `batch_seed_at`: moves the seed on past them."""
         if self._variable is None:
@@ -87,13 +136,13 @@ class RandomState:
     @seed.setter
     def seed(self, value: object) -> None:
         self._seed = _check_seed(value)
-        self._rng_state = self._derived_rng_state(self._seed)
+        self._device_state.words = self._derived_rng_state(self._seed)
         if self._variable is not None:
             self._variable.assign(_as_signed(self._seed))
 
     @property
     def rng_state(self) -> list[int]:
-        return list(self._rng_state)
+        return list(self._device_state.words)
 
     @rng_state.setter
     def rng_state(self, state: object) -> None:
@@ -107,16 +156,17 @@ class RandomState:
             )
         values = list(state)
         if len(values) != self._rng_state_size:
-            raise popart_exception(
-                f"The RNG state has {len(values)} values, but this device's has "
-                f"{self._rng_state_size} (from getRNGState of a session on the same device)"
+            # willow/src/popx/devicex.cpp, setRngStateValue (its words first).
+            raise popart_runtime_error(
+                f"Devicex::setRngStateValue received rngState of size {len(values)}; was "
+                f"expecting size {self._rng_state_size}"
             )
         for value in values:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise OptionTypeError(f"RNG state values must be ints, got {value!r}")
             if not 0 <= int(value) < 1 << 32:
                 raise popart_exception(f"RNG state values are 32-bit unsigned, got {value}")
-        self._rng_state = [int(value) for value in values]
+        self._device_state.words = [int(value) for value in values]
 
     def _derived_rng_state(self, seed: int) -> list[int]:
         words = np.random.default_rng(seed).integers(0, 1 << 32, self._rng_state_size)

@@ -214,7 +214,9 @@ class SessionCore:
             auto = ir_view.auto_virtual_graphs(self._ir_request())
         self._placement = placement.plan(self._model, self._options, self._device, auto)
         spec = self._device.spec
-        self._random = RandomState(rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6))
+        self._random = RandomState(
+            rng_state_size(spec.num_ipus, spec.tiles_per_ipu, 6), self._device
+        )
         self._spec = self._program_spec()
         self._program: LoopProgram | None = None
         self._prepared = False
@@ -403,7 +405,16 @@ class SessionCore:
             name=self._name,
             placement=self._placement,
             chip=device_chip.chip_options(self._device, self._options, self._variable_locations()),
+            stochastic_rounding=self._half_tensors(),
         )
+
+    def _half_tensors(self) -> tuple[tuple[str, bool], ...] | None:
+        """With stochastic rounding: whether each tensor whose type inference knows is
+        float16 (the program rounds those; see `lowering/stochastic_rounding.py`)."""
+        if not self._options.enableStochasticRounding:
+            return None
+        known = self._types.inferred()
+        return tuple((name, known[name].dtype == tf.float16) for name in sorted(known))
 
     def _variable_locations(self) -> dict[str, tensor_locations.ResolvedLocation]:
         """Where the session's variables live (on or off chip, sharded or not), by the
@@ -539,6 +550,8 @@ class SessionCore:
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
         stacked = {} if synthetic else self._stacked_inputs(stepio)
+        if self._options.enableStochasticRounding:
+            self._random.start_rounding()
         try:
             with self._floating_point_checks():
                 program = (

@@ -58,6 +58,9 @@ class SessionProgramSpec:
     name: str
     placement: Placement | None = None  # sharded and pipelined sessions: the ops' IPUs
     chip: CostOptions | None = None  # the device's chip, for the cost model (None: no chip)
+    # SessionOptions.enableStochasticRounding: float16 results are rounded stochastically;
+    # then, for each tensor of known type, whether it is float16 (None: rounded to nearest).
+    stochastic_rounding: tuple[tuple[str, bool], ...] | None = None
 
     @property
     def op_scope(self) -> Callable[[Op], AbstractContextManager[object] | None] | None:
@@ -121,8 +124,19 @@ def build_program(
         else:
             inputs = synthetic_inputs(spec.inputs, spec.synthetic_data, seed)
         weights = read_weights()
+        rounding = spec.stochastic_rounding
+        rounding_seed = (
+            random_state.rounding_seed(index if together else None) if rounding else None
+        )
         results = spec.lowered.run(
-            inputs, weights, training=False, seed=seed, fetch=fetch, op_scope=spec.op_scope
+            inputs,
+            weights,
+            training=False,
+            seed=seed,
+            fetch=fetch,
+            op_scope=spec.op_scope,
+            rounding_seed=rounding_seed,
+            tensor_is_half=dict(rounding) if rounding else None,
         )
         # Shapes the model declares hold even where ops leave them open (data-dependent).
         returned = {

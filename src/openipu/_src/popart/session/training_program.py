@@ -30,6 +30,7 @@ import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import tensorflow as tf
 
@@ -167,8 +168,17 @@ class _TrainingSteps:
             # watched paths, and a model may have no weights before it.
             if self._gradient_targets:
                 tape.watch([v for v in inputs.values() if v.dtype.is_floating])
+            rounding = program.stochastic_rounding
+            rounding_seed = self._random.rounding_seed() if rounding else None
             results = program.lowered.run(
-                inputs, values, training=True, seed=seed, fetch=fetch, op_scope=program.op_scope
+                inputs,
+                values,
+                training=True,
+                seed=seed,
+                fetch=fetch,
+                op_scope=program.op_scope,
+                rounding_seed=rounding_seed,
+                tensor_is_half=dict(rounding) if rounding else None,
             )
         known = {**inputs, **values, **results}
         loss = known[spec.loss_id]
@@ -176,12 +186,15 @@ class _TrainingSteps:
         targets = dict(trained)
         targets.update({name: known[name] for name in self._gradient_targets})
         placed = program.placement.backward() if program.placement else contextlib.nullcontext()
-        with placed:
-            gradients = tape.gradient(
-                loss,
-                targets,
-                output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, loss.dtype)),
-            )
+        if loss.dtype.is_integer:
+            gradients = self._integer_loss_gradients(inputs, values, targets, seed, loss_scaling)
+        else:
+            with placed:
+                gradients = tape.gradient(
+                    loss,
+                    targets,
+                    output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, loss.dtype)),
+                )
         operations = self._update_statistics(known)
         trained_gradients = {
             name: gradients[name] for name in spec.trained if gradients[name] is not None
@@ -196,6 +209,52 @@ class _TrainingSteps:
             operations += self._update(trained_gradients, counts=counts)
         with tf.control_dependencies(operations):
             return self._anchors(known, gradients, loss_scaling) or None
+
+    def _integer_loss_gradients(
+        self,
+        inputs: dict[str, tf.Tensor],
+        values: dict[str, Any],
+        targets: dict[str, tf.Tensor],
+        seed: tf.Tensor,
+        loss_scaling: tf.Tensor,
+    ) -> dict[str, tf.Tensor | None]:
+        """The gradients of an integer loss, in the targets' types, as the original's grad
+        ops give them in the loss's type (operators_test/reducemedian_test.py). TensorFlow's
+        autodiff records no integer ops, so the graph is run again on float32 copies of its
+        integer inputs (exact for integers below 2**24) and differentiated; a model that
+        needs integer inputs as integers (indices, shapes) has no such gradients."""
+        program = self._spec.program
+        wide = {n: tf.cast(v, tf.float32) if v.dtype.is_integer else v for n, v in inputs.items()}
+        trained = {name: tf.convert_to_tensor(values[name]) for name in self._spec.trained}
+        lowered = program.lowered
+        fetch = [
+            name
+            for name in [self._spec.loss_id, *targets]
+            if name not in wide
+            and name not in lowered.initializers
+            and name not in lowered.output_names
+        ]
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch([v for v in [*wide.values(), *trained.values()] if v.dtype.is_floating])
+            results = lowered.run(
+                wide,
+                {**values, **trained},
+                training=True,
+                seed=seed,
+                fetch=fetch,
+                op_scope=program.op_scope,
+            )
+        known = {**wide, **trained, **results}
+        loss = tf.cast(known[self._spec.loss_id], tf.float32)
+        gradients = tape.gradient(
+            loss,
+            {name: known[name] for name in targets},
+            output_gradients=tf.fill(tf.shape(loss), tf.cast(loss_scaling, tf.float32)),
+        )
+        return {
+            name: None if gradient is None else tf.cast(gradient, targets[name].dtype)
+            for name, gradient in gradients.items()
+        }
 
     def _histogram(self, gradients: dict[str, tf.Tensor | None]) -> tf.Tensor | None:
         """This micro-batch's histogram counts of the gradients automatic loss scaling

@@ -256,10 +256,12 @@ class TrainingSession(SessionCore):
                 "e.g. with a loss op's ReductionType.Mean or Sum. Loss tensor, "
                 f"'{self._loss_id}', must be a scalar tensor"
             )
-        if not signature.dtype.is_floating:
+        # The IR takes a loss of any numeric type (willow/src/ir.cpp, setFinalLoss):
+        # operators_test/reducemedian_test.py trains through an int32 ReduceMedian.
+        if not (signature.dtype.is_floating or signature.dtype.is_integer):
             raise popart_exception(
                 f"Loss tensor, '{self._loss_id}', is {signature.dtype.name}: a loss must be a "
-                "floating-point tensor"
+                "number"
             )
         self._loss_signature = signature
 
@@ -362,13 +364,21 @@ class TrainingSession(SessionCore):
             tensor_id, self._optimizer, types, self.accumulationFactor > 1, factor
         )
 
+    def _carries_gradient(self, dtype: tf.DType) -> bool:
+        """Floating-point tensors carry gradients; under an integer loss integer ones do
+        too (the original's grad ops run in the loss's type: operators_test/
+        reducemedian_test.py anchors an int32 input's gradient)."""
+        return bool(
+            dtype.is_floating or (dtype.is_integer and self._loss_signature.dtype.is_integer)
+        )
+
     def _gradient_reachable(self) -> set[str]:
         """The tensors the loss's gradient reaches (found once, when a gradient is anchored)."""
         if getattr(self, "_reachable", None) is None:
 
             def carries_gradient(tensor_id: str) -> bool:
                 try:
-                    return bool(self._types.get(tensor_id).dtype.is_floating)
+                    return self._carries_gradient(self._types.get(tensor_id).dtype)
                 except popart_exception:
                     return True  # no static type (a sequence...): let autodiff decide
 
@@ -386,7 +396,10 @@ class TrainingSession(SessionCore):
                     f"'{base}', which is not a tensor of the model"
                 )
             signature = self._types.get(base)
-            if not signature.dtype.is_floating or base not in self._gradient_reachable():
+            if (
+                not self._carries_gradient(signature.dtype)
+                or base not in self._gradient_reachable()
+            ):
                 # The IR's words first (willow/src/ir.cpp, validateAnchors;
                 # operators_test/cast_test_py.py), then why.
                 raise popart_exception(
@@ -463,7 +476,7 @@ class TrainingSession(SessionCore):
         differentiable = [
             name
             for name in names
-            if name in self._loss_ancestors and self._types.get(name).dtype.is_floating
+            if name in self._loss_ancestors and self._carries_gradient(self._types.get(name).dtype)
         ]
         return [
             *names,
