@@ -53,8 +53,12 @@ def pipeline_losses(
     reduction_method=GA.RUNNING_MEAN,
     offload_activations=None,
     number_of_io_tiles: int = 0,
+    replication_factor: int = 1,
 ):
-    """The pipeline's outfed losses, built before the configuration as the original's."""
+    """The pipeline's outfed losses, built before the configuration as the original's.
+
+    With `replication_factor` > 1 the IPUs are that many times the pipeline's and the
+    optimizer is wrapped in a cross-replica one, as the original's tester does."""
     graph = tf.Graph()
     with graph.as_default():
         dataset = dataset_fn()
@@ -64,7 +68,10 @@ def pipeline_losses(
         outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
         def optimizer_function(loss):
-            return ipu.pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+            opt = optimizer
+            if replication_factor > 1:
+                opt = ipu.cross_replica_optimizer.CrossReplicaOptimizer(optimizer)
+            return ipu.pipelining_ops.OptimizerFunctionOutput(opt, loss)
 
         def my_net(*args):
             with v1.variable_scope("ipu", use_resource=True, reuse=False):
@@ -87,7 +94,7 @@ def pipeline_losses(
         with tf.device("/device:IPU:0"):
             compiled = ipu.ipu_compiler.compile(my_net, inputs=inputs)
         config = ipu.config.IPUConfig()
-        config.auto_select_ipus = _ipus_for(device_mapping)
+        config.auto_select_ipus = _ipus_for(device_mapping) * replication_factor
         if recomp:
             config.allow_recompute = True
         if number_of_io_tiles:

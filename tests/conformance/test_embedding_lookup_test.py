@@ -2,9 +2,10 @@
 
 `ipu.ops.embedding_ops.embedding_lookup` compiled for the IPU: gathers of any rank of ids
 (against `np.take`), lookups of resource variables trained by gradient descent, a
-serialised lookup and its refused factor, and a scatter of a large constant. Four scenarios
-call the original's generated op module (`gen_popops_ops.ipu_multi_update_add` /
-`ipu_multi_slice`), internal operations without a public counterpart; one of them also
+serialised lookup and its refused factor, and a scatter of a large constant. The raw
+operations of the original's generated op module (`gen_popops_ops.ipu_multi_update_add`,
+`ipu_multi_slice`): a scaled update-add of gradient rows into zeros, and both operations on
+a table that another operation (a matmul) produced (against numpy). One scenario, left out,
 reads Poplar's memory report.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.compiler.plugin.poplar.ops import gen_popops_ops
 from tensorflow.python import ipu
 
 v1 = tf.compat.v1
@@ -193,6 +195,96 @@ def test_serialized_embedding_lookup_doesnt_divide(tf1_graph):
             r"dimension of params \(2000\).",
         ):
             ipu.ipu_compiler.compile(_serialized_body(7), inputs=[table, indices])
+
+
+@pytest.mark.follows("testGradient")
+def test_gradient(configure):
+    with tf.device("cpu"):
+        x1 = v1.placeholder(np.int32, shape=[24])
+        grads = v1.placeholder(np.float32, shape=[24, 16])
+        lr = v1.placeholder(np.float32, shape=[])
+
+    def network(x1, grads, lr):
+        x = _random_table()
+        out = gen_popops_ops.ipu_multi_update_add(
+            tf.zeros_like(x), updates=grads, indices=x1, scale=lr
+        )
+        assert out.shape == x.shape
+        return out, x1, grads
+
+    with tf.device("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(network, inputs=[x1, grads, lr])
+    configure()
+    ids = [10, 11, 12, 13, 14, 15, 16, 17, 20, 21, 22, 23, 24, 25, 26, 27]
+    ids += [30, 31, 32, 33, 34, 35, 36, 37]
+    grads_value = np.random.default_rng(0).random((24, 16), dtype=np.float32)
+    with v1.Session() as sess:
+        sess.run(v1.global_variables_initializer())
+        out, indices, gradient = sess.run(r, {x1: ids, grads: grads_value, lr: 0.1})
+    np.testing.assert_array_equal(indices, ids)
+    np.testing.assert_array_equal(gradient, grads_value)
+    # Each looked-up row holds its gradient times the scale; every other row stays zero.
+    expected = np.zeros((100, 16), np.float32)
+    np.add.at(expected, ids, 0.1 * grads_value)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert not out[np.setdiff1d(np.arange(100), ids)].any()
+
+
+def _matmul_of_ones(x):
+    """A table (8 x 4) produced by another operation: ones (8 x 4) @ x (4 x 4)."""
+    with v1.variable_scope("vs", use_resource=True):
+        lhs = v1.get_variable(
+            "lhs", shape=[8, 4], dtype=np.float32, initializer=v1.ones_initializer()
+        )
+    return tf.matmul(lhs, x)
+
+
+@pytest.mark.follows("testOutputWhenInputAllocatedForAnotherOp")
+def test_output_when_input_allocated_for_another_op(configure):
+    with tf.device("cpu"):
+        x = v1.placeholder(np.float32, shape=[4, 4])
+        indices = v1.placeholder(np.int32, shape=[8])
+
+    def model(x, indices):
+        x = _matmul_of_ones(x)
+        # The slice's result is unused: the table must keep the matmul's values.
+        gen_popops_ops.ipu_multi_slice(x, indices)
+        return x
+
+    with tf.device("/device:IPU:0"):
+        (result,) = ipu.ipu_compiler.compile(model, inputs=[x, indices])
+    configure()
+    x_value = np.array([[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7], [6, 7, 8, 9]], np.float32)
+    with v1.Session() as sess:
+        sess.run(v1.global_variables_initializer())
+        out = sess.run(result, {x: x_value, indices: list(range(8))})
+    np.testing.assert_allclose(out, [[12, 16, 20, 24]] * 8)
+    np.testing.assert_allclose(out, np.ones((8, 4)) @ x_value)
+
+
+@pytest.mark.follows("testGradientOutputWhenInputAllocatedForAnotherOp")
+def test_gradient_output_when_input_allocated_for_another_op(configure):
+    with tf.device("cpu"):
+        x = v1.placeholder(np.float32, shape=[4, 4])
+        updates = v1.placeholder(np.float32, shape=[8, 4])
+        indices = v1.placeholder(np.int32, shape=[8])
+
+    def model(x, updates, indices):
+        return gen_popops_ops.ipu_multi_update_add(
+            _matmul_of_ones(x), updates=updates, indices=indices, scale=5
+        )
+
+    with tf.device("/device:IPU:0"):
+        (result,) = ipu.ipu_compiler.compile(model, inputs=[x, updates, indices])
+    configure()
+    updates_value = np.random.default_rng(1).random((8, 4), dtype=np.float32)
+    with v1.Session() as sess:
+        sess.run(v1.global_variables_initializer())
+        out = sess.run(
+            result,
+            {x: np.zeros((4, 4)), indices: list(reversed(range(8))), updates: updates_value},
+        )
+    np.testing.assert_allclose(out, np.flip(updates_value, axis=0) * 5, rtol=1e-6)
 
 
 @pytest.mark.follows("testSimplifyScatter")

@@ -311,12 +311,6 @@ def test_outfeed_async_dequeue_eager(strategy, delay):
 
 
 @pytest.mark.follows("test_dataset_iterator")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: iter(dataset) in an IPUStrategy scope is the stock iterator; the "
-    "original returns ipu_infeed_queue.IPUOwnedIterator, whose next() outside a program "
-    "raises RuntimeError 'Accessing dataset elements ...'",
-)
 def test_dataset_iterator(ipu_system):
     dataset = tf.data.Dataset.from_tensors(1.0)
     with ipu.ipu_strategy.IPUStrategyV1().scope():
@@ -324,6 +318,10 @@ def test_dataset_iterator(ipu_system):
         assert isinstance(iterator, ipu.ipu_infeed_queue.IPUOwnedIterator)
         with pytest.raises(RuntimeError, match="Accessing dataset elements"):
             next(iterator)
+    with ipu.ipu_strategy.IPUStrategyV1(enable_dataset_iterators=False).scope():
+        iterator = iter(dataset)
+        assert not isinstance(iterator, ipu.ipu_infeed_queue.IPUOwnedIterator)
+        assert float(next(iterator)) == 1.0
 
 
 @pytest.mark.follows("test_dataset_iterator_with_function")

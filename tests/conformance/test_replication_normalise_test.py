@@ -1,7 +1,8 @@
 """Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/replication_normalise_test.py`.
 
-`ipu_replication_normalise` divides by the replica count (2): ones become 0.5, and the
-input is not changed in place (x + normalise(x) is 1.5). The original also lists the
+`ipu_replication_normalise`, a TF1 op placed on a device of 2 IPUs with `tf.device` (outside
+any compiled program, as the original's test), divides by that device's replica count (2):
+ones become 0.5, and the input is not changed in place (x + normalise(x) is 1.5). The original also lists the
 compute sets of the profile; that part awaits the cost model.
 """
 
@@ -36,21 +37,12 @@ def _normalise(x):
     return gen_poputil_ops.ipu_replication_normalise(x)
 
 
-_DIFFERENCE = (
-    "difference: the original runs gen_poputil_ops.ipu_replication_normalise as a TF1 op "
-    "placed with tf.device('/device:IPU:0') outside ipu_compiler.compile, on 2 replicas; "
-    "openipu runs such an op outside any compiled program, as one replica"
-)
-
-
 @pytest.mark.follows("testReplicationNormalise")
-@pytest.mark.xfail(strict=True, reason=_DIFFERENCE)
 def test_replication_normalise(tf1_graph):
     np.testing.assert_allclose(_run(tf1_graph, _normalise), np.full([1, 4, 4, 2], 0.5))
 
 
 @pytest.mark.follows("testReplicationNormaliseNotInplace")
-@pytest.mark.xfail(strict=True, reason=_DIFFERENCE)
 def test_replication_normalise_not_inplace(tf1_graph):
     np.testing.assert_allclose(
         _run(tf1_graph, lambda x: _normalise(x) + x), np.full([1, 4, 4, 2], 1.5)

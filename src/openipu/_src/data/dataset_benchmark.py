@@ -23,6 +23,7 @@ from openipu._src.data.host_pipeline import (
     dataset_graph,
 )
 from openipu._src.feeds.infeed import IPUInfeedQueue
+from openipu._src.integration import dataset_iterators
 
 _BYTES_PER_GB = 1e9
 # An epoch faster than the clock can resolve still gets finite rates (JSON has no inf).
@@ -130,7 +131,8 @@ def _run(
 ) -> BenchmarkStats:
     _check_no_empty_dimension(dataset.element_spec)
     with tf.device("/device:CPU:0"):
-        iterator = iter(dataset)
+        # Read on the host: the stock iterator even in an IPUStrategy scope.
+        iterator = dataset_iterators.stock_iterator(dataset)
     host_buffers = _HostBuffers()
     epoch_stats = []
     for epoch in range(epochs):

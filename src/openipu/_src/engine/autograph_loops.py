@@ -171,19 +171,29 @@ def body_active(body: IterationReads) -> Iterator[None]:
         stack.pop()
 
 
+#: A class attribute, true on `OwnedIterator` subclasses read as stock iterators (the
+#: iterator `iter(dataset)` gives in an IPUStrategy scope); other subclasses keep their own.
+READ_AS_OWNED_ITERATOR = "_openipu_read_as_owned_iterator"
+
+
+def _is_dataset_iterator(iterator: object) -> bool:
+    cls = type(iterator)
+    return cls is iterator_ops.OwnedIterator or bool(getattr(cls, READ_AS_OWNED_ITERATOR, False))
+
+
 def _next_internal(
     stock: Callable[[iterator_ops.OwnedIterator], Nested], iterator: iterator_ops.OwnedIterator
 ) -> Nested:
     body = _active()
     if (
         body is not None
-        and type(iterator) is iterator_ops.OwnedIterator
+        and _is_dataset_iterator(iterator)
         and ops.get_default_graph() is body.graph
     ):
         element = body.next_element(iterator)
         if element is not UNHANDLED:
             return element
-    elif body is None and type(iterator) is iterator_ops.OwnedIterator:
+    elif body is None and _is_dataset_iterator(iterator):
         # A read outside any rewritten loop: the rewrite may take it (an executable's).
         outside = getattr(_current_rewrite(), "next_outside_loops", None)
         element = outside(iterator) if outside is not None else UNHANDLED

@@ -27,6 +27,7 @@ from tensorflow.python.util import nest
 
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.value_types import Nested
+from openipu._src.integration import dataset_iterators
 
 _state = threading.local()
 
@@ -256,7 +257,9 @@ class ChunkedStream:
             with tf.init_scope(), ops.device("/device:CPU:0"):
                 chunked = self._dataset.batch(self._chunk_size, drop_remainder=True)
                 # Chunks prepare in the background while the device computes.
-                self._chunks = iter(chunked.prefetch(max(1, self._prefetch_depth // 2)))
+                chunked = chunked.prefetch(max(1, self._prefetch_depth // 2))
+                # Read here, on the host: the stock iterator even in an IPUStrategy scope.
+                self._chunks = dataset_iterators.stock_iterator(chunked)
         return self._chunks
 
     def fetch_stacked(self, count: int) -> Nested:

@@ -6,6 +6,11 @@ dataset, created (and initialised) when the iterator is, and each `next()` insid
 with the original's message. Here the iterator is a plain Python object, which tf.function
 takes as an argument by identity (the original made it a composite tensor); an iterator
 can also be rebuilt from another's `infeed_spec` and `element_spec`, reading its feed.
+
+`iter(dataset)` in an IPUStrategy scope gives a `DatasetIPUOwnedIterator`: an
+`IPUOwnedIterator` that refuses eager reads as the original's, but is a stock
+`OwnedIterator` of the dataset too, so programs read it as the engine reads any
+`tf.data` iterator (streamed and fused into device loops, `engine/autograph_loops.py`).
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.data.ops import iterator_ops
 from tensorflow.python.framework import ops
 
-from openipu._src.engine import replication
+from openipu._src.engine import autograph_loops, replication
 from openipu._src.feeds.infeed import IPUInfeedQueue, IPUInfeedQueueSpec
 
 
@@ -65,16 +71,7 @@ class IPUIterator(Iterator[Any]):
         return self._next_internal()
 
     def _next_internal(self) -> Any:
-        if tf.executing_eagerly():
-            # The original's message (ipu_infeed_queue.py).
-            raise RuntimeError(
-                "Accessing dataset elements can not be accessed in eager mode when inside "
-                "'IPUStrategy'. The dataset elements should be accessed inside of a "
-                "'tf.function' with 'jit_compile=True' set in order to achieve optimal "
-                "performance. See documentation for detailed examples. If this behavior is "
-                "required please set 'enable_dataset_iterators=False' when creating an "
-                "'IPUStrategy'."
-            )
+        _refuse_eager_reads()
         if replication.current_replica_count() > 1:
             # Replicas read their own elements in turn through a device loop.
             return self._infeed_queue._dequeue()  # noqa: SLF001 - the queue's element read
@@ -102,6 +99,19 @@ class IPUIterator(Iterator[Any]):
         raise NotImplementedError("IPU Dataset iterator is not currently saveable.")
 
 
+def _refuse_eager_reads() -> None:
+    if tf.executing_eagerly():
+        # The original's message (ipu_infeed_queue.py).
+        raise RuntimeError(
+            "Accessing dataset elements can not be accessed in eager mode when inside "
+            "'IPUStrategy'. The dataset elements should be accessed inside of a "
+            "'tf.function' with 'jit_compile=True' set in order to achieve optimal "
+            "performance. See documentation for detailed examples. If this behavior is "
+            "required please set 'enable_dataset_iterators=False' when creating an "
+            "'IPUStrategy'."
+        )
+
+
 class IPUOwnedIterator(IPUIterator):
     """An `IPUIterator` whose infeed is released when the iterator is deleted."""
 
@@ -116,3 +126,40 @@ class IPUOwnedIterator(IPUIterator):
                     queue.deleter  # noqa: B018 - releases the host side
         except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to release
             pass
+
+
+class DatasetIPUOwnedIterator(IPUOwnedIterator, iterator_ops.OwnedIterator):
+    """What `iter(dataset)` gives in an IPUStrategy scope (the strategy's iterator).
+
+    A stock `OwnedIterator` of the dataset underneath: a program given it as an argument
+    receives the stock iterator (its type spec), and one that captures it reads it through
+    the stock `next()`, so both are streamed as any `tf.data` iterator is. Only eager reads
+    are refused, as the original's. It has no infeed of its own (no `infeed_spec`).
+    """
+
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        iterator_ops.OwnedIterator.__init__(self, dataset=dataset)
+
+    def _next_internal(self) -> Any:
+        _refuse_eager_reads()
+        return iterator_ops.OwnedIterator._next_internal(self)  # noqa: SLF001
+
+    @property
+    def infeed_spec(self) -> IPUInfeedQueueSpec:
+        raise AttributeError(
+            "This IPUOwnedIterator, made by iter(dataset) in an IPUStrategy scope, reads its "
+            "dataset as a tf.data iterator and has no infeed_spec; construct "
+            "ipu_infeed_queue.IPUOwnedIterator(dataset) for one"
+        )
+
+    @property
+    def infeed_queue(self) -> IPUInfeedQueue:
+        raise AttributeError(
+            "This IPUOwnedIterator, made by iter(dataset) in an IPUStrategy scope, reads its "
+            "dataset as a tf.data iterator and has no infeed_queue; construct "
+            "ipu_infeed_queue.IPUOwnedIterator(dataset) for one"
+        )
+
+
+# The engine reads it as it reads a stock iterator (fused loops, streamed inputs).
+setattr(DatasetIPUOwnedIterator, autograph_loops.READ_AS_OWNED_ITERATOR, True)

@@ -31,6 +31,8 @@ from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
 from openipu._src.engine import device_scope, region, replicated_program
 from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
+from openipu._src.feeds import infeed_iterator
+from openipu._src.integration import dataset_iterators, patching
 from openipu._src.system import configure, host_devices
 
 
@@ -106,7 +108,9 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
     ) -> None:
         host_devices.ensure_logical_devices()
         super().__init__(self._create_extended(ipu_device, cpu_device))
-        self._enable_dataset_iterators = bool(enable_dataset_iterators)
+        self._enable_iterators = bool(enable_dataset_iterators)
+        if self._enable_iterators:
+            patching.apply(dataset_iterators.DATASET_ITER)
         self._enable_keras_extensions = bool(enable_keras_extensions)
         if self._enable_keras_extensions:
             # import cycle: keras.extensions.activation imports this module (Keras is above)
@@ -121,7 +125,15 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 
     @property
     def enable_dataset_iterators(self) -> bool:
-        return self._enable_dataset_iterators
+        return self._enable_iterators
+
+    def _enable_dataset_iterators(self) -> bool:
+        """Whether `iter(dataset)` in this scope gives the strategy's iterator: when eager
+        (the original's keras_extensions.py; asked by `integration/dataset_iterators.py`)."""
+        return tf.executing_eagerly() and self._enable_iterators
+
+    def _create_dataset_iterator(self, dataset: tf.data.Dataset):
+        return infeed_iterator.DatasetIPUOwnedIterator(dataset)
 
     @property
     def enable_keras_extensions(self) -> bool:

@@ -25,7 +25,7 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 from tf_keras.src.engine import data_adapter
 
-from openipu._src.integration import keras_data_handler, keras_internals
+from openipu._src.integration import dataset_iterators, keras_data_handler, keras_internals
 from openipu._src.keras.extensions import step_rules
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,9 @@ class IPUDataHandler(data_adapter.DataHandler):
         self._dataset = dataset.batch(execution * self._step_batches, drop_remainder=True).prefetch(
             self._prefetched_executions(execution)
         )
+        # The engine reads the executions on the host (`execution.py`), in the strategy's
+        # scope: its iterator is the stock one, as the original's handler reads infeeds.
+        dataset_iterators.keep_stock_iterator(self._dataset)
 
     def _prefetched_executions(self, execution: int) -> int:
         """Executions the host prepares ahead: two, or what `set_infeed_queue_options`'
