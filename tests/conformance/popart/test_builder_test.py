@@ -344,7 +344,9 @@ def test_has_attribute():
 @pytest.mark.xfail(
     strict=True,
     reason="difference: the original's Builder gives every node a '__debug_info_id' "
-    "attribute (its debug-info link); openipu's nodes carry only their own attributes",
+    "attribute (willow/src/builder.cpp: each op method makes a BuilderDebugInfo and stores "
+    "its id in the node's attributes, so getModelProto's nodes carry it); openipu's nodes "
+    "carry only their own attributes",
 )
 def test_get_all_attribute_names():
     builder, o = _add_output()

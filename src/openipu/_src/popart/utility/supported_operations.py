@@ -2,7 +2,9 @@
 
 The original lists the operators its OpManager can create (willow/src/opmanager.cpp); here
 they are the operators the lowering registry can run, each at the opset versions it is
-registered for. Definitions come from the ONNX schemas (ai.onnx, ai.onnx.ml) and from the
+registered for, and of ai.onnx only the versions the original's OpManager registers
+(`op_manager_onnx_versions`): the lowering also runs later opsets and operators the
+original does not list, which a program asking these lists would not expect. Definitions come from the ONNX schemas (ai.onnx, ai.onnx.ml) and from the
 ai.graphcore table. `includeInternal` adds the one operator the original registers as not
 public: AddBias, which its patterns make and no ONNX model may hold (willow/src/op/addbias.cpp).
 """
@@ -16,6 +18,10 @@ from openipu._src.popart.errors import incompatible_arguments, popart_exception
 from openipu._src.popart.graphcore_ops import GRAPHCORE_OPS
 from openipu._src.popart.lowering import registry
 from openipu._src.popart.lowering.model import lower_model  # noqa: F401 - registers the ops
+from openipu._src.popart.utility.op_manager_onnx_versions import (
+    GRAPHCORE_NOT_REGISTERED,
+    ONNX_VERSIONS,
+)
 from openipu._src.popart.utility.operator_identity import (
     OpDefinition,
     OpDefinitionAttribute,
@@ -45,8 +51,13 @@ def _check_bool(method: str, include_internal: object) -> None:
 def _identifiers() -> list[OperatorIdentifier]:
     found = []
     for (domain, op_type), versions in sorted(registry.registered_ops().items()):
+        domain = domain or "ai.onnx"
         for version in versions:
-            found.append(OperatorIdentifier(domain or "ai.onnx", op_type, version))
+            if domain == "ai.onnx" and version not in ONNX_VERSIONS.get(op_type, ()):
+                continue
+            if domain == "ai.graphcore" and op_type in GRAPHCORE_NOT_REGISTERED:
+                continue
+            found.append(OperatorIdentifier(domain, op_type, version))
     return found
 
 
@@ -72,27 +83,25 @@ _KNOWN_OPSETS = range(6, 12)
 
 
 def getUnsupportedOperations(opsetVersion: int) -> list[OperatorIdentifier]:  # noqa: N802, N803
-    """The ai.onnx operators of the opset (each at the version that opset has) that cannot
-    be run (willow/src/opmanager.cpp, getUnsupportedOperations)."""
+    """The ai.onnx operators of the opset (each at the version that opset has, deprecated
+    ones included as in the original's opsets.gen.hpp) that are not among the supported
+    operations (willow/src/opmanager.cpp, getUnsupportedOperations)."""
     if not isinstance(opsetVersion, int) or isinstance(opsetVersion, bool):
         raise incompatible_arguments(
             "getUnsupportedOperations", ["(opsetVersion: int) -> list"], [opsetVersion]
         )
     if opsetVersion not in _KNOWN_OPSETS:
         raise popart_exception(f"Could not find opset {opsetVersion}")
-    registered = registry.registered_ops()
+    supported = {(i.type, i.version) for i in _identifiers() if i.domain == "ai.onnx"}
     unsupported = []
     for op_type in sorted(
-        {schema.name for schema in onnx.defs.get_all_schemas() if schema.domain == ""}
+        {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""}
     ):
         try:
             schema = onnx.defs.get_schema(op_type, opsetVersion, "")
         except onnx.defs.SchemaError:
             continue  # not in this opset yet
-        if schema.deprecated:
-            continue
-        versions = registered.get(("", op_type), registered.get(("ai.onnx", op_type), ()))
-        if schema.since_version not in versions:
+        if (op_type, schema.since_version) not in supported:
             unsupported.append(OperatorIdentifier("ai.onnx", op_type, schema.since_version))
     return unsupported
 

@@ -181,6 +181,9 @@ def _make_subgraph(
             attributes=dict(op.attributes),
             excluded_patterns=op.excluded_patterns,
             inplace_priorities=op.inplace_priorities,
+            # A clone keeps its op's settings, debug info id included, so its debug info
+            # has the same parent (willow/src/op.cpp, Op::clone; subgraphoutline.cpp).
+            updates=op.updates,
         )
         for op in model
     ]
