@@ -60,9 +60,13 @@ def test_stochastic_rounding_sets_attribute(tf1_graph):
         off = tf.constant(1.0) + 1
     assert _frontend_attributes(on.op) == {"STOCHASTIC_ROUNDING": "THREESTATE_ON"}
     assert _frontend_attributes(off.op) == {"STOCHASTIC_ROUNDING": "THREESTATE_OFF"}
-    with pytest.raises(ValueError, match="True or False"):
-        with ipu.scopes.stochastic_rounding("yes"):
-            pass
+    # The original takes any truth value (scopes.py: `ON if override else OFF`).
+    with ipu.scopes.stochastic_rounding(1):
+        truthy = tf.constant(1.0) + 1
+    with ipu.scopes.stochastic_rounding(np.bool_(False)):
+        falsy = tf.constant(1.0) + 1
+    assert _frontend_attributes(truthy.op) == {"STOCHASTIC_ROUNDING": "THREESTATE_ON"}
+    assert _frontend_attributes(falsy.op) == {"STOCHASTIC_ROUNDING": "THREESTATE_OFF"}
 
 
 def test_ipu_shard_records_sharding(tf1_graph):

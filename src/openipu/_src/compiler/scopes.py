@@ -242,10 +242,10 @@ def partials_type(override_type) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stochastic_rounding(override: bool) -> Iterator[None]:
-    """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations."""
-    if not isinstance(override, bool):
-        raise ValueError(f"stochastic_rounding: override must be True or False, got {override!r}")
+def stochastic_rounding(override: object) -> Iterator[None]:
+    """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations.
+
+    Any truth value is taken, as the original's `ON if override else OFF` (scopes.py)."""
     # Operations built after the outermost scope say "undefined", as the original's do.
     with frontend_attribute(
         STOCHASTIC_ROUNDING_ATTRIBUTE,
