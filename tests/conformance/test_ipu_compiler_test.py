@@ -1,9 +1,9 @@
 """Conformance: graphcore/tensorflow `tensorflow/python/ipu/tests/ipu_compiler_test.py`.
 
 `ipu_compiler.compile` refuses a computation placed on a CPU (unless it holds no
-operation of substance), also inside a worker task's device scope. The original's two
-EstimatorSpec scenarios need `tensorflow_estimator`, which TensorFlow 2.21 no longer
-has (IPU estimators are not implemented yet): they are listed, not covered.
+operation of substance), also inside a worker task's device scope, and a computation
+that returns an IPUEstimatorSpec. The stock EstimatorSpec scenario needs
+`tensorflow_estimator`, which TensorFlow 2.21 no longer has: it is listed, not covered.
 """
 
 from __future__ import annotations
@@ -42,3 +42,18 @@ def test_compile_for_devices_in_worker_task(tf1_graph):
             a = tf.compat.v1.placeholder(np.float32, shape=[1])
             with pytest.raises(Exception, match="not placed on an IPU"):
                 ipu.ipu_compiler.compile(_my_net, inputs=[a])
+
+
+@pytest.mark.follows("testCompileWrongUseOfIPUEstimatorSpec")
+def test_compile_wrong_use_of_ipu_estimator_spec(tf1_graph):
+    def my_net(features, labels):
+        loss = features + labels
+        train_op = tf.identity(loss)
+        spec = ipu.ipu_estimator.IPUEstimatorSpec(mode="train", loss=loss, train_op=train_op)
+        return [2, [], 1, [spec]]
+
+    a = tf.compat.v1.placeholder(np.float32, shape=[])
+    b = tf.compat.v1.placeholder(np.float32, shape=[])
+    with tf.device("/device:IPU:0"):
+        with pytest.raises(ValueError, match="contains an EstimatorSpec"):
+            ipu.ipu_compiler.compile(my_net, inputs=[a, b])

@@ -203,6 +203,14 @@ def test_bad_collective_arguments():
         distributed.allreduce(sparse, op=distributed.Max)
 
 
+def test_adasum_is_exported_but_refused_as_by_the_original():
+    # The original (distributed/__init__.py before "Drop Horovod") exported Adasum and
+    # raised NotImplementedError for it in allreduce.
+    with pytest.raises(NotImplementedError, match="The Adasum reduction is not implemented."):
+        distributed.allreduce(tf.constant([1.0]), op=distributed.Adasum)
+    assert ipu.horovod.Adasum == distributed.Adasum
+
+
 def test_the_deprecated_horovod_module_holds_the_same_names():
     assert ipu.horovod.popdist_strategy.PopDistStrategy is PopDistStrategy
     assert ipu.horovod.ipu_horovod_strategy.IPUHorovodStrategy is IPUHorovodStrategy

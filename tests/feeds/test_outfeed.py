@@ -81,7 +81,9 @@ def test_dequeue_drains_and_later_enqueues_accumulate(strategy):
 
 
 def test_dequeue_before_any_enqueue_raises_in_a_graph(tf1_graph):
-    with pytest.raises(ValueError, match="has not been enqueued"):
+    with pytest.raises(
+        ValueError, match="Trying to dequeue an outfeed which has not been enqueued"
+    ):
         ipu.ipu_outfeed_queue.IPUOutfeedQueue().dequeue()
 
 
@@ -121,11 +123,12 @@ def test_iterating_yields_each_enqueued_element(strategy):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"outfeed_mode": "ALL"}, "outfeed_mode must be an IPUOutfeedMode"),
-        ({"buffer_depth": 0}, "buffer_depth must be at least 1"),
+        # The original's messages (ipu_outfeed_queue.py).
+        ({"outfeed_mode": "ALL"}, "Expected `outfeed_mode` value to be of"),
+        ({"buffer_depth": 0}, "Outfeed buffer depth cannot be less than 1"),
         ({"buffer_depth": 2.0}, "buffer_depth must be an int"),
-        ({"device_ordinal": -1}, "device_ordinal must be >= 0"),
-        ({"device_ordinal": "0"}, "device_ordinal must be an int"),
+        ({"device_ordinal": -1}, "Device ordinal must be >= 0"),
+        ({"device_ordinal": "0"}, "Device ordinal must be an integer"),
     ],
 )
 def test_constructor_validation(kwargs, message):
@@ -144,7 +147,7 @@ def test_enqueue_structure_validation(strategy):
 def test_enqueue_twice_in_one_graph_raises(ipu_system, tf1_graph):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     outfeed.enqueue(tf.constant(1.0))
-    with pytest.raises(ValueError, match="already been enqueued in this graph"):
+    with pytest.raises(ValueError, match="An outfeed can only be enqueued once."):
         outfeed.enqueue(tf.constant(2.0))
 
 

@@ -42,6 +42,7 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
                 return compile(computation, inputs)
     if not callable(computation):
         raise TypeError(f"computation must be callable, got {computation!r}")
+    computation = _refusing_estimator_specs(computation)
     if ordinal is None:
         if tf.executing_eagerly():
             raise _not_placed_on_an_ipu()
@@ -59,6 +60,38 @@ def _not_placed_on_an_ipu() -> ValueError:
         "ipu_compiler.compile must be called for an IPU device: build it inside "
         "`with ipu.scopes.ipu_scope('/device:IPU:0'):` (or an IPUStrategy scope)"
     )
+
+
+_ESTIMATOR_SPECS = ("EstimatorSpec", "IPUEstimatorSpec", "IPUPipelineEstimatorSpec")
+
+
+def _refusing_estimator_specs(computation: Callable) -> Callable:
+    """A computation that returns an estimator spec is an IPUEstimator's `model_fn`
+    compiled by hand: refused with the original's ValueError (ipu_compiler.py)."""
+
+    @functools.wraps(computation)
+    def checked(*args, **kwargs):
+        outputs = computation(*args, **kwargs)
+        if _holds_an_estimator_spec(outputs):
+            raise ValueError(
+                "Your computation output contains an EstimatorSpec or IPUEstimatorSpec "
+                "object. When you use an IPUEstimator, it already handles all the xla "
+                "compilation and no manual call to compile() is needed."
+            )
+        return outputs
+
+    return checked
+
+
+def _holds_an_estimator_spec(value) -> bool:
+    # Before tf.nest: a spec is a namedtuple, which nest would take apart.
+    if type(value).__name__ in _ESTIMATOR_SPECS:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_an_estimator_spec(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_an_estimator_spec(v) for v in value)
+    return False
 
 
 def _compile_placed_by_computation(computation: Callable, inputs):

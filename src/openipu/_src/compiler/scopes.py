@@ -201,12 +201,15 @@ def outside_compilation_scope(name: str = "outside") -> Iterator[None]:
     """Runs the enclosed operations on the host, outside the compiled IPU program."""
     region = region_lib.current_region()
     if region is None:
+        # The original's messages first (tensorflow/python/ipu/scopes.py).
         raise ValueError(
-            "outside_compilation_scope is only meaningful inside an IPU compilation "
-            "(ipu_compiler.compile, IPUStrategy.run or a device loop)"
+            "outside_compilation_scope is only allowed in XLA context: inside an IPU "
+            "compilation (ipu_compiler.compile, IPUStrategy.run or a device loop)"
         )
     if _outside.depth:
-        raise ValueError("outside_compilation_scope cannot be nested inside another one")
+        raise ValueError(
+            "Illegal nesting of outside_compilation_scope: it cannot be inside another one"
+        )
     region.require_graph_mode(f"outside_compilation_scope({name!r})")
     _outside.depth += 1
     try:
@@ -239,10 +242,10 @@ def partials_type(override_type) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stochastic_rounding(override: bool) -> Iterator[None]:
-    """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations."""
-    if not isinstance(override, bool):
-        raise ValueError(f"stochastic_rounding: override must be True or False, got {override!r}")
+def stochastic_rounding(override: object) -> Iterator[None]:
+    """EXPERIMENTAL: force stochastic rounding on or off for the enclosed operations.
+
+    Any truth value is taken, as the original's `ON if override else OFF` (scopes.py)."""
     # Operations built after the outermost scope say "undefined", as the original's do.
     with frontend_attribute(
         STOCHASTIC_ROUNDING_ATTRIBUTE,

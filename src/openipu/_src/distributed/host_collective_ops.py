@@ -41,6 +41,7 @@ def allgather(value, tensor_name: str | None = None) -> tf.Tensor:
 
 def allreduce(value, reduce_op, tensor_name: str | None = None) -> tf.Tensor:
     """The sum or mean (`reduce_op`, a `tf.distribute.ReduceOp`) of `value` over instances."""
+    # The original reads `reduce_op.value` and fails with an AttributeError otherwise.
     if not isinstance(reduce_op, tf.distribute.ReduceOp):
         raise TypeError(
             f"allreduce: reduce_op must be a tf.distribute.ReduceOp (SUM or MEAN), got {reduce_op!r}"

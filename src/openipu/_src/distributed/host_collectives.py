@@ -43,6 +43,9 @@ Sum = "sum"
 Min = "min"
 Max = "max"
 Product = "product"
+# Horovod's Adasum: the original exported it but refused it in `allreduce`
+# (tensorflow/python/ipu/distributed/__init__.py before "Drop Horovod").
+Adasum = "adasum"
 
 _instance_keys = itertools.count(1)
 _instance_keys_lock = threading.Lock()
@@ -62,6 +65,8 @@ def allreduce(tensor, op=None):
     `tf.distribute.ReduceOp`. An `IndexedSlices` is gathered (values and
     indices of every instance), which represents the reduced tensor.
     """
+    if op == Adasum:
+        raise NotImplementedError("The Adasum reduction is not implemented.")
     name = _op_name(op)
     if isinstance(tensor, indexed_slices.IndexedSlices):
         if name not in ("average", "sum"):

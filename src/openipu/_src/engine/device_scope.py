@@ -50,7 +50,8 @@ def validate_device_ordinal(device_ordinal: object) -> int:
         extended = tf.distribute.get_strategy().extended
         return getattr(extended, "ipu_ordinal", 0)
     if not isinstance(device_ordinal, int):
-        raise ValueError(f"device_ordinal must be an int, got {device_ordinal!r}")
+        # The original's messages first (ipu_infeed_queue.py, ipu_outfeed_queue.py).
+        raise ValueError(f"Device ordinal must be an integer: device_ordinal={device_ordinal!r}")
     if device_ordinal < 0:
-        raise ValueError(f"device_ordinal must be >= 0, got {device_ordinal}")
+        raise ValueError(f"Device ordinal must be >= 0: device_ordinal={device_ordinal}")
     return device_ordinal

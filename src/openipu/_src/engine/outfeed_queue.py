@@ -42,8 +42,8 @@ from openipu._src.integration import run_errors
 
 _names = itertools.count()
 _NOT_ENQUEUED = (
-    "Trying to dequeue an IPUOutfeedQueue that has not been enqueued: build or run "
-    "a program that calls `enqueue` on it first"
+    "Trying to dequeue an outfeed which has not been enqueued: build or run a program "
+    "that calls `enqueue` on this IPUOutfeedQueue first"
 )
 
 
@@ -97,12 +97,13 @@ class IPUOutfeedQueue:
             outfeed_mode = IPUOutfeedMode.ALL
         if not isinstance(outfeed_mode, IPUOutfeedMode):
             raise ValueError(
-                f"outfeed_mode must be an IPUOutfeedMode (ALL or LAST), got {outfeed_mode!r}"
+                "Expected `outfeed_mode` value to be of `ipu_outfeed_queue.IPUOutfeedMode` "
+                f"type, but is {type(outfeed_mode)}: use IPUOutfeedMode.ALL or LAST"
             )
         if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, int):
             raise ValueError(f"buffer_depth must be an int, got {buffer_depth!r}")
         if buffer_depth < 1:
-            raise ValueError(f"buffer_depth must be at least 1, got {buffer_depth}")
+            raise ValueError(f"Outfeed buffer depth cannot be less than 1, got {buffer_depth}")
         self._mode = outfeed_mode
         self._device_ordinal = validate_device_ordinal(device_ordinal)
         self._buffer_depth = buffer_depth
@@ -211,9 +212,9 @@ class IPUOutfeedQueue:
             replica = lockstep.tracing_replica()
             if replica in enqueued_by and not _superseded(enqueued_by[replica]):
                 raise ValueError(
-                    "This IPUOutfeedQueue has already been enqueued in this graph: an outfeed "
-                    "can be enqueued only once per program (enqueue a tuple or a dictionary to "
-                    "send several tensors)"
+                    "An outfeed can only be enqueued once. This IPUOutfeedQueue has already "
+                    "been enqueued in this graph (enqueue a tuple or a dictionary to send "
+                    "several tensors)"
                 )
             enqueued_by[replica] = deferred_builds.current_attempt()
             self._enqueuing_thread = threading.get_ident()
@@ -259,6 +260,8 @@ class IPUOutfeedQueue:
                 )
             except (TypeError, ValueError):
                 same = False
+            # Not a check of the original, which overwrites the structure and then
+            # dequeues the held elements as the new one (a crash or wrong values).
             if not same and self._store is not None:
                 raise ValueError(
                     f"IPUOutfeedQueue.enqueue: this queue already carries elements of "

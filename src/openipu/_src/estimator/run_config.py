@@ -117,6 +117,8 @@ class RunConfig:
         session_creation_timeout_secs: int = 7200,
         checkpoint_save_graph_def: bool = True,
     ) -> None:
+        # Not checked by the original (ipu_run_config.py), which fails later with an
+        # AttributeError inside train/evaluate: refused here, where the mistake is made.
         if ipu_run_config is not None and not isinstance(ipu_run_config, IPURunConfig):
             raise TypeError(
                 f"ipu_run_config must be an IPURunConfig, got {type(ipu_run_config).__name__}"

@@ -284,9 +284,10 @@ class IPUInfeedQueue:
 
     def get_next(self):
         raise ValueError(
-            "IPUInfeedQueue.get_next() is obsolete: pass the queue to a loop "
-            "(loops.repeat, loops.while_loop or pipelining_ops.pipeline), which dequeues "
-            "one element per iteration"
+            # The original's message first (ipu_infeed_queue.py).
+            "`get_next()` is now obsolete as the IPUInfeedQueue is now automatically "
+            "dequeued by the loop: pass the queue to loops.repeat, loops.while_loop or "
+            "pipelining_ops.pipeline, which dequeue one element per iteration"
         )
 
     def _dequeue(self):

@@ -6,6 +6,7 @@ hold the strategies.
 """
 
 from openipu._src.distributed.host_collectives import (
+    Adasum,
     Average,
     Max,
     Min,
@@ -18,6 +19,7 @@ from openipu._src.distributed.host_collectives import (
 from openipu.ipu.distributed import ipu_horovod_strategy, popdist_strategy
 
 __all__ = [
+    "Adasum",
     "Average",
     "Max",
     "Min",
