@@ -215,3 +215,13 @@ def test_the_deprecated_horovod_module_holds_the_same_names():
     assert ipu.horovod.popdist_strategy.PopDistStrategy is PopDistStrategy
     assert ipu.horovod.ipu_horovod_strategy.IPUHorovodStrategy is IPUHorovodStrategy
     assert ipu.horovod.allreduce is distributed.allreduce
+
+
+def test_host_collective_broadcast_takes_any_root_rank_and_sends_instance_0s_value():
+    # The original's kernel always broadcasts from rank 0 (kernels/popdist/broadcast.cc), so
+    # a root_rank that names no instance is no error there.
+    from tensorflow.python.ipu.distributed import host_collective_ops
+
+    value = tf.constant([1.0, 2.0])
+    for root_rank in (0, 3):
+        np.testing.assert_array_equal(host_collective_ops.broadcast(value, root_rank), [1.0, 2.0])

@@ -94,10 +94,14 @@ def test_ipu_scope_places_on_the_ipus_host_device(ipu_system, tf1_graph):
     assert value.device == ipu_system.device(0).host_device().replace("/device:", "/device:")
 
 
-def test_ipu_scope_rejects_non_ipu_devices(ipu_system, tf1_graph):
-    with pytest.raises(ValueError, match="not an IPU device name"):
-        with ipu.scopes.ipu_scope("/device:CPU:0"):
-            pass
+def test_ipu_scope_places_ops_on_another_device_as_the_original(ipu_system, tf1_graph):
+    # The original's ipu_scope is ops.device(device) in a JIT scope, for any device.
+    with ipu.scopes.ipu_scope("/device:CPU:0"):
+        x = tf.constant([[1.0, 2.0]])
+        y = tf.matmul(x, x, transpose_b=True)
+    assert y.device.endswith("device:CPU:0")
+    with tf.compat.v1.Session() as session:
+        assert session.run(y).tolist() == [[5.0]]
 
 
 def test_outside_compilation_scope_outside_a_compilation_raises(ipu_system, tf1_graph):

@@ -94,16 +94,13 @@ def ipu_jit_scope(ipu_scope: str) -> Iterator[None]:
 @contextlib.contextmanager
 def ipu_scope(device: str) -> Iterator[None]:
     """Places the operations built inside onto an IPU device, such as '/device:IPU:0'."""
-    if not isinstance(device, str):
-        raise TypeError(
-            f"ipu_scope needs a device name string such as '/device:IPU:0', got {device!r}"
-        )
-    ordinal = configure.ipu_ordinal(device)
+    ordinal = configure.ipu_ordinal(device) if isinstance(device, str) else None
     if ordinal is None:
-        raise ValueError(
-            f"ipu_scope({device!r}): not an IPU device name; use '/device:IPU:<n>', "
-            "for example '/device:IPU:0'"
-        )
+        # The original's ipu_scope is `ops.device(device)` in a JIT scope, whatever the device
+        # (tensorflow/python/ipu/scopes.py): another device places the ops there.
+        with ops.device(device), ipu_jit_scope("0"):
+            yield
+        return
     # A TF1 graph may be built before the system is configured (`engine/deferred_builds.py`).
     system = configure.maybe_current_system()
     host_device = (

@@ -52,10 +52,12 @@ def allreduce(value, reduce_op, tensor_name: str | None = None) -> tf.Tensor:
 
 
 def broadcast(value, root_rank: int = 0, tensor_name: str | None = None) -> tf.Tensor:
-    """Instance `root_rank`'s `value`, on every instance."""
+    """Instance 0's `value`, on every instance: as the original, `root_rank` is accepted and
+    not used (its kernel broadcasts from rank 0: kernels/popdist/broadcast.cc)."""
+    del root_rank
     value = tf.convert_to_tensor(value)
     with _matched_by_name(value, "PopDistBroadcast", tensor_name):
-        return _narrowed(host_collectives.broadcast(_widened(value), root_rank), value)
+        return _narrowed(host_collectives.broadcast(_widened(value), 0), value)
 
 
 def _widened(value: tf.Tensor) -> tf.Tensor:
