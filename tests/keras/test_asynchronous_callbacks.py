@@ -266,7 +266,7 @@ def test_queue_options_errors_as_the_original():
     for name in ("outfeed_mode", "device_ordinal"):
         with pytest.raises(ValueError, match=f"Found `{name}` key .* not compatible with Keras"):
             model.set_outfeed_queue_options(**{name: None})
-    with pytest.raises(ValueError, match="buffer_depth"):
+    with pytest.raises(ValueError, match="Outfeed buffer depth cannot be less than 1"):
         model.set_outfeed_queue_options(buffer_depth=0)
 
 
