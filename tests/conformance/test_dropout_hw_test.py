@@ -38,12 +38,6 @@ def _weighted(x, name):
 
 
 @pytest.mark.follows("testDropoutInPipeline")
-@pytest.mark.xfail(
-    strict=True,
-    reason="a replicated TF1 pipeline (compiled before configure_ipu_system) whose stages "
-    "create variables fails when it runs: FailedPreconditionError 'Read variable failure' "
-    "in the engine's replica-copy refresh (replica_copies) built inside the pipeline's loop",
-)
 def test_dropout_in_pipeline():
     depth, repeat_count = 10, 2
 

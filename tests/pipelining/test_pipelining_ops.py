@@ -490,3 +490,47 @@ def test_a_keras_optimizer_trains_only_the_variables_named(by, strategy_on):
         e2 = e2 - 0.01 * g2
     np.testing.assert_allclose(w1.numpy(), w1_value)
     np.testing.assert_allclose(w2.numpy(), e2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("configured", ["before", "after"])
+def test_replicated_tf1_pipeline_finds_its_stage_variables_in_the_callers_scope(
+    configured, tf1_graph, strategy_on
+):
+    """Stages of a 2-replica pipeline make their variables in the scope the pipeline is
+    called in (one trace, as the original's), also when the graph is built before
+    `configure_ipu_system` (its build is finished at the first run)."""
+    x = np.arange(16, dtype=np.float32).reshape(8, 1, 2)
+    weights = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(x))
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def stage1(features):
+        with tf.compat.v1.variable_scope("vs", use_resource=True):
+            w = tf.compat.v1.get_variable("w", initializer=weights)
+        return features @ w
+
+    def stage2(hidden):
+        return hidden * 2.0
+
+    def program():
+        with tf.compat.v1.variable_scope("ipu", use_resource=True):
+            return pipelining_ops.pipeline(
+                [stage1, stage2], 2, infeed_queue=infeed, outfeed_queue=outfeed
+            )
+
+    if configured == "before":
+        strategy_on(4)  # a 2-IPU pipeline on 4 IPUs: 2 replicas
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        run = ipu.ipu_compiler.compile(program)
+    if configured == "after":
+        strategy_on(4)
+    dequeue = outfeed.dequeue()
+    with tf.compat.v1.Session(graph=tf1_graph) as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(infeed.initializer)
+        session.run(run)
+        outputs = session.run(dequeue)
+    assert [v.name for v in tf.compat.v1.global_variables()] == ["ipu/vs/w:0"]
+    # Mini-batch g on replica r is element g * 2 + r.
+    expected = (x[:4] @ weights * 2.0).reshape(2, 2, 1, 2)
+    np.testing.assert_allclose(outputs, expected)

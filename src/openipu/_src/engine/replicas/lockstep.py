@@ -276,11 +276,13 @@ def exchange(value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: st
 def outside_replicas() -> Iterator[None]:
     """Builds what all replicas share (a loop around their bodies) as no replica's code.
 
-    Nested replicas built there start from the variable scope of the outermost group's
-    caller (not from that of the replica thread that builds the shared code).
+    Nested replicas built there start from the variable scope replica 0 was in when it
+    reached the meeting (the user's `variable_scope("ipu")` around a pipeline holds for
+    its stages, as in the original's single trace), not from that of a replica thread
+    r > 0 that may build the shared code (it finds variables rather than making them).
     """
     replica = current()
-    scope = replica.group.variable_scope if replica is not None else None
+    scope = _first_replica_variable_scope(replica) if replica is not None else None
     previous = getattr(_state, "enclosing", None)
     _state.enclosing = replica.group if replica is not None else None
     with (
@@ -291,6 +293,15 @@ def outside_replicas() -> Iterator[None]:
             yield
         finally:
             _state.enclosing = previous
+
+
+def _first_replica_variable_scope(replica: ReplicaContext) -> Any:
+    """The variable scope of replica 0 at the meeting under way in `replica`'s group."""
+    group = replica.group
+    if isinstance(group, traced_once.TracedOnceGroup):
+        # Replica 0's Python runs in this thread, and only it meets.
+        return variable_scope.get_variable_scope()
+    return group.meeting_variable_scope()
 
 
 @contextlib.contextmanager
@@ -308,6 +319,7 @@ def replica_scope(replica: ReplicaContext | None) -> Iterator[None]:
 class _Meeting:
     kind: str
     graph: ops.Graph
+    variable_scope: Any  # replica 0's when it arrived
     values: dict[int, Any] = dataclasses.field(default_factory=dict)
     results: Sequence[Any] | None = None
 
@@ -354,12 +366,17 @@ class _ReplicaGroup:
                 )
             self._meeting = None  # every replica has taken its share
 
+    def meeting_variable_scope(self) -> Any:
+        """Replica 0's variable scope at the meeting under way (the caller's without one)."""
+        meeting = self._meeting
+        return meeting.variable_scope if meeting is not None else self.variable_scope
+
     def meet(
         self, index: int, value: Any, combine: Callable[[list[Any]], Sequence[Any]], kind: str
     ) -> Any:
         graph = ops.get_default_graph()
         if index == 0:
-            self._meeting = _Meeting(kind, graph)
+            self._meeting = _Meeting(kind, graph, variable_scope.get_variable_scope())
         meeting = self._meeting
         if meeting is None or meeting.kind != kind:
             expected = meeting.kind if meeting else "nothing"
