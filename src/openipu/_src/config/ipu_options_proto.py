@@ -105,6 +105,7 @@ NAMESPACES = _build_namespaces()
 _CONFIG = NAMESPACES[schema.CONFIG_FILE.path]
 IpuOptions = _CONFIG["IpuOptions"]
 IpuOptionsCreator = _CONFIG["IpuOptionsCreator"]
+SyntheticDataCategory = _CONFIG["SyntheticDataCategory"]
 PoplarOptionFlag = NAMESPACES[schema.OPTION_FLAG_FILE.path]["PoplarOptionFlag"]
 ThreeState = NAMESPACES[schema.THREESTATE_FILE.path]["ThreeState"]
 

@@ -7,13 +7,11 @@ any case) makes only the listed ones synthetic.
 
 from __future__ import annotations
 
-from openipu._src.config import ipu_options_proto, ipu_options_schema, poplar_flags
+from openipu._src.config import poplar_flags
 
-# As the original's utils.py: the protobuf enum of config.proto, whose members are plain ints
+# As the original's utils.py: config.proto's protobuf enum, whose members are plain ints
 # (`SyntheticDataCategory.Infeed == config_pb2.Infeed == 1`).
-SyntheticDataCategory = ipu_options_proto.public_names(ipu_options_schema.CONFIG_FILE)[
-    "SyntheticDataCategory"
-]
+from openipu._src.config.ipu_options_proto import SyntheticDataCategory
 
 
 def use_synthetic_data_for(synthetic_data_category: int) -> bool:
