@@ -7,6 +7,8 @@ any case) makes only the listed ones synthetic.
 
 from __future__ import annotations
 
+from tensorflow.python.framework import errors
+
 from openipu._src.config import poplar_flags
 
 # As the original's utils.py: config.proto's protobuf enum, whose members are plain ints
@@ -23,8 +25,8 @@ def use_synthetic_data_for(synthetic_data_category: int) -> bool:
             f"SyntheticDataCategory.Infeed), got {synthetic_data_category!r}"
         )
     if synthetic_data_category not in SyntheticDataCategory.values():
-        raise ValueError(
-            f"synthetic_data_category {synthetic_data_category!r} is not a SyntheticDataCategory "
-            f"value; allowed: {dict(SyntheticDataCategory.items())}"
+        # As the original's kernel (kernels/ipu_kernels.cc, IpuUseSyntheticDataForOp).
+        raise errors.InvalidArgumentError(
+            None, None, f"Invalid synthetic data category: {synthetic_data_category}"
         )
     return poplar_flags.is_synthetic(SyntheticDataCategory.Name(synthetic_data_category).lower())
