@@ -142,3 +142,79 @@ def test_a_model_whose_shapes_fix_the_batch_runs_batch_by_batch(onnx_runtime):
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({x: data}, anchors))
     np.testing.assert_allclose(anchors[y], np.maximum(data.reshape(2, 4, 2, 3), 0))
+
+
+# -- runs bound to a stepio's arrays (session/bound_run.py) ------------------------------------
+# A serving loop writes new values into the same input arrays and runs the same PyStepIO:
+# after the first run, the session binds onnxruntime to those arrays. Every run must still
+# read the values of the moment and write every anchor.
+
+
+@pytest.mark.parametrize("batches_per_step", [1, 3])  # batch by batch / all batches as one
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_serving_loop_reads_the_values_written_into_its_arrays(
+    onnx_runtime, batches_per_step, replicas
+):
+    proto, x, _, y, w1, w2 = mlp()
+    session = session_on(proto, {y: ART("ALL")}, batches_per_step, replicas)
+    anchors = session.initAnchorArrays()
+    lead = [batches_per_step] * (batches_per_step > 1) + [replicas] * (replicas > 1)
+    data = np.zeros([*lead, 4, 8], np.float32)
+    stepio = popart.PyStepIO({x: data}, anchors)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        data[...] = rng.normal(size=data.shape)
+        session.run(stepio)
+        np.testing.assert_allclose(anchors[y], numpy_mlp(data, w1, w2)[1], rtol=1e-5, atol=1e-6)
+    assert session._bound is not None  # noqa: SLF001 - the bound runs were the ones checked
+
+
+def test_stepios_taking_turns_each_get_their_own_results(onnx_runtime):
+    proto, x, _, y, w1, w2 = mlp()
+    session = session_on(proto, {y: ART("ALL")}, batches_per_step=2)
+    rng = np.random.default_rng(6)
+    pairs = []
+    for _ in range(2):
+        data = rng.normal(size=(2, 4, 8)).astype(np.float32)
+        anchors = session.initAnchorArrays()
+        pairs.append((popart.PyStepIO({x: data}, anchors), data, anchors))
+    for stepio, data, anchors in pairs * 3:
+        anchors[y][...] = 0
+        session.run(stepio)
+        np.testing.assert_allclose(anchors[y], numpy_mlp(data, w1, w2)[1], rtol=1e-5, atol=1e-6)
+
+
+def test_new_weights_reach_a_serving_loop(onnx_runtime):
+    proto, x, _, y, w1, w2 = mlp()
+    session = session_on(proto, {y: ART("ALL")}, batches_per_step=2)
+    data = np.random.default_rng(7).normal(size=(2, 4, 8)).astype(np.float32)
+    anchors = session.initAnchorArrays()
+    stepio = popart.PyStepIO({x: data}, anchors)
+    session.run(stepio)
+    session.run(stepio)
+    new_w2 = np.ones((16, 3), np.float32) * np.arange(3, dtype=np.float32)
+    session.writeWeights(popart.PyWeightsIO({"w2": new_w2}))
+    session.weightsFromHost()
+    for _ in range(2):
+        session.run(stepio)
+        np.testing.assert_allclose(anchors[y], numpy_mlp(data, w1, new_w2)[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_serving_loop_with_a_final_anchor_and_converted_inputs(onnx_runtime):
+    # FINAL anchors and int64 data for an INT32 input (converted on reading) are not bound:
+    # every run still reads the values of the moment.
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("INT32", [4, 8]), "x")
+    w = np.random.default_rng(8).normal(size=(8, 3)).astype(np.float32)
+    floats = builder.aiOnnx.cast([x], "FLOAT")
+    y = builder.aiOnnx.matmul([floats, builder.addInitializedInputTensor(w)])
+    builder.addOutputTensor(y)
+    session = session_on(builder.getModelProto(), {y: ART("FINAL")}, batches_per_step=2)
+    assert "onnxruntime" in str(session.getReport())
+    data = np.zeros((2, 4, 8), np.int64)
+    anchors = session.initAnchorArrays()
+    stepio = popart.PyStepIO({x: data}, anchors)
+    for step in range(3):
+        data[...] = np.arange(64).reshape(2, 4, 8) * (step + 1)
+        session.run(stepio)
+        np.testing.assert_allclose(anchors[y], data[-1] @ w, rtol=1e-5)

@@ -100,6 +100,56 @@ class OnnxRuntimeProgram:
             for name, value in zip(self._output_names, stacked, strict=True)
         }
 
+    def bind(
+        self, stacked_inputs: Mapping[str, np.ndarray], destinations: Mapping[str, np.ndarray]
+    ) -> Callable[[], None] | None:
+        """A call on these very arrays that writes each output into its destination (an
+        array of the call's stacked output shape), with onnxruntime's bindings made once.
+
+        Each call then only runs the bindings: no feeds to build, no outputs to allocate
+        and copy. onnxruntime reads the inputs in place, so values written into them
+        between calls are read. The caller keeps the arrays alive and unchanged in shape.
+        None where they cannot be bound: outputs of the last step only, arrays that are not
+        C-contiguous numeric arrays of the stacked shapes.
+        """
+        elements = self.iterations * self._replicas
+        # Outputs are stacked by step, then replica (when there are several).
+        lead = (self.iterations, self._replicas) if self._replicas > 1 else (self.iterations,)
+        arrays = [*stacked_inputs.values(), *destinations.values()]
+        if (
+            self._last_only
+            or set(destinations) != set(self._output_names)
+            or any(not a.flags.c_contiguous or a.dtype == object for a in arrays)
+            or any(a.shape[:1] != (elements,) for a in stacked_inputs.values())
+            or any(d.shape[: len(lead)] != lead for d in destinations.values())
+        ):
+            return None
+        outputs = {
+            name: dest.reshape(elements, *dest.shape[len(lead) :])
+            for name, dest in destinations.items()
+        }
+        if self._together:  # one binding: every element's samples as one batch
+            inputs_per_run = [{n: a.reshape(-1, *a.shape[2:]) for n, a in stacked_inputs.items()}]
+            outputs_per_run = [{n: o.reshape(-1, *o.shape[2:]) for n, o in outputs.items()}]
+        else:
+            inputs_per_run = [{n: a[i] for n, a in stacked_inputs.items()} for i in range(elements)]
+            outputs_per_run = [{n: o[i] for n, o in outputs.items()} for i in range(elements)]
+        bindings = []
+        for inputs, results in zip(inputs_per_run, outputs_per_run, strict=True):
+            binding = self._session.io_binding()
+            for name, array in inputs.items():
+                binding.bind_cpu_input(name, array)
+            for name, result in results.items():
+                binding.bind_output(name, "cpu", 0, result.dtype, result.shape, result.ctypes.data)
+            bindings.append(binding)
+        run = self._session.run_with_iobinding
+
+        def call() -> None:
+            for binding in bindings:
+                run(binding)
+
+        return call
+
     def _run_each(self, arrays: dict[str, np.ndarray], elements: list[int]) -> list[np.ndarray]:
         """Each element's run, its outputs written in place into one array per output.
 

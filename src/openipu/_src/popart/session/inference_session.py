@@ -23,7 +23,7 @@ from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.options.enums import SyntheticDataMode
-from openipu._src.popart.session import onnx_runtime_model
+from openipu._src.popart.session import bound_run, onnx_runtime_model
 from openipu._src.popart.session.ir import Ir
 from openipu._src.popart.session.session_core import SessionCore
 from openipu._src.popart.session.stepio import StepIO
@@ -42,6 +42,7 @@ class InferenceSession(SessionCore):
     _default_name = "inference"
     _onnx_runtime: OnnxRuntimeProgram | None = None
     _onnx_runtime_stale = False
+    _bound: bound_run.BoundRun | None = None
 
     @classmethod
     def fromIr(cls, ir: Ir, deviceInfo: DeviceInfo, name: str = "fromIr") -> InferenceSession:  # noqa: N802, N803
@@ -212,6 +213,24 @@ class InferenceSession(SessionCore):
             )
             for plan in self._inputs
         }
+
+    def _bound_call(self, stepio: StepIO) -> Callable[[], None] | None:
+        bound = self._bound
+        if (
+            bound is None
+            or self._onnx_runtime_stale
+            or not bound.serves(self._onnx_runtime, stepio)
+        ):
+            return None
+        return bound.call
+
+    def _bind_for_next_runs(
+        self, program: object, stacked: dict[str, Any], stepio: StepIO, outputs: dict[str, Any]
+    ) -> None:
+        self._bound = None
+        on_onnx_runtime = self._onnx_runtime
+        if on_onnx_runtime is not None and program is on_onnx_runtime:
+            self._bound = bound_run.bind(on_onnx_runtime, stacked, stepio, outputs, self._anchors)
 
     def _compiled_mode_name(self) -> str:
         if self._onnx_runtime is not None:

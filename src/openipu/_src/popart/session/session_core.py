@@ -549,6 +549,13 @@ class SessionCore:
         logger.debug("run %s %s", self._name, debug_name)
         synthetic = self._options.syntheticDataMode is not SyntheticDataMode.Off
         self._check_can_run()
+        bound = None if synthetic or handle != _MAIN_PROGRAM else self._bound_call(stepio)
+        if bound is not None:
+            # The same stepio's arrays as the last run: the program reads and writes them
+            # in place (see _bound_call).
+            bound()
+            self._count_run(debug_name)
+            return
         stacked = {} if synthetic else self._stacked_inputs(stepio)
         if self._options.enableStochasticRounding:
             self._random.start_rounding()
@@ -571,12 +578,29 @@ class SessionCore:
             raise poplar_application_runtime_error(
                 floating_point_checks.trap_message(error.message)
             ) from None
+        self._count_run(debug_name)
+        if not synthetic:
+            values = self._anchor_values(outputs)
+            stepio.write_anchors(self._anchors, values)
+            if handle == _MAIN_PROGRAM:
+                self._bind_for_next_runs(program, stacked, stepio, outputs or {})
+
+    def _count_run(self, debug_name: str) -> None:
         self._facts.runs += 1
         self._facts.run_names.append(debug_name)
         self._facts.compile_mode = self._compiled_mode_name()
         self._mark_engine_loaded()
-        if not synthetic:
-            stepio.write_anchors(self._anchors, self._anchor_values(outputs))
+
+    def _bound_call(self, stepio: StepIO) -> Callable[[], None] | None:
+        """A run of the main program bound to `stepio`'s arrays, when the session made one
+        after an earlier run with it (inference on onnxruntime): the program reads the
+        inputs and writes the anchors in place, with nothing else to do per run."""
+        return None
+
+    def _bind_for_next_runs(
+        self, program: object, stacked: dict[str, Any], stepio: StepIO, outputs: dict[str, Any]
+    ) -> None:
+        """After a run of the main program: prepares `_bound_call` where the session can."""
 
     def _program_to_run(self) -> Callable[[dict[str, Any]], Any]:
         """The compiled program a run calls (inference may swap executors: see there)."""

@@ -157,6 +157,10 @@ class PyStepIO(StepIO):
     def enableRuntimeAsserts(self, enable: bool) -> None:  # noqa: N802 - the original's name
         self._asserts = check_bool(enable, "PyStepIO.enableRuntimeAsserts(enable)")
 
+    def held_arrays(self) -> tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]:
+        """The input and anchor arrays this stepio holds (fixed when it was made)."""
+        return self._inputs, self._outputs
+
     def read_inputs(self, plans: list[InputPlan]) -> dict[str, np.ndarray]:
         known = {plan.tensor_id for plan in plans}
         for tensor_id in self._inputs:
