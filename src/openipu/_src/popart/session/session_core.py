@@ -554,7 +554,7 @@ class SessionCore:
             # The same stepio's arrays as the last run: the program reads and writes them
             # in place (see _bound_call).
             bound()
-            self._count_run(debug_name)
+            self._count_run(debug_name, same_program=True)
             return
         stacked = {} if synthetic else self._stacked_inputs(stepio)
         if self._options.enableStochasticRounding:
@@ -585,10 +585,12 @@ class SessionCore:
             if handle == _MAIN_PROGRAM:
                 self._bind_for_next_runs(program, stacked, stepio, outputs or {})
 
-    def _count_run(self, debug_name: str) -> None:
+    def _count_run(self, debug_name: str, *, same_program: bool = False) -> None:
+        """The report's facts of a run (`same_program`: the last run's, already described)."""
         self._facts.runs += 1
         self._facts.run_names.append(debug_name)
-        self._facts.compile_mode = self._compiled_mode_name()
+        if not same_program:
+            self._facts.compile_mode = self._compiled_mode_name()
         self._mark_engine_loaded()
 
     def _bound_call(self, stepio: StepIO) -> Callable[[], None] | None:
