@@ -30,11 +30,14 @@ SETTLE_SECONDS = 0.05
 
 
 def best_rates(runs: dict[str, Callable[[], object]], units: int, repeats: int) -> dict[str, float]:
-    """`best_rate` of each of `runs`, timed in turns (each already warmed up), each call
-    after a pause that lets the previous call's worker threads go idle."""
+    """`best_rate` of each of `runs`, timed in turns (each already warmed up, the order
+    reversed every other round), each call after a pause that lets the previous call's
+    worker threads go idle."""
     best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeats):
-        for name, run in runs.items():
+    order = list(runs.items())
+    for round_index in range(repeats):
+        # Each program goes first in half the rounds: none always follows the same other one.
+        for name, run in order if round_index % 2 == 0 else order[::-1]:
             time.sleep(SETTLE_SECONDS)
             start = time.perf_counter()
             run()
