@@ -148,10 +148,14 @@ def step_inputs(model: Model, batches_per_step: int) -> np.ndarray:
 
 
 def _executor(session) -> str:
-    """What the session's program runs on, from its report's "compiled as" line."""
+    """What the session's program runs on, and how it runs a call's batches, from its
+    report's "compiled as" line."""
     for line in str(session.getReport()).splitlines():
         if "compiled as" in line:
-            return line.split("compiled as", 1)[1].split(" on ")[0].split(":", 1)[-1].strip()
+            described = line.split("compiled as", 1)[1]
+            executor = described.split(" on ")[0].split(":", 1)[-1].strip()
+            schedule = described.split(" run as ")[-1].split(",")[0].strip()
+            return f"{executor}; {schedule}"
     return "?"
 
 

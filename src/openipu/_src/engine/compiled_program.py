@@ -30,6 +30,7 @@ class StepSchedule(enum.Enum):
     LOOP = "a device loop, one step after another"
     VECTORIZED = "all steps at once, vectorized over the stacked inputs"
     UNROLLED = "all steps at once, as concurrent copies of the step"
+    SHARED_OUT = "steps shared out among the host's cores, one runtime on each"
 
 
 @dataclasses.dataclass(frozen=True)

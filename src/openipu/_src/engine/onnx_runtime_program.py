@@ -12,9 +12,13 @@ keeps the faster, as the guide asks: measure, and pick the fastest executor per 
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -41,24 +45,52 @@ class OnnxRuntimeProgram:
         ipu_ordinal: int = 0,
         name: str = "ipu_program",
         batches_together: bool = False,
+        cores: int = 1,
     ) -> None:
         """`batches_together`: the model's leading (batch) dimension is free, and every
         sample is computed on its own, so a call's batches run as one batch of them all
-        (one onnxruntime call instead of one per batch and replica)."""
+        (one onnxruntime call instead of one per batch and replica).
+
+        `cores` > 1: the call's batches are shared out among that many onnxruntime
+        sessions of one thread each, running at once (as replicas share out a step's
+        batches among IPUs); no thread waits on another inside an op, which was measured
+        faster than one session's threads sharing each op on the CNN and the transformer
+        block of `benchmarks/popart_inference.py` (the session keeps what it measures
+        faster).
+        """
         import onnxruntime
 
+        if batches_together and cores > 1:
+            raise ValueError("OnnxRuntimeProgram: batches_together runs on one session")
         options = onnxruntime.SessionOptions()
         # A model run with its batches together may fail (a shape fixing the batch): its
         # caller falls back without it, so onnxruntime must not print the failure.
         options.log_severity_level = 4 if batches_together else 3
-        self._session = onnxruntime.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"]
+        if cores > 1:
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+        self._sessions = [
+            onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+            for _ in range(cores)
+        ]
+        self._session = self._sessions[0]
+        # The caller's thread runs the first share; the pool's threads the others.
+        self._pool = (
+            ThreadPoolExecutor(cores - 1, thread_name_prefix=f"{name}-onnxruntime")
+            if cores > 1
+            else None
         )
         self._output_names = list(output_names)
         self.iterations = iterations
         self._replicas = replicas
         self._last_only = outputs == "last"
         self._together = batches_together
+        if batches_together:  # all steps at once, over the stacked inputs
+            schedule = StepSchedule.VECTORIZED
+        elif cores > 1:
+            schedule = StepSchedule.SHARED_OUT
+        else:
+            schedule = StepSchedule.LOOP
         self.compiled = CompiledProgram(
             name=name,
             executor=CompileMode.ONNX_RUNTIME,
@@ -67,8 +99,7 @@ class OnnxRuntimeProgram:
             replicas=replicas,
             ipus_per_replica=1,
             steps_per_call=iterations,
-            # A call's batches as one batch: all steps at once, over the stacked inputs.
-            step_schedule=StepSchedule.VECTORIZED if batches_together else StepSchedule.LOOP,
+            step_schedule=schedule,
         )
 
     @property
@@ -134,21 +165,42 @@ class OnnxRuntimeProgram:
         else:
             inputs_per_run = [{n: a[i] for n, a in stacked_inputs.items()} for i in range(elements)]
             outputs_per_run = [{n: o[i] for n, o in outputs.items()} for i in range(elements)]
-        bindings = []
-        for inputs, results in zip(inputs_per_run, outputs_per_run, strict=True):
-            binding = self._session.io_binding()
-            for name, array in inputs.items():
-                binding.bind_cpu_input(name, array)
-            for name, result in results.items():
-                binding.bind_output(name, "cpu", 0, result.dtype, result.shape, result.ctypes.data)
-            bindings.append(binding)
-        run = self._session.run_with_iobinding
+        runs = list(zip(inputs_per_run, outputs_per_run, strict=True))
+        tasks = []
+        for session, share in zip(self._sessions, _shares(runs, len(self._sessions)), strict=True):
+            bindings = []
+            for inputs, results in share:
+                binding = session.io_binding()
+                for name, array in inputs.items():
+                    binding.bind_cpu_input(name, array)
+                for name, result in results.items():
+                    binding.bind_output(
+                        name, "cpu", 0, result.dtype, result.shape, result.ctypes.data
+                    )
+                bindings.append(binding)
+            if bindings:
+                tasks.append(functools.partial(_run_bindings, session, bindings))
+        return functools.partial(self._run_at_once, tasks)
 
-        def call() -> None:
-            for binding in bindings:
-                run(binding)
-
-        return call
+    def _run_at_once(self, tasks: Sequence[Callable[[], None]]) -> None:
+        """Runs the tasks at once: the first on this thread, the others on the pool's."""
+        if len(tasks) == 1 or self._pool is None:
+            for task in tasks:
+                task()
+            return
+        futures = [self._pool.submit(task) for task in tasks[1:]]
+        errors: list[BaseException] = []
+        try:
+            tasks[0]()
+        except BaseException as error:  # noqa: BLE001 - raised after the others end
+            errors.append(error)
+        for future in futures:  # every share ends before the call returns or raises
+            try:
+                future.result()
+            except BaseException as error:  # noqa: BLE001
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
     def _run_each(self, arrays: dict[str, np.ndarray], elements: list[int]) -> list[np.ndarray]:
         """Each element's run, its outputs written in place into one array per output.
@@ -177,16 +229,34 @@ class OnnxRuntimeProgram:
                 for result, value in zip(results, values, strict=True):
                     result[row] = value
             return results
-        binding = self._session.io_binding()
-        for row, element in enumerate(elements[1:], 1):
+        rows = list(enumerate(elements))[1:]
+        tasks = [
+            functools.partial(self._run_rows, session, share, arrays, results)
+            for session, share in zip(
+                self._sessions, _shares(rows, len(self._sessions)), strict=True
+            )
+            if share
+        ]
+        self._run_at_once(tasks)
+        return results
+
+    def _run_rows(
+        self,
+        session: Any,
+        rows: list[tuple[int, int]],
+        arrays: dict[str, np.ndarray],
+        results: list[np.ndarray],
+    ) -> None:
+        """Runs each (row, element): the element's inputs, its outputs into the row."""
+        binding = session.io_binding()
+        for row, element in rows:
             for name, array in arrays.items():
                 binding.bind_cpu_input(name, array[element])
             for name, result in zip(self._output_names, results, strict=True):
                 binding.bind_output(
                     name, "cpu", 0, result.dtype, result.shape[1:], result[row].ctypes.data
                 )
-            self._session.run_with_iobinding(binding)
-        return results
+            session.run_with_iobinding(binding)
 
     def _run_together(
         self, arrays: dict[str, np.ndarray], first_element: int, steps: int
@@ -251,3 +321,25 @@ def _undecided(best: list[float], close: float) -> bool:
         return False
     first, second = sorted(best)[:2]
     return second <= first * (1 + close)
+
+
+def _run_bindings(session: Any, bindings: list[Any]) -> None:
+    run = session.run_with_iobinding
+    for binding in bindings:
+        run(binding)
+
+
+def _shares(items: list[Any], count: int) -> list[list[Any]]:
+    """`items` in `count` contiguous shares of nearly equal sizes (some empty if fewer)."""
+    return [
+        items[index * len(items) // count : (index + 1) * len(items) // count]
+        for index in range(count)
+    ]
+
+
+def host_cores() -> int:
+    """The cores this process may run on (a program's shares of batches: one per core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -18,8 +18,12 @@ import numpy as np
 
 from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compile_policy import CompileMode
-from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
-from openipu._src.engine.onnx_runtime_program import OnnxRuntimeProgram, faster_program
+from openipu._src.engine.compiled_program import CompiledProgram
+from openipu._src.engine.onnx_runtime_program import (
+    OnnxRuntimeProgram,
+    faster_program,
+    host_cores,
+)
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.options.enums import SyntheticDataMode
@@ -80,9 +84,10 @@ class InferenceSession(SessionCore):
             return None
         if not self._onnx_runtime_may_run():
             return None
-        together = cached.step_schedule is StepSchedule.VECTORIZED  # a call's batches as one
         programs = self._new_onnx_runtime_programs()
-        chosen = next((p for p in programs if p.batches_together == together), None)
+        chosen = next(
+            (p for p in programs if p.compiled.step_schedule is cached.step_schedule), None
+        )
         if chosen is not None:
             compiled_program.record(chosen.compiled)
         return chosen
@@ -108,19 +113,24 @@ class InferenceSession(SessionCore):
         )
 
     def _new_onnx_runtime_programs(self) -> list[OnnxRuntimeProgram]:
-        """onnxruntime running the model batch by batch, and, where the model's batch
-        dimension can be freed, all of a call's batches at once."""
+        """onnxruntime running the model batch by batch, batch by batch with the batches
+        shared out among the host's cores, and, where the model's batch dimension can be
+        freed, all of a call's batches at once."""
         spec = self._spec
         anchors = spec.device_anchors
         model = onnx_runtime_model.runnable_model(
             self._model, self._weights.current(), self._inputs, anchors
         )
-        variants: list[tuple[bytes, bool]] = [(model, False)]
+        batches = spec.batches_per_step * spec.replicas
+        cores = min(host_cores(), batches) if not spec.returns_last_batch_only else 1
+        variants: list[tuple[bytes, bool, int]] = [(model, False, 1)]
+        if cores > 1:
+            variants.append((model, False, cores))
         free = onnx_runtime_model.with_free_batch(model)
-        if free is not None and spec.batches_per_step * spec.replicas > 1:
-            variants.append((free, True))
+        if free is not None and batches > 1:
+            variants.append((free, True, 1))
         programs = []
-        for variant, together in variants:
+        for variant, together, variant_cores in variants:
             try:
                 programs.append(
                     OnnxRuntimeProgram(
@@ -132,6 +142,7 @@ class InferenceSession(SessionCore):
                         ipu_ordinal=spec.ipu_ordinal,
                         name=spec.name,
                         batches_together=together,
+                        cores=variant_cores,
                     )
                 )
             except Exception as error:  # noqa: BLE001 - a variant onnxruntime refuses: skip it
@@ -191,11 +202,11 @@ class InferenceSession(SessionCore):
         if self._onnx_runtime is None:
             return self._built_program()
         if self._onnx_runtime_stale:
-            together = self._onnx_runtime.batches_together
+            schedule = self._onnx_runtime.compiled.step_schedule
             self._onnx_runtime = next(
                 program
                 for program in self._new_onnx_runtime_programs()
-                if program.batches_together == together
+                if program.compiled.step_schedule is schedule
             )
             self._onnx_runtime_stale = False
         return self._onnx_runtime
