@@ -29,5 +29,5 @@ def test_picks_the_faster_candidate() -> None:
 
 def test_close_candidates_get_more_rounds() -> None:
     first, second = _Sleeper(0.001), _Sleeper(0.001)
-    faster_program([first, second], {}, min_seconds=0.2, max_runs=12)
+    faster_program([first, second], {}, min_seconds=2.0, max_runs=12)
     assert first.calls == second.calls == 12 * 3

@@ -85,6 +85,8 @@ class OnnxRuntimeProgram:
         self._replicas = replicas
         self._last_only = outputs == "last"
         self._together = batches_together
+        # Per element's input shapes and types: its outputs' (see _run_each).
+        self._element_outputs: dict[tuple[object, ...], list[tuple[tuple[int, ...], np.dtype]]] = {}
         if batches_together:  # all steps at once, over the stacked inputs
             schedule = StepSchedule.VECTORIZED
         elif cores > 1:
@@ -205,31 +207,42 @@ class OnnxRuntimeProgram:
     def _run_each(self, arrays: dict[str, np.ndarray], elements: list[int]) -> list[np.ndarray]:
         """Each element's run, its outputs written in place into one array per output.
 
-        The first run allocates; the others bind their inputs (views of the stacked arrays)
+        The first run of a call on inputs of new shapes allocates (its outputs' shapes and
+        types are then known); the others bind their inputs (views of the stacked arrays)
         and outputs (rows of the result) with onnxruntime's IOBinding, so no batch's output
-        is copied again to stack them.
+        is copied again to stack them, and may run at once on several cores.
         """
-        first = self._session.run(
-            self._output_names, {name: array[elements[0]] for name, array in arrays.items()}
-        )
-        results = [
-            np.empty([len(elements), *np.shape(value)], np.asarray(value).dtype) for value in first
-        ]
-        for result, value in zip(results, first, strict=True):
-            result[0] = value
-        if len(elements) == 1:
+        key = tuple((name, array.shape[1:], array.dtype.str) for name, array in arrays.items())
+        known = self._element_outputs.get(key)
+        if known is not None:
+            results = [np.empty([len(elements), *shape], dtype) for shape, dtype in known]
+            done = 0
+        else:
+            first = self._session.run(
+                self._output_names, {name: array[elements[0]] for name, array in arrays.items()}
+            )
+            results = [
+                np.empty([len(elements), *np.shape(value)], np.asarray(value).dtype)
+                for value in first
+            ]
+            for result, value in zip(results, first, strict=True):
+                result[0] = value
+            if all(result.dtype != object for result in results):
+                self._element_outputs[key] = [(r.shape[1:], r.dtype) for r in results]
+            done = 1
+        if len(elements) == done:
             return results
         if any(result.dtype == object for result in results) or any(
             not array.flags.c_contiguous or array.dtype == object for array in arrays.values()
         ):
-            for row, element in enumerate(elements[1:], 1):
+            for row, element in enumerate(elements[done:], done):
                 values = self._session.run(
                     self._output_names, {name: array[element] for name, array in arrays.items()}
                 )
                 for result, value in zip(results, values, strict=True):
                     result[row] = value
             return results
-        rows = list(enumerate(elements))[1:]
+        rows = list(enumerate(elements))[done:]
         tasks = [
             functools.partial(self._run_rows, session, share, arrays, results)
             for session, share in zip(
@@ -277,6 +290,11 @@ class OnnxRuntimeProgram:
         }
 
 
+#: A pause before each candidate's calls in `faster_program` (onnxruntime's threads spin
+#: for a few milliseconds after a run).
+SETTLE_SECONDS = 0.01
+
+
 def faster_program(
     candidates: list[Callable[[Mapping[str, object]], object]],
     inputs: Mapping[str, object],
@@ -306,6 +324,9 @@ def faster_program(
     ):
         rounds += 1
         for index, candidate in enumerate(candidates):
+            # The previous candidate's onnxruntime threads spin a while after its last
+            # run: they would take the cores of a candidate sharing its batches out.
+            time.sleep(SETTLE_SECONDS)
             candidate(inputs)
             for _ in range(2):
                 start = time.perf_counter()
