@@ -138,16 +138,11 @@ def test_without_virtual_graphs_the_annotations_are_dropped():
     assert ops == [("Sin", ["x"], None), ("Cos", [h], None)]
 
 
-def test_training_describes_grad_ops_their_sums_and_the_weight_update():
-    builder = popart.Builder()
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
-    w = builder.addInitializedInputTensor(np.ones(3, np.float32), "w")
-    product = builder.aiOnnx.mul([x, w])
-    total = builder.aiOnnx.add([product, w])  # w is read twice: two partial gradients
-    loss = builder.aiGraphcore.l1loss([total], 0.1)
+def _training_session(builder, loss):
+    """Default patterns without inplacing, plain SGD, the loss anchored."""
     patterns = popart.Patterns(popart.PatternsLevel.Default)
     patterns.InPlace = False
-    session = popart.TrainingSession(
+    return popart.TrainingSession(
         fnModel=builder.getModelProto(),
         dataFlow=popart.DataFlow(1, [loss]),
         loss=loss,
@@ -155,6 +150,16 @@ def test_training_describes_grad_ops_their_sums_and_the_weight_update():
         deviceInfo=popart.DeviceManager().createCpuDevice(),
         patterns=patterns,
     )
+
+
+def test_training_describes_grad_ops_their_sums_and_the_weight_update():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+    w = builder.addInitializedInputTensor(np.ones(3, np.float32), "w")
+    product = builder.aiOnnx.mul([x, w])
+    total = builder.aiOnnx.add([product, w])  # w is read twice: two partial gradients
+    loss = builder.aiGraphcore.l1loss([total], 0.1)
+    session = _training_session(builder, loss)
     ops = [
         (op["type"], [t["name"] for t in op["inputs"]], [t["name"] for t in op["outputs"]])
         for op in _main_graph(session)
@@ -171,6 +176,39 @@ def test_training_describes_grad_ops_their_sums_and_the_weight_update():
     assert backward[4][2] == [g + w] and backward[4][1] == [backward[2][2][0], backward[3][2][0]]
     assert backward[3][1] == [g + product, x]  # the gradient, the other operand
     assert backward[5][1:] == ([w, g + w], [popart.reservedUpdatedVarPrefix() + w])
+
+
+def test_matmul_grad_ops_become_transposes_and_matmuls_summed_over_broadcast_groups():
+    # lhs [1 3 4] broadcast against rhs [2 4 5]: the lhs's gradient, dOut @ rhs^T, has
+    # numpy's shape [2 3 4] and is summed over the group axis back to [1 3 4]
+    # (willow/src/patterns/matmulgradpattern.cpp); the rhs's, lhs^T @ dOut, is [2 4 5].
+    lhs_data = np.ones((1, 3, 4), np.float32)
+    rhs_data = np.ones((2, 4, 5), np.float32)
+    builder = popart.Builder()
+    lhs = builder.addInitializedInputTensor(lhs_data, "lhs")
+    rhs = builder.addInitializedInputTensor(rhs_data, "rhs")
+    out = builder.aiOnnx.matmul([lhs, rhs])
+    loss = builder.aiGraphcore.l1loss([out], 0.1)
+    session = _training_session(builder, loss)
+    graph = _main_graph(session)
+    g = popart.reservedGradientPrefix()
+    types = [op["type"] for op in graph]
+    assert "MatMulLhsGrad" not in types and "MatMulRhsGrad" not in types
+    matmuls = [op for op in graph if op["type"] == "MatMul"]
+    d_out = np.ones((2, 3, 5), np.float32)
+    lhs_grad = d_out @ np.swapaxes(rhs_data, -1, -2)
+    rhs_grad = np.swapaxes(lhs_data, -1, -2) @ d_out
+    assert [[t["shape"] for t in op["inputs"]] for op in matmuls[1:]] == [
+        ["[2 3 5]", "[2 5 4]"],
+        ["[1 4 3]", "[2 3 5]"],
+    ]
+    assert [op["outputs"][0]["name"] for op in matmuls][2] == g + rhs
+    (reduce_sum,) = [op for op in graph if op["type"] == "ReduceSum"]
+    assert reduce_sum["inputs"][0]["shape"] == "[" + " ".join(map(str, lhs_grad.shape)) + "]"
+    assert reduce_sum["attributes"]["axes"] == "[0]"
+    reshape = next(op for op in graph if op["outputs"][0]["name"] == g + lhs)
+    assert reshape["type"] == "Reshape"
+    assert rhs_grad.shape == rhs_data.shape and lhs_grad.sum(0, keepdims=True).shape == (1, 3, 4)
 
 
 def test_host_copy_ops_load_the_streams_and_store_the_anchors():

@@ -16,8 +16,9 @@ import popart
 NO_ACTIVATION_STREAMING = (
     "difference: openipu's serialized IR (session/ir_view) loads off-chip weights and "
     "optimizer state (RemoteArg___<id>) but does not stream activations between execution "
-    "phases, nor apply the MatMul decomposition (willow/src/patterns/matmulpattern.cpp) that "
-    "makes the tensors MatMul:0__t3 and MatMul:0/1__t6 the original's checks name"
+    "phases (willow/src/transforms/streamingmemoryopinserter.cpp); it applies the MatMul "
+    "decomposition (willow/src/patterns/matmulgradpattern.cpp) but its intermediate ids "
+    "come one lower than the original's (MatMul:0__t2 for the original's MatMul:0__t3)"
 )
 
 

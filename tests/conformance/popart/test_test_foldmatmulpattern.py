@@ -11,11 +11,6 @@ import popart
 
 
 @pytest.mark.follows("test_issue")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's IR description has no gradient ops besides the loss's and does not "
-    "apply the MatMul patterns that group and fold a MatMul's leading dimensions",
-)
 def test_issue(op_tester):
     d1 = np.random.rand(2, 384, 1024).astype(np.float32)
     d2 = np.random.rand(1024, 1024).astype(np.float32)

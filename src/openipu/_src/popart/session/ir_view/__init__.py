@@ -10,6 +10,8 @@ files (`dot`). One module per step of the original:
 - `patterns`: the pre-alias patterns the session enables;
 - `auto_virtual_graph`: `VirtualGraphMode.Auto`'s split (without virtual graphs the
   builder's `__ipu_number` annotations are dropped);
+- `matmul`: the MatMul patterns (forward ones among the pre-alias patterns, grad ones
+  after autodiff);
 - `autodiff`: the grad ops of a training session;
 - `optimizer`: gradient clipping, automatic loss scaling's Histograms, the weight update;
 - `pipeline`: pipeline stages, recomputation, Stash and Restore ops;
@@ -20,8 +22,8 @@ files (`dot`). One module per step of the original:
 
 Limits (where the description depends on what openipu does not model):
 - ops appear in the order the steps add them, not the original's scheduler's order;
-- patterns that only rewrite grad ops or lower ops for Poplar (MatMul decomposition and
-  grouping, the *GradOp patterns, optimizer-coefficient ops) are not applied;
+- of the patterns that rewrite grad ops or lower ops for Poplar only the MatMul ones
+  (`matmul`) are applied (not the other *GradOp patterns, nor optimizer-coefficient ops);
 - outlining is a simplified form of the original's (see `outline`);
 - execution phases, batch serialisation and explicit pipelining (main loops) add nothing.
 """
@@ -46,6 +48,7 @@ from openipu._src.popart.session.ir_view import (
     host_io,
     inplace,
     inter_ipu_copy,
+    matmul,
     optimizer,
     outline,
     patterns,
@@ -152,8 +155,27 @@ def _pre_alias_patterns(request: IrRequest) -> list[tuple[str, patterns.Pattern]
         ("PreUniRepl", patterns.pre_uni_repl),
         ("PostNRepl", patterns.post_n_repl),
         ("TransposeToIdentityOrReshapePattern", patterns.transpose_to_identity),
+        ("MatMulOp", matmul.decompose_matmul),
     ]
     return [(name, pattern) for name, pattern in table if name in request.enabled_patterns]
+
+
+def _grad_patterns(request: IrRequest) -> list[tuple[str, patterns.Pattern]]:
+    """The pre-alias patterns the original applies again after autodiff that the description
+    models on grad ops (willow/src/ir.cpp, prepareImpl)."""
+    table: list[tuple[str, patterns.Pattern]] = [
+        ("MatMulLhsGradOp", matmul.decompose_grad),
+        ("MatMulRhsGradOp", matmul.decompose_grad),
+    ]
+    return [(name, pattern) for name, pattern in table if name in request.enabled_patterns]
+
+
+def _anchored_gradients(request: IrRequest) -> set[str]:
+    """Tensors whose gradient the data flow anchors: the original grows grad ops for every
+    tensor on a path to the loss and prunes those nothing needs, so an anchored gradient
+    (of a stream input, say) keeps its grad ops."""
+    prefix = autodiff.gradient("")
+    return {a.removeprefix(prefix) for a in request.anchors if a.startswith(prefix)}
 
 
 Checkpoint = Callable[[str, list[IrGraph], dict[str, IrTensor]], None]
@@ -194,6 +216,9 @@ class _Forward:
     context: patterns.PatternContext
     keep: set[str]
     fixed: set[str]
+    # With VirtualGraphMode.Auto: each forward op's virtual graph by its first output, as
+    # the split gave them (before the MatMul decomposition renames MatMul outputs).
+    virtual_graphs: dict[str, int] = field(default_factory=dict)
 
     @property
     def main(self) -> IrGraph:
@@ -224,26 +249,31 @@ def _forward(request: IrRequest, reached: Callable[[str, from_onnx.OnnxIr], None
         built.constants | built.variables,
     )
     reached("Fwd0", built)
-    patterns.apply(built.graphs, _pre_alias_patterns(request), forward.context)
-    reached("Fwd1", built)
+    table = _pre_alias_patterns(request)
     layout = request.placement
     if layout.auto_virtual_graphs:
+        # The split is computed on the ops before the MatMul decomposition (whose Reshapes
+        # the description cannot order as the original's scheduler does); the decomposed
+        # ops then take their MatMul's virtual graph.
+        patterns.apply(built.graphs, [p for p in table if p[0] != "MatMulOp"], forward.context)
         auto_virtual_graph.assign(
             forward.main, built.tensors, forward.main.inputs, forward.fixed, layout.num_ipus,
             layout.split_ratios, layout.accumulating, training,
         )  # fmt: skip
+        forward.virtual_graphs = {
+            op.outputs[min(op.outputs)]: int(op.attributes[names.VIRTUAL_GRAPH])
+            for op in forward.main.ops
+            if op.outputs and names.VIRTUAL_GRAPH in op.attributes
+        }
+    patterns.apply(built.graphs, table, forward.context)
+    reached("Fwd1", built)
     return forward
 
 
 def auto_virtual_graphs(request: IrRequest) -> dict[str, int]:
     """With `VirtualGraphMode.Auto`, the virtual graph of each forward op of the main graph
     the original's split gives, by the op's first output."""
-    main = _forward(request, lambda _name, _built: None).main
-    return {
-        op.outputs[min(op.outputs)]: int(op.attributes[names.VIRTUAL_GRAPH])
-        for op in main.ops
-        if op.outputs and names.VIRTUAL_GRAPH in op.attributes
-    }
+    return _forward(request, lambda _name, _built: None).virtual_graphs
 
 
 def describe(
@@ -267,8 +297,10 @@ def describe(
 
     if request.loss is not None:
         details = request.training or IrTraining(request.loss, trained=sorted(built.variables))
-        main.ops.extend(autodiff.grow(main, request.loss, set(details.trained), built.tensors))
+        trained = set(details.trained) | _anchored_gradients(request)
+        main.ops.extend(autodiff.grow(main, request.loss, trained, built.tensors))
         reached("Bwd0")
+        patterns.apply([main], _grad_patterns(request), context, pruning=False)
         if layout.pipelining and request.pipeline_recomputation:
             pipeline.annotate_recomputation(main)
         if request.explicit_recomputation:

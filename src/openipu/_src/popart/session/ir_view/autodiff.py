@@ -9,8 +9,9 @@ GradOperators): one op per input for the binary ops (`AddArg0Grad`, `MatMulLhsGr
 otherwise one `<type>Grad` op for all the inputs. Each grad op reads the gradient of the
 forward op's output and the forward tensors its kind needs (willow/src/op/*.cpp
 gradInputInfo, simplified: the other operand of a product, the input of a unary op, the
-output as well where the original reads it). The patterns that rewrite grad ops afterwards
-(MatMulLhsGradOp, SoftmaxGradDirect, OpToIdentity on grad ops...) are not applied.
+output as well where the original reads it). Of the patterns that rewrite grad ops
+afterwards only the MatMul ones are applied (`matmul`), not SoftmaxGradDirect, OpToIdentity
+on grad ops...
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ removes a tensor the data flow anchors."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openipu._src.popart.session.ir_view.graph import IrGraph, IrOp, IrTensor
 
@@ -19,6 +19,14 @@ class PatternContext:
     tensors: dict[str, IrTensor]
     anchors: set[str]
     training: bool
+    # Ir::intermediate_tensor_counter (willow/include/popart/ir.hpp), shared by the patterns.
+    counter: list[int] = field(default_factory=lambda: [0])
+
+    def intermediate(self, base: str) -> str:
+        """`<base>__t<n>`, as Ir::createIntermediateTensorId names a pattern's new tensors."""
+        name = f"{base}__t{self.counter[0]}"
+        self.counter[0] += 1
+        return name
 
     def shape(self, tensor: str) -> tuple[int, ...] | None:
         info = self.tensors.get(tensor)
