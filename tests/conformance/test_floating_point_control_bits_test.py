@@ -54,10 +54,6 @@ def _overflow():
 
 
 @pytest.mark.follows("test_invalid_operation")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: a NaN cast to int32 gives 0 here (the host's conversion); the chip gives the smallest int32, -2147483648",
-)
 def test_invalid_operation(configure):
     configure()
     assert _invalid_operation() == [-2147483648]
@@ -71,9 +67,6 @@ def test_invalid_operation_exception(configure):
 
 
 @pytest.mark.follows("test_division_by_zero")
-@pytest.mark.xfail(
-    strict=True, reason="difference: 10000 / 0 in float16 gives inf here (IEEE); the chip gives NaN"
-)
 def test_division_by_zero(configure):
     configure()
     assert np.isnan(_division_by_zero())

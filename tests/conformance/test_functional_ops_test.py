@@ -383,10 +383,11 @@ def test_outline_with_const_capture(tf1_graph, configure):
 @pytest.mark.follows("testOutlineWithConstParam")
 @pytest.mark.xfail(
     strict=True,
-    reason="difference: an outlined function's parameters are not a call boundary here (the "
-    "function is inlined), so a permutation passed as a parameter is still a compile-time "
-    "constant and the transpose compiles; the original refuses it (a parameter is a runtime "
-    "value)",
+    reason="difference: an outlined function's parameters are not a call boundary here, so a "
+    "permutation passed as a parameter is still a compile-time constant and the transpose "
+    "compiles; the original refuses it (a parameter is a runtime value). Making the function "
+    "a real TensorFlow call would not change that: XLA resolves a constant argument through "
+    "a call (even a _noinline one) and a graph needs no constant",
 )
 def test_outline_with_const_param(tf1_graph, configure):
     configure()

@@ -99,7 +99,7 @@ def test_get_ipu_config_without_device_selection_raises_as_the_original():
 
 
 def test_configure_needs_an_ipu_config():
-    with pytest.raises(TypeError, match="needs an IPUConfig, got dict"):
+    with pytest.raises(TypeError, match="needs an IPUConfig or an IpuOptions protobuf, got dict"):
         configure.configure_ipu_system({"auto_select_ipus": 1})
 
 

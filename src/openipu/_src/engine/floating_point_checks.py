@@ -22,7 +22,11 @@ nothing is added, so programs keep their speed.
 callback does. Without it the chip saturates such results at the largest half value,
 ±65504 (`test_overflow`, `test_nan_overflow`; the original's ALS tests rely on it):
 regions of a configured IPU system without `nanoo` get the callback for that alone,
-which adds no checks and keeps the region compiled. `esr` (stochastic rounding) is kept.
+which adds no checks and keeps the region compiled. The same callback gives two more of
+the chip's results the host computes otherwise: a half-precision division by zero is NaN
+(`test_division_by_zero`; IEEE's infinity would saturate here), and a NaN converted to
+int32 is the smallest int32 (`test_invalid_operation`; the host gives 0). `esr`
+(stochastic rounding) is kept.
 """
 
 from __future__ import annotations
@@ -248,12 +252,15 @@ class _Callback:
             half = _half_results(inputs, outputs)
             nan_on_overflow = "nanoo" in self.bits and half
             saturating = self.saturate and half
-            if not checks and not nan_on_overflow and not saturating:
+            nan_to_int32 = _casts_float_to_int32(op_type, inputs, outputs)
+            if not checks and not nan_on_overflow and not saturating and not nan_to_int32:
                 return given
+            if nan_to_int32:
+                outputs = [_nan_as_int32_min(inputs[0], outputs[0])]
             if nan_on_overflow:
-                outputs = _replace_overflows(list(inputs), list(outputs), float("nan"))
+                outputs = _replace_overflows(op_type, list(inputs), list(outputs), float("nan"))
             elif saturating:
-                outputs = _replace_overflows(list(inputs), list(outputs), None)
+                outputs = _replace_overflows(op_type, list(inputs), list(outputs), None)
             if not checks:
                 return list(outputs)
             name = _text(op_name)
@@ -279,16 +286,44 @@ def _half_results(inputs: Sequence[Any], outputs: Sequence[Any]) -> bool:
 _HALF_MAX = float(np.finfo(np.float16).max)
 
 
-def _replace_overflows(inputs: list[Any], outputs: list[Any], value: float | None) -> list[Any]:
+_INT32_MIN = int(np.iinfo(np.int32).min)
+
+
+def _casts_float_to_int32(op_type: str, inputs: Sequence[Any], outputs: Sequence[Any]) -> bool:
+    return (
+        op_type == "Cast"
+        and len(inputs) == 1
+        and _is_float(inputs[0])
+        and isinstance(outputs[0], tf.Tensor)
+        and outputs[0].dtype == tf.int32
+    )
+
+
+def _nan_as_int32_min(value: tf.Tensor, converted: tf.Tensor) -> tf.Tensor:
+    """The chip converts a NaN to the smallest int32 (floating_point_control_bits_test.py
+    `test_invalid_operation`, exceptions off); the host's conversion gives 0. Other values
+    the host converts as the chip's tests expect."""
+    return tf.where(tf.math.is_nan(value), tf.constant(_INT32_MIN, tf.int32), converted)
+
+
+def _replace_overflows(
+    op_type: str, inputs: list[Any], outputs: list[Any], value: float | None
+) -> list[Any]:
     """Infinities a half-precision op makes from finite inputs become `value` (`nanoo`'s
-    NaN), or, with None, the largest half value of their sign (the chip's saturation)."""
+    NaN), or, with None, the largest half value of their sign (the chip's saturation) --
+    except those of a division by zero, which the chip makes NaN with or without `nanoo`
+    (floating_point_control_bits_test.py `test_division_by_zero`: 10000 / 0 is NaN)."""
     finite_in = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in inputs if _is_float(t)])
+    divides = op_type in _DIVISIONS and len(inputs) == 2 and _is_float(inputs[1])
     replaced = []
     for t in outputs:
         if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
             overflowed = tf.logical_and(tf.math.is_inf(t), finite_in)
             if value is None:
                 substitute = tf.sign(t) * tf.constant(_HALF_MAX, tf.float16)
+                if divides:
+                    by_zero = tf.broadcast_to(tf.equal(inputs[1], 0), tf.shape(t))
+                    substitute = tf.where(by_zero, tf.constant(np.nan, tf.float16), substitute)
             else:
                 substitute = tf.constant(value, tf.float16)
             t = tf.where(overflowed, substitute, t)

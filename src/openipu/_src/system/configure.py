@@ -17,6 +17,8 @@ from google.protobuf.message import Message
 from openipu._src.config import poplar_flags
 from openipu._src.config.enums import DeviceConnectionType
 from openipu._src.config.ipu_config import IPUConfig
+from openipu._src.config.ipu_options import config_from_ipu_options
+from openipu._src.config.ipu_options_proto import IpuOptions, IpuOptionsCreator
 from openipu._src.integration import tracing_context
 from openipu._src.system import host_devices, seeds, topology, xla_cache
 
@@ -75,18 +77,26 @@ def configuration_count() -> int:
 
 
 def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool = True) -> None:
-    """Creates the IPU devices that `config` asks for (see `IPUConfig.auto_select_ipus`)."""
+    """Creates the IPU devices that `config` (an `IPUConfig` or its `IpuOptions` protobuf)
+    asks for (see `IPUConfig.auto_select_ipus`)."""
     global _system
-    if not isinstance(config, IPUConfig):
+    if isinstance(config, IPUConfig):
+        # Converting checks the rules that involve several options, as the original's does.
+        options = config._create_protobuf()
+    elif isinstance(config, IpuOptions):
+        # As the original (config.py): the protobuf goes to the backend as it is, which
+        # holds it for `get_ipu_config`; the emulated system runs with its IPUConfig.
+        _check_creator(config)
+        options = copy.deepcopy(config)
+        config = config_from_ipu_options(options)
+    else:
         raise TypeError(
-            f"configure_ipu_system needs an IPUConfig, got {type(config).__name__}: "
-            "create one with `ipu.config.IPUConfig()`"
+            f"configure_ipu_system needs an IPUConfig or an IpuOptions protobuf, got "
+            f"{type(config).__name__}: create one with `ipu.config.IPUConfig()`"
         )
     # The original's backend reads TF_POPLAR_FLAGS when it starts (tools/flags.cc).
     poplar_flags.parsed()
     poplar_flags.log_help_once()
-    # Converting checks the rules that involve several options, as the original's does.
-    options = config._create_protobuf()
     devices = _allocate_devices(config)
     host_devices.ensure_logical_devices()
     xla_cache.warn_if_set_late()
@@ -125,6 +135,20 @@ def configure_ipu_system(config, device: str = "cpu", reset_configuration: bool 
         tracing_context.retrace_when_changed(configuration_count)
     seeds.reset_all()
     logger.info("Configured emulated IPU devices: %s", [(d.name, d.ipus) for d in devices])
+
+
+def _check_creator(options: Message) -> None:
+    """The original's backend takes only an `IpuOptions` made from an `IPUConfig`
+    (poplar_platform.cc, `ConfigurePoplarDevices`, checks its `creator_id`)."""
+    if options.creator_id != IpuOptionsCreator.IPU_UTILS:
+        from tensorflow.python.framework import errors
+
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "Badly initialized IpuOptions object: did you configure the system using an "
+            "instance of tensorflow.python.ipu.config.IPUConfig() ?",
+        )
 
 
 def reset_ipu_configuration() -> None:
