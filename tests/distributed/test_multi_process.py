@@ -102,6 +102,7 @@ def test_collectives_between_two_instances(tmp_path):
         assert results["max"] == [2.0, 4.0]
         assert results["min"] == [3, 4]
         assert results["allgather"] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+        assert results["allgather_scalar"] == [0, 1]
         assert results["broadcast"] == [11, 21]  # instance 1's value
         assert results["indexed_slices_sum"] == [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
         assert results["function_0"] == [1.0, [0.0, 1.0]]

@@ -196,11 +196,22 @@ def test_bad_collective_arguments():
         distributed.broadcast(value, root_rank="0")
     with pytest.raises(ValueError, match="op='median' is not one of Average"):
         distributed.allreduce(value, op="median")
-    with pytest.raises(ValueError, match="needs a tensor of rank 1 or more; got a scalar"):
-        distributed.allgather(tf.constant(1.0))
     sparse = tf.IndexedSlices(tf.constant([[1.0]]), tf.constant([0]), [1, 1])
     with pytest.raises(ValueError, match="IndexedSlices supports Sum and Average"):
         distributed.allreduce(sparse, op=distributed.Max)
+
+
+def test_allgather_of_a_scalar_is_the_vector_of_the_instances_scalars():
+    # The original's ipu.distributed.allgather (host_collective_ops.py, PopdistAllGather)
+    # inserts the instance dimension: a scalar gives shape [instances], here [1].
+    gathered = distributed.allgather(tf.constant(7.0))
+    np.testing.assert_array_equal(gathered.numpy(), np.array([7.0], np.float32))
+
+    @tf.function
+    def gather(x):
+        return distributed.allgather(x)
+
+    np.testing.assert_array_equal(gather(tf.constant(3, tf.int32)).numpy(), np.array([3]))
 
 
 def test_adasum_is_exported_but_refused_as_by_the_original():

@@ -62,11 +62,14 @@ def test_repeat_zero_iterations_keeps_inputs(strategy):
     assert float(_run_tf2(strategy, lambda: ipu.loops.repeat(0, lambda a: a + 1, [4.0]))) == 4.0
 
 
+def test_repeat_negative_n_runs_no_iteration_as_the_original(strategy):
+    # The original's repeat is a while_loop with maximum_iterations=n: n < 0 runs nothing.
+    assert float(_run_tf2(strategy, lambda: ipu.loops.repeat(-3, lambda a: a + 1, [4.0]))) == 4.0
+
+
 def test_repeat_checks_n(strategy):  # a tensor n is a count given at run time
     with pytest.raises(TypeError, match="n must be a Python int"):
         _run_tf2(strategy, lambda: ipu.loops.repeat(2.5, lambda a: a, [1.0]))
-    with pytest.raises(ValueError, match="n must be >= 0"):
-        _run_tf2(strategy, lambda: ipu.loops.repeat(-1, lambda a: a, [1.0]))
 
 
 def test_repeat_body_with_wrong_signature_raises_type_error(strategy):

@@ -77,3 +77,15 @@ def test_serialization_factor_must_divide_the_table():
 def test_ids_must_be_integers():
     with pytest.raises(TypeError, match="ids must be integers, got dtype float32"):
         embedding_ops.embedding_lookup(PARAMS, [1.0])
+
+
+def test_indices_are_sorted_is_accepted_as_by_the_later_original():
+    # tensorflow/python/ipu/ops/embedding_ops.py (r2.6 head) takes indices_are_sorted, a
+    # Poplar hint: a program passing it runs, with tf.gather's numbers.
+    params = np.arange(12, dtype=np.float32).reshape(6, 2)
+    ids = np.array([0, 2, 2, 5], np.int32)
+    for factor in (1, 3):
+        out = embedding_ops.embedding_lookup(
+            params, ids, serialization_factor=factor, indices_are_sorted=True
+        )
+        np.testing.assert_array_equal(out.numpy(), params[ids])

@@ -104,3 +104,14 @@ def test_slice_vectors_must_have_one_entry_per_slice():
         match=r"^num_elems and dst_offsets must have matching, nonzero shapes of rank 1.*\(2,\).*\(1,\)",
     ):
         slicing_ops.sequence_slice_pack(tf.zeros([6, 6]), tf.zeros([4, 6]), [2, 2], [1], False)
+
+
+def test_sequence_slice_unpack_takes_a_numpy_int_total_as_the_original_attribute():
+    # total_elements is an int attribute of the original's op: a count computed with
+    # numpy (np.int64) is taken as TensorFlow's op_def_library takes it.
+    lengths = np.array([2, 2])
+    got = slicing_ops.sequence_slice_unpack(ROWS, lengths, [2, 1], np.sum(lengths))
+    expected = np.concatenate([ROWS[2:4], ROWS[1:3]])
+    np.testing.assert_array_equal(got.numpy(), expected)
+    with pytest.raises(TypeError, match="total_elements must be an int"):
+        slicing_ops.sequence_slice_unpack(ROWS, lengths, [2, 1], "4")

@@ -26,9 +26,24 @@ def test_is_a_distribution_strategy_with_the_documented_arguments(ipu_system):
     assert strategy.num_replicas_in_sync == 1
 
 
-def test_rejects_a_non_ipu_device():
-    with pytest.raises(ValueError, match="not an IPU device name"):
-        ipu.ipu_strategy.IPUStrategy(ipu_device="/device:GPU:0")
+def test_a_non_ipu_device_runs_fn_there_as_plain_tensorflow():
+    # tensorflow/python/ipu/ipu_strategy.py accepts any device string: `fn` runs on that
+    # device, variables live there and reductions outside an IPU leave the value as it is.
+    strategy = ipu.ipu_strategy.IPUStrategy(ipu_device="/device:CPU:0")
+    with strategy.scope():
+        v = tf.Variable([1.0, 2.0])
+
+    @tf.function
+    def step(x):
+        v.assign_add(x)
+        total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, v * 2.0)
+        return total
+
+    out = strategy.run(step, args=(tf.constant([0.5, 0.5]),))
+    np.testing.assert_allclose(out.numpy(), np.array([3.0, 5.0]))
+    assert "CPU" in v.device
+    with pytest.raises(TypeError, match="Unsupported data type for input: float64"):
+        strategy.run(step, args=(tf.constant([0.5, 0.5], tf.float64),))
 
 
 def test_run_and_experimental_run_v2(strategy):

@@ -28,6 +28,8 @@ results["max"] = distributed.allreduce(value, op=distributed.Max).numpy().tolist
 results["min"] = distributed.allreduce(tf.Variable([3, 4]) * (rank + 1), op="min").numpy().tolist()
 # Dimension 0 differs between instances: rank + 1 rows.
 results["allgather"] = distributed.allgather(tf.fill([rank + 1, 2], float(rank))).numpy().tolist()
+# A scalar per instance gives the vector of them (host_collective_ops_test.py test_allgather).
+results["allgather_scalar"] = distributed.allgather(tf.constant(rank)).numpy().tolist()
 results["broadcast"] = (
     distributed.broadcast(tf.constant([10, 20]) + rank, root_rank=1).numpy().tolist()
 )

@@ -96,14 +96,14 @@ def allreduce(tensor, op=None):
 def allgather(tensor, name=None):
     """`tensor` of every instance, concatenated along dimension 0 in instance order.
 
-    Dimension 0 may differ between instances; the other dimensions must match.
+    Dimension 0 may differ between instances; the other dimensions must match. A scalar
+    gives the vector of every instance's scalar, shape [instances], as the original's
+    `ipu.distributed.allgather` does (tensorflow/python/ipu/distributed/
+    host_collective_ops.py: its kernel inserts the instance dimension).
     """
     tensor = tf.convert_to_tensor(tensor)
     if tensor.shape.rank == 0:
-        raise ValueError(
-            "allgather concatenates along dimension 0, so it needs a tensor of rank 1 or more; "
-            "got a scalar"
-        )
+        tensor = tf.expand_dims(tensor, 0)
     runtime = cluster_runtime.start()
     if runtime is None:
         return tf.identity(tensor, name=name)

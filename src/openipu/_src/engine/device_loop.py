@@ -182,8 +182,9 @@ def repeat(
         return while_loop(lambda *_: True, body, inputs, infeed, n)
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"repeat: n must be a Python int, got {n!r}")
-    if n < 0:
-        raise ValueError(f"repeat: n must be >= 0, got {n}")
+    # The original's repeat is a while_loop bounded by maximum_iterations=n
+    # (tensorflow/python/ipu/loops.py): a negative n runs no iteration, as 0 does.
+    n = max(n, 0)
     capture = stream_capture.current()
     if (
         capture is not None

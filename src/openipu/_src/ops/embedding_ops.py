@@ -10,13 +10,18 @@ import tensorflow as tf
 from openipu._src.ops.int_argument import as_int
 
 
-def embedding_lookup(params, ids, name=None, serialization_factor: int = 1) -> tf.Tensor:
+def embedding_lookup(
+    params, ids, name=None, serialization_factor: int = 1, indices_are_sorted: bool = False
+) -> tf.Tensor:
     """Looks up `ids` in `params` (a drop-in for `tf.nn.embedding_lookup`).
 
     With `serialization_factor > 1` the lookup is split into that many lookups,
     each into a slice of `params` along dimension 0, and the results summed:
     the numbers are those of one lookup, ids outside `params` give zeros.
+    `indices_are_sorted` (taken by the later original, ops/embedding_ops.py) is a hint
+    for Poplar's slicing that changes no number: accepted and not needed here.
     """
+    del indices_are_sorted
     # The original takes int(serialization_factor) (ops/embedding_ops.py).
     serialization_factor = as_int(serialization_factor, "embedding_lookup: serialization_factor")
     if serialization_factor < 1:

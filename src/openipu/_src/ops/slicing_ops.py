@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from openipu._src.int_like import as_attr_int
+
 
 def sequence_slice(dst, src, num_elems, src_offsets, dst_offsets, zero_unused: bool) -> tf.Tensor:
     """`dst[d_i : d_i + n_i] = src[s_i : s_i + n_i]` for every slice i.
@@ -40,10 +42,9 @@ def sequence_slice_unpack(src, num_elems, src_offsets, total_elements: int) -> t
     with tf.name_scope("sequence_slice_unpack"):
         src = tf.convert_to_tensor(src)
         _check_rank(src, "src", "sequence_slice_unpack")
-        if isinstance(total_elements, bool) or not isinstance(total_elements, int):
-            raise TypeError(
-                f"sequence_slice_unpack: total_elements must be an int, got {total_elements!r}"
-            )
+        # An op attribute in the original (IpuSequenceSliceUnpack): a numpy int or any number
+        # int() takes is accepted, a str is a TypeError.
+        total_elements = as_attr_int(total_elements, "sequence_slice_unpack: total_elements")
         if total_elements < 0:
             raise ValueError(
                 f"sequence_slice_unpack: total_elements must be >= 0, got {total_elements}"

@@ -48,25 +48,29 @@ class IPUExtended(one_device_strategy.OneDeviceExtended):
     """Strategy internals: one IPU device, whose work runs as compiled regions."""
 
     def __init__(self, container_strategy, ipu_device: str, cpu_device: str) -> None:
+        # Any device string is accepted, as the original's IPUExtendedV1 does
+        # (tensorflow/python/ipu/ipu_strategy.py): on a device other than an IPU, `fn` runs
+        # there as ordinary TensorFlow and reductions leave values unchanged.
         ordinal = configure.ipu_ordinal(ipu_device)
-        if ordinal is None:
-            raise ValueError(
-                f"IPUStrategy: ipu_device={ipu_device!r} is not an IPU device name such as "
-                "'/device:IPU:0'"
-            )
         self._ipu_ordinal = ordinal
         self._ipu_device_name = ipu_device
         self._cpu_device_name = cpu_device
-        super().__init__(container_strategy, _host_device_for(ordinal))
+        device = ipu_device if ordinal is None else _host_device_for(ordinal)
+        super().__init__(container_strategy, device)
 
     @property
-    def ipu_ordinal(self) -> int:
+    def ipu_ordinal(self) -> int | None:
+        """The ordinal of the strategy's IPU device; None when it names another device."""
         return self._ipu_ordinal
 
     def _reduce_to(self, reduce_op, value, destinations, options):
         # tensorflow/python/ipu/ipu_strategy.py: inside an IPU program a reduction is a
         # cross-replica sum (or mean) over the program's replicas; elsewhere the identity.
-        if lockstep.current() is None or isinstance(value, distribute_values.DistributedValues):
+        if (
+            self._ipu_ordinal is None
+            or lockstep.current() is None
+            or isinstance(value, distribute_values.DistributedValues)
+        ):
             return super()._reduce_to(reduce_op, value, destinations, options)
         total = exchange_ops.replica_sum(tf.convert_to_tensor(value))
         if reduce_op == tf.distribute.ReduceOp.MEAN:
@@ -146,8 +150,10 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
 
     def run(self, fn, args=(), kwargs=None, options=None):
         """Runs `fn(*args, **kwargs)` on the IPU device as a compiled program (every replica)."""
-        configure.current_system("IPUStrategy.run")
         kwargs = kwargs or {}
+        if self.extended.ipu_ordinal is None:
+            return self._run_off_ipu(fn, args, kwargs, options)
+        configure.current_system("IPUStrategy.run")
         with device_scope.building_for(self.extended.ipu_ordinal):
             if tf.executing_eagerly():
                 try:
@@ -161,6 +167,14 @@ class IPUStrategyV1(distribute_lib.StrategyV1):
                 return self._call_region_function(fn, args, kwargs)
             # Already inside a function being traced: the region joins it.
             return self._run_in_region(fn, args, kwargs, options)
+
+    def _run_off_ipu(self, fn, args, kwargs, options):
+        """`fn` as ordinary TensorFlow on the strategy's non-IPU device (no program, no
+        configured system needed), with the original's float64 check on a tf.function."""
+        if isinstance(fn, polymorphic_function.Function):
+            _validate_dtypes(tf.nest.flatten((args, kwargs)), "input")
+            _validate_dtypes(fn.get_concrete_function(*args, **kwargs).outputs, "output")
+        return distribute_lib.StrategyV1.run(self, fn, args, kwargs, options)
 
     def experimental_run_v2(self, fn, args=(), kwargs=None, options=None):
         """The older name of `run`."""
