@@ -155,7 +155,7 @@ def test_save_executable_and_move_external_tensors(tmp_path):
     path = str(tmp_path / "training.popef")
     session.saveExecutable(path)
     assert os.path.getsize(path) > 0
-    with pytest.raises(popart.popart_exception, match="no initializer is saved externally"):
+    with pytest.raises(popart.popart_exception, match="but file 'nowhere.bin' does not exist"):
         session.updateExternallySavedTensorLocations("nowhere.bin", "elsewhere.bin")
 
 

@@ -277,7 +277,11 @@ def test_model_to_host_writes_the_current_weights(small_model, ipu_model_device,
     assert [p.name for p in tmp_path.iterdir()] == ["trained.onnx"]  # no temporary file left
 
 
-def test_externally_saved_weights_move_with_their_location(small_model, ipu_model_device, tmp_path):
+def test_externally_saved_weights_move_with_their_location(
+    small_model, ipu_model_device, tmp_path, monkeypatch
+):
+    # A relative location is relative to the working directory, as in PopART.
+    monkeypatch.chdir(tmp_path)
     builder = popart.Builder(small_model.proto)
     builder.saveInitializersExternally([small_model.w], str(tmp_path / "weights.bin"))
     model_path = tmp_path / "model.onnx"
@@ -290,7 +294,8 @@ def test_externally_saved_weights_move_with_their_location(small_model, ipu_mode
     session = popart.InferenceSession(
         str(model_path), popart.DataFlow(1, [small_model.y]), ipu_model_device
     )
-    with pytest.raises(popart.popart_exception, match="no initializer is saved externally"):
+    (tmp_path / "other.bin").write_bytes(b"")
+    with pytest.raises(popart.popart_exception, match="No ONNX model initializers have external"):
         session.updateExternallySavedTensorLocations("other.bin", "new.bin")
     with pytest.raises(popart.popart_exception, match="already exists"):
         session.updateExternallySavedTensorLocations("weights.bin", "model.onnx")

@@ -3,6 +3,7 @@ pipeline stages: a called subgraph's ops need the calling op's virtual graph id 
 
 import re
 
+import numpy as np
 import pytest
 
 import popart
@@ -79,3 +80,85 @@ def test_call_pipelined():
             deviceInfo=device,
         )
         session.prepareDevice()
+
+
+def _shared_weight_reference(x, w, labels, layers, learning_rate, steps):
+    """The original's torch reference, in TensorFlow: `layers` times matmul by ONE shared
+    weight, relu, log-softmax; NLL loss (mean); plain SGD. The loss and weight after each of
+    `steps` updates."""
+    import tensorflow as tf
+
+    weight = tf.Variable(w)
+    results = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            r = tf.constant(x)
+            for _ in range(layers):
+                r = tf.nn.log_softmax(tf.nn.relu(r @ weight), axis=1)
+            loss = -tf.reduce_mean(tf.gather(r, labels, axis=1, batch_dims=1))
+        weight.assign_sub(learning_rate * tape.gradient(loss, weight))
+        results.append((loss.numpy(), weight.numpy()))
+    return results
+
+
+@pytest.mark.follows("test_subgraph_attrs")
+def test_subgraph_attrs():
+    rng = np.random.RandomState(0)
+    layers, batches_per_step, learning_rate, shape = 3, 10, 0.1, [4, 4]
+    x = rng.rand(*shape).astype(np.float32)
+    w_init = rng.rand(*shape).astype(np.float32)
+    labels = rng.randint(0, 4, size=[4]).astype(np.int32)
+    builder = popart.Builder()
+    in0 = builder.addInputTensor(popart.TensorInfo(x))
+    lbl0 = builder.addInputTensor(popart.TensorInfo(labels))
+
+    def subgraph(virtual_graph):
+        sub = builder.createSubgraphBuilder()
+        info = popart.TensorInfo("FLOAT", shape)
+        a, b = sub.addInputTensor(info), sub.addInputTensor(info)
+        with sub.virtualGraph(virtual_graph):
+            out = sub.aiOnnx.logsoftmax([sub.aiOnnx.relu([sub.aiOnnx.matmul([a, b])])], axis=1)
+        sub.addOutputTensor(out)
+        return sub
+
+    act = in0
+    for layer in range(layers):
+        with builder.virtualGraph(layer):
+            w0 = builder.addInitializedInputTensor(w_init)
+            act = builder.aiGraphcore.call([act, w0], 1, subgraph(layer), f"subgraph_{layer}")[0]
+            assert builder.getVirtualGraph(act) == layer
+    builder.addOutputTensor(act)
+    options = popart.SessionOptions()
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    options.enablePipelining = True
+    loss = builder.aiGraphcore.nllloss([act, lbl0])
+    builder.virtualGraph(loss, 2)
+    builder.addOutputTensor(loss)
+    session = popart.TrainingSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(
+            batches_per_step,
+            {act: popart.AnchorReturnType("All"), w0: popart.AnchorReturnType("All")},
+        ),
+        loss=loss,
+        optimizer=popart.ConstSGD(learning_rate),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": layers}),
+        userOptions=options,
+    )
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    stepio = popart.PyStepIO(
+        {
+            in0: np.repeat(x[np.newaxis], batches_per_step, axis=0),
+            lbl0: np.repeat(labels[np.newaxis], batches_per_step, axis=0),
+        },
+        anchors,
+    )
+    reference = _shared_weight_reference(x, w_init, labels, layers, learning_rate, 40)
+    for step in range(4):
+        session.weightsFromHost()
+        session.run(stepio)
+        # The original's checks after each run of `batches_per_step` torch updates.
+        ref_loss, ref_weight = reference[(step + 1) * batches_per_step - 1]
+        assert np.allclose(ref_loss, -np.mean(anchors[act]))
+        assert np.allclose(ref_weight, anchors[w0])

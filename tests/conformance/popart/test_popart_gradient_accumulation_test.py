@@ -3,10 +3,11 @@ MatMuls with SGD or Adam (weight decay) and gradient accumulation over micro-bat
 weights of training on the whole batch at once, on one or two IPUs, over one or several
 batches per step; accumulation is refused in inference and a factor above 1 without it.
 The original runs them on an IPU Model; here on emulated IPUs. Its second model (Sin, Exp,
-Conv, Softmax) and the scenarios reading accumulator tensors from saved models are not
-ported yet."""
+Conv, Softmax) is not ported yet. The optimizer state (Accl___, Accl1___, Accl2___,
+Step___) is written to the model by modelToHost and read back by a new session."""
 
 import numpy as np
+import onnx
 import pytest
 
 import popart
@@ -171,3 +172,148 @@ def test_adam_gradient_accumulation_multi_batch(explicit_loops):
 @EXPLICIT
 def test_adam_gradient_accumulation_multi_ipu(explicit_loops):
     _check_accumulation_matches_full_batch(5, True, explicit_loops, _adam)
+
+
+ACCL = popart.reservedAcclPrefix()
+STATE_PREFIXES = (
+    popart.reservedAccumPrefix(),
+    popart.reservedAccl1Prefix(),
+    popart.reservedAccl2Prefix(),
+    popart.reservedStepPrefix(),
+)
+
+
+def _momentum():
+    # Momentum gives SGD an Accl___ tensor per weight.
+    return popart.SGD({"defaultLearningRate": (0.1, False), "defaultMomentum": (0.9, True)})
+
+
+def _accumulating_session(proto, loss, optimizer, explicit_loops, batches_per_step=1):
+    options = popart.SessionOptions()
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = 4
+    options.disableGradAccumulationTensorStreams = False
+    if explicit_loops:
+        options.enableExplicitMainLoops = True
+        options.aliasZeroCopy = True
+        options.explicitRecomputation = True
+        options.useHostCopyOps = True
+    session = popart.TrainingSession(
+        fnModel=proto,
+        dataFlow=popart.DataFlow(batches_per_step, {loss: popart.AnchorReturnType("All")}),
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({}),
+        loss=loss,
+        optimizer=optimizer,
+        userOptions=options,
+    )
+    session.prepareDevice()
+    session.weightsFromHost()
+    return session
+
+
+def _run(session, ip, label, batches_per_step, steps):
+    rng = np.random.RandomState(0)
+    outer = [batches_per_step, 4] if batches_per_step > 1 else [4]
+    feed = {
+        ip: (1.0 - XI * rng.rand(*outer, BATCH // 4, HIDDEN)).astype(np.float32),
+        label: rng.randint(0, HIDDEN, (*outer, BATCH // 4)).astype(np.int32),
+    }
+    anchors = session.initAnchorArrays()
+    for _ in range(steps):
+        session.run(popart.PyStepIO(feed, anchors))
+
+
+def _initializers(session, path):
+    session.modelToHost(str(path))
+    return {t.name: t for t in onnx.load(str(path)).graph.initializer}
+
+
+@pytest.mark.follows("test_gradient_accumulation_model_proto")
+@EXPLICIT
+def test_gradient_accumulation_model_proto(tmp_path, explicit_loops):
+    proto, ip, label, loss, _ = _model(4, False)
+    session = _accumulating_session(proto, loss, _momentum(), explicit_loops, 5)
+    _run(session, ip, label, 5, 3)
+    tensors = _initializers(session, tmp_path / "model.onnx")
+    accls = [name for name in tensors if ACCL in name]
+    weights = [name for name in tensors if ACCL not in name and "weight" in name]
+    assert len(weights) == 6
+    assert sorted(accls) == sorted(ACCL + w for w in weights)
+    for w in weights:
+        # The original's (one-sided) check of the velocity against the weights.
+        accl, weight = tensors[ACCL + w].float_data, tensors[w].float_data
+        assert all(a - v * WD < 1e-8 for a, v in zip(accl, weight, strict=True))
+
+
+@pytest.mark.follows("test_loading_saved_gradient_accumulationt_tensors")
+@EXPLICIT
+def test_loading_saved_gradient_accumulationt_tensors(tmp_path, explicit_loops):
+    proto, ip, label, loss, _ = _model(4, False)
+    assert not any(ACCL in t.name for t in onnx.load_from_string(proto).graph.initializer)
+    session = _accumulating_session(proto, loss, _momentum(), explicit_loops)
+    initial = _initializers(session, tmp_path / "initial.onnx")
+    for name in [n for n in initial if ACCL not in n]:
+        assert ACCL + name in initial
+    _run(session, ip, label, 1, 1)
+    trained_path = tmp_path / "trained.onnx"
+    trained = _initializers(session, trained_path)
+    for name in [n for n in trained if ACCL in n]:
+        assert not np.allclose(trained[name].float_data, initial[name].float_data)
+    reloaded = _initializers(
+        _accumulating_session(str(trained_path), loss, _momentum(), explicit_loops),
+        tmp_path / "check.onnx",
+    )
+    for name in [n for n in trained if ACCL in n]:
+        np.testing.assert_array_equal(reloaded[name].float_data, trained[name].float_data)
+
+
+@pytest.mark.follows("test_adam_gradient_accumulation_model_proto")
+@EXPLICIT
+@pytest.mark.parametrize("steps", [0, 3])
+def test_adam_gradient_accumulation_model_proto(tmp_path, explicit_loops, steps):
+    proto, ip, label, loss, _ = _model(4, False)
+    session = _accumulating_session(proto, loss, _adam(), explicit_loops, 5)
+    _run(session, ip, label, 5, steps)
+    tensors = _initializers(session, tmp_path / "model.onnx")
+    by_prefix = {p: [n for n in tensors if p in n] for p in STATE_PREFIXES}
+    weights = [n for n in tensors if "weight" in n and not any(p in n for p in STATE_PREFIXES)]
+    assert len(weights) == 6
+    for prefix in STATE_PREFIXES[1:]:
+        assert sorted(by_prefix[prefix]) == sorted(prefix + w for w in weights)
+    if steps == 0:
+        for name in [n for names in by_prefix.values() for n in names]:
+            assert np.allclose(tensors[name].float_data, 0.0)  # all Adam state starts at zero
+    else:
+        for name in by_prefix[popart.reservedStepPrefix()]:
+            assert tensors[name].float_data[0] == steps * 5  # one step per weight update
+
+
+@pytest.mark.follows("test_adam_loading_saved_gradient_accumulationt_tensors")
+@EXPLICIT
+def test_adam_loading_saved_gradient_accumulationt_tensors(tmp_path, explicit_loops):
+    proto, ip, label, loss, _ = _model(4, False)
+    assert not any(
+        popart.reservedAccumPrefix() in t.name
+        for t in onnx.load_from_string(proto).graph.initializer
+    )
+    session = _accumulating_session(proto, loss, _adam(), explicit_loops)
+    initial = _initializers(session, tmp_path / "initial.onnx")
+    state = [n for n in initial if any(p in n for p in STATE_PREFIXES)]
+    assert state
+    for name in state:
+        assert np.allclose(initial[name].float_data, 0.0)
+    _run(session, ip, label, 1, 1)
+    trained_path = tmp_path / "trained.onnx"
+    trained = _initializers(session, trained_path)
+    for name in state:
+        if popart.reservedAccumPrefix() in name:
+            # The accumulator is zeroed once applied to accl1 and accl2.
+            assert np.allclose(trained[name].float_data, 0.0)
+        else:
+            assert not np.allclose(trained[name].float_data, initial[name].float_data)
+    reloaded = _initializers(
+        _accumulating_session(str(trained_path), loss, _adam(), explicit_loops),
+        tmp_path / "check.onnx",
+    )
+    for name in state:
+        np.testing.assert_array_equal(reloaded[name].float_data, trained[name].float_data)

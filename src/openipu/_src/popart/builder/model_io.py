@@ -14,7 +14,14 @@ from onnx import GraphProto, ModelProto, TensorProto
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_checks import check_model
 from openipu._src.popart.errors import popart_exception
-from openipu._src.popart.external_data import initializer_array, inline, is_external
+from openipu._src.popart.external_data import (
+    check_parent_directory,
+    initializer_array,
+    inline,
+    is_external,
+    point_at,
+    write_back_to_back,
+)
 
 logger = logging.getLogger("popart.builder")
 
@@ -43,7 +50,7 @@ def load_model(
             model = onnx.load_model(path, load_external_data=False)
         except (DecodeError, RuntimeError, ValueError, OSError) as error:
             raise popart_exception(f"{path!r} is not a valid ONNX model: {error}") from None
-        _load_external_data(model, os.path.dirname(os.path.abspath(path)))
+        _load_external_data(model)
         what = repr(path)
     else:
         raise popart_exception(
@@ -56,13 +63,13 @@ def load_model(
     return model
 
 
-def _load_external_data(model: ModelProto, directory: str) -> None:
+def _load_external_data(model: ModelProto) -> None:
     """Reads the initializers saved in external files into the model, at locations relative
-    to the model's `directory` or absolute (see `external_data`)."""
+    to the working directory or absolute (see `external_data`)."""
     for graph in iter_graphs(model.graph):
         for tensor in graph.initializer:
             if is_external(tensor):
-                inline(tensor, directory)
+                inline(tensor)
 
 
 def _printable(data: bytes, limit: int = 100) -> str:
@@ -114,23 +121,15 @@ def move_initializers_to_file(
     written relative to the current directory.
     """
     by_name = {tensor.name: tensor for tensor in initializers}
-    # willow/src/onnxutil.cpp, saveInitializersExternally: the original's messages.
+    # willow/src/onnxutil.cpp, saveInitializersExternally: the original's checks and messages.
+    check_parent_directory(filename)
     for tensor_id in tensor_ids:
         if tensor_id not in by_name:
             raise popart_exception(f"Tensor '{tensor_id}' is not an initializer")
         if by_name[tensor_id].data_location == TensorProto.EXTERNAL:
             raise popart_exception(f"Tensor '{tensor_id}' already has an external data_location")
-    with open(filename, "wb") as data_file:
-        for tensor_id in tensor_ids:
-            tensor = by_name[tensor_id]
-            data = initializer_array(tensor).tobytes()
-            offset = data_file.tell()
-            data_file.write(data)
-            tensor.ClearField("raw_data")
-            for field in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
-                tensor.ClearField(field)
-            tensor.data_location = TensorProto.EXTERNAL
-            del tensor.external_data[:]
-            for key, value in (("location", filename), ("offset", offset), ("length", len(data))):
-                entry = tensor.external_data.add()
-                entry.key, entry.value = key, str(value)
+    entries = write_back_to_back(
+        filename, [(i, initializer_array(by_name[i]).tobytes()) for i in tensor_ids]
+    )
+    for tensor_id, entry in entries.items():
+        point_at(by_name[tensor_id], entry)

@@ -17,6 +17,7 @@ from onnx import ModelProto
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_io import load_model
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.external_data import ExternalEntry, external_entry, is_external
 
 _DEFAULT_DOMAIN = "ai.onnx"
 
@@ -26,28 +27,22 @@ class ModelSource:
     """A checked model, and where its externally saved initializers live (by tensor id)."""
 
     model: ModelProto
-    external_locations: dict[str, str] = field(default_factory=dict)
+    external_locations: dict[str, ExternalEntry] = field(default_factory=dict)
 
 
 def read_model(model_or_filename: Any) -> ModelSource:
     """The model of a session's `fnModel` (serialized bytes, a ModelProto or a file name)."""
     model = load_model(model_or_filename, refuse_unsupported)
     check_opsets(model)
-    if isinstance(model_or_filename, (str, os.PathLike)):
-        locations = _external_locations(
-            onnx.load_model(model_or_filename, load_external_data=False)
-        )
-    else:
-        # Serialized bytes or a ModelProto name their data files by absolute path (as
-        # Builder.saveInitializersExternally writes them); modelToHost writes the trained
-        # weights back there (external_tensorproto_data_test.py,
-        # test_save_back_externally_saved_tensors).
-        locations = {
-            name: location
-            for name, location in _external_locations(model).items()
-            if os.path.isabs(location)
-        }
-    return ModelSource(model, locations)
+    # A model read from a file has its external data read in; the others keep the entries.
+    header = (
+        onnx.load_model(model_or_filename, load_external_data=False)
+        if isinstance(model_or_filename, (str, os.PathLike))
+        else model
+    )
+    # modelToHost writes the weights back where the model keeps them (the file as the model
+    # names it: relative to the working directory; external_tensorproto_data_test.py).
+    return ModelSource(model, _external_entries(header))
 
 
 def refuse_unsupported(model: ModelProto) -> None:
@@ -75,11 +70,10 @@ def check_opsets(model: ModelProto) -> dict[str, int]:
     return versions
 
 
-def _external_locations(header: ModelProto) -> dict[str, str]:
-    """The data file of each initializer of the main graph kept in one (by tensor id)."""
-    locations = {}
-    for tensor in header.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            entries = {entry.key: entry.value for entry in tensor.external_data}
-            locations[tensor.name] = entries.get("location", "")
-    return locations
+def _external_entries(header: ModelProto) -> dict[str, ExternalEntry]:
+    """Where each initializer of the main graph kept in a data file is (by tensor id)."""
+    return {
+        tensor.name: external_entry(tensor)
+        for tensor in header.graph.initializer
+        if is_external(tensor)
+    }

@@ -47,6 +47,7 @@ from openipu._src.popart.errors import (
     poplar_exception,
     poplar_runtime_error,
 )
+from openipu._src.popart.external_data import read_entry, write_back_to_back
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.logging import python_logger
 from openipu._src.popart.lowering import lower_model
@@ -167,12 +168,9 @@ class SessionCore:
         self._model = source.model
         ir_view.check_excluded_patterns(self._model)
         trace_constant_folding(self._model)
-        self._external_locations = source.external_locations
-        self._model_directory = (
-            os.path.dirname(os.path.abspath(os.fspath(fnModel)))
-            if isinstance(fnModel, (str, os.PathLike))
-            else os.getcwd()
-        )
+        #: Where the initializers the model keeps in external files are (optimizer state of
+        #: such weights joins them: `_place_external_state`).
+        self._external = source.external_locations
         self._check_options()
         # Weights grouped over the replicas: the program sees one replica's shapes.
         self._grouped = grouped_weights.plan(self._model, self.replicationFactor)
@@ -725,7 +723,7 @@ class SessionCore:
             )
         weights = self._weights.current()
         model = model_writer.model_with_weights(self._model, weights, self._extra_initializers())
-        model_writer.write_model(os.fspath(fn), model, self._external_locations)
+        model_writer.write_model(os.fspath(fn), model, self._external)
         # The host weights become the written ones, as after resetHostWeights: a later
         # weightsFromHost carries on from them (willow/src/session.cpp, modelToHost;
         # train_then_infer_test, test_modelToHost_calls_resetHostWeights).
@@ -737,26 +735,25 @@ class SessionCore:
         return {}
 
     def updateExternallySavedTensorLocations(self, fromLocation: str, toLocation: str) -> None:  # noqa: N802, N803
-        moved = [name for name, loc in self._external_locations.items() if loc == fromLocation]
+        """Moves the data of the tensors saved in `fromLocation` to the new file `toLocation`:
+        the file's data, back to back, for modelToHost to write there from then on (willow/src/
+        session.cpp, updateExternallySavedTensorLocations: its checks, order and words)."""
+        moving = f"Updating externally saved tensor location from file '{fromLocation}' to file "
+        if os.path.exists(toLocation):
+            raise popart_exception(
+                f"{moving}'{toLocation}', but file '{toLocation}' already exists"
+            )
+        if not os.path.exists(fromLocation):
+            raise popart_exception(
+                f"{moving}'{toLocation}', but file '{fromLocation}' does not exist"
+            )
+        moved = [name for name, entry in self._external.items() if entry.location == fromLocation]
         if not moved:
             raise popart_exception(
-                f"updateExternallySavedTensorLocations: no initializer is saved externally at "
-                f"'{fromLocation}' (locations: {sorted(set(self._external_locations.values()))})"
+                f"No ONNX model initializers have external location set to '{fromLocation}'"
             )
-        if not os.path.exists(os.path.join(self._model_directory, fromLocation)):
-            raise popart_exception(
-                f"updateExternallySavedTensorLocations: '{fromLocation}' does not exist"
-            )
-        target = os.path.join(self._model_directory, toLocation)
-        if os.path.exists(target):
-            raise popart_exception(
-                f"updateExternallySavedTensorLocations: '{toLocation}' already exists"
-            )
-        current = model_writer.model_with_weights(self._model, self._weights.current())
-        tensors = [t for t in current.graph.initializer if t.name in moved]
-        model_writer.write_tensor_data(target, tensors)
-        for name in moved:
-            self._external_locations[name] = toLocation
+        data = [(name, read_entry(self._external[name])) for name in moved]
+        self._external.update(write_back_to_back(toLocation, data))
 
     # -- host weights sync flags -------------------------------------------------------------
 

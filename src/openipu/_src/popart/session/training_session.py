@@ -27,6 +27,7 @@ from openipu._src.popart.builder.enums import ReductionType
 from openipu._src.popart.dataflow import DataFlow
 from openipu._src.popart.devices.device_info import DeviceInfo
 from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.external_data import write_back_to_back
 from openipu._src.popart.input_shape_info import InputShapeInfo
 from openipu._src.popart.lowering.ops.normalization import check_batch_norm_shapes
 from openipu._src.popart.optimizers.adam import Adam
@@ -173,10 +174,33 @@ class TrainingSession(SessionCore):
                 # shape.
                 state[prefix + name] = np.zeros(weights.replica_shape(name), dtype.as_numpy_dtype)
         weights.add_state(state, grouped_state)
+        self._place_external_state(state)
         self._automatic_loss_scaling = self._plan_automatic_loss_scaling()
         self._variables = TrainingVariables(
             self._optimizer, self._trained, self._automatic_loss_scaling is not None
         )
+
+    def _model_state_ids(self) -> list[tuple[str, str]]:
+        """(state id, weight id) of the optimizer state a model file gets, in the original's
+        order: by kind of state, then by weight (the order in which its
+        external_tensorproto_data_test finds them in an external data file)."""
+        if self._options.disableOptimizerStateTensorStreams:
+            return []
+        slots = list(self._state_slots.items())
+        kinds = max((len(ids) for _, ids in slots), default=0)
+        return [(ids[k], weight) for k in range(kinds) for weight, ids in slots if k < len(ids)]
+
+    def _place_external_state(self, state: dict[str, np.ndarray]) -> None:
+        """The optimizer state of a weight saved in an external file is appended to that file
+        as the session prepares, unless the model has it already (willow/src/ir.cpp,
+        addAdditionalModelProtoTensors)."""
+        for state_id, weight in self._model_state_ids():
+            entry = self._external.get(weight)
+            if entry is not None and state_id not in self._external:
+                data = np.ascontiguousarray(state[state_id]).tobytes()
+                self._external.update(
+                    write_back_to_back(entry.location, [(state_id, data)], append=True)
+                )
 
     def _check_specific_values(self, weight_ids: list[str]) -> None:
         """Values `insertSpecific` gave for tensors that are no trained weight are unused: the
@@ -665,9 +689,7 @@ class TrainingSession(SessionCore):
         if self._options.disableOptimizerStateTensorStreams:
             return {}
         current = self._weights.current()
-        return {
-            state_id: current[state_id] for ids in self._state_slots.values() for state_id in ids
-        }
+        return {state_id: current[state_id] for state_id, _ in self._model_state_ids()}
 
     def _fingerprint_settings(self) -> dict[str, Any]:
         return {
