@@ -76,7 +76,7 @@ def test_captured_gradients_reach_the_optimizer(strategy_on, build, tag):
     assert list(captured) == [tag]
     (gradient,) = captured[tag]
     np.testing.assert_allclose(
-        np.reshape(gradient, (4, 4)), _expected_pre_activation_gradient(x[:4], t[:4]), rtol=1e-6
+        np.reshape(gradient, (4, 4)), _expected_pre_activation_gradient(x[:4], t[:4]), rtol=1e-5
     )
     # Capturing changes nothing else: the loss is that of the model without capture layers.
     reference = keras.Sequential([keras.Input((4,)), _dense("relu")])
@@ -84,7 +84,7 @@ def test_captured_gradients_reach_the_optimizer(strategy_on, build, tag):
     expected = reference.fit(
         x, t, batch_size=4, steps_per_epoch=1, epochs=1, shuffle=False, verbose=0
     )
-    np.testing.assert_allclose(history.history["loss"], expected.history["loss"], rtol=1e-6)
+    np.testing.assert_allclose(history.history["loss"], expected.history["loss"], rtol=1e-5)
 
 
 def test_an_optimizer_without_captured_grads_trains_as_usual(strategy_on):
@@ -108,7 +108,7 @@ def test_capture_layers_in_a_custom_loop_with_a_capture_tape():
         loss = keras.losses.MeanSquaredError()(t, layer(x))
     tape.gradient(loss, layer.trainable_variables)
     (gradient,) = tape.captured_gradients["act_activation"]
-    np.testing.assert_allclose(gradient, _expected_pre_activation_gradient(x, t), rtol=1e-6)
+    np.testing.assert_allclose(gradient, _expected_pre_activation_gradient(x, t), rtol=1e-5)
 
 
 def test_wrapped_layers_own_the_weights_and_round_trip_through_config():

@@ -80,8 +80,13 @@ def _check_results(out, context):
     assert context.shape == (batch, length, HEADS, HEAD_SIZE)
     np.testing.assert_allclose(context, _expected_context(), rtol=1e-5, atol=1e-5)
     # The output Dense (ones kernel, zeros bias) gives every unit the same value, which the
-    # output layer normalization (on by default, unit gain, zero offset) takes to zero.
-    np.testing.assert_allclose(out, np.zeros_like(out), atol=1e-5)
+    # output layer normalization (on by default, unit gain, zero offset) takes to zero, up
+    # to the rounding of the mean: a few float32 steps of the Dense's value divided by
+    # sqrt(epsilon) (XLA's CPU reduction need not give the mean of equal values exactly).
+    flat_context = _expected_context().reshape(batch, -1)
+    dense = np.abs(flat_context.sum(axis=-1, dtype=np.float64)).astype(np.float32)
+    bound = 8 * np.spacing(dense) / np.sqrt(1e-3)
+    assert np.all(np.abs(out) <= np.maximum(bound, 1e-5)[:, None]), (out, bound)
 
 
 def _keras_inputs(q_mask):
