@@ -327,3 +327,108 @@ def test_nll_all_ignore_index(op_tester):
     # Every label ignored: a zero loss, not 0/0.
     op_tester.rtol = 1e-5
     op_tester.run(init_builder, lambda _: [data @ weight + bias, np.float32(0.0)])
+
+
+def _ctc_nll(log_probs, target, input_length, blank):
+    """-log p(target | log_probs[:input_length]) by the CTC forward recursion (float64)."""
+    extended = [blank]
+    for label in target:
+        extended += [int(label), blank]
+    alpha = np.full(len(extended), -np.inf)
+    alpha[0] = log_probs[0, blank]
+    if len(extended) > 1:
+        alpha[1] = log_probs[0, extended[1]]
+    for t in range(1, input_length):
+        previous = alpha.copy()
+        for s, label in enumerate(extended):
+            terms = [previous[s]]
+            if s >= 1:
+                terms.append(previous[s - 1])
+            if s >= 2 and label != blank and label != extended[s - 2]:
+                terms.append(previous[s - 2])
+            alpha[s] = np.logaddexp.reduce(terms) + log_probs[t, label]
+    return -np.logaddexp.reduce(alpha[-2:] if len(extended) > 1 else alpha[-1:])
+
+
+def _ctc_reference(logits, targets, input_lengths, target_lengths, blank, reduction, zero_inf):
+    """torch.nn.CTCLoss of log_softmax(logits) [T, N, C]: Mean divides each loss by its target
+    length (at least 1) and averages; zero_infinity makes infinite losses 0."""
+    log_probs = logits - np.logaddexp.reduce(logits, axis=2, keepdims=True)
+    losses = np.array(
+        [
+            _ctc_nll(log_probs[:, n], targets[n, : target_lengths[n]], input_lengths[n], blank)
+            for n in range(logits.shape[1])
+        ]
+    )
+    if zero_inf:
+        losses = np.where(np.isinf(losses), 0.0, losses)
+    if reduction == "mean":
+        return np.mean(losses / np.maximum(target_lengths, 1))
+    return losses.sum() if reduction == "sum" else losses
+
+
+@pytest.mark.follows("test_ctc_loss")
+@pytest.mark.parametrize("blank", [0, 1])
+@pytest.mark.parametrize("step_type", ["infer", "train"])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss(op_tester, blank, step_type, reduction, zero_infinity):
+    rng = np.random.RandomState(0)
+    reductions = {
+        "none": popart.ReductionType.NoReduction,
+        "mean": popart.ReductionType.Mean,
+        "sum": popart.ReductionType.Sum,
+    }
+    # Longer targets than inputs with zero_infinity, so that infinite losses arise.
+    T, N, C, S = 6, 4, 3, (8 if zero_infinity else 2)  # noqa: N806
+    logits_data = rng.rand(T, N, C).astype(np.float32)
+    targets_data = rng.randint(1, C, size=(N, S)).astype(np.uint32)
+    input_lengths_data = np.full((N,), T).astype(np.uint32)
+    target_lengths_data = rng.randint(0, S + 1, size=(N,)).astype(np.uint32)
+    if blank != 0:
+        targets_data = np.where(targets_data == blank, 0, targets_data).astype(np.uint32)
+    g = popart.reservedGradientPrefix()
+
+    def init_builder(builder):
+        logits = builder.addInputTensor(logits_data)
+        targets = builder.addInputTensor(targets_data)
+        input_lengths = builder.addInputTensor(input_lengths_data)
+        target_lengths = builder.addInputTensor(target_lengths_data)
+        log_probs = builder.aiOnnx.logsoftmax([logits], axis=2)
+        ctc = builder.aiGraphcore.ctcloss(
+            [log_probs, targets, input_lengths, target_lengths],
+            reductions[reduction],
+            blank,
+            zeroInfinity=zero_infinity,
+        )
+        builder.addOutputTensor(ctc)
+        assert builder.getTensorShape(ctc) == ([N] if reduction == "none" else [])
+        if step_type == "infer":
+            return [ctc, logits, log_probs]
+        return [ctc, logits, log_probs, g + logits, g + ctc]
+
+    def reference(ref_data):
+        x = logits_data.astype(np.float64)
+        args = (targets_data, input_lengths_data, target_lengths_data, blank, reduction)
+        loss = _ctc_reference(x, *args, zero_infinity)
+        log_probs = x - np.logaddexp.reduce(x, axis=2, keepdims=True)
+        f32 = np.float32
+        outputs = [np.asarray(loss).astype(f32), logits_data, log_probs.astype(f32)]
+        if step_type == "infer":
+            return outputs
+        d_ctc = np.asarray(ref_data.getOutputTensorGrad(0), np.float64)
+        # d(sum(d_ctc * loss))/d logits by central differences of the float64 reference.
+        grad, h = np.zeros_like(x), 1e-6
+        for index in np.ndindex(x.shape):
+            up, down = x.copy(), x.copy()
+            up[index] += h
+            down[index] -= h
+            diff = _ctc_reference(up, *args, zero_infinity) - _ctc_reference(
+                down, *args, zero_infinity
+            )
+            grad[index] = np.sum(d_ctc * np.nan_to_num(diff)) / (2 * h)
+        return [*outputs, grad.astype(f32), None]
+
+    op_tester.atol = 1e-07
+    op_tester.setPatterns([], enableRuntimeAsserts=False)
+    op_tester.run(init_builder, reference, step_type=step_type, seed=8)
