@@ -8,9 +8,9 @@ recomputation checkpoints (also in the final stage) and a stage taking three inp
 The original runs most of them with and without I/O tiles (`number_of_io_tiles`), which
 place data, not values: here once. Left out: testPipelineCompare6 runs a precompiled
 Poplar custom operation; the final-stage checkpoint's count of recomputed multiplies is a
-Poplar profile check (its losses are compared here). Not yet covered:
-testPipelineCompareRecomputeDropout, which compares the pipeline with the sharded model
-on the IPU, both drawing dropout masks from one seed (a CPU reference cannot draw them).
+Poplar profile check (its losses are compared here). testPipelineCompareRecomputeDropout
+compares with the sharded model on the IPU; a seeded IPU dropout draws the same mask
+wherever it runs, so here its stages run on the CPU as the reference.
 """
 
 from __future__ import annotations
