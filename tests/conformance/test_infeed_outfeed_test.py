@@ -11,6 +11,10 @@ original's, recomputed where noted.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -222,6 +226,39 @@ def test_multiple_initializations(graph):
         ValueError, match="The IPUInfeedQueue `initializer` function can only be accessed once."
     ):
         _ = infeed.initializer
+
+
+# A TF1 program whose infeed reads a file that does not exist.
+_FAILING_DATASET_PROGRAM = textwrap.dedent(
+    """
+    import tensorflow as tf
+    from tensorflow.python import ipu
+
+    cfg = ipu.config.IPUConfig()
+    cfg.ipu_model.compile_ipu_code = False
+    cfg.configure_ipu_system()
+    tf.compat.v1.disable_eager_execution()
+    dataset = tf.data.FixedLengthRecordDataset(["this/path/doesnt/exist/"], 100)
+    dataset = dataset.map(lambda f: tf.io.decode_raw(f, tf.float32)[0])
+    infeed_queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+    with ipu.scopes.ipu_scope("/device:IPU:0"):
+        r = ipu.ipu_compiler.compile(infeed_queue._dequeue, [])
+    with tf.compat.v1.Session() as sess:
+        sess.run(infeed_queue.initializer)
+        sess.run(r)
+    """
+)
+
+
+@pytest.mark.follows("testDatasetExceptionTerminates")
+def test_dataset_exception_terminates():
+    # The original's infeed thread aborts the process when its dataset fails
+    # (poplar_executor.cc, LOG(FATAL)): the program cannot catch it.
+    result = subprocess.run(
+        [sys.executable, "-c", _FAILING_DATASET_PROGRAM], stderr=subprocess.PIPE, timeout=300
+    )
+    assert result.returncode == -signal.SIGABRT, result.stderr.decode()[-3000:]
+    assert "An infeed dataset iterator has failed" in result.stderr.decode()
 
 
 def _conv_training(iters_values, outfeed=None):

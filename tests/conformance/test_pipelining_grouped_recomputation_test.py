@@ -8,9 +8,9 @@ recomputation checkpoints (also in the final stage) and a stage taking three inp
 The original runs most of them with and without I/O tiles (`number_of_io_tiles`), which
 place data, not values: here once. Left out: testPipelineCompare6 runs a precompiled
 Poplar custom operation; the final-stage checkpoint's count of recomputed multiplies is a
-Poplar profile check (its losses are compared here). Not yet covered:
-testPipelineCompareRecomputeDropout, which compares the pipeline with the sharded model
-on the IPU, both drawing dropout masks from one seed (a CPU reference cannot draw them).
+Poplar profile check (its losses are compared here). testPipelineCompareRecomputeDropout
+compares with the sharded model on the IPU; a seeded IPU dropout draws the same mask
+wherever it runs, so here its stages run on the CPU as the reference.
 """
 
 from __future__ import annotations
@@ -228,3 +228,29 @@ def test_pipeline_recomputation_three_input():
             return _two_matmul_stage(x, checkpoint=False), label
 
     _compare(_model([stage1, stage2, _mean_logits_loss], _momentum, dataset_fn=dataset_fn))
+
+
+@pytest.mark.follows("testPipelineCompareRecomputeDropout")
+def test_pipeline_compare_recompute_dropout():
+    # The original compares with the model sharded on the IPU, as its dropout masks come
+    # from the device. A seeded IPU dropout draws the same mask wherever it runs, so here
+    # the reference runs the same stages (the same dropout op) one after the other on the
+    # CPU: the recomputed forward pass of the pipeline must reuse the forward's masks.
+    def stage(x, name):
+        with v1.variable_scope(name, use_resource=True):
+            weight = _weight("w")
+        return ipu.rand_ops.dropout(tf.matmul(x, weight), seed=[10, 10])
+
+    def stage1(x, label):
+        return stage(x, "s1"), label
+
+    def stage2(x, label):
+        return stage(x, "s2"), label
+
+    def stage3(x, label):
+        logits = tf.reduce_sum(stage(x, "s3"), axis=[1])
+        return _softmax_loss(logits, label)
+
+    model = _model([stage1, stage2, stage3], _momentum)
+    model["gradient_accumulation_count"] = 24
+    _compare(model)

@@ -25,6 +25,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import gen_dataset_ops
 from tensorflow.python.util import nest
 
+from openipu._src.engine import infeed_failures
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.engine.value_types import Nested
 from openipu._src.integration import dataset_iterators
@@ -217,19 +218,20 @@ class ElementStream:
             return tf.group(self._live.assign(False, read_value=False))
 
     def fetch_one(self) -> Nested:
-        with ops.device("/device:CPU:0"):
+        with ops.device("/device:CPU:0"), infeed_failures.dataset_reads():
             return self._iterator.get_next()
 
     def fetch_stacked(self, count: int, feed: str) -> Nested:
         """The next `count` elements, for a program of `replicas_reading()` replicas."""
         with ops.device("/device:CPU:0"):
             claim = self._claim(replicas_reading(), feed)
-        return fetch_from_iterator(
-            self._iterator._iterator_resource,  # noqa: SLF001 - TF1 iterators expose no handle
-            self.element_spec,
-            count,
-            after=[claim],
-        )
+        with infeed_failures.dataset_reads():
+            return fetch_from_iterator(
+                self._iterator._iterator_resource,  # noqa: SLF001 - TF1 iterators expose no handle
+                self.element_spec,
+                count,
+                after=[claim],
+            )
 
 
 class ChunkedStream:
@@ -264,7 +266,7 @@ class ChunkedStream:
 
     def fetch_stacked(self, count: int) -> Nested:
         chunks = self._chunk_iterator(count)
-        with ops.device("/device:CPU:0"):
+        with ops.device("/device:CPU:0"), infeed_failures.dataset_reads():
             if count == self._chunk_size:
                 flat = tf.cond(
                     self._leftovers.size() > 0,
