@@ -98,7 +98,10 @@ def test_repeat_with_a_float_n_in_a_tf1_graph_runs_while_the_counter_is_below_n(
 def test_repeat_with_a_float_n_eagerly_truncates_it_as_the_eager_while_loop(strategy):
     stock = float(_stock_while_count(2.5))
     ours = float(ipu.loops.repeat(2.5, lambda a: a + 1.0, [0.0]))
-    assert ours == stock == 2.0
+    bounded = float(
+        ipu.loops.while_loop(lambda a: True, lambda a: a + 1.0, [0.0], maximum_iterations=2.5)
+    )
+    assert ours == bounded == stock == 2.0
 
 
 def test_repeat_body_with_wrong_signature_raises_type_error(strategy):

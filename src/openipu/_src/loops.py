@@ -43,7 +43,8 @@ def _unpacking_a_lone_dict(body: Callable, infeed_queue) -> Callable:
 
 
 def _float_trip_count(n: float) -> int:
-    """How many iterations the original's `repeat` runs for a float `n`.
+    """How many iterations the original's `repeat` (or `while_loop`'s maximum_iterations)
+    allows for a float `n`.
 
     Its repeat is a while_loop with maximum_iterations=n (tensorflow/python/ipu/loops.py),
     so control_flow_ops.while_loop decides: eagerly it runs int(n) iterations; in a TF1
@@ -78,5 +79,8 @@ def while_loop(
     """Builds a loop that runs `body` while `condition` holds; returns the final values."""
     _check_infeed(infeed_queue)
     body = _unpacking_a_lone_dict(body, infeed_queue)
+    if isinstance(maximum_iterations, (float, np.floating)):
+        # The same while_loop as the original's repeat: see `_float_trip_count`.
+        maximum_iterations = _float_trip_count(float(maximum_iterations))
     maximum_iterations = plain_int(maximum_iterations)
     return device_loop.while_loop(condition, body, inputs, infeed_queue, maximum_iterations)
