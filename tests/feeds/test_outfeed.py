@@ -158,6 +158,15 @@ def test_buffer_depth_takes_any_number_above_zero_as_the_original(strategy):
         ipu.ipu_outfeed_queue.IPUOutfeedQueue(buffer_depth="3")
 
 
+@pytest.mark.parametrize("depth, message", [(256, "< 256, got 256"), (0.5, "0 < prefetch_depth")])
+def test_enqueue_needs_a_prefetch_depth_the_kernel_takes(strategy, depth, message):
+    # The original's enqueue kernel (kernels/datastream/feeds.cc) needs 0 < depth < 256 of
+    # its int attribute (0.5 becomes 0).
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(buffer_depth=depth)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        strategy.run(tf.function(lambda: outfeed.enqueue(tf.ones([2]))))
+
+
 def test_enqueue_of_other_shapes_into_a_used_queue_fails_as_the_executor(strategy):
     # poplar_executor.cc (RegisterOutfeeds) refuses an outfeed id already holding other
     # shapes with FailedPrecondition; the first program's elements stay dequeueable.

@@ -197,6 +197,7 @@ class IPUOutfeedQueue:
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
+        self._check_prefetch_depth()
         capture = stream_capture.current()
         if capture is not None and capture.collecting_enqueues:
             # A step traced for an executable: what it enqueues is what its call gives back.
@@ -239,6 +240,19 @@ class IPUOutfeedQueue:
         # Each replica enqueues into its own queue (traced once: replica r's copy into r's).
         store.map_replicas()
         return store.enqueue(flat, lockstep.tracing_replica())
+
+    def _check_prefetch_depth(self) -> None:
+        """The original's enqueue op takes buffer_depth as its int attribute prefetch_depth
+        and its kernel needs 0 < prefetch_depth < 256 (kernels/datastream/feeds.cc)."""
+        depth = int(self._buffer_depth)
+        if not 0 < depth:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"Need 0 < prefetch_depth, got {depth}"
+            )
+        if not depth < 256:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"Need prefetch_depth < 256, got {depth}"
+            )
 
     @staticmethod
     def _structure_of(tensors: Nested) -> Nested:
