@@ -187,17 +187,16 @@ def test_from_dict_accepts_nested_categories():
     assert config.io_tiles.num_io_tiles == 8
 
 
-def test_from_dict_unknown_name_suggests_the_right_one():
-    with pytest.raises(
-        ValueError,
-        match="'num_io_tile' is not a valid attribute.*Did you mean 'io_tiles.num_io_tiles'",
-    ):
-        IPUConfig().from_dict({"io_tiles.num_io_tile": 8})
-
-
-def test_from_dict_cannot_assign_a_category():
-    with pytest.raises(AttributeError, match="^io_tiles is a category"):
-        IPUConfig().from_dict({"io_tiles": 8})
+def test_from_dict_ignores_names_that_are_not_options():
+    # The original's from_dict (tensorflow/python/ipu/config.py) looks each option's full
+    # name up in the dict: other keys (misspelt names, categories, non-str keys) are not read.
+    config = IPUConfig()
+    config.from_dict(
+        {"io_tiles.num_io_tile": 8, "io_tiles": 8, 3: 1, "auto_select_ipus": 2, "nothing": {}}
+    )
+    expected = IPUConfig()
+    expected.auto_select_ipus = 2
+    assert config.to_dict() == expected.to_dict()
 
 
 def test_from_dict_is_all_or_nothing():
@@ -207,8 +206,13 @@ def test_from_dict_is_all_or_nothing():
     assert config == IPUConfig()
 
 
-def test_from_dict_needs_a_dict():
-    with pytest.raises(TypeError):
-        IPUConfig().from_dict([("auto_select_ipus", 1)])
-    with pytest.raises(TypeError):
-        IPUConfig().from_json("[1, 2]")
+def test_from_dict_of_a_sequence_sets_nothing_and_of_a_number_fails_as_the_original():
+    # The original only tests `name in dct`: a list holds no option name; an int has no `in`.
+    config = IPUConfig()
+    config.from_dict([("auto_select_ipus", 1)])
+    config.from_json("[1, 2]")
+    assert config.to_dict() == IPUConfig().to_dict()
+    with pytest.raises(TypeError) as stock:
+        _ = "auto_select_ipus" in 3  # type: ignore[operator]
+    with pytest.raises(type(stock.value), match="not iterable"):
+        IPUConfig().from_json("3")

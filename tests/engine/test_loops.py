@@ -67,9 +67,41 @@ def test_repeat_negative_n_runs_no_iteration_as_the_original(strategy):
     assert float(_run_tf2(strategy, lambda: ipu.loops.repeat(-3, lambda a: a + 1, [4.0]))) == 4.0
 
 
-def test_repeat_checks_n(strategy):  # a tensor n is a count given at run time
-    with pytest.raises(TypeError, match="n must be a Python int"):
-        _run_tf2(strategy, lambda: ipu.loops.repeat(2.5, lambda a: a, [1.0]))
+def _stock_while_count(n):
+    """Iterations stock TensorFlow's while_loop runs with maximum_iterations=n, as the
+    original's repeat (tensorflow/python/ipu/loops.py) builds its loop."""
+    return tf.compat.v1.while_loop(lambda i: True, lambda i: i + 1, [0.0], maximum_iterations=n)
+
+
+def test_repeat_with_a_float_n_in_a_tf2_function_fails_as_while_v2(strategy):
+    with pytest.raises(TypeError) as stock:
+        tf.function(lambda: _stock_while_count(2.5))()
+    with pytest.raises(TypeError, match="Expected int32, got 2.5") as ours:
+        _run_tf2(strategy, lambda: ipu.loops.repeat(2.5, lambda a: a + 1, [1.0]))
+    assert "Expected int32" in str(stock.value) and "2.5" in str(ours.value)
+
+
+def test_repeat_with_a_float_n_in_a_tf1_graph_runs_while_the_counter_is_below_n(
+    ipu_system, tf1_graph
+):
+    tf.compat.v1.disable_control_flow_v2()  # as tf.compat.v1.disable_v2_behavior() does
+    try:
+        stock = _stock_while_count(2.5)
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            ours = ipu.loops.repeat(2.5, lambda a: a + 1.0, [0.0])
+        with tf.compat.v1.Session(graph=tf1_graph) as session:
+            assert session.run(ours) == session.run(stock) == 3.0
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+
+
+def test_repeat_with_a_float_n_eagerly_truncates_it_as_the_eager_while_loop(strategy):
+    stock = float(_stock_while_count(2.5))
+    ours = float(ipu.loops.repeat(2.5, lambda a: a + 1.0, [0.0]))
+    bounded = float(
+        ipu.loops.while_loop(lambda a: True, lambda a: a + 1.0, [0.0], maximum_iterations=2.5)
+    )
+    assert ours == bounded == stock == 2.0
 
 
 def test_repeat_body_with_wrong_signature_raises_type_error(strategy):

@@ -126,7 +126,6 @@ def test_iterating_yields_each_enqueued_element(strategy):
         # The original's messages (ipu_outfeed_queue.py).
         ({"outfeed_mode": "ALL"}, "Expected `outfeed_mode` value to be of"),
         ({"buffer_depth": 0}, "Outfeed buffer depth cannot be less than 1"),
-        ({"buffer_depth": 2.0}, "buffer_depth must be an int"),
         ({"device_ordinal": -1}, "Device ordinal must be >= 0"),
         ({"device_ordinal": "0"}, "Device ordinal must be an integer"),
     ],
@@ -139,9 +138,43 @@ def test_constructor_validation(kwargs, message):
 def test_enqueue_structure_validation(strategy):
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
     # Dictionaries with keys other than strings are accepted, as by the original
-    # (infeed_outfeed_test.py enqueues {101: ..., 2020: ...}); other objects are not.
-    with pytest.raises(ValueError, match="takes a tensor, a tuple or list"):
+    # (infeed_outfeed_test.py enqueues {101: ..., 2020: ...}); other objects fail with
+    # TensorFlow's own conversion error, as the original's convert_n_to_tensor does.
+    with pytest.raises((TypeError, ValueError)) as stock:
+        tf.convert_to_tensor(object())
+    with pytest.raises(type(stock.value)):
         outfeed.enqueue(object())
+
+
+def test_buffer_depth_takes_any_number_above_zero_as_the_original(strategy):
+    # The original checks only `buffer_depth <= 0` (ipu_outfeed_queue.py); its op's int
+    # attribute takes a float. A str fails Python's own comparison with an int.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(buffer_depth=2.0)
+    _spec_example(strategy, outfeed, "tensor", 3)
+    assert outfeed.dequeue().shape[0] == 3
+    with pytest.raises(TypeError) as stock:
+        _ = "3" <= 0
+    with pytest.raises(type(stock.value)):
+        ipu.ipu_outfeed_queue.IPUOutfeedQueue(buffer_depth="3")
+
+
+@pytest.mark.parametrize("depth, message", [(256, "< 256, got 256"), (0.5, "0 < prefetch_depth")])
+def test_enqueue_needs_a_prefetch_depth_the_kernel_takes(strategy, depth, message):
+    # The original's enqueue kernel (kernels/datastream/feeds.cc) needs 0 < depth < 256 of
+    # its int attribute (0.5 becomes 0).
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue(buffer_depth=depth)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        strategy.run(tf.function(lambda: outfeed.enqueue(tf.ones([2]))))
+
+
+def test_enqueue_of_other_shapes_into_a_used_queue_fails_as_the_executor(strategy):
+    # poplar_executor.cc (RegisterOutfeeds) refuses an outfeed id already holding other
+    # shapes with FailedPrecondition; the first program's elements stay dequeueable.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    strategy.run(tf.function(lambda: outfeed.enqueue(tf.ones([2]))))
+    with pytest.raises(tf.errors.FailedPreconditionError, match="already exists but with a"):
+        strategy.run(tf.function(lambda: outfeed.enqueue(tf.ones([3]))))
+    np.testing.assert_array_equal(outfeed.dequeue().numpy(), np.ones([1, 2]))
 
 
 def test_enqueue_twice_in_one_graph_raises(ipu_system, tf1_graph):
@@ -172,7 +205,8 @@ def test_synthetic_data(strategy, monkeypatch):
     monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
     output, total = all_mode.dequeue()
     assert output.shape == (0, 4, 4) and total.shape == (0,)
-    with pytest.raises(ValueError, match="synthetic data"):
+    # The original's dequeue kernel fails with FailedPrecondition (kernels/datastream/feeds.cc).
+    with pytest.raises(tf.errors.FailedPreconditionError, match="synthethic data"):
         last_mode.dequeue()
 
 

@@ -198,3 +198,21 @@ def test_shard_index_is_checked(tf1_graph):
     with pytest.raises(ValueError, match="int >= 0"):
         with ipu.scopes.ipu_shard(-1):
             pass
+
+
+def test_more_shards_than_the_device_has_ipus_fails_as_the_original_compiler(reset_system):
+    # poplar_compiler.cc: a device whose IPU count the shards do not divide (2 IPUs,
+    # 3 shards: 2 % 3 != 0) fails the compilation with an InternalError.
+    ipus, shards = 2, 3
+    assert ipus % shards != 0
+    _configure(ipus)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+
+    def step(x):
+        with ipu.scopes.ipu_shard(0):
+            a = x * 2.0
+        with ipu.scopes.ipu_shard(shards - 1):
+            return a + 1.0
+
+    with pytest.raises(tf.errors.InternalError, match="with 2 IPUs and 3 shards"):
+        strategy.run(tf.function(step, jit_compile=True), args=(tf.ones([2]),))

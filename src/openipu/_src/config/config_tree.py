@@ -19,7 +19,7 @@ import dataclasses
 import difflib
 import enum
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from openipu._src.config.attribute_metadata import AttributeMetadata, logger
@@ -430,37 +430,39 @@ class ConfigTree(ConfigCategory):
         stand for tuples."""
         converted = []
         for name, data in assignments:
-            try:
-                _, option = self._resolve_option(name)
-            except (UnknownAttributeError, KeyError):
-                # Unknown names and categories fail in _apply_assignments, with the usual message.
-                converted.append((name, data))
-                continue
+            _, option = self._resolve_option(name)  # only options are left (see above)
             converted.append((name, from_json_value(data, option.type_hint)))
         return converted
 
     def _flatten_assignments(self, dct: Any, prefix: str = "") -> list[tuple[str, Any]]:
-        if not isinstance(dct, dict):
-            raise TypeError(
-                f"a configuration must be a dict of option names to values, got {dct!r}"
-            )
+        """The (option name, value) pairs `dct` gives. As the original's from_dict
+        (tensorflow/python/ipu/config.py), which looks each option's full name up in `dct`,
+        other keys (unknown names, categories, keys that are not str) are ignored, and a
+        `dct` that is not a mapping gives nothing if `in` works on it, else a TypeError."""
+        if not isinstance(dct, Mapping):
+            try:
+                iter(dct)
+            except TypeError:
+                raise TypeError(
+                    f"argument of type '{type(dct).__name__}' is not iterable"
+                ) from None
+            return []
         assignments = []
         for key, value in dct.items():
             if not isinstance(key, str):
-                raise TypeError(f"configuration keys must be option names (str), got {key!r}")
+                continue
             name = prefix + key
-            if isinstance(value, dict) and self._is_category(name):
-                assignments += self._flatten_assignments(value, prefix=f"{name}.")
-            else:
+            try:
+                category, local_name = self._resolve(name)
+            except UnknownAttributeError:
+                logger.debug("from_dict: %r is not an option of this config, ignored", name)
+                continue
+            if local_name in category._option_fields:
                 assignments.append((name, value))
+            elif isinstance(value, Mapping):
+                # A category's options as a nested dict (an extension of the original's form).
+                assignments += self._flatten_assignments(value, prefix=f"{name}.")
         return assignments
-
-    def _is_category(self, dotted_name: str) -> bool:
-        try:
-            category, name = self._resolve(dotted_name)
-        except UnknownAttributeError:
-            return False
-        return name in category._subcategory_fields
 
     def _apply_assignments(self, assignments: list[tuple[str, Any]]) -> None:
         # Deprecated options first, so that a value given at the option that replaced one wins.
@@ -468,11 +470,7 @@ class ConfigTree(ConfigCategory):
         staged = copy.deepcopy(self)
         deprecated_first = sorted(assignments, key=lambda item: not staged._is_deprecated(item[0]))
         for name, value in deprecated_first:
-            category, local_name = staged._resolve(name)
-            option = category._option_fields.get(local_name)
-            if option is None:
-                setattr(category, local_name, value)  # A category: raises the usual error.
-                continue
+            category, option = staged._resolve_option(name)
             changes_default = not (type(value) is type(option.default) and value == option.default)
             category._set_option(option, value, warn_if_deprecated=changes_default)
         self._take_values_from(staged)

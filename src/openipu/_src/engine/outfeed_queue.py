@@ -55,14 +55,9 @@ class IPUOutfeedMode(enum.Enum):
 
 
 def _validate_structure(tensors: Nested) -> Nested:
-    """Converts an enqueued value to tensors, checking it is a tensor, list/tuple or dict."""
-    try:
-        return nest.map_structure(tf.convert_to_tensor, tensors)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            "IPUOutfeedQueue.enqueue takes a tensor, a tuple or list of tensors, or a "
-            f"dictionary of tensors: {error}"
-        ) from None
+    """Converts an enqueued value to tensors; what TensorFlow cannot convert fails with its
+    own error, as the original's enqueue (ipu_outfeed_queue.py: convert_n_to_tensor)."""
+    return nest.map_structure(tf.convert_to_tensor, tensors)
 
 
 def _storage_graph() -> ops.Graph | None:
@@ -100,9 +95,9 @@ class IPUOutfeedQueue:
                 "Expected `outfeed_mode` value to be of `ipu_outfeed_queue.IPUOutfeedMode` "
                 f"type, but is {type(outfeed_mode)}: use IPUOutfeedMode.ALL or LAST"
             )
-        if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, int):
-            raise ValueError(f"buffer_depth must be an int, got {buffer_depth!r}")
-        if buffer_depth < 1:
+        # Only the original's check (ipu_outfeed_queue.py): any number above 0 is taken, as
+        # its op's int attribute takes it; a non-number fails the comparison (TypeError).
+        if buffer_depth <= 0:
             raise ValueError(f"Outfeed buffer depth cannot be less than 1, got {buffer_depth}")
         self._mode = outfeed_mode
         self._device_ordinal = validate_device_ordinal(device_ordinal)
@@ -202,6 +197,7 @@ class IPUOutfeedQueue:
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
+        self._check_prefetch_depth()
         capture = stream_capture.current()
         if capture is not None and capture.collecting_enqueues:
             # A step traced for an executable: what it enqueues is what its call gives back.
@@ -245,6 +241,19 @@ class IPUOutfeedQueue:
         store.map_replicas()
         return store.enqueue(flat, lockstep.tracing_replica())
 
+    def _check_prefetch_depth(self) -> None:
+        """The original's enqueue op takes buffer_depth as its int attribute prefetch_depth
+        and its kernel needs 0 < prefetch_depth < 256 (kernels/datastream/feeds.cc)."""
+        depth = int(self._buffer_depth)
+        if not 0 < depth:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"Need 0 < prefetch_depth, got {depth}"
+            )
+        if not depth < 256:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"Need prefetch_depth < 256, got {depth}"
+            )
+
     @staticmethod
     def _structure_of(tensors: Nested) -> Nested:
         return nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), tensors)
@@ -260,12 +269,15 @@ class IPUOutfeedQueue:
                 )
             except (TypeError, ValueError):
                 same = False
-            # Not a check of the original, which overwrites the structure and then
-            # dequeues the held elements as the new one (a crash or wrong values).
+            # The original's executor refuses a program whose outfeed of the same feed id
+            # has other shapes (poplar_executor.cc, RegisterOutfeeds: FailedPrecondition).
             if not same and self._store is not None:
-                raise ValueError(
-                    f"IPUOutfeedQueue.enqueue: this queue already carries elements of "
-                    f"{self._structure}; it cannot also carry {structure}. Use another queue."
+                raise tf.errors.FailedPreconditionError(
+                    None,
+                    None,
+                    f"Outfeed with id='{self._name}' already exists but with a different "
+                    f"tensor shape or replication factor ({self._structure}, now "
+                    f"{structure}). Consider changing the `feed_name` in IPUOutfeedQueue.",
                 )
         self._structure = structure
 
@@ -383,13 +395,11 @@ class IPUOutfeedQueue:
         replicas = store.replicas
         specs = store.specs
         if poplar_flags.is_synthetic("outfeed"):
-            if self._mode is IPUOutfeedMode.LAST:
-                raise ValueError(
-                    "Cannot dequeue the last element of an IPUOutfeedQueue in LAST mode with "
-                    "synthetic data (TF_POPLAR_FLAGS=--use_synthetic_data): no data reaches the host"
-                )
             lead = [0] if replicas == 1 else [0, replicas]
             empty = [tf.zeros(lead + list(s.shape), s.dtype) for s in specs]
+            if self._mode is IPUOutfeedMode.LAST:
+                # The original's dequeue kernel fails when it runs (kernels/datastream/feeds.cc).
+                empty = [self._last(values, _LAST_WITH_SYNTHETIC_DATA) for values in empty]
             return nest.pack_sequence_as(self._structure, empty)
 
         with ops.device("/device:CPU:0"):
@@ -402,16 +412,17 @@ class IPUOutfeedQueue:
                 flat = [self._last(values) for values in flat]
         return nest.pack_sequence_as(self._structure, flat)
 
-    def _last(self, values: tf.Tensor) -> tf.Tensor:
+    def _last(self, values: tf.Tensor, empty_message: str = "") -> tf.Tensor:
+        empty_message = empty_message or _LAST_BEFORE_ENQUEUE
         count = tf.shape(values)[0]
         if tf.executing_eagerly():
             if int(count) == 0:
-                raise tf.errors.FailedPreconditionError(None, None, _LAST_BEFORE_ENQUEUE)
+                raise tf.errors.FailedPreconditionError(None, None, empty_message)
             return values[-1]
         run_errors.install(
-            run_errors.assertion_as(tf.errors.FailedPreconditionError, _LAST_BEFORE_ENQUEUE)
+            run_errors.assertion_as(tf.errors.FailedPreconditionError, empty_message)
         )
-        check = tf.debugging.assert_positive(count, message=_LAST_BEFORE_ENQUEUE)
+        check = tf.debugging.assert_positive(count, message=empty_message)
         with tf.control_dependencies([check]):
             return values[-1]
 
@@ -447,6 +458,10 @@ _EMPTY_DIMENSION = (
 )
 
 # The original's words and error type (kernels/datastream/feeds.cc, outfeed dequeue).
+_LAST_WITH_SYNTHETIC_DATA = (
+    "Trying to get the last value from an outfeed queue when using synthethic data. This is "
+    "not supported."
+)
 _LAST_BEFORE_ENQUEUE = (
     "Trying to get the last value from an outfeed queue before it was executed. Make sure "
     "the outfeed dequeue TensorFlow operation is executed after the enqueue to the outfeed "

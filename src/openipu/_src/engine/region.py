@@ -201,9 +201,13 @@ def compile_region(
         raise TypeError(f"inputs must be a list or tuple of values, got {type(inputs).__name__}")
     connection = _device_connection_type()
     if connection is DeviceConnectionType.NEVER:
-        raise RuntimeError(
-            "The IPU system is configured with device_connection.type = NEVER: the emulated "
-            "IPU is never attached, so no program can run on it. Use ALWAYS or ON_DEMAND."
+        # The original's executable refuses to run with InvalidArgument
+        # (poplar_executable.cc); here when the program is built (in TF1, before its run).
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            "Trying to run an executable on a device that was configured for compilation "
+            "only (device_connection.type = NEVER). Use ALWAYS or ON_DEMAND to run it.",
         )
     if tf.executing_eagerly() and connection is not DeviceConnectionType.PRE_COMPILE:
         return tf.function(

@@ -264,9 +264,14 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
                 raise
             collections.restore()
             if retry.ipus_per_replica > ipus:
-                raise ValueError(
-                    f"The program needs {retry.ipus_per_replica} IPUs per replica but its "
-                    f"device {device_name} has {ipus}"
+                # The original's compiler refuses shards that do not divide the device's
+                # IPUs with an InternalError (poplar_compiler.cc).
+                raise tf.errors.InternalError(
+                    None,
+                    None,
+                    f"Trying to compile a graph for an IPU device with {ipus} IPUs and "
+                    f"{retry.ipus_per_replica} shards. The number of shards needs to divide "
+                    f"the number of IPUs (device {device_name}).",
                 ) from None
             if retry.ipus_per_replica <= ipus_per_replica:
                 raise
