@@ -112,11 +112,6 @@ def test_strategy_second_worker(cluster_spec):
     assert strategy.extended.should_save_summary is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the initial value is colocated with its variable (TensorFlow's "
-    "default); the original marks initializers with the colocation group loc:@cpu",
-)
 @pytest.mark.follows("test_initializer_colocation")
 def test_initializer_colocation(cluster_spec):
     with tf.Graph().as_default():
@@ -728,13 +723,6 @@ def test_ipu_estimator(cluster_spec, tmp_path):
         np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="difference: the reported loss of an IPUPipelineEstimator is the workers' mean; "
-    "the original reports their sum (_get_loss_reduce_op_for_reporting: SUM when the "
-    "optimizer scaled the loss); the trained variables match",
-)
 @pytest.mark.follows("test_ipu_pipeline_estimator")
 def test_ipu_pipeline_estimator(cluster_spec, tmp_path):
     num_iterations, y, initial_w0, initial_w1, learning_rate = 3, 1.0, 1.0, 2.0, 0.5
@@ -799,7 +787,8 @@ def test_ipu_pipeline_estimator(cluster_spec, tmp_path):
     x = np.array(per_worker_x)
     for _ in range(num_iterations):
         residual = w0 * x + w1 - y
-        # The optimizer scaled the loss by the workers: the reported one is their sum.
+        # The pipeline's optimizer scaled the loss in the pipeline's function graph, not
+        # the estimator's: the reported loss is the workers' sum.
         expected_losses.append(np.sum(np.square(residual)))
         w0 -= learning_rate * accumulation * np.sum(2 * residual * x) / NUM_WORKERS
         w1 -= learning_rate * accumulation * np.sum(2 * residual) / NUM_WORKERS

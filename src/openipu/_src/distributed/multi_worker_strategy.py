@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import logging
 
+from tensorflow.core.framework import attr_value_pb2
+from tensorflow.python.framework import ops
+
 from openipu._src.distributed.collective_extended import IPUCollectiveExtended
 from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
 logger = logging.getLogger(__name__)
+
+
+_HOST_INITIALIZER_ATTRS = {
+    "_class": attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(s=[b"loc:@cpu"])),
+    "_XlaCompile": attr_value_pb2.AttrValue(b=False),
+    "_XlaScope": attr_value_pb2.AttrValue(s=b""),
+}
 
 
 class IPUMultiWorkerExtended(IPUCollectiveExtended):
@@ -35,6 +45,22 @@ class IPUMultiWorkerExtended(IPUCollectiveExtended):
     @property
     def variables_on_host(self) -> bool:
         return self._variables_on_host
+
+    def _get_variable_creator_initial_value(self, replica_id, device, primary_var, **kwargs):
+        make_initial_value = super()._get_variable_creator_initial_value(
+            replica_id, device, primary_var, **kwargs
+        )
+        if replica_id != 0:
+            return make_initial_value
+
+        def initial_value_on_host():
+            # tensorflow/python/ipu/ipu_multi_worker_strategy.py: the initializers (and the
+            # chief's broadcast of them) form one host colocation group, kept out of XLA.
+            graph = ops.get_default_graph()
+            with graph._attr_scope(_HOST_INITIALIZER_ATTRS):  # noqa: SLF001
+                return make_initial_value()
+
+        return initial_value_on_host
 
 
 class IPUMultiWorkerStrategyV1(IPUStrategyV1):

@@ -6,7 +6,7 @@ scope, the model_fn in its replica context (variables are mirrored and start fro
 chief's values, an optimizer all-reduces its gradients across the workers and scales
 a mean loss by the workers), the input_fn gets the worker's `input_context`
 (tensorflow/python/ipu/ipu_estimator.py `_get_input_context`), the reported loss is
-reduced across the workers, and the session runs on `RunConfig.master` with the
+reduced across the workers (`reported_loss`), and the session runs on `RunConfig.master` with the
 strategy's session configuration.
 """
 
@@ -54,10 +54,21 @@ def in_replica_context(strategy: Any, build: Callable[[], T]) -> T:
 
 
 def reported_loss(strategy: Any, loss: tf.Tensor) -> tf.Tensor:
-    """The loss over the workers: their mean (the stock Estimator's reporting reduction)."""
+    """The loss over the workers, reduced as the stock Estimator reports it.
+
+    tensorflow_estimator's `_get_loss_reduce_op_for_reporting`: the strategy's loss
+    reduction (MEAN in an estimator's scope) when an optimizer scaled the loss in this
+    graph, else the workers' SUM. A pipeline's optimizer runs in the pipeline's own
+    function graph, so the original reports a pipeline estimator's loss summed.
+    """
     if strategy is None:
         return loss
-    reduced: tf.Tensor = strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
+    graph = tf.compat.v1.get_default_graph()
+    if getattr(graph, "_is_loss_scaled_by_optimizer", False):
+        reduce_op = tf.compat.v1.distribute.get_loss_reduction()
+    else:
+        reduce_op = tf.distribute.ReduceOp.SUM
+    reduced: tf.Tensor = strategy.reduce(reduce_op, loss, axis=None)
     return reduced
 
 
