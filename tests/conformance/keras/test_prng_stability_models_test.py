@@ -98,7 +98,8 @@ def _mnist_like(categorical):
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(32, drop_remainder=True).repeat()
 
 
-SEQUENCE = 4  # the original's reviews are padded to 80 words (shorter here: the LSTM compiles per step)
+# The original's reviews are padded to 80 words; 4 here, as each LSTM step adds to the program.
+SEQUENCE = 4
 
 
 def _imdb_like(max_features, minibatch_size):
