@@ -196,3 +196,27 @@ def test_half_precision_overflows_saturate_in_optimizer_updates_and_accumulators
             v = clip(v + (clip(g * g) - v) * np.float16(1 - 0.999))
             w = clip(w - lr * m / (np.sqrt(v) + np.float16(1e-7)))
     np.testing.assert_allclose(var.numpy(), [w, w], rtol=2e-3)
+
+
+def test_ops_that_cannot_overflow_keep_their_results_and_build_no_replacement():
+    # |x|, relu and tanh of finite half values stay finite: only the doubling saturates.
+    from openipu._src.engine import floating_point_checks
+
+    model = lambda x, y: tf.nn.relu(tf.abs(x)) * y + tf.tanh(x)  # noqa: E731
+    feeds = [[-40000.0, 2.0], [3.0, 0.5]]
+    _configure()
+    expected = np.minimum(np.abs(np.float32(feeds[0])) * feeds[1] + np.tanh(feeds[0]), 65504)
+    np.testing.assert_allclose(_tf1_run(model, feeds, np.float16), expected, rtol=1e-3)
+
+    def built(body):
+        graph = tf.Graph()
+        with graph.as_default(), floating_point_checks.checking(frozenset(), saturate=True):
+            x = tf.compat.v1.placeholder(tf.float16, [2])
+            body(x)
+        return len(graph.get_operations())
+
+    plain = tf.Graph()
+    with plain.as_default():
+        tf.abs(tf.tanh(tf.compat.v1.placeholder(tf.float16, [2])))
+    assert built(lambda x: tf.abs(tf.tanh(x))) == len(plain.get_operations())
+    assert built(lambda x: x * x) > 2  # a multiplication can overflow: replaced

@@ -103,6 +103,36 @@ _PASS_THROUGH = {
     "CheckNumerics",
     "CheckNumericsV2",
 }
+# Ops whose float16 results are never larger in magnitude than their inputs (or are
+# bounded): they cannot make an infinity from finite inputs, so no overflow replacement
+# is built for them (each replacement costs the program about ten ops). Their exception
+# checks (e.g. `inv` of Sqrt) still apply.
+_CANNOT_OVERFLOW = {
+    "Abs",
+    "Neg",
+    "Sign",
+    "Relu",
+    "Relu6",
+    "Elu",
+    "Sqrt",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "Sin",
+    "Cos",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Rint",
+    "ReluGrad",
+    "Relu6Grad",
+    "TanhGrad",
+    "SigmoidGrad",
+    "Pad",
+    "PadV2",
+    "MirrorPad",
+    "ReverseV2",
+}
 #: The message the chip's run fails with (poplar_util.cc `PoplarExceptionToTensorflowStatus`).
 MESSAGE = (
     "[Poplar][Execute engine] application_runtime_error: [Recovery action: IPU_RESET] "
@@ -249,7 +279,7 @@ class _Callback:
         try:
             # Without exception bits (saturation alone) no check is built.
             checks = _checks(op_type, list(inputs), list(outputs), self.bits) if self.bits else []
-            half = _half_results(inputs, outputs)
+            half = op_type not in _CANNOT_OVERFLOW and _half_results(inputs, outputs)
             nan_on_overflow = "nanoo" in self.bits and half
             saturating = self.saturate and half
             nan_to_int32 = _casts_float_to_int32(op_type, inputs, outputs)
