@@ -21,10 +21,7 @@ def _run(values, attribute_type):
     )[0]  # fmt: skip
     builder.addOutputTensor(out)
     proto = builder.getModelProto()
-    # Beside the builder's '__debug_info_id', which every node gets.
-    (attribute,) = (
-        a for a in onnx.load_from_string(proto).graph.node[0].attribute if a.name == "values"
-    )
+    (attribute,) = onnx.load_from_string(proto).graph.node[0].attribute
     assert attribute.type == attribute_type
     session = popart.InferenceSession(
         proto,
