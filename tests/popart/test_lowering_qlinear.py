@@ -59,7 +59,10 @@ def test_qlinearmatmul(opset, dtype, shapes):
 def test_qlinearconv(attributes, per_channel, with_bias):
     group = attributes.get("group", 1)
     x = _quantized(np.uint8, (1, 4, 6, 5))
-    w = _quantized(np.int8, (6, 4 // group, 3, 3))
+    # Weights within 7 bits: onnxruntime's x86 u8s8 kernels without VNNI add pairs of
+    # uint8 x int8 products in saturating int16 (pmaddubsw), so full-range weights give
+    # results that depend on the CPU's vector unit; within 7 bits no pair saturates.
+    w = RNG.integers(-64, 64, size=(6, 4 // group, 3, 3)).astype(np.int8)
     inputs = {
         "x": x,
         "x_scale": np.array(0.04, F32),

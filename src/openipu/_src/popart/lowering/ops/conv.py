@@ -23,6 +23,18 @@ from openipu._src.popart.lowering.spatial import (
 _CONV_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64}
 
 
+def _onednn_enabled() -> bool:
+    """Whether TensorFlow runs its oneDNN kernels here (TF 2.21 turns them on by default only
+    on CPUs with AVX-512 VNNI, BF16 or AMX). Without them Grappler still fuses a grouped
+    convolution with the following bias into `_FusedConv2D`, whose plain CPU kernel refuses
+    groups at run time ("Fused conv implementation does not support grouped convolutions")."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:  # a TensorFlow without the query: per-group convolutions always work
+        return False
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
 def convolve(
     x: tf.Tensor,
     weight: tf.Tensor,
@@ -80,7 +92,8 @@ def convolve_channels_last(
 
     TensorFlow's CPU kernels are channels-last; 3-D grouped convolutions and strides combined with
     dilations are done piecewise because those kernels lack them, and so are the gradients of
-    grouped convolutions (see `_grouped`).
+    grouped convolutions (see `_grouped`) and, without oneDNN, grouped convolutions (see
+    `_onednn_enabled`).
     """
     dtype = x.dtype
     if dtype not in _CONV_DTYPES:
@@ -109,7 +122,7 @@ def convolve_channels_last(
 
     if groups == 1:
         output = conv(x, filters)
-    elif spatial == 3:
+    elif spatial == 3 or not _onednn_enabled():
         output = _per_group(conv, x, filters, groups)
     else:
         output = _grouped(conv, x, filters, groups)
