@@ -15,6 +15,7 @@ import onnxruntime
 import pytest
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
+from reference_models import for_reference
 
 import popart
 
@@ -38,6 +39,7 @@ def _run(build, inputs, opsets=None, new_ops=None, engine="reference"):
         builder.addOutputTensor(output)
     model = onnx.load_from_string(builder.getModelProto())
     onnx.checker.check_model(model, full_check=True)
+    model = for_reference(model)
     feeds = dict(zip(ids, inputs, strict=True))
     if engine == "onnxruntime":
         session = onnxruntime.InferenceSession(

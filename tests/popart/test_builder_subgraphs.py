@@ -5,6 +5,7 @@ import onnx
 import onnxruntime
 import pytest
 from onnx.reference import ReferenceEvaluator
+from reference_models import for_reference
 
 import popart
 
@@ -12,7 +13,7 @@ import popart
 def _checked_model(builder):
     model = onnx.load_from_string(builder.getModelProto())
     onnx.checker.check_model(model, full_check=True)
-    return model
+    return for_reference(model)
 
 
 def _run_both(builder, feeds, reference=True):

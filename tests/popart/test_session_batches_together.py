@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference_models import for_reference
 
 import popart
 from openipu._src.engine.compile_policy import CompileMode
@@ -80,7 +81,9 @@ def test_batches_together_match_the_loop_and_onnxruntime(
     # onnx.reference gives Softmax-11 the axis semantics of Softmax-13; onnxruntime does not.
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    reference = onnxruntime.InferenceSession(proto, options, providers=["CPUExecutionProvider"])
+    reference = onnxruntime.InferenceSession(
+        for_reference(proto).SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
     for name in ("softmax", "attention"):
         tensor = outputs[name]
         expected = np.stack([reference.run([tensor], {x: batch})[0] for batch in data])
@@ -136,7 +139,9 @@ def test_convolutional_models_run_as_graphs_with_batches_unrolled():
     arrays = session.initAnchorArrays()
     data = rng.normal(size=(3, BATCH, CHANNELS, SIZE, SIZE)).astype(np.float32)
     session.run(popart.PyStepIO({x: data}, arrays))
-    reference = onnxruntime.InferenceSession(proto, providers=["CPUExecutionProvider"])
+    reference = onnxruntime.InferenceSession(
+        for_reference(proto).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     expected = np.stack([reference.run([y], {x: batch})[0] for batch in data])
     np.testing.assert_allclose(arrays[y], expected, rtol=1e-4, atol=1e-4)
     assert session._program.compiled_mode is CompileMode.GRAPH  # noqa: SLF001

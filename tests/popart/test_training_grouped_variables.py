@@ -198,3 +198,51 @@ def test_optimizer_state_is_grouped_and_the_accumulator_is_not(tmp_path):
     assert np.all(accl1[0] != 0)
     np.testing.assert_allclose(accl1[1], 2 * accl1[0], rtol=1e-5)
     np.testing.assert_allclose(accl2[1], 4 * accl2[0], rtol=1e-5)
+
+
+def test_sgd1_velocity_of_a_grouped_weight_is_not_grouped(tmp_path):
+    """SGD1 (Combined mode, with momentum) adds Accl___ with the weight gradient's shape and
+    default variable settings (willow/src/patterns/sgd1decompose.cpp, addAcclInTensor), so a
+    grouped weight's Accl___ has one replica's shape; SGD2's Accl1___ (Separate mode) is
+    grouped as the weight (sgd2decompose.cpp)."""
+    shapes = {}
+    for mode in (
+        popart.SGDAccumulatorAndMomentum.Combined,
+        popart.SGDAccumulatorAndMomentum.Separate,
+    ):
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4]), "x")
+        group = popart.CommGroup(popart.CommGroupType.Consecutive, 2)
+        w_host = np.stack([np.ones((4, 3)), 2 * np.ones((4, 3))]).astype(np.float32)
+        w = builder.addInitializedInputTensor(w_host, popart.VariableSettings(group), "w")
+        loss = builder.aiOnnx.reducesumsquare([builder.aiOnnx.matmul([x, w])], keepdims=0)
+        options = popart.SessionOptions()
+        options.enableReplicatedGraphs = True
+        options.replicatedGraphCount = REPLICAS
+        sgd = popart.SGD(
+            {"defaultLearningRate": (1e-3, False), "defaultMomentum": (0.9, False)},
+            accumulatorAndMomentum=mode,
+        )
+        session = popart.TrainingSession(
+            fnModel=builder.getModelProto(),
+            dataFlow=popart.DataFlow(1, [loss]),
+            loss=loss,
+            optimizer=sgd,
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": REPLICAS}),
+            userOptions=options,
+        )
+        session.prepareDevice()
+        session.weightsFromHost()
+        anchors = session.initAnchorArrays()
+        session.run(popart.PyStepIO({x: np.ones((REPLICAS, 2, 4), np.float32)}, anchors))
+        path = str(tmp_path / f"model_{mode}.onnx")
+        session.modelToHost(path)
+        saved = {t.name: list(t.dims) for t in onnx.load(path).graph.initializer}
+        shapes[mode] = saved
+        # The weights still train: group 1's weight (twice group 0's) moved, and further.
+        trained = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+        assert np.all(trained[w] < w_host)
+    combined = shapes[popart.SGDAccumulatorAndMomentum.Combined]
+    separate = shapes[popart.SGDAccumulatorAndMomentum.Separate]
+    assert combined[popart.reservedAcclPrefix() + "w"] == [4, 3]
+    assert separate[popart.reservedAccl1Prefix() + "w"] == [2, 4, 3]

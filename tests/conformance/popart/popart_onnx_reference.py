@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx.reference import ReferenceEvaluator
 
+from openipu._src.popart.builder.builder_debug_info import strip_internal_attributes
+
 
 def numeric_gradients(
     function, feeds: dict[str, np.ndarray], upstream: np.ndarray, wrt: Sequence[str]
@@ -38,6 +40,9 @@ class OnnxReference:
 
     def __init__(self, model_proto: bytes, outputs: Sequence[str]) -> None:
         model = onnx.load_from_string(model_proto)
+        # Without PopART's '__' node attributes (the builder's '__debug_info_id' on every
+        # node), which onnx.reference's ops refuse.
+        strip_internal_attributes(model.graph)
         del model.graph.output[:]
         model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(o) for o in outputs)
         self._evaluator = ReferenceEvaluator(model)

@@ -341,13 +341,6 @@ def test_has_attribute():
 
 
 @pytest.mark.follows("test_get_all_attribute_names")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: the original's Builder gives every node a '__debug_info_id' "
-    "attribute (willow/src/builder.cpp: each op method makes a BuilderDebugInfo and stores "
-    "its id in the node's attributes, so getModelProto's nodes carry it); openipu's nodes "
-    "carry only their own attributes",
-)
 def test_get_all_attribute_names():
     builder, o = _add_output()
     builder.addNodeAttribute("test", 100.0, {o})

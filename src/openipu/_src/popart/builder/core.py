@@ -26,6 +26,12 @@ from onnx import (
 from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.annotation_contexts import AnnotationMethods
 from openipu._src.popart.builder.attribute_values import make_attribute
+from openipu._src.popart.builder.builder_debug_info import (
+    INPUT_DEBUG_ID_PREFIX,
+    insert_debug_info_id,
+    op_debug_info_id,
+    variable_debug_info_id,
+)
 from openipu._src.popart.builder.initializer_layout import popart_initializer
 from openipu._src.popart.builder.model_checks import with_relative_external_locations
 from openipu._src.popart.builder.model_context import (
@@ -218,6 +224,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             domain=onnx_domain(domain),
         )
         node.attribute.extend(attributes)
+        insert_debug_info_id(node, op_debug_info_id(debug_context, op_type, inputs, node.attribute))
         explicit = {attribute.name for attribute in node.attribute}
         for attribute_name, stack in self._context_attributes.items():
             if stack and attribute_name not in explicit:
@@ -276,6 +283,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         self._add_graph_input(
             helper.make_tensor_value_info(tensor_id, info.onnx_type(), info.shape())
         )
+        self._metadata[INPUT_DEBUG_ID_PREFIX + tensor_id] = str(
+            variable_debug_info_id(debug_context, "addInputTensor", tensor_id)
+        )
         if settings is not None:
             self._metadata[names.INPUT_SETTINGS_PREFIX + tensor_id] = encode_input_settings(
                 settings
@@ -312,6 +322,9 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             helper.make_tensor_value_info(
                 tensor_id, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape)
             )
+        )
+        self._metadata[INPUT_DEBUG_ID_PREFIX + tensor_id] = str(
+            variable_debug_info_id(debug_context, "addInitializedInputTensor", tensor_id)
         )
         if variable_settings is not None:
             self._metadata[names.VARIABLE_SETTINGS_PREFIX + tensor_id] = encode_variable_settings(

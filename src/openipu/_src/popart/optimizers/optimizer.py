@@ -38,12 +38,15 @@ class StateSlot:
 
     `dtype` None means the weight's own type; `scalar` slots (Adam's step count) have shape [].
     `initial(weight)` gives its starting value (zeros unless the optimizer says otherwise).
+    `grouped`: whether a grouped weight's state is grouped as the weight (one value per
+    group); if not, it has one replica's shape, each replica its own copy.
     """
 
     prefix: str
     dtype: tf.DType | None = None
     scalar: bool = False
     initial: Callable[[np.ndarray], np.ndarray] | None = None
+    grouped: bool = True
 
     def signature(self, weight: np.ndarray) -> tuple[tf.DType, tuple[int, ...]]:
         dtype = self.dtype or tf.as_dtype(weight.dtype)

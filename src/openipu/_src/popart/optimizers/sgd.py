@@ -117,7 +117,11 @@ class SGD(Optimizer):
     def state_slots(self, weight_id: str, accumulating: bool) -> list[StateSlot]:
         if not self.keeps_velocity(weight_id, accumulating):
             return []
-        return [StateSlot(self._velocity_prefix(), self._accl1_type)]
+        # SGD1's Accl___ is added with the weight gradient's info and default variable
+        # settings, so it is not grouped as a grouped weight is; SGD2's Accl1___ is
+        # (willow/src/patterns/sgd1decompose.cpp addAcclInTensor, sgd2decompose.cpp).
+        separate = self._mode is SGDAccumulatorAndMomentum.Separate
+        return [StateSlot(self._velocity_prefix(), self._accl1_type, grouped=separate)]
 
     def _velocity_prefix(self) -> str:
         # The original names the Combined mode's accumulator-and-velocity `Accl___<w>` and the

@@ -30,6 +30,7 @@ from openipu._src.engine.compiled_program import CompiledProgram
 from openipu._src.engine.executable import executable_file as engine_file
 from openipu._src.engine.executable.atomic_files import atomic_output, write_bytes_atomically
 from openipu._src.engine.executable.signature import StreamSignature
+from openipu._src.popart.builder.builder_debug_info import strip_debug_ids
 from openipu._src.popart.errors import popart_exception
 
 __all__ = ["atomic_output", "write_bytes_atomically"]
@@ -55,6 +56,7 @@ def model_fingerprint(model: onnx.ModelProto, settings: dict[str, Any]) -> str:
     """
     structure = onnx.ModelProto()
     structure.CopyFrom(model)
+    strip_debug_ids(structure)
     for tensor in structure.graph.initializer:
         for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
             tensor.ClearField(name)

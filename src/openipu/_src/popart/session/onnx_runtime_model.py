@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from openipu._src.popart.builder.builder_debug_info import strip_internal_attributes
 from openipu._src.popart.session.anchors import AnchorPlan
 from openipu._src.popart.session.stepio import InputPlan
 from openipu._src.popart.session.tensor_types import TensorSignature
@@ -79,6 +80,7 @@ def runnable_model(
     runnable = onnx.ModelProto()
     runnable.CopyFrom(model)
     graph = runnable.graph
+    strip_internal_attributes(graph)
     initializers = {tensor.name for tensor in graph.initializer}
     for index, tensor in enumerate(graph.initializer):
         if tensor.name in weights:

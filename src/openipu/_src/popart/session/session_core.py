@@ -33,6 +33,7 @@ from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
+from openipu._src.popart.builder.builder_debug_info import strip_debug_ids
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
@@ -1143,11 +1144,13 @@ def _same_kind(value: np.ndarray, plan: AnchorPlan) -> bool:
 
 
 def _structure(model: onnx.ModelProto) -> bytes:
-    """The model's graph without initializer values (what resetHostWeights may not change)."""
-    graph = onnx.GraphProto()
-    graph.CopyFrom(model.graph)
-    del graph.initializer[:]
-    serialized: bytes = graph.SerializeToString(deterministic=True)
+    """The model's graph without initializer values (what resetHostWeights may not change),
+    nor the builder's debug ids (another build of the same model has others)."""
+    structure = onnx.ModelProto()
+    structure.graph.CopyFrom(model.graph)
+    strip_debug_ids(structure)
+    del structure.graph.initializer[:]
+    serialized: bytes = structure.graph.SerializeToString(deterministic=True)
     return serialized
 
 

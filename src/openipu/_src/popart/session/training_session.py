@@ -153,14 +153,15 @@ class TrainingSession(SessionCore):
             for slot in self._optimizer.state_slots(name, accumulating):
                 state_id = slot.prefix + name
                 # A grouped weight's state is grouped as it is: one value per group
-                # (willow/src/patterns/optimizerdecompose.cpp, addStateTensor).
-                initial = (
-                    np.stack([slot.initial_value(row) for row in weight])
-                    if split
-                    else slot.initial_value(weight)
-                )
+                # (willow/src/patterns/optimizerdecompose.cpp, addStateTensor), unless the
+                # optimizer adds it ungrouped, from the weight's first values (SGD1's Accl___,
+                # willow/src/patterns/sgd1decompose.cpp, addAcclInTensor).
+                if split and slot.grouped:
+                    initial = np.stack([slot.initial_value(row) for row in weight])
+                else:
+                    initial = slot.initial_value(weight[0] if split else weight)
                 state[state_id] = self._restored_state(state_id, initial)
-                if grouped is not None:
+                if grouped is not None and slot.grouped:
                     grouped_state[state_id] = grouped
                 ids.append(state_id)
             self._state_slots[name] = tuple(ids)
