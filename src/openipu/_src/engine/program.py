@@ -112,6 +112,10 @@ class LoopProgram:
     def _call(self, stacked_inputs: Nested) -> Nested:
         if self._together and self._last_mode is None:
             self._together = self._vectorizes(stacked_inputs)
+            if self._unrolled and self.iterations == 1 and self._compile_mode is None:
+                # One step traces to the same ops vectorized or unrolled: the mode that
+                # trace needed holds, and the next trace builds it directly (one trace fewer).
+                self._compile_mode = self._last_mode
             if not self._together or self._unrolled:
                 # The traced (vectorized) form is not the one that runs: trace again.
                 self._last_mode = None

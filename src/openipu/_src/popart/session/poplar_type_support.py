@@ -15,23 +15,20 @@ import onnx
 import tensorflow as tf
 
 from openipu._src.popart.errors import poplar_exception
-from openipu._src.popart.session.tensor_types import TensorSignature
 
 _EIGHT_BIT_INTEGERS = frozenset({tf.int8, tf.uint8})
 _ARITHMETIC_OPS = frozenset({"Add"})
 
 
-def check_poplar_types(
-    graph: onnx.GraphProto, signature_of: Callable[[str], TensorSignature]
-) -> None:
+def check_poplar_types(graph: onnx.GraphProto, dtype_of: Callable[[str], tf.DType]) -> None:
     """Raises the poplar_exception Poplar raises for arithmetic on 8-bit integers."""
     for node in graph.node:
         if node.domain not in ("", "ai.onnx") or node.op_type not in _ARITHMETIC_OPS:
             continue
         for name in node.input:
-            if name and signature_of(name).dtype in _EIGHT_BIT_INTEGERS:
+            if name and dtype_of(name) in _EIGHT_BIT_INTEGERS:
                 raise poplar_exception(
                     f"{node.op_type} '{node.name or node.output[0]}': Poplar has no "
-                    f"{node.op_type} of {signature_of(name).dtype.name} tensors (input "
+                    f"{node.op_type} of {dtype_of(name).name} tensors (input "
                     f"'{name}'); cast 8-bit integers to a supported type first"
                 )

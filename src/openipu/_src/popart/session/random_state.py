@@ -170,7 +170,8 @@ class RandomState:
 
     def _derived_rng_state(self, seed: int) -> list[int]:
         words = np.random.default_rng(seed).integers(0, 1 << 32, self._rng_state_size)
-        return [int(word) for word in words]
+        words_list: list[int] = words.tolist()  # Python ints, ten times faster than int() each
+        return words_list
 
 
 def rng_state_size(num_ipus: int, tiles_per_ipu: int, workers_per_tile: int) -> int:

@@ -347,7 +347,7 @@ class SessionCore:
             cached = self._cached_program
             if cached is not None and cached.executor is not CompileMode.ONNX_RUNTIME:
                 self._spec = dataclasses.replace(self._spec, compile_mode=cached.executor)
-            check_poplar_types(self._model.graph, self._types.get)
+            check_poplar_types(self._model.graph, self._types.dtype)
             self._program = self._build_program()
             self._compile()
             _devicex_logger.info("Graph compiled")  # willow/src/popx/irlowering.cpp

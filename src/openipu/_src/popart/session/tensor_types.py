@@ -150,6 +150,8 @@ class TensorTypes:
         self._lowered = lowered
         self._inputs = inputs
         self._inferred: dict[str, TensorSignature] | None = None
+        # Element types ONNX inference gives even where it leaves a dimension unknown.
+        self._inferred_dtypes: dict[str, tf.DType] = {}
         self._traced: dict[str, TensorSignature] = {}
         # Typed by the lowering (as PopART's IR types them), never by the model.
         self._retyped = retyped_tensors(model.graph)
@@ -157,6 +159,18 @@ class TensorTypes:
     def get(self, tensor_id: str) -> TensorSignature:
         """The signature of one tensor, or a popart_exception when it has no static one."""
         return self.resolve([tensor_id])[tensor_id]
+
+    def dtype(self, tensor_id: str) -> tf.DType:
+        """The element type of one tensor: from the model or ONNX inference where they give
+        it (whatever they know of its shape), else from the traced graph as `get`."""
+        known = self._declared().get(tensor_id)
+        if known is not None and tensor_id not in self._retyped:
+            return known.dtype
+        self.inferred()
+        dtype = self._inferred_dtypes.get(tensor_id)
+        if dtype is not None:
+            return dtype
+        return self.get(tensor_id).dtype
 
     def resolve(self, tensor_ids: Iterable[str]) -> dict[str, TensorSignature]:
         tensor_ids = list(tensor_ids)
@@ -206,6 +220,11 @@ class TensorTypes:
             types = known_types(infer_types(model).graph)
         except popart_exception:
             return {}  # inference failed; tracing will tell
+        self._inferred_dtypes = {
+            name: ONNX_TO_TF[tensor_type.elem_type]
+            for name, tensor_type in types.items()
+            if name not in self._retyped and tensor_type.elem_type in ONNX_TO_TF
+        }
         return {
             name: TensorSignature(ONNX_TO_TF[tensor_type.elem_type], tensor_type.shape)
             for name, tensor_type in types.items()
