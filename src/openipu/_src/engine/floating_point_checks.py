@@ -279,9 +279,9 @@ class _Callback:
         try:
             # Without exception bits (saturation alone) no check is built.
             checks = _checks(op_type, list(inputs), list(outputs), self.bits) if self.bits else []
-            half = op_type not in _CANNOT_OVERFLOW and _half_results(inputs, outputs)
-            nan_on_overflow = "nanoo" in self.bits and half
-            saturating = self.saturate and half
+            may_overflow_half = op_type not in _CANNOT_OVERFLOW and _half_results(inputs, outputs)
+            nan_on_overflow = "nanoo" in self.bits and may_overflow_half
+            saturating = self.saturate and may_overflow_half
             nan_to_int32 = _casts_float_to_int32(op_type, inputs, outputs)
             if not checks and not nan_on_overflow and not saturating and not nan_to_int32:
                 return given
