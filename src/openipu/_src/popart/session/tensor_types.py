@@ -149,9 +149,9 @@ class TensorTypes:
         self._replicas = replicas
         self._lowered = lowered
         self._inputs = inputs
+        # What ONNX inference gives: an element type, and a shape where it knows one.
+        self._inference: dict[str, tuple[tf.DType, tuple[int | None, ...] | None]] | None = None
         self._inferred: dict[str, TensorSignature] | None = None
-        # Element types ONNX inference gives even where it leaves a dimension unknown.
-        self._inferred_dtypes: dict[str, tf.DType] = {}
         self._traced: dict[str, TensorSignature] = {}
         # Typed by the lowering (as PopART's IR types them), never by the model.
         self._retyped = retyped_tensors(model.graph)
@@ -166,10 +166,9 @@ class TensorTypes:
         known = self._declared().get(tensor_id)
         if known is not None and tensor_id not in self._retyped:
             return known.dtype
-        self.inferred()
-        dtype = self._inferred_dtypes.get(tensor_id)
-        if dtype is not None:
-            return dtype
+        inferred = self._inferred_types().get(tensor_id)
+        if inferred is not None:
+            return inferred[0]
         return self.get(tensor_id).dtype
 
     def resolve(self, tensor_ids: Iterable[str]) -> dict[str, TensorSignature]:
@@ -201,11 +200,21 @@ class TensorTypes:
         return declared
 
     def inferred(self) -> dict[str, TensorSignature]:
+        """The signatures ONNX inference gives in full (element type and every dimension)."""
         if self._inferred is None:
-            self._inferred = self._infer()
+            self._inferred = {
+                name: TensorSignature(dtype, shape)
+                for name, (dtype, shape) in self._inferred_types().items()
+                if shape is not None and _is_full(shape)
+            }
         return self._inferred
 
-    def _infer(self) -> dict[str, TensorSignature]:
+    def _inferred_types(self) -> dict[str, tuple[tf.DType, tuple[int | None, ...] | None]]:
+        if self._inference is None:
+            self._inference = self._infer()
+        return self._inference
+
+    def _infer(self) -> dict[str, tuple[tf.DType, tuple[int | None, ...] | None]]:
         model = onnx.ModelProto()
         model.CopyFrom(self._model)
         for value in model.graph.input:
@@ -220,18 +229,10 @@ class TensorTypes:
             types = known_types(infer_types(model).graph)
         except popart_exception:
             return {}  # inference failed; tracing will tell
-        self._inferred_dtypes = {
-            name: ONNX_TO_TF[tensor_type.elem_type]
+        return {
+            name: (ONNX_TO_TF[tensor_type.elem_type], tensor_type.shape)
             for name, tensor_type in types.items()
             if name not in self._retyped and tensor_type.elem_type in ONNX_TO_TF
-        }
-        return {
-            name: TensorSignature(ONNX_TO_TF[tensor_type.elem_type], tensor_type.shape)
-            for name, tensor_type in types.items()
-            if name not in self._retyped
-            and tensor_type.shape is not None
-            and _is_full(tensor_type.shape)
-            and tensor_type.elem_type in ONNX_TO_TF
         }
 
     def _trace(self, tensor_ids: list[str]) -> dict[str, TensorSignature]:

@@ -3,6 +3,7 @@ them out; Conv also channels-last, inside chains of spatial ops)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from openipu._src.popart.lowering.spatial import (
 _CONV_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64}
 
 
+@functools.cache  # fixed for the process (TensorFlow reads it once, at start-up)
 def _onednn_enabled() -> bool:
     """Whether TensorFlow runs its oneDNN kernels here (TF 2.21 turns them on by default only
     on CPUs with AVX-512 VNNI, BF16 or AMX). Without them Grappler still fuses a grouped
