@@ -273,6 +273,10 @@ class TypedOptions:
         target = type(self).ALIASES.get(name)
         if target is not None:
             return getattr(self, target)
+        if name.startswith("_"):
+            # copy, pickle and hasattr probe private and special names (`__deepcopy__`) many
+            # times per session: no option starts with "_", so no close-match search.
+            raise AttributeError(name)
         raise AttributeError(self._unknown(name))
 
     def validate(self) -> None:
