@@ -5,6 +5,7 @@ compiled again; processes writing the same entry at once leave a valid cache."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -64,11 +65,37 @@ def _entries(cache) -> list[str]:
     return sorted(n for n in os.listdir(directory) if n.endswith(".pb"))
 
 
+@pytest.fixture(scope="module")
+def _first_run(tmp_path_factory):
+    """One process's run of PROGRAM into a fresh cache (a process costs a TensorFlow start
+    and a compile, so the tests share it): its result and its cache."""
+    cache = tmp_path_factory.mktemp("first_run")
+    result, _ = _finish(_start(cache))
+    return result, cache
+
+
+@pytest.fixture
+def first_cache(_first_run, tmp_path):
+    """`tmp_path` holding the first process's entries (modification times kept), with
+    checksums recorded as a process records them at its exit: a checksum names its entry's
+    inode, which a copy does not keep."""
+    directory = tmp_path / xla_cache.versioned_name()
+    directory.mkdir()
+    for name in _entries(_first_run[1]):
+        shutil.copy2(_first_run[1] / xla_cache.versioned_name() / name, directory / name)
+    xla_cache.record_checksums(str(directory))
+    return tmp_path
+
+
 @pytest.mark.slow
-def test_a_second_process_uses_the_first_ones_executable(tmp_path):
-    first, _ = _finish(_start(tmp_path))
-    entries = _entries(tmp_path)
+def test_a_second_process_uses_the_first_ones_executable(_first_run, first_cache):
+    first, first_dir = _first_run
+    entries = _entries(first_dir)
     assert entries, "the first process left no executable in the cache"
+    # The first process recorded each entry's checksum.
+    assert all((first_dir / xla_cache.versioned_name() / (n + ".sha256")).exists() for n in entries)
+    tmp_path = first_cache
+    assert _entries(tmp_path) == entries
     directory = tmp_path / xla_cache.versioned_name()
     mtimes = {name: os.path.getmtime(directory / name) for name in entries}
     second, _ = _finish(_start(tmp_path))
@@ -81,8 +108,8 @@ def test_a_second_process_uses_the_first_ones_executable(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
-def test_a_damaged_entry_is_compiled_again_with_a_warning(tmp_path, damage):
-    _finish(_start(tmp_path))
+def test_a_damaged_entry_is_compiled_again_with_a_warning(first_cache, damage):
+    tmp_path = first_cache
     directory = tmp_path / xla_cache.versioned_name()
     for name in _entries(tmp_path):
         path = directory / name
@@ -115,8 +142,8 @@ def test_processes_writing_the_same_entry_at_once_leave_a_valid_cache(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_key_covers_the_program_and_the_versions(tmp_path):
-    _finish(_start(tmp_path))
+def test_the_key_covers_the_program_and_the_versions(first_cache):
+    tmp_path = first_cache
     first_entries = _entries(tmp_path)
     # Another program (one op differs) is not given the first one's executable.
     other, _ = _finish(_start(tmp_path, PROGRAM.replace("tf.tanh", "tf.sigmoid")))
