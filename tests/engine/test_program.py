@@ -159,7 +159,8 @@ def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs, 
         results[together] = program({"x": tf.constant(x)})
         assert program.runs_steps_together is together
         graph = program.compiled_mode is compile_policy.CompileMode.GRAPH
-        assert graph is (compile_mode is not None)
+        # The loop's first steps run as a graph whatever the engine chooses (its tiers).
+        assert graph is (compile_mode is not None or not together)
         assert program.unrolls_steps is (together and graph)
     expected = _mixed_step_reference(x, weights.numpy())
     for name, value in expected.items():
