@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from openipu._src.engine import compile_policy, compiled_program
 from openipu._src.engine.compiled_program import StepSchedule
-from openipu._src.engine.program import LoopProgram, compile_program
+from openipu._src.engine.program import TIER_UP_STEPS, LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 
 
@@ -32,7 +32,44 @@ def test_runs_n_steps_and_returns_stacked_outputs(ipu_system):
     np.testing.assert_allclose(outputs["double"].numpy(), x * 2)
     outputs = program({"x": tf.constant(x)})
     assert float(outputs["running"][-1]) == 2 * x.sum()
-    assert program.compiled_mode is compile_policy.CompileMode.XLA
+    # A program starts as a graph (see test_programs_move_to_xla_after_their_first_steps).
+    assert program.compiled_mode is compile_policy.CompileMode.GRAPH
+
+
+def test_programs_move_to_xla_after_their_first_steps(ipu_system, monkeypatch):
+    monkeypatch.delenv(compile_policy.COMPILE_MODE_ENV, raising=False)
+    total = tf.Variable(0.0)
+
+    def step(x):
+        total.assign_add(tf.reduce_sum(x))
+        return total.read_value()
+
+    program = _compiled(step, steps_per_call=4)
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    calls = TIER_UP_STEPS // 4
+    modes, running = [], []
+    for _ in range(calls + 1):
+        running.extend(program(tf.constant(x)).numpy())
+        modes.append(program.compiled.executor)
+    graph, xla = compile_policy.CompileMode.GRAPH, compile_policy.CompileMode.XLA
+    assert modes == [graph] * calls + [xla]
+    # The state carries over the switch: one running sum over every step of every call.
+    np.testing.assert_allclose(running, np.cumsum(np.tile(x[:, 0], calls + 1)))
+    assert compiled_program.recent(program.__name__)[-1].executor is xla
+
+
+def test_programs_keep_a_forced_or_requested_executor(ipu_system, monkeypatch):
+    monkeypatch.setenv(compile_policy.COMPILE_MODE_ENV, "xla")
+    forced = _compiled(lambda e: e + 1, steps_per_call=2)
+    forced(tf.constant([1.0, 2.0]))
+    assert forced.compiled_mode is compile_policy.CompileMode.XLA
+    monkeypatch.delenv(compile_policy.COMPILE_MODE_ENV)
+    requested = _compiled(
+        lambda e: e + 1, steps_per_call=2, executor=compile_policy.CompileMode.XLA
+    )
+    for _ in range(TIER_UP_STEPS):
+        requested(tf.constant([1.0, 2.0]))
+        assert requested.compiled_mode is compile_policy.CompileMode.XLA
 
 
 def test_last_mode_returns_only_the_final_step(ipu_system):
@@ -122,7 +159,8 @@ def test_independent_steps_run_together_and_match_the_loop(ipu_system, outputs, 
         results[together] = program({"x": tf.constant(x)})
         assert program.runs_steps_together is together
         graph = program.compiled_mode is compile_policy.CompileMode.GRAPH
-        assert graph is (compile_mode is not None)
+        # The loop's first steps run as a graph whatever the engine chooses (its tiers).
+        assert graph is (compile_mode is not None or not together)
         assert program.unrolls_steps is (together and graph)
     expected = _mixed_step_reference(x, weights.numpy())
     for name, value in expected.items():
@@ -216,7 +254,7 @@ def test_the_compiled_program_records_every_decision(ipu_system):
     compiled = program.compiled
     assert (compiled.name, compiled.replicas, compiled.ipus_per_replica) == ("doubling", 2, 1)
     assert compiled.steps_per_call == 3 and compiled.ipus == 2
-    assert compiled.executor is compile_policy.CompileMode.XLA
+    assert compiled.executor is compile_policy.CompileMode.GRAPH  # its first steps
     assert compiled_program.recent("doubling")[-1] == compiled  # recorded when compiled
     assert compiled.step_schedule is StepSchedule.LOOP
     assert "2 replica(s) of 1 IPU(s), 3 step(s) per call" in compiled.describe()

@@ -50,6 +50,10 @@ from openipu._src.system import configure
 
 logger = logging.getLogger(__name__)
 
+# Programs the engine decides for start as a TensorFlow graph and move to XLA once they have
+# run this many steps (see `LoopProgram._tier`).
+TIER_UP_STEPS = 64
+
 # Graph programs unroll at most this many independent steps: each copy of the step is traced
 # and kept in the graph, so longer calls keep the loop (small graphs, bounded tracing time).
 MAX_UNROLLED_STEPS = 16
@@ -94,6 +98,41 @@ class LoopProgram:
 
     def __call__(self, stacked_inputs: Nested) -> Nested:
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
+        self._tier()
+        outputs = self._call_retracing_each_replica_if_needed(stacked_inputs)
+        self._steps_run += self.iterations
+        return outputs
+
+    # None until the first call decides; then whether the program still runs as a graph
+    # until it moves to XLA.
+    _tiered: bool | None = None
+    _steps_run = 0
+
+    def _tier(self) -> None:
+        """Starts the program as a graph, and moves it to XLA after `TIER_UP_STEPS` steps.
+
+        An XLA compile costs about as much as tracing the program again and pays back only
+        over many steps; a graph runs at once. Like a JIT's tiers, a program the engine
+        decides for (no executor from its front end, none forced by `OPENIPU_COMPILE`)
+        runs as a graph first. The switch depends on the steps run, never on time, so that
+        two runs of a program round the same way. Independent steps (PopART inference)
+        keep their measured executors.
+        """
+        if self._tiered is None:
+            self._tiered = (
+                self._compile_mode is None
+                and not self._together
+                and compile_policy.forced_mode() is None
+            )
+            if self._tiered:
+                self._compile_mode = compile_policy.CompileMode.GRAPH
+        elif self._tiered and self._steps_run >= TIER_UP_STEPS:
+            self._tiered = False
+            self._compile_mode = None
+            self._last_mode = None
+            self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+
+    def _call_retracing_each_replica_if_needed(self, stacked_inputs: Nested) -> Nested:
         if self._trace_each:
             return self._call(stacked_inputs)
         try:
