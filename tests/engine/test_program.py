@@ -58,6 +58,24 @@ def test_programs_move_to_xla_after_their_first_steps(ipu_system, monkeypatch):
     assert compiled_program.recent(program.__name__)[-1].executor is xla
 
 
+def test_programs_that_need_a_graph_stay_one_with_no_trace_again(ipu_system, monkeypatch):
+    monkeypatch.delenv(compile_policy.COMPILE_MODE_ENV, raising=False)
+    traces = []
+
+    def step(x):
+        traces.append(1)
+        # A Python function: XLA cannot compile it, so the program stays a graph.
+        doubled = tf.numpy_function(lambda v: v * 2, [x], tf.float32, stateful=False)
+        return tf.ensure_shape(doubled, x.shape)
+
+    program = _compiled(step, steps_per_call=4)
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    for _ in range(TIER_UP_STEPS // 4 + 2):
+        np.testing.assert_allclose(program(tf.constant(x)).numpy(), x * 2)
+        assert program.compiled.executor is compile_policy.CompileMode.GRAPH
+    assert len(traces) == 1
+
+
 def test_programs_keep_a_forced_or_requested_executor(ipu_system, monkeypatch):
     monkeypatch.setenv(compile_policy.COMPILE_MODE_ENV, "xla")
     forced = _compiled(lambda e: e + 1, steps_per_call=2)

@@ -146,6 +146,12 @@ def choose_mode(
     return mode
 
 
+def would_choose_xla(graph: ops.Graph, operations: Iterable[ops.Operation]) -> bool:
+    """Whether a region of `operations` built as a graph on request would get XLA if it
+    asked for nothing (no op XLA cannot compile, none it runs slower)."""
+    return _preferred_mode(graph, operations, None) is CompileMode.XLA
+
+
 def unsupported_by_xla(graph: ops.Graph, operations: Iterable[ops.Operation]) -> set[str]:
     """The op types in `operations` (and the functions they call) that XLA cannot compile."""
     op_types = _op_types_with_called_functions(graph, operations)

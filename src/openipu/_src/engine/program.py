@@ -107,6 +107,7 @@ class LoopProgram:
     # until it moves to XLA.
     _tiered: bool | None = None
     _steps_run = 0
+    _xla_capable = False  # whether the last trace would get XLA if it asked for nothing
 
     def _tier(self) -> None:
         """Starts the program as a graph, and moves it to XLA after `TIER_UP_STEPS` steps.
@@ -128,6 +129,10 @@ class LoopProgram:
                 self._compile_mode = compile_policy.CompileMode.GRAPH
         elif self._tiered and self._steps_run >= TIER_UP_STEPS:
             self._tiered = False
+            if not self._xla_capable:
+                # Traced as a graph, it would be one anyway (ops XLA cannot compile, or
+                # runs slower): no trace again.
+                return
             self._compile_mode = None
             self._last_mode = None
             self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
@@ -363,8 +368,11 @@ class LoopProgram:
         """What runs after each group (nothing when the spec groups steps without it)."""
         return None if self.spec.after_group is None else self.spec.after_group()
 
-    def _record_mode(self, mode: compile_policy.CompileMode, workload: Workload | None) -> None:
+    def _record_mode(
+        self, mode: compile_policy.CompileMode, workload: Workload | None, xla_capable: bool
+    ) -> None:
         self._last_mode = mode
+        self._xla_capable = xla_capable
         # One step's share, computed once (`compiled` is read after every call).
         self._workload = (
             None if workload is None else tf_workload.per_step(workload, self.iterations)

@@ -176,7 +176,7 @@ def compile_region(
     ipu_ordinal: int = 0,
     flat_return_rules: bool = True,
     mode: compile_policy.CompileMode | None = None,
-    on_mode: Callable[[compile_policy.CompileMode, Workload | None], None] | None = None,
+    on_mode: Callable[[compile_policy.CompileMode, Workload | None, bool], None] | None = None,
     record_as: str | None = None,
     replicas: int = 1,
     ipus_per_replica: int = 1,
@@ -189,8 +189,9 @@ def compile_region(
     becomes a tuple, and operation-only outputs become one NoOp.
 
     `mode` forces XLA or graph (XLA only if the region can compile);
-    `on_mode(mode, workload)` learns which one the region got, and what it does (for the
-    cost model; its caller checks that it fits). Without `on_mode` the region's
+    `on_mode(mode, workload, xla_capable)` learns which one the region got, what it does
+    (for the cost model; its caller checks that it fits), and whether it would get XLA if
+    it asked for nothing (a graph on request that could move to XLA). Without `on_mode` the region's
     decisions are recorded (`compiled_program.record`) under the name `record_as` (its
     cluster's by default) with `replicas` replicas of `ipus_per_replica` IPUs, or as
     `layout` says once the region is built (a replicated program decides while building).
@@ -301,7 +302,13 @@ def compile_region(
                     offload_optimizer_state=offloaded,
                 )
             if on_mode is not None:
-                on_mode(region.mode, workload)
+                xla_capable = region.mode is compile_policy.CompileMode.XLA or (
+                    graph_only
+                    and not fp_bits
+                    and not region.graph_mode_reasons
+                    and compile_policy.would_choose_xla(graph, graph.get_operations()[first_op:])
+                )
+                on_mode(region.mode, workload, xla_capable)
             else:
                 # The region's decisions, unless its caller records its own (LoopProgram).
                 compiled = compiled_program.record(
