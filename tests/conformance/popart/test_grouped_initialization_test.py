@@ -172,9 +172,8 @@ def test_grouped_initialization(config, session_type):
     for step in range(2):
         feed = {ip: rng.random(prefix + SHAPE, dtype=np.float32)}
         if session_type == "training":
-            feed[lb] = rng.integers(0, O_DIM * CHANNELS * DATA_LEN**2, prefix + [O_DIM]).astype(
-                np.int32
-            )
+            # Labels of the model's classes (the original's are below 20, within its classes).
+            feed[lb] = rng.integers(0, CHANNELS * DATA_LEN**2, prefix + [O_DIM]).astype(np.int32)
         session.run(popart.PyStepIO(feed, session.initAnchorArrays()))
         session.weightsToHost()
         session.readWeights(weights_io)

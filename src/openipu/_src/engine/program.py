@@ -122,6 +122,7 @@ class LoopProgram:
         if self._tiered is None:
             self._tiered = (
                 self._compile_mode is None
+                and self.spec.tiered
                 and not self._together
                 and compile_policy.forced_mode() is None
             )
