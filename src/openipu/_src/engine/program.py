@@ -117,7 +117,7 @@ class LoopProgram:
         decides for (no executor from its front end, none forced by `OPENIPU_COMPILE`)
         runs as a graph first. The switch depends on the steps run, never on time, so that
         two runs of a program round the same way. Independent steps (PopART inference)
-        keep their measured executors.
+        keep their measured executors, and front ends may opt out (`ProgramSpec.tiered`).
         """
         if self._tiered is None:
             self._tiered = (

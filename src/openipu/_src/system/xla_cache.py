@@ -125,10 +125,10 @@ def _damage(path: str) -> str | None:
             recorded = stream.read().split()
     except OSError:
         return None  # not seen whole by a process yet: the structure check is all there is
-    # The checksum is compared whatever the file's inode: a cache copied (backups, `cp -r`,
-    # container layers) has new inodes, and a bit flipped in a copy must not load. Two
-    # processes writing one entry at once write the same bytes (the same program compiled
-    # alike), so the survivor matches the checksum either recorded.
+    if len(recorded) == 2 and recorded[1] != str(os.stat(path).st_ino):
+        # Another process's whole entry replaced the one checksummed (both wrote it at
+        # once): the checksum is of a file no longer there.
+        return None
     if not recorded or recorded[0] != hashlib.sha256(data).hexdigest():
         return "does not match the checksum recorded when it was written (corrupted)"
     return None
@@ -161,7 +161,8 @@ def record_checksums(directory: str) -> None:
         if os.path.exists(path + _CHECKSUM_SUFFIX) or _damage(path) is not None:
             continue
         with open(path, "rb") as stream:
-            # The file's inode is kept with its checksum (for the record; not compared).
+            # The file's inode with its checksum: a whole entry another process renames over
+            # this one later is a new inode, not a corruption.
             digest = (
                 f"{hashlib.sha256(stream.read()).hexdigest()} {os.fstat(stream.fileno()).st_ino}"
             )
