@@ -4,6 +4,7 @@ compile a device loop over an infeed into an executable, start it, call it."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 
@@ -517,6 +518,17 @@ def test_without_output_path_a_temporary_file_is_written(ipu_system):
         assert path.endswith(".poplar_exec") and os.path.getsize(path) > 0
     finally:
         os.remove(path)
+
+
+def test_a_failed_compile_leaves_no_temporary_file(ipu_system, tmp_path, monkeypatch):
+    """Without output_path the op makes a temporary file; when the compile fails (a float64
+    program the IPU cannot hold) that empty file must not stay behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Detected unsupported operations"):
+        ipu.application_compile_op.experimental_application_compile_op(
+            lambda x: x * 2.0, inputs=[np.ones([3], np.float64)]
+        )
+    assert list(tmp_path.glob("*.poplar_exec")) == []
 
 
 def _compile_loop_default_path():

@@ -128,6 +128,37 @@ def test_a_damaged_entry_is_compiled_again_with_a_warning(first_cache, damage):
 
 
 @pytest.mark.slow
+def test_a_copied_cache_keeps_its_checksums_and_a_flipped_bit_in_the_copy_is_found(first_cache):
+    """A copy (a backup restored, `cp -r`) gives every file a new inode: its entries still
+    match their checksums, and one bit flipped in the copy is found."""
+    directory = first_cache / xla_cache.versioned_name()
+    copy = first_cache / "copy"
+    shutil.copytree(directory, copy)
+    assert xla_cache.remove_damaged_entries(str(copy)) == []
+    entries = _entries(first_cache)
+    for name in entries:
+        data = (copy / name).read_bytes()
+        middle = len(data) // 2
+        flipped = data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :]
+        (copy / name).write_bytes(flipped)
+    assert xla_cache.remove_damaged_entries(str(copy)) == [str(copy / n) for n in entries]
+
+
+@pytest.mark.slow
+def test_an_entry_renamed_over_a_checksummed_one_gets_its_own_checksum(first_cache):
+    """Two processes writing one entry: the second renames its whole entry (other bytes,
+    a new inode) over the first one's, already checksummed; the second's exit records it."""
+    directory = first_cache / xla_cache.versioned_name()
+    for name in _entries(first_cache):
+        data = (directory / name).read_bytes()
+        other = directory / ".tmp-other"
+        other.write_bytes(data + b"\x78\x01")  # still whole: one more (unknown) field
+        os.replace(other, directory / name)
+    xla_cache.record_checksums(str(directory))
+    assert xla_cache.remove_damaged_entries(str(directory)) == []
+
+
+@pytest.mark.slow
 def test_processes_writing_the_same_entry_at_once_leave_a_valid_cache(tmp_path):
     processes = [_start(tmp_path) for _ in range(2)]
     results = [_finish(p)[0] for p in processes]

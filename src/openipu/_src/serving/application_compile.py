@@ -38,6 +38,7 @@ def experimental_application_compile_op(
         inputs = [inputs]  # as the original's _convert_to_list
     if name is None:
         name = "application_compile"
+    made_here = output_path is None
     if output_path is None:
         # As the original: a temporary file of that prefix and suffix.
         handle, output_path = tempfile.mkstemp(prefix=name, suffix=".poplar_exec")
@@ -45,8 +46,13 @@ def experimental_application_compile_op(
     path = os.fspath(output_path)
 
     if tf.executing_eagerly():
-        executable = builder.build(func, inputs, name, freeze_variables=freeze_variables)
-        executable_file.write(path, executable)
+        try:
+            executable = builder.build(func, inputs, name, freeze_variables=freeze_variables)
+            executable_file.write(path, executable)
+        except BaseException:
+            if made_here:  # no empty file of ours is left behind by a failed compile
+                _remove_quietly(path)
+            raise
         return tf.constant(path.encode())
     # In a graph the function is traced now, and frozen when the op runs, with the values
     # its variables then have (read by the graph, handed to the op). Constant inputs are
@@ -58,13 +64,25 @@ def experimental_application_compile_op(
 
     def compile_now(*values: tf.Tensor) -> bytes:
         given = {key: value.numpy() for (key, _), value in zip(captured, values, strict=True)}
-        executable = builder.finish(traced, freeze_variables, given=given)
-        executable_file.write(path, executable)
+        try:
+            executable = builder.finish(traced, freeze_variables, given=given)
+            executable_file.write(path, executable)
+        except BaseException:
+            if made_here and os.path.isfile(path) and not os.path.getsize(path):
+                _remove_quietly(path)
+            raise
         return path.encode()
 
     result = tf.py_function(compile_now, [tensor for _, tensor in captured], tf.string, name=name)
     result.set_shape([])
     return result
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _argument(tensor: tf.Tensor) -> builder.Argument:

@@ -8,11 +8,15 @@ numbers change too), so a second process running the same program skips XLA's co
 The directory names the versions: entries of another TensorFlow or openipu are never read.
 
 TensorFlow fails a program whose entry is damaged, so each process checks the entries
-when it starts (each must parse as a protocol buffer and match the checksum recorded when
-it was first seen whole, unless another process's whole entry has replaced that file since)
-and removes a damaged one with a warning: it is compiled again.
-TensorFlow writes each entry to a temporary file and renames it, so processes writing
-the same entry at once leave one valid entry; checksums are written the same way.
+when it starts (each must parse as a protocol buffer and match the checksum recorded for
+it) and removes a damaged one with a warning: it is compiled again. The checksums are
+recorded at a process's exit, for each entry whose file (inode) has none yet: an entry
+that was there at start passed that check, and one that came during the process's life
+was renamed into place whole by TensorFlow (by this process or one running beside it).
+So a copy of the cache (new inodes) keeps its checksums valid, a bit flipped in any copy
+is found, and processes writing the same entry at once leave one entry whose checksum
+the last of them to exit records. TensorFlow writes each entry to a temporary file and
+renames it; checksums are written the same way.
 
 TensorFlow reads the flag when its runtime starts, so this is set up before (when an IPU
 module is imported, `host_devices.ensure_logical_devices`).
@@ -108,6 +112,26 @@ def _entries(directory: str) -> list[str]:
 
 def _damage(path: str) -> str | None:
     """Why the entry at `path` cannot be used, or None if it can."""
+    reason = _structure_damage(path)
+    if reason is not None:
+        return reason
+    try:
+        with open(path + _CHECKSUM_SUFFIX) as stream:
+            recorded = stream.read().split()
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return None  # not seen whole by a process yet: the structure check is all there is
+    # Compared whatever file (inode) the checksum was recorded for: a copy of the cache
+    # keeps its entries' bytes. A process still running that renamed its own whole entry
+    # over one already checksummed is the one false alarm: it costs a compile, no more.
+    if not recorded or recorded[0] != hashlib.sha256(data).hexdigest():
+        return "does not match the checksum recorded when it was written (corrupted)"
+    return None
+
+
+def _structure_damage(path: str) -> str | None:
+    """Why the entry at `path` is not a whole cache entry, or None if it is."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -120,17 +144,6 @@ def _damage(path: str) -> str | None:
         return "is not a complete protocol buffer (truncated or corrupted)"
     if not _REQUIRED_FIELDS <= {field.field_number for field in UnknownFieldSet(entry)}:
         return "lacks its key or its executable"
-    try:
-        with open(path + _CHECKSUM_SUFFIX) as stream:
-            recorded = stream.read().split()
-    except OSError:
-        return None  # not seen whole by a process yet: the structure check is all there is
-    if len(recorded) == 2 and recorded[1] != str(os.stat(path).st_ino):
-        # Another process's whole entry replaced the one checksummed (both wrote it at
-        # once): the checksum is of a file no longer there.
-        return None
-    if not recorded or recorded[0] != hashlib.sha256(data).hexdigest():
-        return "does not match the checksum recorded when it was written (corrupted)"
     return None
 
 
@@ -156,23 +169,46 @@ def remove_damaged_entries(directory: str) -> list[str]:
 
 
 def record_checksums(directory: str) -> None:
-    """Records the checksum of each whole entry that has none yet (at the process's exit)."""
+    """Records the checksum of each whole entry whose file has none (at the process's exit)."""
     for path in _entries(directory):
-        if os.path.exists(path + _CHECKSUM_SUFFIX) or _damage(path) is not None:
-            continue
+        for _ in range(3):  # again if another process renamed its entry in meanwhile
+            if _recorded_inode(path) == _inode(path) or _structure_damage(path) is not None:
+                break
+            _record_checksum(directory, path)
+
+
+def _inode(path: str) -> str | None:
+    try:
+        return str(os.stat(path).st_ino)
+    except OSError:
+        return None
+
+
+def _recorded_inode(path: str) -> str | None:
+    try:
+        with open(path + _CHECKSUM_SUFFIX) as stream:
+            recorded = stream.read().split()
+    except OSError:
+        return None
+    return recorded[1] if len(recorded) == 2 else None
+
+
+def _record_checksum(directory: str, path: str) -> None:
+    try:
         with open(path, "rb") as stream:
-            # The file's inode with its checksum: a whole entry another process renames over
-            # this one later is a new inode, not a corruption.
+            # The file's inode with its checksum, read from the same open file.
             digest = (
                 f"{hashlib.sha256(stream.read()).hexdigest()} {os.fstat(stream.fileno()).st_ino}"
             )
-        temporary = None
-        try:
-            handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-            with os.fdopen(handle, "w") as stream:
-                stream.write(digest)
-            os.replace(temporary, path + _CHECKSUM_SUFFIX)
-        except OSError as error:
-            logger.info("Cannot record the checksum of %s: %s", path, error)
-            if temporary is not None and os.path.exists(temporary):
-                os.remove(temporary)
+    except OSError:
+        return  # removed by another process meanwhile
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        with os.fdopen(handle, "w") as stream:
+            stream.write(digest)
+        os.replace(temporary, path + _CHECKSUM_SUFFIX)
+    except OSError as error:
+        logger.info("Cannot record the checksum of %s: %s", path, error)
+        if temporary is not None and os.path.exists(temporary):
+            os.remove(temporary)
