@@ -4,6 +4,9 @@
 test asks for more with `@pytest.mark.parametrize("ipu_system", [...], indirect=True)`)
 and resets it afterwards. `strategy_on` is a function: `strategy_on(n)` configures a
 device of n IPUs and returns an IPUStrategy on it; the system is reset after the test.
+A system that a test configured where none was (as the original's tests do, in their
+bodies) is reset after it, so the next test starts unconfigured, whatever order xdist runs
+them in; a system a module-wide fixture configured is left to that fixture.
 """
 
 from __future__ import annotations
@@ -16,6 +19,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # logical device per emulated IPU, which must happen before TensorFlow starts.
 import pytest  # noqa: E402
 import tensorflow.python.ipu  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def _no_system_left_configured():
+    from openipu._src.system import configure
+
+    configured_before = configure.maybe_current_system() is not None
+    yield
+    if not configured_before and configure.maybe_current_system() is not None:
+        configure.reset_ipu_configuration()
 
 
 @pytest.fixture

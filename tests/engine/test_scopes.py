@@ -76,6 +76,10 @@ def test_ipu_shard_records_sharding(tf1_graph):
     sharding.ParseFromString(value.op.get_attr("_XlaSharding"))
     assert sharding.type == xla_data_pb2.OpSharding.MAXIMAL
     assert list(sharding.tile_assignment_devices) == [1]
+    with ipu.scopes.ipu_shard(np.int64(1)):  # any integer, as the original's proto field
+        numpy_index = tf.constant(1.0) + 1
+    sharding.ParseFromString(numpy_index.op.get_attr("_XlaSharding"))
+    assert list(sharding.tile_assignment_devices) == [1]
     with pytest.raises(ValueError, match="shard index must be an int >= 0"):
         with ipu.scopes.ipu_shard(-1):
             pass

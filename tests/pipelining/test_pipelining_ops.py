@@ -87,8 +87,10 @@ def _train(strategy, x, y, batch, count, repeats, learning_rate, cross_replica=F
 def test_training_pipeline_matches_numpy(reduction, strategy_on):
     strategy = strategy_on(2)
     x, y = _data()
+    # numpy's integers too, as the original takes any integer (an OpSharding int64 field).
+    mapping = list(np.arange(2))
     losses, w1, w2 = _train(
-        strategy, x, y, 4, 4, 2, 0.01, reduction_method=reduction, device_mapping=[0, 1]
+        strategy, x, y, 4, 4, 2, 0.01, reduction_method=reduction, device_mapping=mapping
     )
     expected, e1, e2 = _numpy_training(x, y, 4, 4, 2, 0.01, "mean" if reduction != "sum" else "sum")
     np.testing.assert_allclose(losses, expected, rtol=1e-5)

@@ -83,6 +83,18 @@ def test_nllloss_reductions_and_ignore_index():
     np.testing.assert_allclose(log_input, picked.sum(), rtol=1e-5)
 
 
+def test_nllloss_of_labels_outside_the_classes_takes_a_probability_of_zero():
+    # The original's one-hot row of such a label is all zeros (poplibs EncodeOneHot), so
+    # p is 0 and the loss -log(max(0, 1e-7)); the original's prefetch_test feeds labels up
+    # to 19 for 8 classes.
+    probabilities = RNG.dirichlet(np.ones(4), size=4).astype(np.float32)
+    labels = np.array([1, 4, -1, 2], np.int32)
+    (none,) = run_graphcore("Nll", [probabilities, labels], reduction="None")
+    expected = np.full(4, -np.log(np.float32(1e-7)), np.float32)
+    expected[[0, 3]] = -np.log(probabilities[[0, 3], [1, 2]])
+    np.testing.assert_allclose(none, expected, rtol=1e-6)
+
+
 def test_l1_and_identity_losses():
     x = RNG.normal(size=(3, 4)).astype(np.float32)
     l1 = run_graphcore("L1", [x], reduction="Sum", **{"lambda": 0.5})[0]

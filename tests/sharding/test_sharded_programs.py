@@ -200,10 +200,12 @@ def test_shard_index_is_checked(tf1_graph):
             pass
 
 
-def test_more_shards_than_the_device_has_ipus_fails_as_the_original_compiler(reset_system):
-    # poplar_compiler.cc: a device whose IPU count the shards do not divide (2 IPUs,
-    # 3 shards: 2 % 3 != 0) fails the compilation with an InternalError.
-    ipus, shards = 2, 3
+@pytest.mark.parametrize(("ipus", "shards"), [(2, 3), (4, 3)])
+def test_shards_that_do_not_divide_the_ipus_fail_as_the_original_compiler(
+    reset_system, ipus, shards
+):
+    # poplar_compiler.cc: a device whose IPU count the shards do not divide (more shards
+    # than IPUs, or 3 shards on 4 IPUs) fails the compilation with an InternalError.
     assert ipus % shards != 0
     _configure(ipus)
     strategy = ipu.ipu_strategy.IPUStrategy()
@@ -214,5 +216,5 @@ def test_more_shards_than_the_device_has_ipus_fails_as_the_original_compiler(res
         with ipu.scopes.ipu_shard(shards - 1):
             return a + 1.0
 
-    with pytest.raises(tf.errors.InternalError, match="with 2 IPUs and 3 shards"):
+    with pytest.raises(tf.errors.InternalError, match=f"with {ipus} IPUs and 3 shards"):
         strategy.run(tf.function(step, jit_compile=True), args=(tf.ones([2]),))

@@ -64,9 +64,16 @@ def check_same_training(
     rtol: float = 1e-5,
     atol: float = 1e-8,
 ) -> None:
-    """Every optimizer map trains what the first one does (float16 within its precision)."""
+    """Every optimizer map trains what the first one does (float16 within its precision).
+
+    The original's np.allclose defaults (atol 1e-8) hold on its compiler; here a const value
+    may be folded into the arithmetic where a streamed one is not, so a weight near 0 that
+    is the difference of unit-sized numbers may differ by a float32 ulp at 0.5 (6e-8).
+    """
     if dtype == np.float16:
         rtol, atol = max(rtol, 1e-2), max(atol, 1e-3)
+    else:
+        atol = max(atol, 1e-7)
     first = _train(opt_maps[0], steps, dtype, tmp_path / "first.onnx")
     assert any(name.startswith("w_") for name in first)
     for index, opt_map in enumerate(opt_maps[1:], 1):

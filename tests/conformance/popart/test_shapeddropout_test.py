@@ -103,7 +103,10 @@ def test_shapeddropout_scaling(op_tester):
 
 @pytest.mark.follows("test_shapeddropout_droprows")
 def test_shapeddropout_droprows():
-    nrows = 1000
+    # The original has 1000 rows, and its seed happened to land within 0.02 of the ratio on
+    # the IPU's generator (one sigma is 0.016 there); 20000 rows make 0.02 five sigmas for
+    # any generator (TensorFlow's kernels and XLA draw other numbers from one seed).
+    nrows = 20000
     harness = ShapedDropoutHarness(
         np.ones([nrows, 3], np.float32), seed=11583, drop_shape=[nrows, 1]
     )

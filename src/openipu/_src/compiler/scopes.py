@@ -9,8 +9,10 @@ emulated IPU computes in the requested precision where TensorFlow can.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 import numpy as np
 import tensorflow as tf
@@ -120,10 +122,12 @@ def ipu_shard(index: int | Iterable[int]) -> Iterator[None]:
     replica: a replica spans as many IPUs as the program has shards, so a device of N
     IPUs runs N / shards replicas, as the original's poplar_compiler.cc).
     """
-    indices = [index] if isinstance(index, int) else list(index)
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+    # Any integer, numpy's too: the original puts them in an OpSharding proto's int64 field.
+    given = [index] if isinstance(index, numbers.Integral) else list(cast(Iterable[int], index))
+    for i in given:
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
             raise ValueError(f"ipu_shard: the shard index must be an int >= 0, got {index!r}")
+    indices = [int(i) for i in given]
     if not indices:
         raise ValueError(f"ipu_shard: give at least one shard index, got {index!r}")
     if tf.executing_eagerly():

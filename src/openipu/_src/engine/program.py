@@ -117,12 +117,12 @@ class LoopProgram:
         decides for (no executor from its front end, none forced by `OPENIPU_COMPILE`)
         runs as a graph first. The switch depends on the steps run, never on time, so that
         two runs of a program round the same way. Independent steps (PopART inference)
-        keep their measured executors, and front ends may opt out (`ProgramSpec.tiered`).
+        keep their measured executors. XLA and TensorFlow's kernels draw other numbers from
+        one seed: a random op's numbers change at the move (the same in every run).
         """
         if self._tiered is None:
             self._tiered = (
                 self._compile_mode is None
-                and self.spec.tiered
                 and not self._together
                 and compile_policy.forced_mode() is None
             )

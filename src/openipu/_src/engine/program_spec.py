@@ -38,10 +38,6 @@ class ProgramSpec:
       the engine decides).
     - `independent_steps`: no step reads what another changes, so the steps of a call may
       run together (vectorized or unrolled) instead of in a loop.
-    - `tiered`: whether a program the engine decides for may start as a graph and move to
-      XLA after its first steps (`LoopProgram._tier`). PopART's programs do not yet: some
-      of their tests (dropout statistics, out-of-range gather indices, batches run
-      together against the loop) give other numbers as a graph, not yet settled.
     - `chip`: the chip the cost model checks the program against (None: the configured
       system's; see `CompiledProgram.cost`); `check_memory` False for devices without one
       (PopART's CPU device).
@@ -57,7 +53,6 @@ class ProgramSpec:
     device_ordinal: int = 0
     host_device: str | None = None
     executor: CompileMode | None = None
-    tiered: bool = True
     indexed: bool = False
     independent_steps: bool = False
     name: str = "ipu_program"

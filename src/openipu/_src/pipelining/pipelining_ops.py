@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
@@ -502,10 +503,24 @@ def _check_device_mapping(
             f"stages (device_mapping has {len(device_mapping)} entries but the pipeline has "
             f"{stages} computational stages: give one IPU per stage)"
         )
-    for ipu in parallel_stages.to_flat_list(list(device_mapping)):
-        if isinstance(ipu, bool) or not isinstance(ipu, int) or ipu < parallel_stages.ALL_DEVICES:
-            raise TypeError(f"device_mapping entries must be ints >= 0, got {ipu!r}")
-    return list(device_mapping)
+    # The original puts each entry in an OpSharding proto's int64 field: any integer
+    # (numpy's too) goes, other types fail with protobuf's TypeError.
+    return [_ipu_index(ipu) for ipu in device_mapping]
+
+
+def _ipu_index(ipu: object) -> IpuMapping:
+    if isinstance(ipu, (list, tuple, range)):
+        return [_one_ipu(i) for i in ipu]  # a parallel stage's IPUs
+    return _one_ipu(ipu)
+
+
+def _one_ipu(ipu: object) -> int:
+    if isinstance(ipu, bool) or not isinstance(ipu, numbers.Integral):
+        raise TypeError(f"device_mapping entries must be ints >= 0, got {ipu!r}")
+    index = int(ipu)
+    if index < parallel_stages.ALL_DEVICES:
+        raise TypeError(f"device_mapping entries must be ints >= 0, got {ipu!r}")
+    return index
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)

@@ -263,19 +263,23 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
             if retry is None:
                 raise
             collections.restore()
-            if retry.ipus_per_replica > ipus:
-                # The original's compiler refuses shards that do not divide the device's
-                # IPUs with an InternalError (poplar_compiler.cc).
-                raise tf.errors.InternalError(
-                    None,
-                    None,
-                    f"Trying to compile a graph for an IPU device with {ipus} IPUs and "
-                    f"{retry.ipus_per_replica} shards. The number of shards needs to divide "
-                    f"the number of IPUs (device {device_name}).",
-                ) from None
+            if ipus % retry.ipus_per_replica:
+                raise shards_do_not_divide(ipus, retry.ipus_per_replica, device_name) from None
             if retry.ipus_per_replica <= ipus_per_replica:
                 raise
             ipus_per_replica = retry.ipus_per_replica
+
+
+def shards_do_not_divide(ipus: int, shards: int, device_name: str = "") -> tf.errors.InternalError:
+    """The original's compiler refuses shards that do not divide the device's IPUs, with an
+    InternalError (poplar_compiler.cc), whether they are more or fewer than its IPUs."""
+    where = f" (device {device_name})" if device_name else ""
+    return tf.errors.InternalError(
+        None,
+        None,
+        f"Trying to compile a graph for an IPU device with {ipus} IPUs and {shards} shards. "
+        f"The number of shards needs to divide the number of IPUs{where}.",
+    )
 
 
 def _too_many_replicas(error: BaseException | None) -> TooManyReplicas | None:
@@ -303,6 +307,8 @@ def require_ipus_per_replica(count: int) -> None:
     replica = lockstep.current()
     replicas = 1 if replica is None else replica.count
     ipus = getattr(_state, "ipus", None)
+    if ipus is not None and count > 0 and ipus % count:
+        raise shards_do_not_divide(ipus, count)
     if replicas > 1 and ipus is not None and replicas * count > ipus:
         if _shrunk(max(1, ipus // count)):
             return

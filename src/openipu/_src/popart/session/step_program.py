@@ -157,7 +157,6 @@ def build_program(
             replicas=spec.replicas,
             outputs="last" if spec.returns_last_batch_only else "all",
             executor=spec.compile_mode,
-            tiered=False,
             indexed=together,
             independent_steps=together,
             group_size=spec.batches_per_step if together else 1,

@@ -105,7 +105,6 @@ def build_training_program(
             replicas=program.replicas,
             outputs="last" if program.returns_last_batch_only else "all",
             executor=program.compile_mode,
-            tiered=False,
             group_size=spec.accumulation_factor,
             after_group=steps.after_group if spec.accumulating else None,
             name=program.name,

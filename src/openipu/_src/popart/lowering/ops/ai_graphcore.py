@@ -777,14 +777,22 @@ def _safe_negative_log(probability: tf.Tensor) -> tf.Tensor:
 
 @graphcore_op("Nll")
 class NllLoss(GraphcoreOp):
-    """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0."""
+    """-log p[label] over the last (class) axis; ``ignoreIndex`` labels contribute 0.
+
+    As the original (willow/src/popx/op/nllx.cpp), p[label] is the sum of the probabilities
+    times the label's one-hot row, and a label outside the classes has a row of zeros
+    (poplibs' EncodeOneHot codelet sets no element): p is 0 there, the loss -log(1e-7), the
+    gradient 0. A gather would raise in a graph and clamp under XLA.
+    """
 
     def compute(self, probabilities: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         labels = tf.cast(labels, tf.int64)
         ignore = self.attrs.ignoreIndex
         valid = tf.ones_like(labels, tf.bool) if ignore is None else tf.not_equal(labels, ignore)
         safe_labels = tf.where(valid, labels, tf.zeros_like(labels))
-        picked = tf.gather(probabilities, safe_labels, axis=-1, batch_dims=labels.shape.rank)
+        classes = tf.shape(probabilities)[-1]
+        hot = tf.one_hot(safe_labels, classes, dtype=probabilities.dtype)
+        picked = tf.reduce_sum(hot * probabilities, axis=-1)
         loss = -picked if self.attrs.inputIsLogProbability else _safe_negative_log(picked)
         loss = tf.where(valid, loss, tf.zeros_like(loss))
         count = None
