@@ -76,6 +76,31 @@ def test_programs_that_need_a_graph_stay_one_with_no_trace_again(ipu_system, mon
     assert len(traces) == 1
 
 
+def test_a_program_creating_its_state_on_its_first_trace_is_traced_once(ipu_system, monkeypatch):
+    """An optimizer's slots or an accumulator are created when the step is first traced:
+    stock tf.function traces such a function twice on its first call. The state still
+    starts from its initial value once, and carries over the calls and the move to XLA."""
+    monkeypatch.delenv(compile_policy.COMPILE_MODE_ENV, raising=False)
+    traces, made = [], []
+
+    def step(x):
+        traces.append(1)
+        if not made:
+            made.append(tf.Variable(tf.ones([1]) * 10.0, name="lazy_state"))
+        total = made[0]
+        total.assign_add(x)
+        return total.read_value()
+
+    program = _compiled(step, steps_per_call=4)
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    calls = TIER_UP_STEPS // 4 + 1
+    running = np.concatenate([program(tf.constant(x)).numpy() for _ in range(calls)])
+    np.testing.assert_allclose(running[:, 0], 10.0 + np.cumsum(np.tile(x[:, 0], calls)))
+    assert len(made) == 1
+    assert len(traces) == 2  # one as a graph, one for XLA after the move
+    assert program.compiled.executor is compile_policy.CompileMode.XLA
+
+
 def test_programs_keep_a_forced_or_requested_executor(ipu_system, monkeypatch):
     monkeypatch.setenv(compile_policy.COMPILE_MODE_ENV, "xla")
     forced = _compiled(lambda e: e + 1, steps_per_call=2)

@@ -46,6 +46,7 @@ from openipu._src.engine.replicas import (  # shared_cond, shared_while: their h
     shared_while,  # noqa: F401
 )
 from openipu._src.engine.value_types import Nested
+from openipu._src.integration import single_trace_functions
 from openipu._src.system import configure
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class LoopProgram:
             )
             if self._tiered:
                 self._compile_mode = compile_policy.CompileMode.GRAPH
+                self._function = single_trace_functions.trace_once(self._function)
         elif self._tiered and self._steps_run >= TIER_UP_STEPS:
             self._tiered = False
             if not self._xla_capable:
