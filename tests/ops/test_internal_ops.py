@@ -110,6 +110,19 @@ def test_iteration_counter_counts_the_accumulation_iterations(ipu_system):
     np.testing.assert_array_equal(outfeed.dequeue().numpy(), [0, 1, 2, 3, 0, 1, 2, 3])
 
 
-def test_iteration_counter_outside_a_loop_is_an_error():
-    with pytest.raises(ValueError, match="inside a pipeline stage"):
+def test_iteration_counter_outside_a_loop_is_the_programs_own_zero(ipu_system):
+    """Outside any loop of an IPU program the counter is the program's own, 0 (the original's
+    execution-counter scopes); outside an IPU program the op cannot run."""
+    from tensorflow.python import ipu
+
+    counter = tf.Variable(0.0)
+
+    def step():
+        return counter.assign_add(1.0), internal_ops.get_current_iteration_counter()
+
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    for _ in range(2):
+        _, value = strategy.run(tf.function(step, jit_compile=True))
+        assert int(value) == 0
+    with pytest.raises(tf.errors.NotFoundError, match="runs only in an IPU program"):
         internal_ops.get_current_iteration_counter()

@@ -8,6 +8,7 @@ import sys
 import tensorflow as tf
 
 from openipu._src.engine import device_loop
+from openipu._src.engine import region as region_lib
 from openipu._src.engine.engine_variables import engine_variable
 from openipu._src.int_like import as_attr_int, plain_int
 
@@ -54,12 +55,20 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
 def get_current_iteration_counter(name=None, **kwargs) -> tf.Tensor:
     """Which gradient accumulation iteration the pipeline (its innermost device loop) is in."""
     stack = device_loop.loop_stack()
-    if not stack or stack[-1].index is None:
-        raise ValueError(
-            "get_current_iteration_counter must be called inside a pipeline stage "
-            "(or another device loop's body)"
-        )
-    return tf.identity(tf.cast(stack[-1].index, tf.int32), name=name or "iteration_counter")
+    if stack and stack[-1].index is not None:
+        return tf.identity(tf.cast(stack[-1].index, tf.int32), name=name or "iteration_counter")
+    if region_lib.current_region() is not None:
+        # The original's ExecutionCounter op reads the innermost execution-counter scope:
+        # outside any loop, the program's own, zeroed when it starts and never incremented
+        # (compiler/plugin/poplar/driver/tools/execution_counter_util.cc, visitor_base.cc).
+        return tf.constant(0, tf.int32, name=name or "iteration_counter")
+    # The op has no host kernel: outside an IPU program it cannot run.
+    raise tf.errors.NotFoundError(
+        None,
+        None,
+        "get_current_iteration_counter: the ExecutionCounter op runs only in an IPU program "
+        "(a function run by IPUStrategy, ipu_compiler.compile or a pipeline stage)",
+    )
 
 
 def print_tensor(input, name: str = ""):  # noqa: A002 - the original's parameter name
