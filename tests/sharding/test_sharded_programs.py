@@ -200,21 +200,25 @@ def test_shard_index_is_checked(tf1_graph):
             pass
 
 
-@pytest.mark.parametrize(("ipus", "shards"), [(2, 3), (4, 3)])
-def test_shards_that_do_not_divide_the_ipus_fail_as_the_original_compiler(
-    reset_system, ipus, shards
-):
-    # poplar_compiler.cc: a device whose IPU count the shards do not divide (more shards
-    # than IPUs, or 3 shards on 4 IPUs) fails the compilation with an InternalError.
-    assert ipus % shards != 0
-    _configure(ipus)
+def test_shards_that_do_not_divide_the_ipus_fail_as_the_original_compiler(reset_system):
+    # poplar_compiler.cc: a replica takes the shards' IPUs rounded up to a power of two
+    # (NumIPUsInShards: 3 shards take 4), and a device whose IPU count that does not
+    # divide fails the compilation with an InternalError.
+    _configure(2)
     strategy = ipu.ipu_strategy.IPUStrategy()
+    with pytest.raises(tf.errors.InternalError, match="with 2 IPUs and 4 shards"):
+        strategy.run(tf.function(_three_shards, jit_compile=True), args=(tf.ones([2]),))
 
-    def step(x):
-        with ipu.scopes.ipu_shard(0):
-            a = x * 2.0
-        with ipu.scopes.ipu_shard(shards - 1):
-            return a + 1.0
 
-    with pytest.raises(tf.errors.InternalError, match=f"with {ipus} IPUs and 3 shards"):
-        strategy.run(tf.function(step, jit_compile=True), args=(tf.ones([2]),))
+def test_three_shards_run_on_four_ipus_as_one_replica_of_four(reset_system):
+    _configure(4)
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    result = strategy.run(tf.function(_three_shards, jit_compile=True), args=(tf.ones([2]),))
+    np.testing.assert_allclose(result.numpy(), [3.0, 3.0])
+
+
+def _three_shards(x):
+    with ipu.scopes.ipu_shard(0):
+        a = x * 2.0
+    with ipu.scopes.ipu_shard(2):
+        return a + 1.0

@@ -271,8 +271,8 @@ def with_replica_count(ipus: int, attempt: Callable[[int], T], device_name: str)
 
 
 def shards_do_not_divide(ipus: int, shards: int, device_name: str = "") -> tf.errors.InternalError:
-    """The original's compiler refuses shards that do not divide the device's IPUs, with an
-    InternalError (poplar_compiler.cc), whether they are more or fewer than its IPUs."""
+    """The original's compiler refuses shards (rounded up to a power of two) that do not
+    divide the device's IPUs, with an InternalError (poplar_compiler.cc)."""
     where = f" (device {device_name})" if device_name else ""
     return tf.errors.InternalError(
         None,
@@ -304,10 +304,13 @@ def cause(error: BaseException | None, kind: type[E]) -> E | None:
 def require_ipus_per_replica(count: int) -> None:
     """Called by code that spans `count` IPUs (a pipeline): too many replicas go on as
     fewer if nothing depended on their count yet (`layout.py`), else are rebuilt."""
+    # The original's compiler gives a replica the shards' IPUs rounded up to a power of two
+    # (poplar_compiler.cc `NumIPUsInShards`): 3 shards take 4 IPUs.
+    count = 1 << max(0, count - 1).bit_length()
     replica = lockstep.current()
     replicas = 1 if replica is None else replica.count
     ipus = getattr(_state, "ipus", None)
-    if ipus is not None and count > 0 and ipus % count:
+    if ipus is not None and ipus % count:
         raise shards_do_not_divide(ipus, count)
     if replicas > 1 and ipus is not None and replicas * count > ipus:
         if _shrunk(max(1, ipus // count)):
