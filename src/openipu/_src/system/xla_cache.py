@@ -112,15 +112,16 @@ def _entries(directory: str) -> list[str]:
 
 def _damage(path: str) -> str | None:
     """Why the entry at `path` cannot be used, or None if it can."""
-    reason = _structure_damage(path)
-    if reason is not None:
-        return reason
     try:
-        with open(path + _CHECKSUM_SUFFIX) as stream:
-            recorded = stream.read().split()
         with open(path, "rb") as stream:
             data = stream.read()
-    except OSError:
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    reason = _structure_damage(data)
+    if reason is not None:
+        return reason
+    recorded = _recorded(path)
+    if recorded is None:
         return None  # not seen whole by a process yet: the structure check is all there is
     # Compared whatever file (inode) the checksum was recorded for: a copy of the cache
     # keeps its entries' bytes. A process still running that renamed its own whole entry
@@ -130,13 +131,8 @@ def _damage(path: str) -> str | None:
     return None
 
 
-def _structure_damage(path: str) -> str | None:
-    """Why the entry at `path` is not a whole cache entry, or None if it is."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read()
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
+def _structure_damage(data: bytes) -> str | None:
+    """Why `data` is not a whole cache entry, or None if it is."""
     entry = empty_pb2.Empty()
     try:
         entry.ParseFromString(data)
@@ -145,6 +141,15 @@ def _structure_damage(path: str) -> str | None:
     if not _REQUIRED_FIELDS <= {field.field_number for field in UnknownFieldSet(entry)}:
         return "lacks its key or its executable"
     return None
+
+
+def _recorded(path: str) -> list[str] | None:
+    """The checksum file's words (checksum, inode) for the entry at `path`; None without one."""
+    try:
+        with open(path + _CHECKSUM_SUFFIX) as stream:
+            return stream.read().split()
+    except OSError:
+        return None
 
 
 def remove_damaged_entries(directory: str) -> list[str]:
@@ -172,43 +177,33 @@ def record_checksums(directory: str) -> None:
     """Records the checksum of each whole entry whose file has none (at the process's exit)."""
     for path in _entries(directory):
         for _ in range(3):  # again if another process renamed its entry in meanwhile
-            if _recorded_inode(path) == _inode(path) or _structure_damage(path) is not None:
+            if not _record_checksum(directory, path):
                 break
-            _record_checksum(directory, path)
 
 
-def _inode(path: str) -> str | None:
+def _record_checksum(directory: str, path: str) -> bool:
+    """Records the checksum of the whole entry at `path` unless its file has one; returns
+    whether it wrote one."""
+    recorded = _recorded(path)
     try:
-        return str(os.stat(path).st_ino)
-    except OSError:
-        return None
-
-
-def _recorded_inode(path: str) -> str | None:
-    try:
-        with open(path + _CHECKSUM_SUFFIX) as stream:
-            recorded = stream.read().split()
-    except OSError:
-        return None
-    return recorded[1] if len(recorded) == 2 else None
-
-
-def _record_checksum(directory: str, path: str) -> None:
-    try:
+        if recorded is not None and recorded[1:] == [str(os.stat(path).st_ino)]:
+            return False
         with open(path, "rb") as stream:
-            # The file's inode with its checksum, read from the same open file.
-            digest = (
-                f"{hashlib.sha256(stream.read()).hexdigest()} {os.fstat(stream.fileno()).st_ino}"
-            )
+            data = stream.read()
+            inode = str(os.fstat(stream.fileno()).st_ino)  # of the file just read
     except OSError:
-        return  # removed by another process meanwhile
+        return False  # removed by another process meanwhile
+    if _structure_damage(data) is not None:
+        return False
     temporary = None
     try:
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
         with os.fdopen(handle, "w") as stream:
-            stream.write(digest)
+            stream.write(f"{hashlib.sha256(data).hexdigest()} {inode}")
         os.replace(temporary, path + _CHECKSUM_SUFFIX)
     except OSError as error:
         logger.info("Cannot record the checksum of %s: %s", path, error)
         if temporary is not None and os.path.exists(temporary):
             os.remove(temporary)
+        return False
+    return True
