@@ -201,13 +201,14 @@ def test_a_tf2_program_reading_elements_with_an_empty_dimension_fails(strategy_o
         infeed.initializer  # noqa: B018 - eagerly, the iterator op fails at once
 
 
-@pytest.mark.parametrize("dtype", [tf.int64, tf.float64])
-def test_feeds_carry_only_the_ipu_stream_types(ipu_system, dtype):
+@pytest.mark.parametrize(("dtype", "type_string"), [(tf.int64, "int64"), (tf.float64, "double")])
+def test_feeds_carry_only_the_ipu_stream_types(ipu_system, dtype, type_string):
     # kernels/datastream/feeds.cc: the iterator (eagerly, the initializer) and a program
     # reading the queue refuse other element types with a FailedPreconditionError.
     dataset = tf.data.Dataset.from_tensor_slices(np.arange(4)).map(lambda x: tf.cast(x, dtype))
     queue = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
-    message = f"Unsupported datatype {dtype.name} on index 0 of feed operation"
+    # TensorFlow's C++ type names, as the original's message (DataTypeString).
+    message = f"Unsupported datatype {type_string} on index 0 of feed operation"
     with pytest.raises(tf.errors.FailedPreconditionError, match=message):
         queue.initializer  # noqa: B018
     net = tf.function(lambda: ipu.loops.repeat(2, lambda t, x: t + x, [tf.zeros([], dtype)], queue))
@@ -216,3 +217,28 @@ def test_feeds_carry_only_the_ipu_stream_types(ipu_system, dtype):
     accepted = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset.map(lambda x: tf.cast(x, tf.int32)))
     net = tf.function(lambda: ipu.loops.repeat(2, lambda t, x: t + x, [0], accepted))
     assert int(ipu.ipu_strategy.IPUStrategy().run(net)) == 0 + 1
+
+
+@pytest.mark.parametrize(("dtype", "type_string"), [(tf.int64, "int64"), (tf.float64, "double")])
+def test_outfeeds_carry_only_the_ipu_stream_types(ipu_system, dtype, type_string):
+    # kernels/datastream/feeds.cc: the enqueue kernel checks its element's types too, when
+    # the program is compiled; the index is the component's in the flat element.
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def body(x):
+        outfeed.enqueue({"kept": x, "unsupported": tf.cast(x, dtype)})
+        return x + 1.0
+
+    net = tf.function(lambda: ipu.loops.repeat(3, body, [0.0]))
+    message = f"^Unsupported datatype {type_string} on index 1 of feed operation"
+    with pytest.raises(tf.errors.FailedPreconditionError, match=message):
+        ipu.ipu_strategy.IPUStrategy().run(net)
+
+    cast_back = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    def cast_body(x):
+        cast_back.enqueue(tf.cast(tf.cast(x, dtype), tf.int32))
+        return x + 1.0
+
+    ipu.ipu_strategy.IPUStrategy().run(tf.function(lambda: ipu.loops.repeat(3, cast_body, [0.0])))
+    np.testing.assert_array_equal(cast_back.dequeue(), [0, 1, 2])

@@ -366,3 +366,41 @@ def test_evaluate_on_a_dataset_shorter_than_steps_per_execution_warns_and_runs(s
         "batches. Using 3 as `steps_per_execution`." in [r.getMessage() for r in caplog.records]
     )
     np.testing.assert_allclose(loss, reference.evaluate(dataset, verbose=0), rtol=1e-5)
+
+
+def test_int64_labels_must_be_cast_as_on_the_original(strategy):
+    # The original's Keras feeds data through an IPUInfeedQueue, which carries no int64
+    # (kernels/datastream/feeds.cc): its tutorials cast labels, `y.astype(np.int32)`.
+    x, y = _data()
+    with strategy.scope():
+        model = _compile(_sequential())
+        with pytest.raises(
+            tf.errors.FailedPreconditionError,
+            match="^Unsupported datatype int64 on index 1 of feed operation",
+        ):
+            model.fit(x, y.astype(np.int64), batch_size=8, verbose=0)
+        keras.utils.set_random_seed(0)
+        model = _compile(_sequential())
+        history = model.fit(x, y, batch_size=8, verbose=0, shuffle=False)
+    keras.utils.set_random_seed(0)
+    reference = _compile(_sequential()).fit(x, y, batch_size=8, verbose=0, shuffle=False)
+    np.testing.assert_allclose(history.history["loss"], reference.history["loss"], rtol=1e-5)
+
+
+def test_float64_data_is_cast_to_float32_with_the_v2_dtype_behaviour(strategy):
+    # keras/ipu/extensions/data_adapter.py `_autocast_dataset`: float64 features and
+    # targets reach the IPU as float32; predictions equal stock Keras' on the same data.
+    x, y = _data()
+    targets = np.eye(3)[y]  # float64
+    with strategy.scope():
+        keras.utils.set_random_seed(1)
+        model = _sequential()
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        model.fit(x.astype(np.float64), targets, batch_size=8, verbose=0, shuffle=False)
+        predicted = model.predict(x.astype(np.float64), batch_size=8, verbose=0)
+    keras.utils.set_random_seed(1)
+    reference = _sequential()
+    reference.compile(keras.optimizers.SGD(0.05), "mse")
+    reference.fit(x, targets, batch_size=8, verbose=0, shuffle=False)
+    assert predicted.dtype == np.float32
+    np.testing.assert_allclose(predicted, reference.predict(x, batch_size=8, verbose=0), atol=1e-5)

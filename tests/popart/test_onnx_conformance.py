@@ -67,8 +67,11 @@ def run_through_session(model: onnx.ModelProto, inputs: list[Any], compiled: boo
     Floating-point tensor inputs are streamed (their shapes given with InputShapeInfo), but for
     those PopART reads when it builds the graph (`CONSTANT_FLOAT_INPUTS`). The others (axes,
     shapes, indices, flags, sequences, optionals) become constants of the model, as PopART
-    needs them. With `compiled` the program runs under XLA; otherwise the session
-    chooses (XLA, or a TensorFlow graph for convolutions and ops XLA cannot compile).
+    needs them. With `compiled` the program runs under XLA; otherwise as a TensorFlow graph:
+    one step of each of some 2000 models would otherwise pay for an XLA compile and a timing
+    of onnxruntime against it, most of the suite's time. XLA runs a sample of the cases
+    (`test_compiled_matches_eager`), onnxruntime as an executor its own tests
+    (tests/popart/test_onnx_runtime_executor.py).
     """
     import popart
 
@@ -93,7 +96,7 @@ def run_through_session(model: onnx.ModelProto, inputs: list[Any], compiled: boo
     for name, value in streamed.items():
         shape_info.add(name, popart.TensorInfo(value.dtype, value.shape))
     outputs = [value.name for value in model.graph.output]
-    forced = {"OPENIPU_COMPILE": "xla"} if compiled else {}
+    forced = {"OPENIPU_COMPILE": "xla" if compiled else "graph"}
     with mock.patch.dict(os.environ, forced):
         session = popart.InferenceSession(
             model,

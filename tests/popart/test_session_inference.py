@@ -562,3 +562,43 @@ def test_large_inputs_are_read_in_place_and_left_unchanged(ipu_model_device, off
         np.testing.assert_array_equal(anchors[x], before)
         assert not np.shares_memory(anchors[x], data)
     np.testing.assert_array_equal(data, before)
+
+
+def _half_attention_outputs(x):
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    xs = builder.addInputTensor(popart.TensorInfo("FLOAT16", list(x.shape)), "x")
+    scores = builder.aiOnnx.matmul([xs, builder.aiOnnx.transpose([xs], perm=[0, 2, 1])])
+    probabilities = builder.aiOnnx.softmax([scores], axis=2)
+    log_probabilities = builder.aiOnnx.logsoftmax([scores], axis=2)
+    outputs = [probabilities, log_probabilities, builder.aiOnnx.matmul([probabilities, xs])]
+    for output in outputs:
+        builder.addOutputTensor(output)
+    session = popart.InferenceSession(
+        builder.getModelProto(),
+        popart.DataFlow(1, outputs),
+        popart.DeviceManager().createIpuModelDevice({}),
+    )
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({xs: x}, anchors))
+    return [anchors[output] for output in outputs]
+
+
+def test_half_precision_results_do_not_depend_on_the_executor(monkeypatch):
+    # PopART sums a half-precision product in float partials (willow/src/op/matmul.cpp:
+    # MatMulPartialsType::FLOAT by default); XLA sums half softmaxes in float32 too. A
+    # TensorFlow graph's half kernels round each partial sum: the engine's graph executor
+    # must give XLA's numbers, whichever it picks.
+    x = (np.random.default_rng(3).normal(size=(2, 96, 64)) * 0.2).astype(np.float16)
+    results = {}
+    for executor in ("graph", "xla"):
+        monkeypatch.setenv("OPENIPU_COMPILE", executor)
+        results[executor] = _half_attention_outputs(x)
+    for graph_result, xla_result in zip(results["graph"], results["xla"], strict=True):
+        assert graph_result.dtype == np.float16
+        np.testing.assert_array_equal(graph_result, xla_result)
+    wide = x.astype(np.float64)
+    scores = wide @ wide.transpose(0, 2, 1)
+    shifted = scores - scores.max(axis=2, keepdims=True)
+    expected = np.exp(shifted) / np.exp(shifted).sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(results["graph"][0], expected, rtol=5e-3, atol=1e-4)

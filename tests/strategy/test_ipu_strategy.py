@@ -112,7 +112,7 @@ def _mlp(seed):
 def test_keras_fit_with_steps_per_execution_matches_stock_keras(strategy):
     rng = np.random.default_rng(2)
     x = rng.normal(size=(96, 8)).astype(np.float32)
-    y = rng.integers(0, 3, size=(96,))
+    y = rng.integers(0, 3, size=(96,)).astype(np.int32)  # IPU infeeds carry no int64
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     reference = _mlp(7)

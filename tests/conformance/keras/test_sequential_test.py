@@ -283,11 +283,6 @@ def test_autocast_v2_dtype_behaviour_true(strategy_on, v2_dtype_behavior):
 
 
 @pytest.mark.follows("testAutocast_V2DtypeBehaviourFalse")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu's IPU programs compute in float64 when given it; the original's "
-    "Poplar has no double type (FailedPreconditionError 'Unsupported datatype double')",
-)
 def test_autocast_v2_dtype_behaviour_false(strategy_on, v2_dtype_behavior):
     base_layer_utils.disable_v2_dtype_behavior()
     with strategy_on(1).scope():

@@ -232,6 +232,7 @@ def test_early_stopping_reuse():
 @pytest.mark.follows("test_EarlyStopping_with_baseline")
 def test_early_stopping_with_baseline():
     (data, labels), _ = _test_data(train_samples=100, test_samples=50, input_dim=1)
+    labels = labels.astype(np.int32)  # as the original: IPU infeeds carry no int64
     keras.utils.set_random_seed(1337)
     initial = _small_mlp(num_hidden=1, num_classes=1, input_dim=1).get_weights()
 

@@ -30,7 +30,13 @@ from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
 from openipu._src.config import poplar_flags
-from openipu._src.engine import autograph_loops, deferred_builds, device_loop, replication
+from openipu._src.engine import (
+    autograph_loops,
+    deferred_builds,
+    device_loop,
+    replication,
+    stream_dtypes,
+)
 from openipu._src.engine import region as region_lib
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.engine_variables import engine_variable
@@ -194,6 +200,29 @@ class IPUOutfeedQueue:
 
         region.add_finalizer(fail)
 
+    #: Whether the element types are checked as the original's enqueue kernel does: not
+    #: for the engine's own outfeeds, which carry what a front end's program returns.
+    _checks_stream_dtypes = True
+
+    def _refuse_unsupported_dtypes(self, message: str) -> None:
+        """Fails the program being built when it runs, where the original's compiler makes
+        the enqueue kernel and fails (FailedPreconditionError, feeds.cc); outside a
+        compiled program, fails now."""
+        region = region_lib.current_region()
+        if region is None:
+            raise tf.errors.FailedPreconditionError(None, None, message)
+        run_errors.install(
+            run_errors.assertion_as(
+                tf.errors.FailedPreconditionError, stream_dtypes.UNSUPPORTED_MARKER
+            )
+        )
+
+        def fail(_region_outputs: list[tf.Tensor | ops.Operation]) -> list[ops.Operation]:
+            with ops.device("/device:CPU:0"):
+                return [tf.debugging.Assert(False, [message], name=f"{self._name}_dtype")]
+
+        region.add_finalizer(fail)
+
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
@@ -226,6 +255,12 @@ class IPUOutfeedQueue:
             # A loop body traced only to learn what it reads and writes: no side effects.
             autograph_loops.record_probed_enqueue(self._name, self._structure_of(tensors))
             return tf.no_op(name=f"{self._name}_probed_enqueue")
+        if self._checks_stream_dtypes:
+            unsupported = stream_dtypes.unsupported_dtype_message(
+                [spec.dtype for spec in specs], f"{self._name}_enqueue with feed id '{self._name}'"
+            )
+            if unsupported is not None:
+                self._refuse_unsupported_dtypes(unsupported)
         if not self._carries_empty_elements and any(s.shape.num_elements() == 0 for s in specs):
             self._refuse_empty_elements()
         self._set_structure(tensors, specs)
@@ -480,6 +515,7 @@ class EngineOutfeedQueue(IPUOutfeedQueue):
     elements with a dimension of size 0 (a PopART model's outputs may have one)."""
 
     _carries_empty_elements = True
+    _checks_stream_dtypes = False
 
 
 class ScopedIPUOutfeedQueue(IPUOutfeedQueue):

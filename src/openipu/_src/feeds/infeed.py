@@ -18,7 +18,7 @@ from tensorflow.python.framework import type_spec
 from tensorflow.python.util import nest
 
 from openipu._src.config import poplar_flags
-from openipu._src.engine import device_loop
+from openipu._src.engine import device_loop, stream_dtypes
 from openipu._src.engine.device_scope import validate_device_ordinal
 from openipu._src.engine.host_stream import REPLICATION_MISMATCH, ChunkedStream, ElementStream
 from openipu._src.feeds.synthetic_elements import synthetic_elements
@@ -81,23 +81,12 @@ def _has_empty_dimension(element_spec) -> bool:
     return any(0 in tuple(spec.shape) for spec in nest.flatten(element_spec))
 
 
-# The element types an IPU data stream carries (kernels/datastream/feeds.cc `ok_types`).
-_FEED_DTYPES = (tf.float32, tf.int32, tf.uint8, tf.int8, tf.bool, tf.float16)
-# Starts with the original's words (feeds.cc), a FailedPreconditionError.
-_UNSUPPORTED_DTYPE = "Unsupported datatype {dtype} on index {index} of feed operation"
-
-
 def _unsupported_dtype_message(element_spec, feed: str) -> str | None:
     """Why the feed cannot carry the element (its first component of another type), if so."""
-    for index, spec in enumerate(nest.flatten(element_spec)):
-        if spec.dtype not in _FEED_DTYPES:
-            allowed = ", ".join(dtype.name for dtype in _FEED_DTYPES)
-            return (
-                _UNSUPPORTED_DTYPE.format(dtype=spec.dtype.name, index=index)
-                + f" IPUCreateDatasetIterator with feed id '{feed}': cast the element to one "
-                f"of ({allowed}) with a tf.data.Dataset.map() operation."
-            )
-    return None
+    dtypes = [spec.dtype for spec in nest.flatten(element_spec)]
+    return stream_dtypes.unsupported_dtype_message(
+        dtypes, f"IPUCreateDatasetIterator with feed id '{feed}'"
+    )
 
 
 class IPUInfeedQueue:
@@ -228,7 +217,9 @@ class IPUInfeedQueue:
         unsupported = _unsupported_dtype_message(self._element_spec, self._feed_id)
         if unsupported is not None:
             run_errors.install(
-                run_errors.assertion_as(tf.errors.FailedPreconditionError, "Unsupported datatype")
+                run_errors.assertion_as(
+                    tf.errors.FailedPreconditionError, stream_dtypes.UNSUPPORTED_MARKER
+                )
             )
             return tf.debugging.Assert(False, [unsupported], name="infeed_initializer")
         if _has_empty_dimension(self._element_spec):

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.python.util import nest
-from tf_keras.src.engine import data_adapter
+from tf_keras.src.engine import base_layer_utils, data_adapter
 
+from openipu._src.engine import stream_dtypes
 from openipu._src.integration import dataset_iterators, keras_data_handler, keras_internals
 from openipu._src.keras.extensions import step_rules
 
@@ -125,6 +126,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         dataset = self._adapter.get_dataset()
         if class_weight:
             dataset = dataset.map(keras_internals.class_weight_map_fn(class_weight))
+        dataset = _checked_for_stream(_autocast_float64(dataset))
         steps_per_execution = int(self._steps_per_execution.numpy())
         if self._ipu_mode.original_rules:
             dataset, steps, execution = self._original_steps(
@@ -351,6 +353,37 @@ class IPUDataHandler(data_adapter.DataHandler):
             steps - rounded,
         )
         return rounded
+
+
+def _autocast_float64(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """float64 data becomes float32 when the v2 dtype behaviour is on, as the original's
+    IPU data handler does (keras/ipu/extensions/data_adapter.py `_autocast_dataset`)."""
+    specs = nest.flatten(dataset.element_spec)
+    if not base_layer_utils.v2_dtype_behavior_enabled() or not any(
+        spec.dtype == tf.float64 for spec in specs
+    ):
+        return dataset
+
+    def autocast(*element):
+        return nest.map_structure(
+            lambda t: tf.cast(t, tf.float32) if t.dtype == tf.float64 else t, element
+        )
+
+    single = not isinstance(dataset.element_spec, tuple)  # map passes it as one argument
+    return dataset.map(lambda *element: autocast(*element)[0] if single else autocast(*element))
+
+
+def _checked_for_stream(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """The dataset, if the IPU's infeed can carry its elements: the original's Keras feeds
+    its data through an IPUInfeedQueue, whose iterator op fails on other types
+    (FailedPreconditionError, kernels/datastream/feeds.cc): int64 labels must be cast."""
+    unsupported = stream_dtypes.unsupported_dtype_message(
+        [spec.dtype for spec in nest.flatten(dataset.element_spec)],
+        "IPUCreateDatasetIterator with feed id 'infeed'",
+    )
+    if unsupported is not None:
+        raise tf.errors.FailedPreconditionError(None, None, unsupported)
+    return dataset
 
 
 def _adapter_batch_size(adapter) -> int | None:

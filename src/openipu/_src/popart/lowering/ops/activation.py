@@ -191,16 +191,30 @@ class AxisSoftmaxOp(Op):
         return tf.reshape(self.along_last_axis(flat), tf.shape(x))
 
 
+def _half_sum(values: tf.Tensor) -> tf.Tensor:
+    """The sum over the last axis of half-precision `values`, accumulated in float32 and
+    rounded once, as XLA reduces (TensorFlow's half kernel rounds every partial sum): the
+    numbers then do not depend on which executor the engine picks."""
+    total = tf.reduce_sum(tf.cast(values, tf.float32), axis=-1, keepdims=True)
+    return tf.cast(total, values.dtype)
+
+
 @register_op("Softmax", since=(1, 11, 13))
 class Softmax(AxisSoftmaxOp):
     def along_last_axis(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.nn.softmax(x, axis=-1)
+        if x.dtype not in (tf.float16, tf.bfloat16):
+            return tf.nn.softmax(x, axis=-1)
+        exponentials = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+        return exponentials / _half_sum(exponentials)
 
 
 @register_op("LogSoftmax", since=(1, 11, 13))
 class LogSoftmax(AxisSoftmaxOp):
     def along_last_axis(self, x: tf.Tensor) -> tf.Tensor:
-        return tf.nn.log_softmax(x, axis=-1)
+        if x.dtype not in (tf.float16, tf.bfloat16):
+            return tf.nn.log_softmax(x, axis=-1)
+        shifted = x - tf.reduce_max(x, axis=-1, keepdims=True)
+        return shifted - tf.math.log(_half_sum(tf.exp(shifted)))
 
 
 @register_op("Hardmax", since=(1, 11, 13))

@@ -10,6 +10,10 @@ from openipu._src.popart.lowering.registry import register_op
 
 _MATMUL_DTYPES = {tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64}
 _MATMUL_DTYPES |= {tf.complex64, tf.complex128}
+# PopART's matrix products of half-precision operands accumulate float partials unless an
+# op or the session asks for half ones (willow/src/op/matmul.cpp: MatMulPartialsType::FLOAT
+# by default): their sums are those of float32 products rounded once at the end.
+_FLOAT_PARTIALS = {tf.float16, tf.bfloat16}
 
 
 def matmul(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
@@ -20,7 +24,7 @@ def matmul(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
     if b_is_vector:
         b = b[:, tf.newaxis]
     dtype = a.dtype
-    if dtype not in _MATMUL_DTYPES:
+    if dtype not in _MATMUL_DTYPES or dtype in _FLOAT_PARTIALS:
         wide = tf.int64 if dtype.is_integer else tf.float32
         result = tf.cast(tf.linalg.matmul(tf.cast(a, wide), tf.cast(b, wide)), dtype)
     else:
@@ -63,7 +67,7 @@ class Einsum(Op):
 
     def compute(self, *operands: tf.Tensor) -> tf.Tensor:
         dtype = operands[0].dtype
-        if dtype not in _MATMUL_DTYPES:
+        if dtype not in _MATMUL_DTYPES or dtype in _FLOAT_PARTIALS:
             wide = tf.int64 if dtype.is_integer else tf.float32
             operands = tuple(tf.cast(operand, wide) for operand in operands)
             return tf.cast(tf.einsum(self.equation, *operands), dtype)
