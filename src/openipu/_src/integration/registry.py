@@ -8,6 +8,7 @@ from openipu._src.integration.patching import Patch, registered
 
 #: The modules of `openipu._src.integration` that declare patches (a test checks none is missing).
 PATCH_FAMILIES = (
+    "autograph_bypass",
     "autograph_range_loops",
     "dataset_iterators",
     "eager_collectives",
