@@ -4,10 +4,9 @@ Models created in an IPUStrategy scope are instances of the extension class of t
 kind (Sequential, functional, subclassed); model classes that override Keras's
 `make_*_function`, `train_step` (and, pipelined, `test_step`/`predict_step`/`call`) or
 lack `call` fail in fit/evaluate/predict with the original's RuntimeError; a pipelined
-model given fewer inputs than it takes fails with Keras's input-count error. The
-original's generic layer-method delegation (`base_layer.extension_delegate`,
-`KerasExtension`, `IPUStrategy._register_keras_extension`) is a mechanism of its Keras
-fork that stock tf_keras does not have: those two scenarios are expected failures.
+model given fewer inputs than it takes fails with Keras's input-count error; layer
+methods decorated with `base_layer.extension_delegate` call the extension that
+`IPUStrategy._register_keras_extension` mixed into the layer.
 """
 
 from __future__ import annotations
@@ -27,15 +26,7 @@ def strategy(strategy_on):
     return strategy_on(1)
 
 
-NO_DELEGATES = (
-    "tf_keras has no `base_layer.extension_delegate`/`KerasExtension` (the original's Keras "
-    "fork's per-layer delegation, internal to it: keras.engine.base_layer and the private "
-    "`IPUStrategy._register_keras_extension`, in no public API or documentation)"
-)
-
-
 @pytest.mark.follows("testExtension")
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=NO_DELEGATES)
 def test_extension(strategy):
     class TestLayer(base_layer.Layer):
         @base_layer.extension_delegate
@@ -58,7 +49,6 @@ def test_extension(strategy):
 
 
 @pytest.mark.follows("testExtensionWithClassMethod")
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=NO_DELEGATES)
 def test_extension_with_class_method(strategy):
     class TestLayer(base_layer.Layer):
         @classmethod

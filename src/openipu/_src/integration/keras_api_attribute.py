@@ -12,6 +12,7 @@ This module must stay as light as the start-up hook: no TensorFlow import.
 
 from __future__ import annotations
 
+import sys
 import types
 
 import _openipu_startup
@@ -45,3 +46,9 @@ def add_to(module: types.ModuleType) -> None:
     patch = IPU_ATTRIBUTES[module.__name__]
     if not hasattr(module, "ipu"):
         apply(patch)
+    if "tf_keras.src.engine.base_layer" in sys.modules:
+        # The original Keras fork's layer extension names, which programs use when their
+        # layer classes are defined (imported here: tf_keras, so TensorFlow, is loaded).
+        from openipu._src.integration import keras_layer_delegation
+
+        keras_layer_delegation.install()

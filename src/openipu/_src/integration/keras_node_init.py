@@ -70,3 +70,10 @@ def install(
         _after_layer_init.append(after_layer_init)
     apply(NODE_INIT)
     apply(LAYER_INIT)
+
+
+def install_layer_hook(after_layer_init: Callable[[object], None]) -> None:
+    """Calls `after_layer_init(layer)` after every `Layer.__init__` (idempotent)."""
+    if after_layer_init not in _after_layer_init:
+        _after_layer_init.append(after_layer_init)
+    apply(LAYER_INIT)

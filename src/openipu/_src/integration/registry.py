@@ -16,6 +16,7 @@ PATCH_FAMILIES = (
     "keras_api_attribute",
     "keras_data_handler",
     "keras_from_config",
+    "keras_layer_delegation",
     "keras_loss_scaling",
     "keras_model_new",
     "keras_node_init",

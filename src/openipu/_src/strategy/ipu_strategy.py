@@ -33,6 +33,7 @@ from openipu._src.engine import device_scope, region, replicated_program
 from openipu._src.engine.replicas import exchange_ops, lockstep, replicated
 from openipu._src.feeds import infeed_iterator
 from openipu._src.integration import dataset_iterators, patching
+from openipu._src.strategy.keras_layer_extensions import KerasLayerExtensions
 from openipu._src.system import configure, host_devices
 
 
@@ -93,7 +94,7 @@ def _parse_ordinal(ipu_device: str) -> int:
     return ordinal
 
 
-class IPUStrategyV1(distribute_lib.StrategyV1):
+class IPUStrategyV1(KerasLayerExtensions, distribute_lib.StrategyV1):
     """Runs computations on an emulated IPU device (`/device:IPU:0` by default).
 
     Use `scope()` to build models and variables for the IPU, and `run()` to

@@ -24,6 +24,7 @@ from tf_keras.src.utils import generic_utils
 from openipu._src.integration import (
     keras_from_config,
     keras_internals,
+    keras_layer_delegation,
     keras_loss_scaling,
     keras_model_new,
 )
@@ -158,6 +159,7 @@ def install() -> None:
     keras_from_config.install_saved_model_load(_saved_model_load_with_options)
     keras_from_config.install_get_config_count()
     keras_loss_scaling.install()
+    keras_layer_delegation.install()
 
 
 def _extend_in_ipu_scope(instance) -> None:
