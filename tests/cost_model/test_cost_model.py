@@ -41,7 +41,7 @@ def _train_mlp(units=256, inputs=784, batch=32, dtype="float32", steps=4):
             steps_per_execution=steps,
         )
         x = np.random.rand(batch * steps, inputs).astype(dtype)
-        y = np.random.randint(0, 10, batch * steps)
+        y = np.random.randint(0, 10, batch * steps).astype(np.int32)  # IPU infeeds carry no int64
         model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     return [p for p in compiled_program.recent() if p.name.endswith("_train")][-1]
 

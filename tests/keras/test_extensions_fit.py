@@ -404,3 +404,22 @@ def test_float64_data_is_cast_to_float32_with_the_v2_dtype_behaviour(strategy):
     reference.fit(x, targets, batch_size=8, verbose=0, shuffle=False)
     assert predicted.dtype == np.float32
     np.testing.assert_allclose(predicted, reference.predict(x, batch_size=8, verbose=0), atol=1e-5)
+
+
+def test_int64_predictions_must_be_cast_as_on_the_original(strategy):
+    # The original's Keras returns predictions through an outfeed, which carries no int64
+    # (kernels/datastream/feeds.cc): an argmax output is cast to int32 to leave the IPU.
+    x, _ = _data()
+    with strategy.scope():
+        inputs = keras.Input((8,))
+        logits = keras.layers.Dense(3)(inputs)
+        model = keras.Model(inputs, tf.argmax(logits, axis=-1))
+        with pytest.raises(
+            tf.errors.FailedPreconditionError,
+            match="^Unsupported datatype int64 on index 0 of feed operation",
+        ):
+            model.predict(x, batch_size=8, verbose=0)
+        cast = keras.Model(inputs, tf.cast(tf.argmax(logits, axis=-1), tf.int32))
+        predicted = cast.predict(x, batch_size=8, verbose=0)
+    expected = np.argmax(keras.Model(inputs, logits).predict(x, batch_size=8, verbose=0), -1)
+    np.testing.assert_array_equal(predicted, expected)

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 from tensorflow.python.util import nest
 
+from openipu._src.engine import traced_python
 from openipu._src.engine.executable import program_graph
 
 _state = threading.local()
@@ -36,7 +37,7 @@ class FrozenStep:
     def __init__(self, step: Callable[..., Any], signature: Sequence[tf.TensorSpec]) -> None:
         self.signature = list(signature)
         self.name = getattr(step, "__name__", "step")
-        python_step = getattr(step, "python_function", step)
+        python_step = traced_python.python_to_trace(step)
         if getattr(_state, "tf1", False):
             # A TF1 program's step (tf.compat.v1.get_variable, layers of tf.compat.v1):
             # traced in a TF1-style graph, its variables lifted out, as the original's TF1

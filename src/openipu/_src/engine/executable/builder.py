@@ -28,6 +28,7 @@ from openipu._src.engine import (
     device_loop,
     engine_variables,
     floating_point_checks,
+    traced_python,
     variable_reuse,
 )
 from openipu._src.engine.compiled_program import CompiledProgram, StepSchedule
@@ -101,7 +102,7 @@ def trace(func: Callable[..., Nested], arguments: Sequence[Argument], name: str)
     with a value are baked into the program; the others (`tf.TensorSpec`s: a TF1 graph's
     placeholders) are the executable's start-up inputs, in order.
     """
-    python_function = getattr(func, "python_function", func)  # a tf.function traces anew
+    python_function = traced_python.python_to_trace(func)  # a tf.function traces anew
     startup_signatures = [
         TensorSignature.of(f"input_{i}", spec)
         for i, spec in enumerate(a for a in arguments if isinstance(a, tf.TensorSpec))
@@ -453,7 +454,7 @@ def _call_step(
 ) -> tuple[list[tf.Tensor], list[tf.Operation]]:
     """The step's new loop values and the operations that must run before the next step."""
     # A tf.function body is traced as Python here, so that its enqueues are the step's.
-    body = getattr(loop.body, "python_function", loop.body)
+    body = traced_python.python_to_trace(loop.body)
     if carried:
         return device_loop._call_body(body, carried, element)  # noqa: SLF001
     # A loop carrying nothing: whatever the step returns (a pipeline's mini-batch gives a

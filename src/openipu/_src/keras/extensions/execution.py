@@ -17,6 +17,7 @@ import tensorflow as tf
 from tensorflow.python.util import nest
 
 from openipu._src.config import poplar_flags
+from openipu._src.engine import stream_dtypes
 from openipu._src.engine.program import LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.integration import keras_internals
@@ -190,12 +191,14 @@ class ExecutionFunction:
             captured_gradients.capturing_train_step(model),
         ):
             outputs = self._replica_metrics(model.train_step(data))
+        _check_outfeed_dtypes(outputs)
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(model, "train").assign_add(1)
         return outputs
 
     def _test_step(self, data):
         outputs = self._replica_metrics(self._model.test_step(data))
+        _check_outfeed_dtypes(outputs)
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(self._model, "test").assign_add(1)
         return outputs
@@ -209,6 +212,7 @@ class ExecutionFunction:
 
     def _predict_step(self, data):
         outputs = self._model.predict_step(data)
+        _check_outfeed_dtypes(outputs)
         with tf.control_dependencies(_minimum_control_deps(outputs)):
             keras_internals.step_counter(self._model, "predict").assign_add(1)
         return outputs
@@ -237,6 +241,18 @@ class _Ahead:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _check_outfeed_dtypes(outputs) -> None:
+    """A step's results leave the IPU through an outfeed in the original's Keras, whose
+    enqueue kernel refuses other types than the streams carry when the program is compiled
+    (FailedPreconditionError, kernels/datastream/feeds.cc): e.g. an int64 argmax output."""
+    dtypes = [tf.as_dtype(t.dtype) for t in nest.flatten(outputs) if hasattr(t, "dtype")]
+    unsupported = stream_dtypes.unsupported_dtype_message(
+        dtypes, "PopDatastreamOutfeedEnqueue with feed id 'outfeed'"
+    )
+    if unsupported is not None:
+        raise tf.errors.FailedPreconditionError(None, None, unsupported)
 
 
 def _synthetic_outputs(outputs, steps: int, replicas: int, kind: str, every_step: bool):
