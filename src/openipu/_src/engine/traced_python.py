@@ -22,7 +22,7 @@ def python_to_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`'s Python function, autograph-converted where `fn` is a tf.function with autograph."""
     if not isinstance(fn, polymorphic_function.Function):
         return fn
-    python_function = fn.python_function
+    python_function: Callable[..., Any] = fn.python_function
     if not fn._autograph:  # noqa: SLF001 - the tf.function's own setting
         return python_function
     converted: Callable[..., Any] = autograph.tf_convert(
