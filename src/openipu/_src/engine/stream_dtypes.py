@@ -47,3 +47,10 @@ def unsupported_dtype_message(dtypes: Iterable[tf.DType], operation: str) -> str
                 f"element into one of ({allowed})."
             )
     return None
+
+
+def check(dtypes: Iterable[tf.DType], operation: str) -> None:
+    """Raises the original's FailedPreconditionError if a stream cannot carry `dtypes`."""
+    unsupported = unsupported_dtype_message(dtypes, operation)
+    if unsupported is not None:
+        raise tf.errors.FailedPreconditionError(None, None, unsupported)

@@ -81,11 +81,18 @@ def _has_empty_dimension(element_spec) -> bool:
     return any(0 in tuple(spec.shape) for spec in nest.flatten(element_spec))
 
 
+def _element_dtypes(element_spec) -> list[tf.DType]:
+    return [spec.dtype for spec in nest.flatten(element_spec)]
+
+
+def _iterator_op(feed: str) -> str:
+    return f"IPUCreateDatasetIterator with feed id '{feed}'"
+
+
 def _unsupported_dtype_message(element_spec, feed: str) -> str | None:
     """Why the feed cannot carry the element (its first component of another type), if so."""
-    dtypes = [spec.dtype for spec in nest.flatten(element_spec)]
     return stream_dtypes.unsupported_dtype_message(
-        dtypes, f"IPUCreateDatasetIterator with feed id '{feed}'"
+        _element_dtypes(element_spec), _iterator_op(feed)
     )
 
 
@@ -236,9 +243,7 @@ class IPUInfeedQueue:
 
     def _check_element_fits_stream(self) -> None:
         """The element types first, then the shapes, as the original's feed kernels check."""
-        unsupported = _unsupported_dtype_message(self._element_spec, self._feed_id)
-        if unsupported is not None:
-            raise tf.errors.FailedPreconditionError(None, None, unsupported)
+        stream_dtypes.check(_element_dtypes(self._element_spec), _iterator_op(self._feed_id))
         if _has_empty_dimension(self._element_spec):
             raise tf.errors.InvalidArgumentError(None, None, _EMPTY_DIMENSION)
 

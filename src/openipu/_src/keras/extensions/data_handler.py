@@ -364,25 +364,25 @@ def _autocast_float64(dataset: tf.data.Dataset) -> tf.data.Dataset:
     ):
         return dataset
 
+    single = not isinstance(dataset.element_spec, tuple)  # map passes it as one argument
+
     def autocast(*element):
-        return nest.map_structure(
+        cast = nest.map_structure(
             lambda t: tf.cast(t, tf.float32) if t.dtype == tf.float64 else t, element
         )
+        return cast[0] if single else cast
 
-    single = not isinstance(dataset.element_spec, tuple)  # map passes it as one argument
-    return dataset.map(lambda *element: autocast(*element)[0] if single else autocast(*element))
+    return dataset.map(autocast)
 
 
 def _checked_for_stream(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """The dataset, if the IPU's infeed can carry its elements: the original's Keras feeds
     its data through an IPUInfeedQueue, whose iterator op fails on other types
     (FailedPreconditionError, kernels/datastream/feeds.cc): int64 labels must be cast."""
-    unsupported = stream_dtypes.unsupported_dtype_message(
+    stream_dtypes.check(
         [spec.dtype for spec in nest.flatten(dataset.element_spec)],
         "IPUCreateDatasetIterator with feed id 'infeed'",
     )
-    if unsupported is not None:
-        raise tf.errors.FailedPreconditionError(None, None, unsupported)
     return dataset
 
 

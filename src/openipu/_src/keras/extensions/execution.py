@@ -248,11 +248,7 @@ def _check_outfeed_dtypes(outputs) -> None:
     enqueue kernel refuses other types than the streams carry when the program is compiled
     (FailedPreconditionError, kernels/datastream/feeds.cc): e.g. an int64 argmax output."""
     dtypes = [tf.as_dtype(t.dtype) for t in nest.flatten(outputs) if hasattr(t, "dtype")]
-    unsupported = stream_dtypes.unsupported_dtype_message(
-        dtypes, "PopDatastreamOutfeedEnqueue with feed id 'outfeed'"
-    )
-    if unsupported is not None:
-        raise tf.errors.FailedPreconditionError(None, None, unsupported)
+    stream_dtypes.check(dtypes, "PopDatastreamOutfeedEnqueue with feed id 'outfeed'")
 
 
 def _synthetic_outputs(outputs, steps: int, replicas: int, kind: str, every_step: bool):
