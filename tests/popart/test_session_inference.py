@@ -588,7 +588,10 @@ def test_half_precision_results_do_not_depend_on_the_executor(monkeypatch):
     # PopART sums a half-precision product in float partials (willow/src/op/matmul.cpp:
     # MatMulPartialsType::FLOAT by default); XLA sums half softmaxes in float32 too. A
     # TensorFlow graph's half kernels round each partial sum: the engine's graph executor
-    # must give XLA's numbers, whichever it picks.
+    # must give XLA's numbers, whichever it picks, but for a rare element (their float32
+    # dot products sum in different orders: on an AVX-512 host one score of 18432 rounds
+    # to the next half value, and its exponential differs by a few units in the last
+    # place; rounded partial sums made a third of the results differ).
     x = (np.random.default_rng(3).normal(size=(2, 96, 64)) * 0.2).astype(np.float16)
     results = {}
     for executor in ("graph", "xla"):
@@ -596,7 +599,9 @@ def test_half_precision_results_do_not_depend_on_the_executor(monkeypatch):
         results[executor] = _half_attention_outputs(x)
     for graph_result, xla_result in zip(results["graph"], results["xla"], strict=True):
         assert graph_result.dtype == np.float16
-        np.testing.assert_array_equal(graph_result, xla_result)
+        ulps = np.abs(graph_result.view(np.int16).astype(np.int32) - xla_result.view(np.int16))
+        assert np.count_nonzero(ulps) <= graph_result.size // 1000
+        np.testing.assert_allclose(graph_result, xla_result, rtol=1e-2)
     wide = x.astype(np.float64)
     scores = wide @ wide.transpose(0, 2, 1)
     shifted = scores - scores.max(axis=2, keepdims=True)

@@ -32,14 +32,17 @@ int32 is the smallest int32 (`test_invalid_operation`; the host gives 0). `esr`
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_callbacks, ops
+from tensorflow.python.ops import gen_math_ops
 
 from openipu._src.integration import run_errors
 from openipu._src.system import configure
@@ -342,23 +345,89 @@ def _replace_overflows(
     """Infinities a half-precision op makes from finite inputs become `value` (`nanoo`'s
     NaN), or, with None, the largest half value of their sign (the chip's saturation) --
     except those of a division by zero, which the chip makes NaN with or without `nanoo`
-    (floating_point_control_bits_test.py `test_division_by_zero`: 10000 / 0 is NaN)."""
-    finite_in = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in inputs if _is_float(t)])
+    (floating_point_control_bits_test.py `test_division_by_zero`: 10000 / 0 is NaN).
+
+    Every half-precision op of a saturating region gets this, so it is built from few
+    generated ops (a region's trace time grows with their number): saturation is a clip
+    to [-65504, 65504] where the inputs were finite, which leaves finite values and NaNs
+    as they are and takes an infinity to the largest half value of its sign."""
+    finite_in = _all_finite([t for t in inputs if _is_float(t)])
     divides = op_type in _DIVISIONS and len(inputs) == 2 and _is_float(inputs[1])
     replaced = []
     for t in outputs:
         if isinstance(t, tf.Tensor) and t.dtype == tf.float16:
-            overflowed = tf.logical_and(tf.math.is_inf(t), finite_in)
+            if value is None and not divides:
+                clipped = gen_math_ops.minimum(
+                    gen_math_ops.maximum(t, _half_constant(-_HALF_MAX)), _half_constant(_HALF_MAX)
+                )
+                t = _where(finite_in, clipped, t)
+                replaced.append(t)
+                continue
+            overflowed = gen_math_ops.logical_and(gen_math_ops.is_inf(t), finite_in)
             if value is None:
-                substitute = tf.sign(t) * tf.constant(_HALF_MAX, tf.float16)
-                if divides:
-                    by_zero = tf.broadcast_to(tf.equal(inputs[1], 0), tf.shape(t))
-                    substitute = tf.where(by_zero, tf.constant(np.nan, tf.float16), substitute)
+                substitute = tf.sign(t) * _half_constant(_HALF_MAX)
+                by_zero = tf.broadcast_to(tf.equal(inputs[1], 0), tf.shape(t))
+                substitute = tf.where(by_zero, _half_constant(np.nan), substitute)
             else:
-                substitute = tf.constant(value, tf.float16)
+                substitute = _half_constant(value)
             t = tf.where(overflowed, substitute, t)
         replaced.append(t)
     return replaced
+
+
+def _all_finite(tensors: list[tf.Tensor]) -> tf.Tensor:
+    """A scalar: whether every element of `tensors` is finite (True for none)."""
+    finite = None
+    for t in tensors:
+        all_of_t = _per_graph(("all finite", t.ref()), functools.partial(_all_finite_of, t))
+        finite = all_of_t if finite is None else gen_math_ops.logical_and(finite, all_of_t)
+    return finite if finite is not None else tf.constant(True)
+
+
+def _all_finite_of(t: tf.Tensor) -> tf.Tensor:
+    axes = _int32_range(t.shape.rank) if t.shape.rank is not None else tf.range(tf.rank(t))
+    return gen_math_ops._all(gen_math_ops.is_finite(t), axes)  # noqa: SLF001
+
+
+def _where(condition: tf.Tensor, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    """`tf.where` of a scalar condition, as one generated op with the static shape kept."""
+    result = gen_math_ops.select_v2(condition, x, y)
+    result.set_shape(y.shape)
+    return result
+
+
+def _half_constant(value: float) -> tf.Tensor:
+    return _graph_constant(value, tf.float16)
+
+
+def _int32_range(rank: int) -> tf.Tensor:
+    return _graph_constant(tuple(range(rank)), tf.int32)
+
+
+_PER_GRAPH: weakref.WeakKeyDictionary[ops.Graph, dict[tuple[Any, ...], tf.Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _graph_constant(value: Any, dtype: tf.DType) -> tf.Tensor:
+    return _per_graph((repr(value), dtype), lambda: tf.constant(value, dtype, name="saturation"))
+
+
+def _per_graph(key: tuple[Any, ...], build: Callable[[], tf.Tensor]) -> tf.Tensor:
+    """`build()` once per graph, control-flow context and control dependencies (a tensor
+    made outside the context would not be a constant to XLA's cluster of a TF1 graph, one
+    made under other dependencies would order the ops that read it)."""
+    graph = ops.get_default_graph()
+    full_key = (
+        *key,
+        graph._get_control_flow_context(),  # noqa: SLF001
+        frozenset(graph._current_control_dependencies()),  # noqa: SLF001
+    )
+    built = _PER_GRAPH.setdefault(graph, {})
+    if full_key not in built:
+        with ops.name_scope(None):
+            built[full_key] = build()
+    return built[full_key]
 
 
 def _text(name: str | bytes | None) -> str:

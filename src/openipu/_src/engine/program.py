@@ -157,23 +157,38 @@ class LoopProgram:
     _trace_each = False
 
     def _call(self, stacked_inputs: Nested) -> Nested:
+        # Traced in the plain graph context from the start (region.compile_region): a
+        # trace that ends as a graph is the program, not a first look to trace again.
+        planned_graph = compile_policy.CompileMode.GRAPH in (
+            self._compile_mode,
+            compile_policy.forced_mode(),
+        )
         if self._together and self._last_mode is None:
-            self._together = self._vectorizes(stacked_inputs)
-            if self._unrolled and self.iterations == 1 and self._compile_mode is None:
-                # One step traces to the same ops vectorized or unrolled: the mode that
-                # trace needed holds, and the next trace builds it directly (one trace fewer).
-                self._compile_mode = self._last_mode
-            if not self._together or self._unrolled:
-                # The traced (vectorized) form is not the one that runs: trace again.
-                self._last_mode = None
-                self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+            if planned_graph and self.iterations <= MAX_UNROLLED_STEPS:
+                # A graph program unrolls its steps (see `_vectorizes`): traced so at once.
+                self._together = self._unrolls(stacked_inputs)
+            else:
+                self._together = self._vectorizes(stacked_inputs)
+                if self._unrolled and self.iterations == 1 and self._compile_mode is None:
+                    # One step traces to the same ops vectorized or unrolled: the mode that
+                    # trace needed holds, and the next trace builds it directly.
+                    self._compile_mode = self._last_mode
+                if not self._together or self._unrolled:
+                    # The traced (vectorized) form is not the one that runs: trace again.
+                    self._last_mode = None
+                    self._function = tf.function(
+                        self._program, autograph=False, reduce_retracing=True
+                    )
         if self._compile_mode is None and self._last_mode is None:
             # Trace first: if the region must run as a graph, rebuild it outside the XLA
             # context (see region._PlainContext) before it ever runs.
             self._function.get_concrete_function(stacked_inputs)
             if self._last_mode is compile_policy.CompileMode.GRAPH:
                 self._compile_mode = compile_policy.CompileMode.GRAPH
-                self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+                if not planned_graph:
+                    self._function = tf.function(
+                        self._program, autograph=False, reduce_retracing=True
+                    )
         return self._function(stacked_inputs)
 
     def _vectorizes(self, stacked_inputs: Nested) -> bool:
@@ -198,6 +213,20 @@ class LoopProgram:
             return True
         self._unrolled = self.iterations <= MAX_UNROLLED_STEPS
         return self._unrolled
+
+    def _unrolls(self, stacked_inputs: Nested) -> bool:
+        """Traces the steps unrolled: whether they run so, or in the loop after all (a step
+        whose copies cannot be traced together, as `_vectorizes`)."""
+        self._unrolled = True
+        try:
+            self._function.get_concrete_function(stacked_inputs)
+        except Exception as error:  # noqa: BLE001 - any failure to unroll: use the loop
+            logger.debug("%s: steps run in a loop (unrolling failed: %s)", self.__name__, error)
+            self._unrolled = False
+            self._last_mode = None
+            self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+            return False
+        return True
 
     @property
     def compiled_mode(self) -> compile_policy.CompileMode | None:

@@ -57,6 +57,11 @@ class Gemm(Op):
             return product
         if beta != 1.0:
             c = c * tf.cast(beta, c.dtype)
+        if c.shape.rank == 2 and c.shape[0] == 1:
+            # The same broadcast as a row vector: TensorFlow's oneDNN remapper fuses a
+            # transposed MatMul and an Add of a [1, N] bias into a kernel that then refuses
+            # the bias ("bias must be 1-dimensional"; TF 2.21 on AVX-512 CPUs).
+            c = tf.reshape(c, [-1])
         return product + c
 
 
