@@ -52,19 +52,6 @@ def mark_trip_count(loop_outputs: Iterable[object], count: int) -> None:
             return
 
 
-def _bytes(tensor: tf.Tensor) -> int:
-    dtype = tensor.dtype
-    if dtype == tf.resource or dtype == tf.variant or dtype == tf.string:
-        return 0
-    shape = tensor.shape
-    if shape.rank is None:
-        return int(dtype.size)
-    elements = 1
-    for dim in shape:
-        elements *= dim if dim is not None and dim > 0 else 1
-    return int(elements * dtype.size)
-
-
 def _resource_shape(tensor: tf.Tensor) -> tuple[list[int], int]:
     """The shape and byte size of the variable a resource handle names (unknown: [], 0)."""
     try:
@@ -83,12 +70,50 @@ def _resource_shape(tensor: tf.Tensor) -> tuple[list[int], int]:
     return shape, elements * tf.as_dtype(entry.dtype).size
 
 
+def _shapes(tensors: list[tf.Tensor], facts: list[_TensorFacts]) -> list[list[int]]:
+    """The shapes the FLOP counts take: a resource's is its variable's."""
+    return [
+        _shape(t) if f.dtype == tf.resource else f.shape
+        for t, f in zip(tensors, facts, strict=True)
+    ]
+
+
 def _shape(tensor: tf.Tensor) -> list[int]:
     if tensor.dtype == tf.resource:
         return _resource_shape(tensor)[0]
     if tensor.shape.rank is None:
         return []
     return [d if d is not None and d > 0 else 1 for d in tensor.shape]
+
+
+_HALF_TYPES = (tf.float16, tf.bfloat16)
+
+
+@dataclasses.dataclass(frozen=True)
+class _TensorFacts:
+    """What the walk reads of a tensor: its name (with the walk's prefix), type, shape
+    (unknown dimensions as 1) and bytes."""
+
+    name: str
+    dtype: tf.DType
+    shape: list[int]
+    bytes: int
+
+    @staticmethod
+    def of(tensor: tf.Tensor, prefix: str) -> _TensorFacts:
+        dtype = tensor.dtype
+        static = tensor.shape
+        if static.rank is None:
+            shape: list[int] = []
+        else:
+            shape = [d if d is not None and d > 0 else 1 for d in static.as_list()]
+        if dtype == tf.resource or dtype == tf.variant or dtype == tf.string:
+            size = 0
+        else:
+            size = int(dtype.size)
+            for d in shape:
+                size *= d
+        return _TensorFacts(prefix + tensor.name, dtype, shape, size)
 
 
 class _Walk:
@@ -113,67 +138,83 @@ class _Walk:
             self.operation(op, repeats, prefix)
 
     def operation(self, op: ops.Operation, repeats: int, prefix: str) -> None:
-        if any(scope.startswith(IN_HARDWARE_SCOPE) for scope in op.name.split("/")[:-1]):
+        op_name = op.name
+        if IN_HARDWARE_SCOPE in op_name and any(
+            scope.startswith(IN_HARDWARE_SCOPE) for scope in op_name.split("/")[:-1]
+        ):
             return
-        name = prefix + op.name
-        ipu = self._ipu(op, prefix)
+        # Each tensor's facts read once: every property is a call into TensorFlow's C API.
+        op_inputs, op_outputs = list(op.inputs), list(op.outputs)
+        inputs = [_TensorFacts.of(t, prefix) for t in op_inputs]
+        outputs = [_TensorFacts.of(t, prefix) for t in op_outputs]
+        ipu = self._ipu(op, inputs)
         self.prefix_of_handle = prefix
-        for tensor in op.inputs:
-            if tensor.dtype == tf.resource:
+        for tensor, facts in zip(op_inputs, inputs, strict=True):
+            if facts.dtype == tf.resource:
                 self._variable(tensor, op, ipu)
-        if op.type in _LOOPS | _CONDS | _CALLS:
+        op_type = op.type
+        if op_type in _LOOPS or op_type in _CONDS or op_type in _CALLS:
             self._nested(op, repeats, prefix, ipu)
-        self._place_variables_read(op, prefix, ipu)
-        inputs = [_shape(t) for t in op.inputs]
-        outputs = [_shape(t) for t in op.outputs]
-        flops, matmul = op_flops.flops(op.type, inputs, outputs, _equation(op))
-        half = any(t.dtype in (tf.float16, tf.bfloat16) for t in list(op.outputs) + list(op.inputs))
-        produced = tuple((prefix + t.name, _bytes(t)) for t in op.outputs)
-        for tensor_id, _ in produced:
-            self.ipu_of_tensor[tensor_id] = ipu
-        collective = sum(_bytes(t) for t in op.inputs) if op.type.startswith(_COLLECTIVES) else 0
+        self._place_variables_read(op, inputs, outputs, ipu)
+        flops, matmul = op_flops.flops(
+            op_type, _shapes(op_inputs, inputs), _shapes(op_outputs, outputs), _equation(op)
+        )
+        half = any(f.dtype in _HALF_TYPES for f in outputs) or any(
+            f.dtype in _HALF_TYPES for f in inputs
+        )
+        produced = tuple((f.name, f.bytes) for f in outputs)
+        for facts in outputs:
+            self.ipu_of_tensor[facts.name] = ipu
+        input_bytes = sum(f.bytes for f in inputs)
         self.operations.append(
             Operation(
-                name=name,
-                type=op.type,
+                name=prefix + op_name,
+                type=op_type,
                 ipu=ipu,
                 flops=int(flops),
                 matmul=matmul,
                 half=half,
-                input_bytes=sum(_bytes(t) for t in op.inputs),
+                input_bytes=input_bytes,
                 output_bytes=sum(b for _, b in produced),
-                inputs=tuple(prefix + t.name for t in op.inputs),
+                inputs=tuple(f.name for f in inputs),
                 outputs=produced,
                 repeats=repeats,
-                collective_bytes=collective,
+                collective_bytes=input_bytes if op_type.startswith(_COLLECTIVES) else 0,
             )
         )
 
-    def _place_variables_read(self, op: ops.Operation, prefix: str, ipu: int) -> None:
+    def _place_variables_read(
+        self,
+        op: ops.Operation,
+        inputs: list[_TensorFacts],
+        outputs: list[_TensorFacts],
+        ipu: int,
+    ) -> None:
         """A variable lives on the IPU of the first operation using what was read of it.
 
         Pipelines and shards read their variables with the region's (so on its first IPU's
         host device); the stage that computes with a variable holds it on its IPU.
         """
-        if op.type == "ReadVariableOp" and op.inputs:
-            name = self.variable_names.get(prefix + op.inputs[0].name)
+        if op.type == "ReadVariableOp" and inputs:
+            name = self.variable_names.get(inputs[0].name)
             if name is not None:
-                self.read_of[prefix + op.outputs[0].name] = name
+                self.read_of[outputs[0].name] = name
             return
-        for tensor in op.inputs:
-            name = self.read_of.get(prefix + tensor.name)
+        for facts in inputs:
+            name = self.read_of.get(facts.name)
             if name is not None and name not in self.placed:
                 self.placed.add(name)
                 variable = self.variables.get(name)
                 if variable is not None:
                     self.variables[name] = dataclasses.replace(variable, ipu=ipu)
 
-    def _ipu(self, op: ops.Operation, prefix: str) -> int:
-        ipu = self.ipu_of_device(op.device) if op.device else None
+    def _ipu(self, op: ops.Operation, inputs: list[_TensorFacts]) -> int:
+        device = op.device
+        ipu = self.ipu_of_device(device) if device else None
         if ipu is not None:
             return ipu
-        for tensor in op.inputs:
-            known = self.ipu_of_tensor.get(prefix + tensor.name)
+        for facts in inputs:
+            known = self.ipu_of_tensor.get(facts.name)
             if known is not None:
                 return known
         return 0
