@@ -293,3 +293,53 @@ def test_enqueued_is_false_in_a_new_trace(strategy):
     assert seen[0] is False and seen[-1] is False
     assert len(outfeed.dequeue()) == 2
     assert outfeed.enqueued
+
+
+def test_an_element_of_unknown_shape_is_enqueued_but_cannot_be_dequeued(strategy):
+    # The original's enqueue kernel takes the shapes XLA compiled, so the program runs; its
+    # dequeue kernel reads the recorded static shapes as full shapes and fails
+    # (kernels/datastream/feeds.cc, TensorFlow's TensorShape::IsValidShape).
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+    def step(x):
+        def body(x):
+            doubled = x * 2
+            with tf.control_dependencies([outfeed.enqueue({"doubled": doubled})]):
+                return tf.reduce_sum(doubled)
+
+        return strategy.run(body, args=(x,))
+
+    total = step(tf.ones([3, 4]))
+    assert float(total) == 24.0  # the program ran, and computed what it enqueued
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"^Shape \[\?,4\] is not fully defined$"
+    ):
+        outfeed.dequeue()
+
+
+def test_a_tf1_program_enqueuing_an_unknown_shape_runs_and_its_dequeue_fails(ipu_system):
+    v1 = tf.compat.v1
+    with tf.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 4])
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        def body(x):
+            return outfeed.enqueue(x + 1)
+
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            run = ipu.ipu_compiler.compile(body, [x])
+        dequeued = outfeed.dequeue()
+        assert dequeued.shape.as_list() == [None, None, 4]  # the dequeue op's static shape
+        with v1.Session() as session:
+            session.run(run, {x: np.zeros((2, 4), np.float32)})
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"Shape \[\?,4\] is not"):
+                session.run(dequeued)
+
+
+def test_the_engine_outfeed_still_needs_known_shapes():
+    queue = EngineOutfeedQueue(ipu.ipu_outfeed_queue.IPUOutfeedMode.ALL)
+    with tf.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None])
+        with pytest.raises(ValueError, match="not fully defined"):
+            queue.enqueue(x)

@@ -223,6 +223,25 @@ class IPUOutfeedQueue:
 
         region.add_finalizer(fail)
 
+    #: Whether elements whose static shape is not fully known may be enqueued: by programs,
+    #: as on the original, whose enqueue kernel takes the shapes XLA compiled; not by the
+    #: engine's own outfeeds (`EngineOutfeedQueue`), whose host storage needs them.
+    _accepts_undefined_shapes = True
+    #: The original's error for a dequeue of elements enqueued without a known shape.
+    _undefined_shape_error: str | None = None
+
+    def _enqueue_undefined_shape(
+        self, tensors: Nested, flat: list[tf.Tensor], shape: tf.TensorShape
+    ) -> tf.Operation:
+        """The original's enqueue records the static shapes as its op's `output_shapes`; the
+        dequeue op reads them back as fully defined shapes, and its kernel fails with
+        InvalidArgument (kernels/datastream/feeds.cc `XlaShapesFromAttr`; TensorFlow's
+        TensorShape::IsValidShape words the message). The values can never be read: the
+        enqueue computes them and keeps none."""
+        self._structure = self._structure_of(tensors)
+        self._undefined_shape_error = f"Shape {_shape_text(shape)} is not fully defined"
+        return tf.group(*flat, name=f"{self._name}_enqueue")
+
     def enqueue(self, tensors: Nested) -> tf.Operation:
         """Enqueues a tensor, tuple/list or dictionary of tensors; returns the operation to run."""
         tensors = _validate_structure(tensors)
@@ -246,11 +265,9 @@ class IPUOutfeedQueue:
             self._enqueuing_graph = graph
         flat = nest.flatten(tensors)
         specs = [tf.TensorSpec(t.shape, t.dtype) for t in flat]
-        for spec in specs:
-            if not spec.shape.is_fully_defined():
-                raise ValueError(
-                    f"IPUOutfeedQueue.enqueue: the shape {spec.shape} is not fully defined"
-                )
+        undefined = next((s.shape for s in specs if not s.shape.is_fully_defined()), None)
+        if undefined is not None and not self._accepts_undefined_shapes:
+            raise ValueError(f"IPUOutfeedQueue.enqueue: the shape {undefined} is not fully defined")
         if autograph_loops.probing():
             # A loop body traced only to learn what it reads and writes: no side effects.
             autograph_loops.record_probed_enqueue(self._name, self._structure_of(tensors))
@@ -263,6 +280,8 @@ class IPUOutfeedQueue:
                 self._refuse_unsupported_dtypes(unsupported)
         if not self._carries_empty_elements and any(s.shape.num_elements() == 0 for s in specs):
             self._refuse_empty_elements()
+        if undefined is not None:
+            return self._enqueue_undefined_shape(tensors, flat, undefined)
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
@@ -404,6 +423,8 @@ class IPUOutfeedQueue:
 
     def dequeue(self, wait_for_completion: bool = False) -> Nested:
         """The enqueued values since the last dequeue (all of them, or the last: see the mode)."""
+        if self._undefined_shape_error is not None:
+            return self._failing_dequeue(self._undefined_shape_error)
         if self._structure is None or self._store is None:
             # Eagerly, a dequeue before the first enqueue (often from a thread polling the
             # queue while training starts) gives [], as in ipu_outfeed_queue.py.
@@ -422,6 +443,27 @@ class IPUOutfeedQueue:
                 build, lambda: self._store is not built_from[0], shapes_may_change=True
             )
         return self._dequeue_from_store()
+
+    def _failing_dequeue(self, message: str) -> Nested:
+        """Eagerly, the error now; in a graph, values of the structure that fail when run."""
+        if tf.executing_eagerly():
+            raise tf.errors.InvalidArgumentError(None, None, message)
+        run_errors.install(run_errors.assertion_as(tf.errors.InvalidArgumentError, message))
+        with ops.device("/device:CPU:0"):
+            check = tf.debugging.Assert(False, [message], name=f"{self._name}_dequeue")
+            with tf.control_dependencies([check]):
+                flat = [self._never_read(spec) for spec in nest.flatten(self._structure)]
+        return nest.pack_sequence_as(self._structure, flat)
+
+    def _never_read(self, spec: tf.TensorSpec) -> tf.Tensor:
+        """A stand-in for values that cannot be dequeued, with the dequeue op's static shape
+        (an unknown count of elements, ahead of each in ALL mode)."""
+        shape = tf.TensorShape(spec.shape if self._mode is IPUOutfeedMode.LAST else [None])
+        if self._mode is not IPUOutfeedMode.LAST:
+            shape = shape.concatenate(spec.shape)
+        dims = [0] if shape.rank is None else [0 if d is None else d for d in shape.as_list()]
+        zeros = tf.zeros(dims, spec.dtype)
+        return tf.compat.v1.placeholder_with_default(zeros, shape)
 
     def _dequeue_from_store(self) -> Nested:
         store = self._store
@@ -466,6 +508,7 @@ class IPUOutfeedQueue:
         """An operation releasing the host storage, after which the queue can be reused."""
         store, self._store = self._store, None
         self._structure = None
+        self._undefined_shape_error = None
         self._enqueue_graphs = weakref.WeakKeyDictionary()
         self._enqueuing_thread = self._enqueuing_graph = None
         if store is None:
@@ -504,6 +547,13 @@ _LAST_BEFORE_ENQUEUE = (
 )
 
 
+def _shape_text(shape: tf.TensorShape) -> str:
+    """TensorFlow's DebugString of a shape proto: [?,4], or <unknown>."""
+    if shape.rank is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape.as_list()) + "]"
+
+
 def _nth_of(
     buffers_of: collections.abc.Callable[[int], list[tf.Variable]], position: int, replica: int
 ) -> tf.Variable:
@@ -516,6 +566,7 @@ class EngineOutfeedQueue(IPUOutfeedQueue):
 
     _carries_empty_elements = True
     _checks_stream_dtypes = False
+    _accepts_undefined_shapes = False
 
 
 class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
