@@ -181,8 +181,14 @@ def onnxruntime_runner(model: Model, batches_per_step: int) -> tuple[Callable[[]
 
 def without_initializer_inputs(proto: bytes) -> bytes:
     """The same model with its weights out of the graph inputs (PopART lists them there), so
-    that onnxruntime treats them as constants and optimises with them, as it would normally."""
+    that onnxruntime treats them as constants and optimises with them, as it would normally,
+    and without the Builder's own node attributes ('__debug_info_id', as the original's
+    Builder writes), which onnxruntime refuses once it fuses a node holding one."""
     model = onnx.load_model_from_string(proto)
+    for node in model.graph.node:
+        kept = [a for a in node.attribute if not a.name.startswith("__")]
+        del node.attribute[:]
+        node.attribute.extend(kept)
     weights = {tensor.name for tensor in model.graph.initializer}
     inputs = [value for value in model.graph.input if value.name not in weights]
     del model.graph.input[:]
