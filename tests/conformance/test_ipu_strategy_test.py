@@ -230,12 +230,6 @@ def test_unsupported_data_types(strategy):
 
 
 @pytest.mark.follows("test_allowed_function_types_in_eager_mode")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: IPUStrategy.run in eager mode runs a plain Python function as a "
-    "program (openipu's own tests and examples rely on it); the original raises "
-    "ValueError 'IPUStrategyV1.run(fn, ...) does not support eager execution'",
-)
 def test_allowed_function_types_in_eager_plain_function_refused(strategy):
     with strategy.scope():
         with pytest.raises(ValueError, match="does not support eager execution"):

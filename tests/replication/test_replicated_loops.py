@@ -252,8 +252,9 @@ def test_the_same_function_run_again_after_a_reconfiguration_follows_it(strategy
     strategy = strategy_on(2)
     outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
 
+    @tf.function
     def fn():
-        return outfeed.enqueue(ipu.replication_ops.replication_index())
+        outfeed.enqueue(ipu.replication_ops.replication_index())
 
     with strategy.scope():
         strategy.run(fn)

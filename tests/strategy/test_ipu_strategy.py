@@ -50,7 +50,12 @@ def test_run_and_experimental_run_v2(strategy):
     fn = tf.function(lambda x: x * 3.0, jit_compile=True)
     assert float(strategy.run(fn, args=(2.0,))) == 6.0
     assert float(strategy.experimental_run_v2(fn, args=(2.0,))) == 6.0
-    assert float(strategy.run(lambda x: x + 1.0, args=(tf.constant(1.0),))) == 2.0
+    # As the original's IPUStrategyV1 (ipu_strategy.py `_validate_run_function`), a plain
+    # Python function runs only inside a function being traced.
+    with pytest.raises(ValueError, match=r"does not support eager execution"):
+        strategy.run(lambda x: x + 1.0, args=(tf.constant(1.0),))
+    wrapped = tf.function(lambda x: strategy.run(lambda y: y + 1.0, args=(x,)))
+    assert float(wrapped(tf.constant(1.0))) == 2.0
 
 
 def test_run_before_configuration_fails_clearly():

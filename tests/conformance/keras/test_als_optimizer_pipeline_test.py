@@ -108,13 +108,13 @@ def _check_lsf_update(strategy, model, als, targets, overflowing: bool):
     for _ in range(als.update_frequency):
         history = model.fit(DATA, targets, epochs=1, verbose=False)
         assert np.isfinite(history.history["loss"][0])
-        hist = strategy.run(lambda: als.histogram).numpy()
+        hist = strategy.run(tf.function(lambda: als.histogram)).numpy()
         assert (hist[1] > hist[0]) if overflowing else (hist[0] > hist[1]), hist
-        assert float(strategy.run(lambda: als.loss_scaling_factor)) == initial
+        assert float(strategy.run(tf.function(lambda: als.loss_scaling_factor))) == initial
     model.fit(DATA, targets, epochs=1, verbose=False)
     factor = als.decrease_factor if overflowing else als.increase_factor
-    assert float(strategy.run(lambda: als.loss_scaling_factor)) == initial * factor
-    np.testing.assert_array_equal(strategy.run(lambda: als.histogram), [0.0, 0.0])
+    assert float(strategy.run(tf.function(lambda: als.loss_scaling_factor))) == initial * factor
+    np.testing.assert_array_equal(strategy.run(tf.function(lambda: als.histogram)), [0.0, 0.0])
 
 
 @pytest.mark.follows("testSimpleTraining")

@@ -104,6 +104,7 @@ def _loop(opt, layers, ga_steps):
         return x, t, loss
 
     @tf.function(jit_compile=True)
+    @tf.function  # the original's loop_fn is a tf.function: IPUStrategy.run refuses Python
     def loop(x, t):
         return loops.repeat(ga_steps, step, inputs=[x, t, 0.0])[2]
 
@@ -122,18 +123,18 @@ def _check_lsf_update(strategy, run, als, overflowing: bool, accumulating: bool 
     initial = als.initial_loss_scaling_factor
     for _ in range(als.update_frequency):
         assert np.isfinite(run())
-        hist = strategy.run(lambda: als.histogram).numpy()
+        hist = strategy.run(tf.function(lambda: als.histogram)).numpy()
         if not accumulating:
             np.testing.assert_array_equal(hist, [0.0, 0.0])
         elif overflowing:
             assert hist[1] > hist[0], hist
         else:
             assert hist[0] > hist[1], hist
-        assert float(strategy.run(lambda: als.loss_scaling_factor)) == initial
+        assert float(strategy.run(tf.function(lambda: als.loss_scaling_factor))) == initial
     run()
     factor = als.decrease_factor if overflowing else als.increase_factor
-    assert float(strategy.run(lambda: als.loss_scaling_factor)) == initial * factor
-    np.testing.assert_array_equal(strategy.run(lambda: als.histogram), [0.0, 0.0])
+    assert float(strategy.run(tf.function(lambda: als.loss_scaling_factor))) == initial * factor
+    np.testing.assert_array_equal(strategy.run(tf.function(lambda: als.histogram)), [0.0, 0.0])
 
 
 #: Why the saturation scenarios fail here: the original's overflowing gradients stay finite on
@@ -381,7 +382,7 @@ def _lsf_after_each_step(strategy, opt, v_init, steps):
     factors = []
     for _ in range(steps):
         strategy.run(train)
-        factors.append(float(strategy.run(lambda: opt.loss_scaling_factor)))
+        factors.append(float(strategy.run(tf.function(lambda: opt.loss_scaling_factor))))
         v.assign(v_init)
     return factors
 

@@ -66,6 +66,8 @@ class IPUMultiWorkerExtended(IPUCollectiveExtended):
 class IPUMultiWorkerStrategyV1(IPUStrategyV1):
     """Replicas on the IPUs of every worker of `cluster_resolver`, kept in sync by all-reduces."""
 
+    _refuses_eager_python = False  # not an IPUStrategyV1 on the original
+
     _extended_class = IPUMultiWorkerExtended
 
     def __init__(

@@ -43,6 +43,8 @@ class PopDistExtendedV1(IPUCollectiveExtended):
 class PopDistStrategy(IPUStrategyV1):
     """Replicas on the IPUs of every `poprun` instance, kept in sync by all-reduces."""
 
+    _refuses_eager_python = False  # not an IPUStrategyV1 on the original
+
     def __init__(
         self,
         ipu_device: str = "/device:IPU:0",

@@ -149,8 +149,24 @@ class IPUStrategyV1(KerasLayerExtensions, distribute_lib.StrategyV1):
         """Keras accepts loss scaling in this strategy's scope (as the original's)."""
         return True
 
+    #: Whether `run` refuses a plain Python function eagerly: IPUStrategyV1 does
+    #: (ipu_strategy.py `_validate_run_function`); the original's PopDistStrategy and
+    #: IPUMultiWorkerStrategyV1 are no IPUStrategyV1 and run one.
+    _refuses_eager_python = True
+
     def run(self, fn, args=(), kwargs=None, options=None):
         """Runs `fn(*args, **kwargs)` on the IPU device as a compiled program (every replica)."""
+        if (
+            self._refuses_eager_python
+            and tf.executing_eagerly()
+            and not isinstance(
+                fn, (polymorphic_function.Function, tf.types.experimental.ConcreteFunction)
+            )
+        ):
+            raise ValueError(
+                "IPUStrategyV1.run(fn, ...) does not support eager execution. Either convert "
+                "`fn` into a tf.function or consider calling strategy.run inside a tf.function."
+            )
         kwargs = kwargs or {}
         if self.extended.ipu_ordinal is None:
             return self._run_off_ipu(fn, args, kwargs, options)
