@@ -458,9 +458,9 @@ class IPUOutfeedQueue:
     def _never_read(self, spec: tf.TensorSpec) -> tf.Tensor:
         """A stand-in for values that cannot be dequeued, with the dequeue op's static shape
         (an unknown count of elements, ahead of each in ALL mode)."""
-        shape = tf.TensorShape(spec.shape if self._mode is IPUOutfeedMode.LAST else [None])
+        shape = spec.shape
         if self._mode is not IPUOutfeedMode.LAST:
-            shape = shape.concatenate(spec.shape)
+            shape = tf.TensorShape([None]).concatenate(shape)
         dims = [0] if shape.rank is None else [0 if d is None else d for d in shape.as_list()]
         zeros = tf.zeros(dims, spec.dtype)
         return tf.compat.v1.placeholder_with_default(zeros, shape)

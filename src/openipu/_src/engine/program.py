@@ -94,8 +94,12 @@ class LoopProgram:
         self._outfeed = EngineOutfeedQueue(mode)
         self._has_outputs = False
         self._workload: Workload | None = None
-        self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+        self._function = self._new_function()
         self.__name__ = spec.name
+
+    def _new_function(self) -> Any:  # TensorFlow's tf.function is untyped
+        """A tf.function of the program that has not traced yet (the next call traces)."""
+        return tf.function(self._program, autograph=False, reduce_retracing=True)
 
     def __call__(self, stacked_inputs: Nested) -> Nested:
         """Runs `iterations` steps over `stacked_inputs`; returns the stacked outputs (or None)."""
@@ -138,7 +142,7 @@ class LoopProgram:
                 return
             self._compile_mode = None
             self._last_mode = None
-            self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+            self._function = self._new_function()
 
     def _call_retracing_each_replica_if_needed(self, stacked_inputs: Nested) -> Nested:
         if self._trace_each:
@@ -151,7 +155,7 @@ class LoopProgram:
         # The replicas' Python could not be traced once: one trace per replica.
         self._trace_each = True
         self._last_mode = None
-        self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+        self._function = self._new_function()
         return self._call(stacked_inputs)
 
     _trace_each = False
@@ -176,9 +180,7 @@ class LoopProgram:
                 if not self._together or self._unrolled:
                     # The traced (vectorized) form is not the one that runs: trace again.
                     self._last_mode = None
-                    self._function = tf.function(
-                        self._program, autograph=False, reduce_retracing=True
-                    )
+                    self._function = self._new_function()
         if self._compile_mode is None and self._last_mode is None:
             # Trace first: if the region must run as a graph, rebuild it outside the XLA
             # context (see region._PlainContext) before it ever runs.
@@ -186,9 +188,7 @@ class LoopProgram:
             if self._last_mode is compile_policy.CompileMode.GRAPH:
                 self._compile_mode = compile_policy.CompileMode.GRAPH
                 if not planned_graph:
-                    self._function = tf.function(
-                        self._program, autograph=False, reduce_retracing=True
-                    )
+                    self._function = self._new_function()
         return self._function(stacked_inputs)
 
     def _vectorizes(self, stacked_inputs: Nested) -> bool:
@@ -224,7 +224,7 @@ class LoopProgram:
             logger.debug("%s: steps run in a loop (unrolling failed: %s)", self.__name__, error)
             self._unrolled = False
             self._last_mode = None
-            self._function = tf.function(self._program, autograph=False, reduce_retracing=True)
+            self._function = self._new_function()
             return False
         return True
 

@@ -73,17 +73,9 @@ def _resource_shape(tensor: tf.Tensor) -> tuple[list[int], int]:
 def _shapes(tensors: list[tf.Tensor], facts: list[_TensorFacts]) -> list[list[int]]:
     """The shapes the FLOP counts take: a resource's is its variable's."""
     return [
-        _shape(t) if f.dtype == tf.resource else f.shape
+        _resource_shape(t)[0] if f.dtype == tf.resource else f.shape
         for t, f in zip(tensors, facts, strict=True)
     ]
-
-
-def _shape(tensor: tf.Tensor) -> list[int]:
-    if tensor.dtype == tf.resource:
-        return _resource_shape(tensor)[0]
-    if tensor.shape.rank is None:
-        return []
-    return [d if d is not None and d > 0 else 1 for d in tensor.shape]
 
 
 _HALF_TYPES = (tf.float16, tf.bfloat16)
