@@ -343,3 +343,19 @@ def test_the_engine_outfeed_still_needs_known_shapes():
         x = tf.compat.v1.placeholder(tf.float32, [None])
         with pytest.raises(ValueError, match="not fully defined"):
             queue.enqueue(x)
+
+
+def test_a_later_program_enqueuing_known_shapes_can_dequeue_them(ipu_system):
+    v1 = tf.compat.v1
+    outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+    with tf.Graph().as_default():
+        x = v1.placeholder(np.float32, [None, 4])
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            ipu.ipu_compiler.compile(lambda x: outfeed.enqueue(x), [x])
+    with tf.Graph().as_default():
+        with ipu.scopes.ipu_scope("/device:IPU:0"):
+            run = ipu.ipu_compiler.compile(lambda: outfeed.enqueue(tf.ones([2, 4])), [])
+        dequeued = outfeed.dequeue()
+        with v1.Session() as session:
+            session.run(run)
+            np.testing.assert_array_equal(session.run(dequeued), np.ones((1, 2, 4)))

@@ -282,6 +282,9 @@ class IPUOutfeedQueue:
             self._refuse_empty_elements()
         if undefined is not None:
             return self._enqueue_undefined_shape(tensors, flat, undefined)
+        # The dequeue op takes the shapes of the latest enqueue (ipu_outfeed_queue.py keeps
+        # the last enqueue's `_flat_shapes`).
+        self._undefined_shape_error = None
         self._set_structure(tensors, specs)
         replicas = replication.current_replica_count()
         store = self._ensure_store(specs, replicas)
