@@ -125,12 +125,6 @@ def test_numpy_partial_batch(strategy_on):
 
 
 @pytest.mark.follows("test_generator")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu runs Python generators (it gives their batches the static batch size "
-    "IPU programs need); the original refuses them, asking for "
-    "tf.data.Dataset.from_generator()",
-)
 def test_generator(strategy_on):
     def generator():
         for _ in range(2):
@@ -142,11 +136,6 @@ def test_generator(strategy_on):
 
 
 @pytest.mark.follows("test_iterator")
-@pytest.mark.xfail(
-    strict=True,
-    reason="openipu runs a Python iterator as a generator (as stock Keras does); the original "
-    "refuses it, asking to wrap it in a generator",
-)
 def test_iterator(strategy_on):
     batches = [(np.array([[s]], np.float32), np.array([[s]], np.float32)) for s in range(3)]
     with pytest.raises(ValueError, match=r"wrap your iterator inside a generator like so"):

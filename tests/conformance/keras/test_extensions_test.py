@@ -213,11 +213,6 @@ def test_model(strategy):
 
 
 @pytest.mark.follows("testInputValidation")
-@pytest.mark.xfail(
-    strict=True,
-    reason='tf_keras quotes the layer\'s name in its input-count error (`Layer "functional_1" '
-    "expects 2 input(s)`), where the original's Keras matched `Layer \\w+ expects`",
-)
 def test_input_validation(strategy_on):
     class TwoInTwoOutIdentity(layers.Layer):
         def call(self, x, y):

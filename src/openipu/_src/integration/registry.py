@@ -16,6 +16,8 @@ PATCH_FAMILIES = (
     "keras_api_attribute",
     "keras_data_handler",
     "keras_from_config",
+    "keras_input_batch_sizes",
+    "keras_input_messages",
     "keras_layer_delegation",
     "keras_loss_scaling",
     "keras_model_new",

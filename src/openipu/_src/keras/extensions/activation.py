@@ -23,6 +23,8 @@ from tf_keras.src.utils import generic_utils
 
 from openipu._src.integration import (
     keras_from_config,
+    keras_input_batch_sizes,
+    keras_input_messages,
     keras_internals,
     keras_layer_delegation,
     keras_loss_scaling,
@@ -160,6 +162,8 @@ def install() -> None:
     keras_from_config.install_get_config_count()
     keras_loss_scaling.install()
     keras_layer_delegation.install()
+    keras_input_batch_sizes.install()
+    keras_input_messages.install()
 
 
 def _extend_in_ipu_scope(instance) -> None:

@@ -122,7 +122,11 @@ class IPUDataHandler(data_adapter.DataHandler):
     def _configure_dataset_and_inferred_steps(
         self, strategy, x, steps_per_epoch, class_weight, distribute
     ):
-        del x, strategy, distribute  # the engine places and replicates the data itself
+        del strategy, distribute  # the engine places and replicates the data itself
+        if self._ipu_mode.original_rules:
+            step_rules.check_not_generator(
+                isinstance(self._adapter, data_adapter.GeneratorDataAdapter), x
+            )
         dataset = self._adapter.get_dataset()
         if class_weight:
             dataset = dataset.map(keras_internals.class_weight_map_fn(class_weight))
@@ -161,20 +165,14 @@ class IPUDataHandler(data_adapter.DataHandler):
         # keras/ipu/extensions/data_adapter.py `_get_and_post_process_dataset`.
         if adapter.has_partial_batch():
             raise ValueError(step_rules.PARTIAL_BATCH.format(adapter.batch_size()))
-        # Generators, which the original refuses ("not compatible with the IPU's
-        # requirement to know the data shape"), are run here: their batches get the
-        # static batch size IPU programs need, and their other dimensions may vary.
-        generator = isinstance(adapter, data_adapter.GeneratorDataAdapter)
-        if generator:
-            dataset, _ = self._without_partial_batches(dataset)
         if self._ipu_mode.fit_validation and self._ipu_mode.replicas > 1:
-            self._count_steps(dataset, steps_per_epoch, steps_per_execution, 1, generator)
+            self._count_steps(dataset, steps_per_epoch, steps_per_execution, 1)
         steps, execution = self._count_steps(
-            dataset, steps_per_epoch, steps_per_execution, self._ipu_mode.replicas, generator
+            dataset, steps_per_epoch, steps_per_execution, self._ipu_mode.replicas
         )
         return dataset, steps, execution
 
-    def _count_steps(self, dataset, steps_per_epoch, steps_per_execution, replicas, generator):
+    def _count_steps(self, dataset, steps_per_epoch, steps_per_execution, replicas):
         """(per-replica steps, execution steps): keras/ipu/extensions/data_adapter.py
         `set_replication_factor` (`_infer_steps`, `_validate_dataset`, `_validate_data_handler`)."""
         adapter = self._adapter
@@ -185,7 +183,7 @@ class IPUDataHandler(data_adapter.DataHandler):
         epochs = 0 if self._no_epochs else self._epochs - self._initial_epoch
         steps_read = steps if adapter.should_recreate_iterator() else epochs * steps
         step_rules.check_dataset(
-            None if generator else dataset.element_spec,
+            dataset.element_spec,
             length,
             steps_read,
             infinite=cardinality == tf.data.INFINITE_CARDINALITY,

@@ -15,6 +15,7 @@ import threading
 
 import tensorflow as tf
 from tensorflow.python.util import nest
+from tf_keras.src.optimizers import optimizer_v1
 
 from openipu._src.config import poplar_flags
 from openipu._src.engine import stream_dtypes
@@ -22,10 +23,10 @@ from openipu._src.engine.program import LoopProgram, compile_program
 from openipu._src.engine.program_spec import ProgramSpec
 from openipu._src.integration import keras_internals
 from openipu._src.keras.extensions import (
-    captured_gradients,
     data_handler,
     pipeline_depth_check,
     replicated_metrics,
+    train_step_optimizer,
 )
 
 
@@ -145,9 +146,9 @@ class ExecutionFunction:
         every_step: bool = False,
         synthetic: bool = False,
     ) -> LoopProgram:
-        # One program per shape of the data's batches: data whose inner dimensions vary
-        # between executions (a generator's `[batch, None, 1]`) gives each execution
-        # static shapes, as IPU programs need (the original compiles one per shape too).
+        # One program per shape of the data's batches: a model input of `[batch, None, 1]`
+        # gets other static shapes from another call's data (or, in the first API, a
+        # generator's batches), as IPU programs need (the original compiles one per shape).
         key = (steps, replicas, inner_shapes, every_step, synthetic)
         program = self._programs.get(key)
         if program is None:
@@ -186,9 +187,12 @@ class ExecutionFunction:
 
     def _train_step(self, data, stand_in):
         model = self._model
+        # A TF1 optimizer given to compile: its pairs reach it as they are (the
+        # original's `_KerasOptimizerWrapper` takes them from TFOptimizer.get_grads).
+        refuse_none_gradients = not isinstance(model.optimizer, optimizer_v1.TFOptimizer)
         with (
             model._ipu_optimizer_replaced(stand_in),  # noqa: SLF001
-            captured_gradients.capturing_train_step(model),
+            train_step_optimizer.train_step(model, refuse_none_gradients),
         ):
             outputs = self._replica_metrics(model.train_step(data))
         _check_outfeed_dtypes(outputs)

@@ -19,7 +19,7 @@ kept word for word and logged on TensorFlow's logger (`tf_logging`), as there:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 
 import tensorflow as tf
 from tensorflow.python.platform import tf_logging as logging
@@ -31,6 +31,28 @@ PARTIAL_BATCH = (
     "partial batches."
 )
 UNKNOWN_SIZE = "Could not infer the size of the data. You must specify the number of steps to run."
+
+
+def check_not_generator(generator_data: bool, data: object) -> None:
+    """Data Keras reads through its generator adapter (a generator, an iterator, a
+    `keras.utils.Sequence`) is refused: its shapes are not known ahead of time
+    (`IPUDataHandler.__init__`)."""
+    if not generator_data:
+        return
+    hint = "use `tf.data.Dataset.from_generator()` to specify the shape of your data."
+    if isinstance(data, Iterator) and not isinstance(data, Generator):
+        hint = (
+            "wrap your iterator inside a generator like so:\n\n"
+            "def generator:\n"
+            "    while True:\n"
+            "        yield next(iterator)\n\n"
+            f"and {hint}"
+        )
+    raise ValueError(
+        f"The provided set of data is of type `{type(data).__name__}` which is not "
+        "compatible with the IPU's requirement to know the data shape ahead of time. "
+        f"Please {hint}"
+    )
 
 
 def _to_this_replica(replicas: int) -> str:
@@ -60,8 +82,6 @@ def check_dataset(
 ) -> None:
     """The data holds `steps_read` batches and has static shapes (`_validate_dataset`).
 
-    Shapes are not checked when `element_spec` is None.
-
     `steps_read` is what one iterator of the data is read for: the per-replica
     steps of one epoch, or of all epochs when the iterator is not recreated.
     That the original compares per-replica steps with the data's batches, not
@@ -79,7 +99,7 @@ def check_dataset(
             f"only generate {dataset_length} batches). You may need to use the repeat() "
             "function when building your dataset."
         )
-    for spec in [] if element_spec is None else tf.nest.flatten(element_spec):
+    for spec in tf.nest.flatten(element_spec):
         if not spec.shape.is_fully_defined():
             raise ValueError(
                 f"The provided set of data contains a shape {spec.shape} which is not fully "
