@@ -192,13 +192,6 @@ def test_get_config(layer_class):
 
 
 @pytest.mark.follows("testUnknownShape")
-@pytest.mark.xfail(
-    strict=True,
-    reason="the original's layer norm refuses a call whose kept dimensions are not all known "
-    "(a Keras Input's batch of None); this one normalises them, as openipu's traced steps lack "
-    "static shapes the original's XLA compilation has (a fit step's batch of None): refusing "
-    "unknown dimensions here fails programs that run on the original",
-)
 def test_unknown_shape():
     with pytest.raises(ValueError, match="Input shape"):
         layers.LayerNormalization()(keras.Input((2, 2, 1)))

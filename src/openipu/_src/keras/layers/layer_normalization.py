@@ -76,7 +76,7 @@ class LayerNormalization(tf_keras.layers.Layer):
         if any(d is None for d in dims):
             raise ValueError(
                 f"Input shape {input_shape} has unknown dimensions - all dimensions need to be "
-                f"fully specified. (the normalised dimensions {self._axes})"
+                "fully specified."
             )
         self._param_broadcast = [input_shape[a] if a in self._axes else 1 for a in range(rank)]
         given = [a % rank for a in axes]
@@ -95,6 +95,14 @@ class LayerNormalization(tf_keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, inputs, training=None):
+        # As the original's, which flattens the kept dimensions to one (a batch of None
+        # fails: IPU programs, whose Keras steps have static shapes, never see one).
+        kept = [d for a, d in enumerate(inputs.shape) if a not in self._axes]
+        if any(d is None for d in kept):
+            raise ValueError(
+                f"Input shape {inputs.shape} has unknown dimensions - all dimensions need to be "
+                "fully specified."
+            )
         compute_dtype = tf.float32 if inputs.dtype in (tf.float16, tf.bfloat16) else inputs.dtype
         values = tf.cast(inputs, compute_dtype)
         mean, variance = tf.nn.moments(values, axes=self._axes, keepdims=True)
