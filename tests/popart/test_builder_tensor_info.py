@@ -54,12 +54,21 @@ def test_scalar_tensor_info():
 
 @pytest.mark.parametrize(
     "args",
-    [("NOT_A_TYPE", [1]), ("FLOAT", "23"), ("FLOAT", [2.5]), ("FLOAT", [-1]), ("FLOAT",), ()],
+    [("NOT_A_TYPE", [1]), ("FLOAT", 23), ("FLOAT", [2.5]), ("FLOAT", [-1]), ("FLOAT",), ()],
 )
 def test_bad_tensor_info_raises_type_error_that_is_a_popart_exception(args):
     with pytest.raises(TypeError) as raised:
         popart.TensorInfo(*args)
     assert isinstance(raised.value, popart.popart_exception)
+
+
+def test_a_shape_may_be_a_string_as_the_original_reads_it():
+    # The (str, str) constructor (willow/src/tensorinfo.cpp, shapeFromString).
+    assert popart.TensorInfo("FLOAT", "(2,3)").shape() == [2, 3]
+    assert popart.TensorInfo("FLOAT", "()").shape() == []
+    for text, message in [("23", "invalid string for shape"), ("(2, 3)", "contains a space")]:
+        with pytest.raises(popart.popart_exception, match=message):
+            popart.TensorInfo("FLOAT", text)
 
 
 def test_element_types_map_to_onnx():

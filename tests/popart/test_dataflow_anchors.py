@@ -87,11 +87,14 @@ def test_data_flow_errors(args, message):
 
 
 def test_data_flow_argument_types():
+    # pybind11's TypeError, naming the argument the closest overload refused.
     with pytest.raises(TypeError, match="batchesPerStep must be int"):
         popart.DataFlow(2.0, ["a"])
-    with pytest.raises(TypeError, match="must be an AnchorReturnType"):
+    with pytest.raises(
+        TypeError, match=r"anchorTensors\['a'\] must be popart_core.AnchorReturnType"
+    ):
         popart.DataFlow(2, {"a": "ALL"})
-    with pytest.raises(TypeError, match="anchor ids must be str"):
+    with pytest.raises(TypeError, match=r"anchorIds\[0\] must be str"):
         popart.DataFlow(2, [3])
     with pytest.raises(popart.popart_exception, match="Tensor b is not an anchor"):
         popart.DataFlow(2, ["a"]).art("b")

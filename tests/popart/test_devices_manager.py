@@ -194,11 +194,12 @@ def test_ipu_model_options_are_checked(manager, options, message):
 
 
 def test_argument_types_are_checked(manager):
-    with pytest.raises(TypeError, match="numIpus must be int"):
+    # The original's bindings (popart.cpp) refuse these as pybind11 does.
+    with pytest.raises(TypeError, match=r"^acquireAvailableDevice\(\): incompatible function"):
         manager.acquireAvailableDevice("1")
-    with pytest.raises(TypeError, match="connectionType must be a DeviceConnectionType"):
+    with pytest.raises(TypeError, match=r"^acquireAvailableDevice\(\): incompatible function"):
         manager.acquireAvailableDevice(1, connectionType="Always")
-    with pytest.raises(TypeError, match="options must be a dict"):
+    with pytest.raises(TypeError, match=r"^createIpuModelDevice\(\): incompatible function"):
         manager.createIpuModelDevice([("numIPUs", 1)])
 
 

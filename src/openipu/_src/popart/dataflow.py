@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Mapping
 from typing import Any
 
-from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.errors import popart_exception
 from openipu._src.popart.options.enums import TileSet
 from openipu._src.popart.options.typed_fields import check_enum, check_int
+from openipu._src.popart.pybind_arguments import (
+    INT,
+    STR,
+    Arg,
+    DictOf,
+    EnumOf,
+    InstanceOf,
+    ListOf,
+    Signature,
+    bind,
+)
 
 
 class AnchorReturnTypeId(enum.IntEnum):
@@ -40,14 +50,28 @@ _RETURN_TYPE_IDS = {member.name.upper(): member for member in AnchorReturnTypeId
 _NO_RETURN_PERIOD = "A return period should not be supplied for this anchor return type"
 
 
-def _return_type_id(value: Any) -> AnchorReturnTypeId:
-    if isinstance(value, AnchorReturnTypeId):
-        return value
-    if isinstance(value, str) and value.upper() in _RETURN_TYPE_IDS:
+def _return_type_id(value: str) -> AnchorReturnTypeId:
+    if value.upper() in _RETURN_TYPE_IDS:
         return _RETURN_TYPE_IDS[value.upper()]
     # The original's words exactly (willow/src/dataflow.cpp; anchorreturntype_test compares
     # them); the ids are FINAL, EVERYN, ALL and SUM, in any case.
     raise popart_exception(f"Invalid anchor return type ID supplied: {value}")
+
+
+# The overloads popart.cpp binds; a value of another type is pybind11's TypeError.
+_RETURN_TYPE_STRING = Arg("anchorReturnTypeString", STR)
+_PLACEMENT = (
+    Arg("tileSet", EnumOf(TileSet, "popart_core.TileSet"), TileSet.Compute),
+    Arg(
+        "exchangeStrategy",
+        EnumOf(ExchangeStrategy, "popart_core.ExchangeStrategy"),
+        ExchangeStrategy.JustInTime,
+    ),
+)
+_ART_SIGNATURES = (
+    Signature((_RETURN_TYPE_STRING, *_PLACEMENT)),
+    Signature((_RETURN_TYPE_STRING, Arg("returnPeriod", INT), *_PLACEMENT)),
+)
 
 
 class AnchorReturnType:
@@ -56,26 +80,19 @@ class AnchorReturnType:
     Optional trailing arguments: `tileSet` and `exchangeStrategy` (no effect when emulated).
     """
 
-    def __init__(self, anchorReturnTypeString: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N803
-        self._id = _return_type_id(anchorReturnTypeString)
-        return_period = None
-        if args and not isinstance(args[0], TileSet):
-            return_period, args = args[0], args[1:]
-        return_period = kwargs.pop("returnPeriod", return_period)
-        tile_set = kwargs.pop("tileSet", args[0] if args else TileSet.Compute)
-        exchange = kwargs.pop(
-            "exchangeStrategy", args[1] if len(args) > 1 else ExchangeStrategy.JustInTime
-        )
-        if kwargs or len(args) > 2:
-            raise TypeError(
-                f"AnchorReturnType got unexpected arguments {list(kwargs) or list(args[2:])}"
-            )
-        self._tile_set = check_enum(tile_set, TileSet, "AnchorReturnType tileSet")
-        self._exchange = check_enum(exchange, ExchangeStrategy, "AnchorReturnType exchangeStrategy")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _, values = bind(
+            "__init__", _ART_SIGNATURES, args, kwargs,
+            owner="popart_core.AnchorReturnType", constructor=True,
+        )  # fmt: skip
+        self._id = _return_type_id(values["anchorReturnTypeString"])
+        self._tile_set = values["tileSet"]
+        self._exchange = values["exchangeStrategy"]
+        return_period = values.get("returnPeriod")
+        # willow/src/dataflow.cpp: EVERYN needs a positive period, the others none.
         if self._id is AnchorReturnTypeId.EveryN:
             if return_period is None:
                 raise popart_exception("Must specify return period with option 'EVERYN'")
-            return_period = check_int(return_period, "AnchorReturnType returnPeriod")
             if return_period <= 0:
                 raise popart_exception("Anchor return period must be greater than zero")
         elif return_period is not None:
@@ -115,22 +132,37 @@ class AnchorReturnType:
         return f"AnchorReturnType({self.str()!r}{period})"
 
 
+_ART = InstanceOf(AnchorReturnType, "popart_core.AnchorReturnType")
+_BATCHES = Arg("batchesPerStep", INT)
+_BY_TENSOR = Signature((_BATCHES, Arg("anchorTensors", DictOf(STR, _ART))))
+_DATAFLOW_SIGNATURES = (
+    _BY_TENSOR,
+    _BY_TENSOR,  # popart.cpp binds this constructor twice, so pybind11 lists it twice
+    Signature(
+        (
+            _BATCHES,
+            Arg("anchorIds", ListOf(STR)),
+            Arg("anchorReturnType", _ART, None, "AnchorReturnType('All')"),
+        )
+    ),
+)
+
+
 class DataFlow:
     """`DataFlow(batchesPerStep, {id: AnchorReturnType})` or
     `DataFlow(batchesPerStep, [ids], anchorReturnType=AnchorReturnType("All"))`."""
 
-    def __init__(
-        self,
-        batchesPerStep: int,  # noqa: N803 - the original's names
-        anchorTensors: Any = None,  # noqa: N803
-        anchorReturnType: AnchorReturnType | None = None,  # noqa: N803
-        **kwargs: Any,
-    ) -> None:
-        anchors = kwargs.pop("anchorIds", anchorTensors)
-        if kwargs:
-            raise TypeError(f"DataFlow got unexpected arguments {sorted(kwargs)}")
-        self.setBatchesPerStep(batchesPerStep)
-        self._anchors = self._anchor_map(anchors, anchorReturnType)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _, values = bind(
+            "__init__", _DATAFLOW_SIGNATURES, args, kwargs,
+            owner="popart_core.DataFlow", constructor=True,
+        )  # fmt: skip
+        self.setBatchesPerStep(values["batchesPerStep"])
+        if "anchorTensors" in values:
+            self._anchors: dict[str, AnchorReturnType] = values["anchorTensors"]
+        else:
+            art = values["anchorReturnType"] or AnchorReturnType("All")
+            self._anchors = {tensor_id: art for tensor_id in values["anchorIds"]}
         for tensor_id, art in self._anchors.items():
             if art.id() is AnchorReturnTypeId.EveryN:
                 if art.rp() > self._batches_per_step:
@@ -145,36 +177,6 @@ class DataFlow:
                         f"(anchor '{tensor_id}' has return period {art.rp()}, batches per step "
                         f"is {self._batches_per_step})"
                     )
-
-    @staticmethod
-    def _anchor_map(anchors: Any, default: AnchorReturnType | None) -> dict[str, AnchorReturnType]:
-        if anchors is None:
-            anchors = {}
-        if isinstance(anchors, Mapping):
-            if default is not None:
-                raise TypeError("DataFlow: give a return type per anchor or one for a list of ids")
-            items = list(anchors.items())
-        elif isinstance(anchors, (list, tuple)):
-            art = AnchorReturnType("All") if default is None else default
-            items = [(tensor_id, art) for tensor_id in anchors]
-        else:
-            raise OptionTypeError(
-                "DataFlow anchors must be a dict {tensor id: AnchorReturnType} or a list of "
-                f"tensor ids, got {anchors!r} ({type(anchors).__name__})"
-            )
-        result: dict[str, AnchorReturnType] = {}
-        for tensor_id, art in items:
-            if not isinstance(tensor_id, str):
-                raise OptionTypeError(
-                    f"DataFlow anchor ids must be str, got {tensor_id!r} ({type(tensor_id).__name__})"
-                )
-            if not isinstance(art, AnchorReturnType):
-                raise OptionTypeError(
-                    f"DataFlow anchor '{tensor_id}': the return type must be an "
-                    f"AnchorReturnType, got {art!r} ({type(art).__name__})"
-                )
-            result[tensor_id] = art
-        return result
 
     def anchors(self) -> list[str]:
         return list(self._anchors)

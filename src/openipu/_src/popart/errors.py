@@ -127,17 +127,51 @@ class IncompatibleArgumentsError(OptionTypeError):
     see UnsupportedOpsetError for why it is also a popart_exception.
     """
 
+    detail = ""  # which argument the closest overload refused, in openipu's words
+
 
 def incompatible_arguments(
-    function: str, overloads: list[str], invoked_with: list, detail: str = ""
+    function: str,
+    overloads: list[str],
+    invoked_with: list,
+    detail: str = "",
+    kwargs: dict | None = None,
 ) -> IncompatibleArgumentsError:
-    """The error pybind11 raises when no overload of a binding takes the arguments."""
-    supported = "\n".join(f"    {number}. {text}" for number, text in enumerate(overloads, 1))
-    arguments = ", ".join(repr(argument) for argument in invoked_with)
-    return IncompatibleArgumentsError(
-        f"{function}(): incompatible function arguments. The following argument types are "
-        f"supported:\n{supported}\n\nInvoked with: {arguments}" + (f" ({detail})" if detail else "")
+    """The error pybind11 raises when no overload of a binding takes the arguments.
+
+    `function` is "" for a property setter: pybind11 (2.6, which PopART builds with) leaves
+    def_readwrite's setter unnamed, so its message starts "(): incompatible function arguments".
+    """
+    return _incompatible(
+        f"{function}(): incompatible function", overloads, invoked_with, kwargs, detail
     )
+
+
+def incompatible_constructor_arguments(
+    overloads: list[str], invoked_with: list, detail: str = "", kwargs: dict | None = None
+) -> IncompatibleArgumentsError:
+    """pybind11's error for a constructor no overload takes; `overloads` read "Class(args)"."""
+    return _incompatible(
+        "__init__(): incompatible constructor", overloads, invoked_with, kwargs, detail
+    )
+
+
+def _incompatible(
+    start: str, overloads: list[str], invoked_with: list, kwargs: dict | None, detail: str
+) -> IncompatibleArgumentsError:
+    # pybind11.h's dispatcher words it so, keyword arguments after "; kwargs: ". The detail
+    # (which argument the closest overload refused) is openipu's addition, in parentheses.
+    supported = "\n".join(f"    {number}. {text}" for number, text in enumerate(overloads, 1))
+    invoked = ", ".join(repr(argument) for argument in invoked_with)
+    if kwargs:
+        keywords = ", ".join(f"{name}={value!r}" for name, value in kwargs.items())
+        invoked += ("; " if invoked else "") + f"kwargs: {keywords}"
+    error = IncompatibleArgumentsError(
+        f"{start} arguments. The following argument types are supported:\n{supported}\n\n"
+        f"Invoked with: {invoked}" + (f" ({detail})" if detail else "")
+    )
+    error.detail = detail
+    return error
 
 
 def check_tensor_ids(function: str, args: object) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from onnx import AttributeProto
 
 from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.attribute_values import attribute_value, make_attribute
+from openipu._src.popart.builder.binding_signatures import ANNOTATIONS, BUILDER
 from openipu._src.popart.builder.enums import RecomputeType, coerce_enum
 from openipu._src.popart.builder.node_attributes import looks_like_output_names
 from openipu._src.popart.builder.settings_encoding import (
@@ -22,6 +22,7 @@ from openipu._src.popart.builder.settings_encoding import (
     encode_tensor_location,
 )
 from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.pybind_arguments import bind
 
 _NO_VALUE = object()
 
@@ -61,15 +62,6 @@ class NameContextManager:
 
     def __exit__(self, *exception: object) -> None:
         self._core._name_scope.pop()
-
-
-def _integer(what: str) -> Callable[[Any], int]:
-    def convert(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise popart_exception(f"{what}: value must be an integer, got {value!r}")
-        return int(value)
-
-    return convert
 
 
 class AnnotationMethods:
@@ -127,18 +119,27 @@ class AnnotationMethods:
             raise popart_exception(f"{what} not set in current scope.")
         return value
 
+    def _annotate_index(
+        self, method: str, attribute_name: str, args: tuple, kwargs: dict
+    ) -> AttributeContextManager | None:
+        """The overloads popart.cpp binds: (nodeOutputNames, value=0) or (value), an int."""
+        _, values = bind(method, ANNOTATIONS[method], args, kwargs, owner=BUILDER)
+        if "nodeOutputNames" in values:
+            self._set_node_attribute(values["nodeOutputNames"], attribute_name, values["value"])
+            return None
+        return AttributeContextManager(
+            self, make_attribute(attribute_name, values["value"], method)
+        )
+
     def virtualGraph(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
         """(nodeOutputNames, value=0) sets a node's IPU; (value) is a context for new nodes."""
-        convert = _integer("virtualGraph")
-        return self._annotate("virtualGraph", names.VIRTUAL_GRAPH, convert, 0, args, kwargs)
+        return self._annotate_index("virtualGraph", names.VIRTUAL_GRAPH, args, kwargs)
 
     def pipelineStage(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
-        convert = _integer("pipelineStage")
-        return self._annotate("pipelineStage", names.PIPELINE_STAGE, convert, 0, args, kwargs)
+        return self._annotate_index("pipelineStage", names.PIPELINE_STAGE, args, kwargs)
 
     def executionPhase(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
-        convert = _integer("executionPhase")
-        return self._annotate("executionPhase", names.EXECUTION_PHASE, convert, 0, args, kwargs)
+        return self._annotate_index("executionPhase", names.EXECUTION_PHASE, args, kwargs)
 
     def recomputeOutput(self, *args: Any, **kwargs: Any) -> AttributeContextManager | None:  # noqa: N802
         def convert(value: Any) -> int:

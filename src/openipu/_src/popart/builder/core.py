@@ -26,6 +26,11 @@ from onnx import (
 from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.annotation_contexts import AnnotationMethods
 from openipu._src.popart.builder.attribute_values import make_attribute
+from openipu._src.popart.builder.binding_signatures import (
+    ADD_INPUT_TENSOR,
+    BUILDER,
+    GET_TENSOR_SHAPE,
+)
 from openipu._src.popart.builder.builder_debug_info import (
     INPUT_DEBUG_ID_PREFIX,
     insert_debug_info_id,
@@ -57,6 +62,7 @@ from openipu._src.popart.builder.tensor_info import (
 )
 from openipu._src.popart.errors import check_tensor_ids, popart_exception
 from openipu._src.popart.logging import TRACE, python_logger
+from openipu._src.popart.pybind_arguments import bind
 
 _logger = python_logger("builder")
 
@@ -266,19 +272,12 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
 
     def addInputTensor(self, *args: Any, **kwargs: Any) -> str:  # noqa: N802
         """(tensorInfo | dataType, shape, [settings], debugContext='') -> the new input's id."""
-        positional = list(args)
-        info = kwargs.pop("tensorInfo", _NO_VALUE)
-        if info is _NO_VALUE:
-            info = positional.pop(0) if positional else _NO_VALUE
-        if not isinstance(info, TensorInfo):
-            data_type = kwargs.pop("dataType", info)
-            shape = kwargs.pop("shape", positional.pop(0) if positional else _NO_VALUE)
-            if data_type is _NO_VALUE or shape is _NO_VALUE:
-                raise TypeError("addInputTensor() needs a TensorInfo, or a data type and a shape")
-            info = TensorInfo(data_type, shape)
-        settings, debug_context = _settings_and_debug_context(
-            "addInputTensor", "settings", positional, kwargs
-        )
+        _, values = bind("addInputTensor", ADD_INPUT_TENSOR, args, kwargs, owner=BUILDER)
+        if "tensorInfo" in values:
+            info = values["tensorInfo"]
+        else:
+            info = TensorInfo(values["dataType"], values["shape"])
+        settings, debug_context = values.get("settings"), values["debugContext"]
         tensor_id = self._allocate_id(debug_name(debug_context) or "input")
         self._add_graph_input(
             helper.make_tensor_value_info(tensor_id, info.onnx_type(), info.shape())
@@ -385,8 +384,10 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             f"{method}: the type and shape of tensor '{tensor_id}' are not known"
         )
 
-    def getTensorShape(self, id: str) -> list[int]:  # noqa: N802, A002
-        """The tensor's dims; -1 marks a dim that is not known."""
+    def getTensorShape(self, *args: Any, **kwargs: Any) -> list[int]:  # noqa: N802
+        """getTensorShape(id): the tensor's dims; -1 marks a dim that is not known."""
+        _, values = bind("getTensorShape", GET_TENSOR_SHAPE, args, kwargs, owner=BUILDER)
+        id = values["id"]  # noqa: A001 - the original's name
         tensor_type = self._tensor_type(id, "getTensorShape")
         if tensor_type.shape is None:
             raise popart_exception(f"getTensorShape: the shape of tensor '{id}' is not known")

@@ -9,6 +9,7 @@ This module maps those names to ONNX `TensorProto` element types and numpy.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from openipu._src.popart.errors import TensorInfoError
+from openipu._src.popart.errors import TensorInfoError, popart_exception
+from openipu._src.popart.pybind_arguments import INT64, STR, Arg, EnumOf, ListOf, Signature, bind
 
 
 class DataType(enum.IntEnum):
@@ -192,11 +194,44 @@ def _shape_from(shape: Any) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def _shape_from_string(text: str) -> list[int]:
+    """A shape written "(2,3)", as willow/src/tensorinfo.cpp's shapeFromString reads it."""
+    if len(text) < 2 or text[0] != "(" or text[-1] != ")":
+        raise popart_exception("invalid string for shape")
+    if " " in text:
+        raise popart_exception("s contains a space : not valid shape string")
+    tokens = text[1:-1].split(",") if len(text) > 2 else []
+    if tokens and not tokens[-1]:
+        tokens.pop()  # std::getline gives no empty token after a final comma
+    dims = []
+    for token in tokens:
+        number = re.match(r"\s*[+-]?\d+", token)  # std::stoi reads a leading integer
+        if number is None:
+            raise ValueError("stoi")  # std::invalid_argument, which pybind11 makes ValueError
+        dims.append(int(number.group()))
+    return dims
+
+
+# The constructors of the original's core TensorInfo (popart._internal.ir bindings/tensorinfo.cpp),
+# which popart.TensorInfo (python_files/tensorinfo.py) calls with (dtype, shape).
+_DATA_TYPE = EnumOf(DataType, "popart._internal.ir.DataType")
+_SHAPE = ListOf(INT64)
+_FROM_STRINGS = 3  # the (str, str) overload's index
+_CORE_SIGNATURES = (
+    Signature(),
+    Signature((Arg("dataType", _DATA_TYPE), Arg("shape", _SHAPE))),
+    Signature((Arg("dataType", _DATA_TYPE), Arg("shape", _SHAPE), Arg("metaShape", _SHAPE))),
+    Signature((Arg("dataType", STR), Arg("shape", STR))),
+    Signature((Arg("dataType", STR), Arg("shape", _SHAPE))),
+)
+
+
 class TensorInfo:
     """A data type and a shape: `TensorInfo(dtype, shape)` or `TensorInfo(ndarray)`.
 
     `dtype` may be a PopART name ("FLOAT", "INT32"), its lower-case form
-    ("float32"), a numpy dtype or a Python/numpy type.
+    ("float32"), a DataType, a numpy dtype or a Python/numpy type; `shape` a list of
+    ints or, with a name, a string "(2,3)".
     """
 
     def __init__(self, *args: Any) -> None:
@@ -209,8 +244,16 @@ class TensorInfo:
                 "TensorInfo takes (dtype, shape) or (numpy.ndarray), "
                 f"got {len(args)} argument(s): {args!r}"
             )
-        self._data_type = data_type_from(data_type)
-        self._shape = _shape_from(shape)
+        if isinstance(data_type, (np.dtype, type)):
+            # The Python wrapper names numpy dtypes and types before the core constructor.
+            data_type = data_type_from(data_type).name
+        overload, values = bind(
+            "__init__", _CORE_SIGNATURES, (data_type, shape), {},
+            owner="popart._internal.ir.TensorInfo", constructor=True,
+        )  # fmt: skip
+        self._data_type = data_type_from(values["dataType"])
+        shape = values["shape"]
+        self._shape = _shape_from(_shape_from_string(shape) if overload == _FROM_STRINGS else shape)
 
     def dataType(self) -> DataType:  # noqa: N802 - the original's name
         return self._data_type

@@ -27,6 +27,15 @@ from openipu._src.popart.devices.enums import (
 )
 from openipu._src.popart.errors import OptionTypeError, popart_exception, poplar_exception
 from openipu._src.popart.options.typed_fields import check_enum, check_int
+from openipu._src.popart.pybind_arguments import (
+    INT,
+    PY_DICT,
+    Arg,
+    EnumOf,
+    Signature,
+    bind,
+    binding,
+)
 from openipu._src.system import host_devices, topology
 
 IPU_MODEL_DEFAULT_TILES = 4
@@ -59,11 +68,38 @@ def _version_option(options: Mapping, device: str) -> str:
     return version
 
 
-def _check_option_keys(options: Any, allowed: tuple[str, ...], device: str) -> Mapping:
-    if not isinstance(options, Mapping):
-        raise OptionTypeError(
-            f"{device} options must be a dict, got {options!r} ({type(options).__name__})"
-        )
+# The types popart.cpp binds the methods with: another type is pybind11's TypeError.
+_MANAGER = "popart_core.DeviceManager"
+_DEVICE_INFO = "popart_core.DeviceInfo"
+_PATTERN = Arg("pattern", EnumOf(SyncPattern, "popart_core.SyncPattern"), SyncPattern.Full)
+_CONNECTION = Arg(
+    "connectionType",
+    EnumOf(DeviceConnectionType, "popart_core.DeviceConnectionType"),
+    DeviceConnectionType.Always,
+)
+_BY_SIZE = (
+    Arg("numIpus", INT, 1),
+    Arg("tilesPerIpu", INT, 0),
+    _PATTERN,
+    _CONNECTION,
+    Arg(
+        "selectionCriterion",
+        EnumOf(DeviceSelectionCriterion, "popart_core.DeviceSelectionCriterion"),
+        DeviceSelectionCriterion.First,
+    ),
+)
+_BY_ID = (Arg("id", INT), _PATTERN, _CONNECTION)
+
+
+def _options(method: str, options: Any, name: str = "arg0") -> Mapping:
+    """The options dict (a py::dict in popart.cpp); openipu also takes none as {}."""
+    if options is None:
+        return {}
+    signature = Signature((Arg(name, PY_DICT),), _DEVICE_INFO)
+    return bind(method, [signature], (options,), {}, owner=_MANAGER)[1][name]
+
+
+def _check_option_keys(options: Mapping, allowed: tuple[str, ...], device: str) -> Mapping:
     for key in options:
         if key not in allowed:
             raise popart_exception(
@@ -123,6 +159,7 @@ class DeviceManager:
     # acquireAvailableDevice retries with tryAcquireAvailableDevice, or calls the original
     # method), which must not recurse back into itself.
 
+    @binding(_MANAGER, *_BY_SIZE, returns=_DEVICE_INFO)
     def acquireAvailableDevice(  # noqa: N802
         self,
         numIpus: int = 1,  # noqa: N803
@@ -139,6 +176,7 @@ class DeviceManager:
             raise popart_exception(self._unavailable_reason(numIpus))
         return device
 
+    @binding(_MANAGER, *_BY_SIZE, returns=_DEVICE_INFO)
     def tryAcquireAvailableDevice(  # noqa: N802
         self,
         numIpus: int = 1,  # noqa: N803
@@ -152,6 +190,7 @@ class DeviceManager:
             numIpus, tilesPerIpu, pattern, connectionType, selectionCriterion
         )
 
+    @binding(_MANAGER, *_BY_ID, returns=_DEVICE_INFO)
     def acquireDeviceById(  # noqa: N802
         self,
         id: int,  # noqa: A002 - the original's name
@@ -175,6 +214,7 @@ class DeviceManager:
             "attached to another device"
         )
 
+    @binding(_MANAGER, *_BY_ID, returns=_DEVICE_INFO)
     def tryAcquireDeviceById(  # noqa: N802
         self,
         id: int,  # noqa: A002
@@ -193,17 +233,21 @@ class DeviceManager:
 
     # -- devices outside the machine -------------------------------------------------------
 
+    @binding(_MANAGER, returns=_DEVICE_INFO)
     def createCpuDevice(self) -> DeviceInfo:  # noqa: N802
         return DeviceInfo(DeviceSpec(DeviceType.Cpu, 0, 1, 1, "cpu"))
 
     def createIpuModelDevice(self, options: Mapping | None = None) -> DeviceInfo:  # noqa: N802
-        return DeviceInfo(self._model_spec(DeviceType.IpuModel, options or {}, "IPU Model"))
+        options = _options("createIpuModelDevice", options)
+        return DeviceInfo(self._model_spec(DeviceType.IpuModel, options, "IPU Model"))
 
     def createSimDevice(self, options: Mapping | None = None) -> DeviceInfo:  # noqa: N802
-        return DeviceInfo(self._model_spec(DeviceType.Sim, options or {}, "simulator"))
+        options = _options("createSimDevice", options)
+        return DeviceInfo(self._model_spec(DeviceType.Sim, options, "simulator"))
 
     def createOfflineIPUDevice(self, options: Mapping | None = None) -> DeviceInfo:  # noqa: N802
-        options = _check_option_keys(options or {}, _OFFLINE_OPTION_KEYS, "offline IPU")
+        options = _options("createOfflineIPUDevice", options, "opts")
+        options = _check_option_keys(options, _OFFLINE_OPTION_KEYS, "offline IPU")
         version = _version_option(options, "Offline IPU")
         pattern = options.get("syncPattern", SyncPattern.Full)
         if isinstance(pattern, str):
@@ -277,7 +321,7 @@ class DeviceManager:
         return tiles or maximum
 
     @staticmethod
-    def _model_spec(device_type: DeviceType, options: Any, device: str) -> DeviceSpec:
+    def _model_spec(device_type: DeviceType, options: Mapping, device: str) -> DeviceSpec:
         options = _check_option_keys(options, _MODEL_OPTION_KEYS, device)
         compile_code = options.get("compileIPUCode", True)
         if not isinstance(compile_code, (bool, str)):

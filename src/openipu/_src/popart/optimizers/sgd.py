@@ -24,7 +24,7 @@ applies from the next update on. Both modes keep the gradient accumulator as `Ac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -44,8 +44,10 @@ from openipu._src.popart.optimizers.optimizer import (
 )
 from openipu._src.popart.optimizers.values import HyperParameter, OptimizerValue, OptimizerValueMap
 from openipu._src.popart.options.typed_fields import check_enum
+from openipu._src.popart.pybind_arguments import FLOAT, Arg, InstanceOf, ListOf, binding
 
 _NESTEROV = "nesterov"
+_CLIP_NORM = "popart_core.ClipNormSettings"
 
 
 class SGD(Optimizer):
@@ -185,12 +187,20 @@ class ConstSGD(SGD):
 
     NAME = "ConstSGD"
 
+    @binding(
+        "popart_core.ConstSGD",
+        Arg("learning_rate", FLOAT),
+        Arg("weight_decay", FLOAT, 0.0),
+        Arg("loss_scaling", FLOAT, 1.0),
+        Arg("clip_norm_settings", ListOf(InstanceOf(ClipNormSettings, _CLIP_NORM)), (), "[]"),
+        constructor=True,
+    )  # the constructor popart.cpp binds: another type is pybind11's TypeError
     def __init__(
         self,
         learning_rate: float,
         weight_decay: float = 0.0,
         loss_scaling: float = 1.0,
-        clip_norm_settings: list[ClipNormSettings] | None = None,
+        clip_norm_settings: Sequence[ClipNormSettings] = (),
     ) -> None:
         super().__init__(
             {
@@ -198,5 +208,5 @@ class ConstSGD(SGD):
                 "defaultWeightDecay": (weight_decay, True),
                 "lossScaling": (loss_scaling, True),
             },
-            clip_norm_settings,
+            list(clip_norm_settings),
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 from openipu._src.popart.errors import OptionTypeError, popart_exception
 from openipu._src.popart.options.typed_fields import check_bool
+from openipu._src.popart.pybind_arguments import STR, Arg, EnumOf, ListOf, Signature, bind
 
 
 class PatternsLevel(enum.IntEnum):
@@ -100,20 +101,26 @@ def _enabled_at(level: PatternsLevel) -> set[str]:
     return set(PATTERNS)
 
 
+# The constructors popart.cpp binds; another type is pybind11's TypeError.
+_SIGNATURES = (
+    Signature(),
+    Signature((Arg("level", EnumOf(PatternsLevel, "popart_core.PatternsLevel")),)),
+    Signature((Arg("patterns", ListOf(STR)),)),
+)
+
+
 class Patterns:
     """`Patterns()` (Default level), `Patterns(PatternsLevel)` or `Patterns([names])`."""
 
-    def __init__(self, levelOrNames: Any = PatternsLevel.Default) -> None:  # noqa: N803
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _, values = bind(
+            "__init__", _SIGNATURES, args, kwargs, owner="popart_core.Patterns", constructor=True
+        )
         self._runtime_asserts = True
-        if isinstance(levelOrNames, PatternsLevel):
-            self._enabled = _enabled_at(levelOrNames)
-        elif isinstance(levelOrNames, (list, tuple, set)):
-            self._enabled = {_check_name(name) for name in levelOrNames}
+        if "patterns" in values:
+            self._enabled = {_check_name(name) for name in values["patterns"]}
         else:
-            raise OptionTypeError(
-                "Patterns takes a PatternsLevel or a list of pattern names, got "
-                f"{levelOrNames!r} ({type(levelOrNames).__name__})"
-            )
+            self._enabled = _enabled_at(values.get("level", PatternsLevel.Default))
 
     def enablePattern(self, name: str, enable: bool) -> Patterns:  # noqa: N802 - the original's
         _check_name(name)

@@ -18,7 +18,11 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from openipu._src.popart.errors import OptionTypeError, incompatible_arguments
+from openipu._src.popart.errors import (
+    IncompatibleArgumentsError,
+    OptionTypeError,
+    incompatible_arguments,
+)
 
 
 class Kind:
@@ -256,7 +260,11 @@ class TypedOptions:
             default = option.kind.check(option.default_value(), self._where(name))
             object.__setattr__(self, name, default)
         for name, value in [*zip(names, args, strict=False), *values.items()]:
-            setattr(self, name, value)
+            try:
+                setattr(self, name, value)
+            except IncompatibleArgumentsError as error:
+                # A constructor argument, not the setter the error names.
+                raise OptionTypeError(error.detail) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         name = self.ALIASES.get(name, name)
@@ -266,7 +274,19 @@ class TypedOptions:
                 object.__setattr__(self, name, value)
                 return
             raise AttributeError(self._unknown(name))
-        object.__setattr__(self, name, option.kind.check(value, self._where(name)))
+        try:
+            checked = option.kind.check(value, self._where(name))
+        except OptionTypeError as error:
+            if not isinstance(option.kind, InstanceOf):
+                raise
+            # A struct-typed option is a def_readwrite in popart.cpp, whose setter refuses another
+            # type as pybind11 does; pybind11 2.6 leaves that setter unnamed, hence "()".
+            signature = (
+                f"(self: popart_core.{type(self).__name__}, "
+                f"arg0: popart_core.{option.kind.description}) -> None"
+            )
+            raise incompatible_arguments("", [signature], [value], str(error)) from None
+        object.__setattr__(self, name, checked)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: aliases, then a helpful error.
