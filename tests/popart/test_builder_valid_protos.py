@@ -147,3 +147,44 @@ def test_recurrent_outputs_are_all_typed():
     ).run(outputs, {x: value})
     for result, expected in zip(results, reference, strict=True):
         np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+def _value_info(model, name):
+    (value,) = [v for v in model.graph.value_info if v.name == name]
+    tensor_type = value.type.tensor_type
+    dims = [dim.dim_value for dim in tensor_type.shape.dim]
+    return onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type), dims
+
+
+def test_intermediate_tensors_are_typed_in_value_info():
+    """Inside the graph (not outputs), the tensors inference cannot type carry value_info."""
+    builder = popart.Builder()
+    data = builder.addInputTensor("FLOAT", [2, 5, 3], "data")
+    indices = builder.addInputTensor("INT32", [2, 4], "indices")
+    gathered = builder.aiGraphcore.groupedgather([data, indices], axis=1)
+    shape = builder.aiOnnx.shape([gathered])
+    trip_count = builder.aiOnnx.constant(np.array(3, np.int64))
+    keep_going = builder.aiOnnx.constant(np.array(True))
+    body = builder.createSubgraphBuilder()
+    body.addUntypedInputTensor("iteration")
+    condition = body.addUntypedInputTensor("condition")
+    carried = body.addUntypedInputTensor("carried")
+    body.addInputTensorFromParentGraph(gathered)
+    body.addOutputTensor(body.aiOnnx.identity([condition]))
+    body.addOutputTensor(body.aiOnnx.add([carried, gathered]))
+    (looped,) = builder.aiOnnx.loop([trip_count, keep_going, gathered], 1, body)
+    total = builder.aiOnnx.add(
+        [builder.aiOnnx.relu([looped]), builder.aiOnnx.cast([shape], "FLOAT")]
+    )
+    builder.addOutputTensor(total)
+    model = _valid_model(builder)
+    assert _value_info(model, gathered) == (np.float32, [2, 4, 3])
+    assert _value_info(model, shape) == (np.int64, [3])
+    assert _value_info(model, looped) == (np.float32, [2, 4, 3])
+    data_value = np.arange(30, dtype=np.float32).reshape(2, 5, 3)
+    index_value = np.array([[0, 4, 4, 1], [3, 2, 0, 0]], np.int32)
+    (result,) = run_inference(
+        builder.getModelProto(), {data: data_value, indices: index_value}, [total]
+    )
+    expected_gather = np.take_along_axis(data_value, index_value[:, :, None].repeat(3, 2), axis=1)
+    np.testing.assert_allclose(result, 4 * expected_gather + np.array([2.0, 4.0, 3.0]))
