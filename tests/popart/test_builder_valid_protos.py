@@ -60,19 +60,26 @@ def test_batch_normalization_training_outputs_are_typed_per_channel():
     assert [result.shape for result in results] == [(2, 3, 4, 4)] + [(3,)] * 4
 
 
-def test_loop_built_from_untyped_body_inputs_has_typed_outputs():
-    builder = popart.Builder()
-    x = builder.addInputTensor("FLOAT", [2], "x")
+def _loop_adding_three_times(builder, value):
+    """A Loop whose body, built from untyped inputs, adds `value` to the carried value (which
+    starts as `value`) three times: its output is 4 * value."""
     trip_count = builder.aiOnnx.constant(np.array(3, np.int64))
     keep_going = builder.aiOnnx.constant(np.array(True))
     body = builder.createSubgraphBuilder()
     body.addUntypedInputTensor("iteration")
     condition = body.addUntypedInputTensor("condition")
     carried = body.addUntypedInputTensor("carried")
-    body.addInputTensorFromParentGraph(x)
+    body.addInputTensorFromParentGraph(value)
     body.addOutputTensor(body.aiOnnx.identity([condition]))
-    body.addOutputTensor(body.aiOnnx.add([carried, x]))
-    (out,) = builder.aiOnnx.loop([trip_count, keep_going, x], 1, body)
+    body.addOutputTensor(body.aiOnnx.add([carried, value]))
+    (out,) = builder.aiOnnx.loop([trip_count, keep_going, value], 1, body)
+    return out
+
+
+def test_loop_built_from_untyped_body_inputs_has_typed_outputs():
+    builder = popart.Builder()
+    x = builder.addInputTensor("FLOAT", [2], "x")
+    out = _loop_adding_three_times(builder, x)
     builder.addOutputTensor(out)
     assert _output_shape(_valid_model(builder), out) == [2]
     value = np.array([1.0, -2.0], np.float32)
@@ -163,16 +170,7 @@ def test_intermediate_tensors_are_typed_in_value_info():
     indices = builder.addInputTensor("INT32", [2, 4], "indices")
     gathered = builder.aiGraphcore.groupedgather([data, indices], axis=1)
     shape = builder.aiOnnx.shape([gathered])
-    trip_count = builder.aiOnnx.constant(np.array(3, np.int64))
-    keep_going = builder.aiOnnx.constant(np.array(True))
-    body = builder.createSubgraphBuilder()
-    body.addUntypedInputTensor("iteration")
-    condition = body.addUntypedInputTensor("condition")
-    carried = body.addUntypedInputTensor("carried")
-    body.addInputTensorFromParentGraph(gathered)
-    body.addOutputTensor(body.aiOnnx.identity([condition]))
-    body.addOutputTensor(body.aiOnnx.add([carried, gathered]))
-    (looped,) = builder.aiOnnx.loop([trip_count, keep_going, gathered], 1, body)
+    looped = _loop_adding_three_times(builder, gathered)
     total = builder.aiOnnx.add(
         [builder.aiOnnx.relu([looped]), builder.aiOnnx.cast([shape], "FLOAT")]
     )

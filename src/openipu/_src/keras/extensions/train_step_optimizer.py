@@ -46,16 +46,15 @@ def train_step(model, refuse_none_gradients: bool) -> Iterator[None]:
     a weight without a gradient is an error, as the original's `get_gradients`."""
     optimizer = getattr(model, "optimizer", None)
     context = GradientCaptureContext()
-    previous = getattr(_current, "context", None)
+    previous = (getattr(_current, "context", None), getattr(_current, "refuse_none", False))
     with context:
-        _current.context = context
-        _current.refuse_none_gradients = refuse_none_gradients
+        _current.context, _current.refuse_none = context, refuse_none_gradients
         if optimizer is not None:
             _install(optimizer)
         try:
             yield
         finally:
-            _current.context = previous
+            _current.context, _current.refuse_none = previous
             if optimizer is not None:
                 _uninstall(optimizer)
             context.captured_gradients  # noqa: B018 - pops the frame if nothing read it
@@ -70,8 +69,8 @@ def _install(optimizer) -> None:
             forward = supports_captured_grads(optimizer)
 
             def apply_gradients(grads_and_vars, *args, **kwargs):
-                if getattr(_current, "refuse_none_gradients", False):
-                    grads_and_vars = _without_none(grads_and_vars)
+                if getattr(_current, "refuse_none", False):
+                    grads_and_vars = _all_with_gradients(grads_and_vars)
                 context = getattr(_current, "context", None)
                 captured = context.captured_gradients if context is not None and forward else None
                 if captured:
@@ -98,8 +97,9 @@ def _uninstall(optimizer) -> None:
             object.__setattr__(optimizer, "apply_gradients", own)
 
 
-def _without_none(grads_and_vars) -> list:
-    """The pairs, if every variable has a gradient (optimizer_v2.py `get_gradients`)."""
+def _all_with_gradients(grads_and_vars) -> list:
+    """The pairs as a list, if every variable has a gradient, else the ValueError of the
+    original's optimizer_v2.py `get_gradients`."""
     pairs = list(grads_and_vars)
     for gradient, variable in pairs:
         if gradient is None:
