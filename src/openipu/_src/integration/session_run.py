@@ -15,20 +15,12 @@ of this kind that the session has not yet initialized are initialized.
 Programs built before `configure_ipu_system` (as the original allows) are finished before
 the first session runs their graph, when the device and so their replicas are known
 (`engine/deferred_builds.py`).
-
-A run of a distributed session (a gRPC target) whose graph has collective operations in
-function bodies (a multi-worker pipeline's all-reduce in its repeat loop) declares a
-collective graph key in its RunOptions: TensorFlow's master finds collectives only among
-a graph's own nodes and, for the first version of those operations, directly in the
-functions it calls; without the key the workers get no collective executor ("Failed to
-get CollectiveExecutor"). Local sessions lower the loops first and find them.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -41,48 +33,6 @@ _hooks: list[tuple[int, BeforeRun]] = []
 _state = threading.local()
 
 
-#: Any non-zero key: the collectives inside the functions are of the second version,
-#: whose instances are told apart by their own keys, not by the graph's.
-_COLLECTIVE_GRAPH_KEY = 0x49505543
-#: graph -> (its version when scanned, whether a function body holds a collective)
-_nested_collectives: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_OPTIONS_POSITION = 2  # Session.run(fetches, feed_dict, options, run_metadata)
-
-
-def _has_nested_collectives(graph) -> bool:
-    version = graph.version
-    known = _nested_collectives.get(graph)
-    if known is None or known[0] != version:
-        found = False
-        for function in list(graph._functions.values()):  # noqa: SLF001
-            definition = getattr(function, "cached_definition", None) or function.definition
-            if any(node.op.startswith("Collective") for node in definition.node_def):
-                found = True
-                break
-        known = (version, found)
-        _nested_collectives[graph] = known
-    return known[1]
-
-
-def _with_collective_key(session, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """The run's arguments, declaring a collective graph key when the run needs one."""
-    if not session.sess_str or not _has_nested_collectives(session.graph):
-        return args, kwargs
-    from tensorflow.core.protobuf import config_pb2
-
-    positional = len(args) > _OPTIONS_POSITION
-    options = args[_OPTIONS_POSITION] if positional else kwargs.get("options")
-    if options is not None and options.experimental.collective_graph_key:
-        return args, kwargs
-    declared = config_pb2.RunOptions()
-    if options is not None:
-        declared.CopyFrom(options)
-    declared.experimental.collective_graph_key = _COLLECTIVE_GRAPH_KEY
-    if positional:
-        return (*args[:_OPTIONS_POSITION], declared, *args[_OPTIONS_POSITION + 1 :]), kwargs
-    return args, {**kwargs, "options": declared}
-
-
 def _replacement(stock: Callable) -> Callable:
     @functools.wraps(stock)
     def run(self, *args, **kwargs):
@@ -93,7 +43,6 @@ def _replacement(stock: Callable) -> Callable:
                     hook(self, functools.partial(stock, self))
             finally:
                 _state.busy = False
-        args, kwargs = _with_collective_key(self, args, kwargs)
         return stock(self, *args, **kwargs)
 
     return run
@@ -107,8 +56,7 @@ SESSION_RUN = register(
         replacement=_replacement,
         reason="before a TF1 session runs, the engine finishes programs built before the IPU "
         "system was configured and initializes its own state variables (outfeed buffers, "
-        "replicas' variable copies), as the original needs no initializer for them; a "
-        "distributed session's run declares the collectives inside its graph's loops",
+        "replicas' variable copies), as the original needs no initializer for them",
         tensorflow=("2.21",),
     )
 )
@@ -119,10 +67,4 @@ def add_before_run(hook: BeforeRun, order: int) -> None:
     if all(existing is not hook for _, existing in _hooks):
         _hooks.append((order, hook))
         _hooks.sort(key=lambda entry: entry[0])
-    apply(SESSION_RUN)
-
-
-def install() -> None:
-    """Applies the patch (idempotent): for the collective key of distributed sessions'
-    runs even when no hook is added."""
     apply(SESSION_RUN)
