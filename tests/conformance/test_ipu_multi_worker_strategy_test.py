@@ -582,13 +582,6 @@ def test_dataset_infeed(cluster_spec):
     assert in_process_cluster.run_between_graph_clients(worker, cluster_spec) == {0: 0, 1: 10}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=tf.errors.InternalError,
-    reason="difference: a pipeline's gradient all-reduce runs inside the function of its "
-    "repeat loop, where a TF1 session on a gRPC server has no collective executor "
-    "(Failed to get CollectiveExecutor); the original moves it to the host graph",
-)
 @pytest.mark.follows("test_pipelining")
 def test_pipelining(cluster_spec):
     per_worker_x = [1.0, 2.0]
@@ -850,13 +843,6 @@ def _run_pipelining_example_with_keras_layers(strategy, dataset, accumulation, t
         return losses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=tf.errors.InternalError,
-    reason="difference: a pipeline's gradient all-reduce runs inside the function of its "
-    "repeat loop, where a TF1 session on a gRPC server has no collective executor "
-    "(Failed to get CollectiveExecutor); the original moves it to the host graph",
-)
 @pytest.mark.follows("test_pipelining_example_with_keras_layers")
 def test_pipelining_example_with_keras_layers(cluster_spec):
     accumulation, local_batch = 4, 2

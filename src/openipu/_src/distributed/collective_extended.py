@@ -43,6 +43,7 @@ from tensorflow.python.util import nest
 from openipu._src.distributed import cluster_runtime, cross_process_ops, environment
 from openipu._src.engine import region
 from openipu._src.engine.replicas import exchange_ops, lockstep
+from openipu._src.integration import session_run
 from openipu._src.strategy import ipu_strategy
 from openipu._src.system import configure
 
@@ -106,6 +107,8 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         # collective strategy does in graph mode.
         if ops.executing_eagerly_outside_functions() and cluster_runtime.start(cluster_resolver):
             self._std_server_started = True  # the process's runtime owns the server
+        # TF1 sessions on gRPC servers run collectives inside the loops of programs.
+        session_run.install()
         # Each strategy numbers its collectives apart from the others'.
         container_strategy._collective_key_base = _next_collective_key_base(  # noqa: SLF001
             cluster_resolver,
