@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tf_keras as keras
-from single_ipu_checks import assert_close
+from single_ipu_checks import MODEL_TYPES, assert_close, model_from_layers
 
 pytestmark = pytest.mark.usefixtures("ipu_scope")
 
@@ -139,3 +139,53 @@ def test_test_on_batch_with_sample_weight():
     assert_close(result, BATCH_RESULT_WITH_WEIGHTS, rtol=1e-3)
     result = model.test_on_batch([X, X], [Y1, Y2], sample_weight=SECOND_WEIGHTED)
     assert_close(result, BATCH_RESULT_WITH_WEIGHTS_OUTPUT_2, rtol=1e-3)
+
+
+# The original's TestMetricsCorrectnessSingleIO: one input, one output, every model type;
+# y_true = 2x, predictions 3x. Class weights keyed by the (integer-valued) targets weigh
+# the samples as the sample weights [2, 3, 4, 5] do: weighted metric 130 / 14 = 9.286,
+# loss 130 / 4 = 32.5.
+SINGLE_X = np.asarray([[1.0], [2.0], [3.0], [4.0]])
+SINGLE_Y = 2 * SINGLE_X
+CLASS_WEIGHT = {**{i: 1 for i in range(10)}, 2: 2, 4: 3, 6: 4, 8: 5}
+SINGLE_RESULT_WITH_WEIGHTS = {"loss": 32.5, "mean_squared_error": 7.5, WMSE: 9.286}
+
+
+def _single_io_model(model_type):
+    layers = [
+        keras.layers.Dense(3, kernel_initializer="ones", trainable=False),
+        keras.layers.Dense(1, kernel_initializer="ones", name="output", trainable=False),
+    ]
+    model = model_from_layers(layers, (1,), model_type)
+    model.compile(
+        optimizer="rmsprop",
+        loss="mse",
+        metrics=[keras.metrics.MeanSquaredError(name="mean_squared_error")],
+        weighted_metrics=[keras.metrics.MeanSquaredError(name=WMSE)],
+    )
+    return model
+
+
+@pytest.mark.follows("test_fit_with_class_weight")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_fit_with_class_weight(model_type):
+    history = _single_io_model(model_type).fit(
+        SINGLE_X,
+        SINGLE_Y,
+        class_weight=CLASS_WEIGHT,
+        batch_size=2,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+    )
+    for key, value in SINGLE_RESULT_WITH_WEIGHTS.items():
+        assert_close(history.history[key], [value, value], rtol=1e-3)
+
+
+@pytest.mark.follows("test_train_on_batch_with_class_weight")
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_train_on_batch_with_class_weight(model_type):
+    result = _single_io_model(model_type).train_on_batch(
+        SINGLE_X, SINGLE_Y, class_weight=CLASS_WEIGHT
+    )
+    assert_close(result, list(SINGLE_RESULT_WITH_WEIGHTS.values()), rtol=1e-3)
