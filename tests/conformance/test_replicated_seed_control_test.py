@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.compiler.plugin.poplar.ops import gen_popops_ops
 from tensorflow.python import ipu
 
 v1 = tf.compat.v1
@@ -27,17 +28,13 @@ def _configure(replicas):
 
 
 @pytest.mark.follows("test_experimental_identical_seeds")
-@pytest.mark.xfail(
-    strict=True,
-    reason="difference: operations in a plain ipu_scope of a TF1 graph (not inside "
-    "ipu_compiler.compile) run as one replica, so all_gather over 2 replicas is refused; the "
-    "original clusters them into a program replicated over the configured 2 IPUs",
-)
 def test_experimental_identical_seeds(tf1_graph):
+    # Built in a plain ipu_scope before the configuration: the original replicates the
+    # scope's ops over the configured device's 2 IPUs at the first run.
     inp = v1.placeholder(np.float32, [10])
     with ipu.scopes.ipu_scope("/device:IPU:0"):
-        # The original gathers with gen_popops_ops.ipu_all_gather, the op behind all_gather.
-        (out0,) = ipu.ops.all_to_all_op.all_gather([tf.cast(inp, np.float16)], 2)
+        cast1 = tf.cast(inp, np.float16)
+        (out0,) = gen_popops_ops.ipu_all_gather([cast1], replication_factor=2)
     _configure(2)
     try:
         with v1.Session(graph=tf1_graph) as sess:

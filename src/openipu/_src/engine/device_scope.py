@@ -33,11 +33,17 @@ def scopes_entered() -> int:
     return entered
 
 
+def scoped_ipu_ordinal() -> int | None:
+    """The ordinal of the innermost `building_for` (an `ipu_scope`), or None outside any."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
 def current_ipu_ordinal() -> int | None:
     """The ordinal of the IPU device being targeted, or None outside any IPU scope."""
-    stack = _stack()
-    if stack:
-        return stack[-1]
+    scoped = scoped_ipu_ordinal()
+    if scoped is not None:
+        return scoped
     # In an IPU strategy's scope: its device (the engine knows strategies only by the
     # `ipu_ordinal` their internals expose).
     return getattr(tf.distribute.get_strategy().extended, "ipu_ordinal", None)

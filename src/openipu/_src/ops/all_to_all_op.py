@@ -8,6 +8,7 @@ from openipu._src.int_like import as_attr_int
 from openipu._src.ops import collectives
 
 
+@collectives.collective_builder()
 def all_gather(x, replication_factor: int, name: str | None = None):
     """`[replication_factor, *x.shape]`: the `x` of every replica of this replica's group.
 
@@ -20,6 +21,7 @@ def all_gather(x, replication_factor: int, name: str | None = None):
         return collectives.group_gather(tf.convert_to_tensor(x), group)
 
 
+@collectives.collective_builder()
 def all_to_all(
     x,
     split_dimension: int,

@@ -8,7 +8,8 @@ inside a replica function, the replica context says which replica this is and
 offers `all_reduce` and `all_gather`, the only communication the collectives use,
 so their gradients are tf.distribute's (an all-reduce's gradient is an all-reduce).
 Outside any replica context there is one replica, and every collective over it
-is the identity.
+is the identity, except in a plain TF1 `ipu_scope` (`plain_ipu_scope`), whose replicas
+are the device's IPUs and are computed as identical.
 
 A collective with group size k splits the R replicas into consecutive groups
 {0..k-1}, {k..2k-1}, ...; R must be a multiple of k (rule E59: the original
@@ -17,15 +18,22 @@ failed while compiling).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+import functools
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 import tensorflow as tf
+from tensorflow.python.framework import ops
+from tensorflow.python.util import nest
 
-from openipu._src.engine import deferred_builds
+from openipu._src.compiler import scopes
+from openipu._src.engine import deferred_builds, device_scope, region
 from openipu._src.engine.replicas import exchange_ops, lockstep, processes
 from openipu._src.int_like import as_attr_int
+from openipu._src.system import configure
 
 #: The reductions of the `COLLECTIVE_OP_*` names, over axis 0 of a stack of operands.
 _STACK_REDUCTIONS = {
@@ -86,8 +94,9 @@ class ReplicaGroup:
 
     replica_count: int
     size: int
-    #: In a provisional build (`engine/deferred_builds.py`): this replica's value stands for
-    #: every replica's, so that the collectives have their shapes until the real build.
+    #: This replica's value stands for every replica's: in a provisional build
+    #: (`engine/deferred_builds.py`), so that the collectives have their shapes until the
+    #: real build, and in a plain TF1 ipu_scope, whose replicas are identical.
     stand_in: bool = False
 
     @property
@@ -130,6 +139,18 @@ def replica_count() -> int:
     """Replicas of every process the program spans."""
     if _on_engine_replicas():
         return exchange_ops.global_replica_count()
+    plain = plain_ipu_scope()
+    if plain is not None:
+        if plain.replica_count is not None:
+            return plain.replica_count
+        # Known at the first run, when `collective_builder` builds the op again.
+        if deferred_builds.current_attempt() is None:
+            raise RuntimeError(
+                "internal error: an op that needs the replica count of a plain ipu_scope was "
+                "built before the configuration without `collectives.collective_builder`"
+            )
+        deferred_builds.uses_stand_in()
+        return 1
     return _slot_count()
 
 
@@ -190,7 +211,7 @@ def replica_group(group_size, parameter: str, what: str) -> ReplicaGroup:
             # (tensorflow/python/ipu/tests/replication_grouped_collectives_test.py).
             raise tf.errors.InvalidArgumentError(None, None, message)
         raise ValueError(message)
-    return ReplicaGroup(count, group_size)
+    return ReplicaGroup(count, group_size, stand_in=plain_ipu_scope() is not None)
 
 
 def group_sum(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
@@ -228,6 +249,9 @@ def group_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
 
 
 def _stand_in_gather(x: tf.Tensor, group: ReplicaGroup) -> tf.Tensor:
+    plain = plain_ipu_scope()
+    if plain is not None:
+        _refuse_values_differing_between_replicas(x, plain)
     return tf.repeat(x[None], group.size, axis=0)
 
 
@@ -264,3 +288,198 @@ def _mean(total: tf.Tensor, count: int) -> tf.Tensor:
         # Integer means truncate, like an integer division on the device.
         return tf.truncatediv(total, tf.cast(count, total.dtype))
     return total / tf.cast(count, total.dtype)
+
+
+# -- Plain TF1 ipu_scopes ----------------------------------------------------------------
+#
+# In a TF1 graph, the original clusters the ops of an `ipu_scope` (or of a device scope
+# naming an IPU) built outside `ipu_compiler.compile` into one XLA computation, which Poplar
+# replicates over the device's IPUs, one replica per IPU, every replica fed the same host
+# values; a fetched tensor is replica 0's (tensorflow/python/ipu/tests/
+# replicated_seed_control_test.py, replication_normalise_test.py). openipu computes that
+# cluster once, as replica 0: the other replicas compute the same values from the same
+# feeds, so a collective over k of them combines k copies of this replica's value (a
+# stand-in group). Values that differ between the replicas would make that wrong: a
+# collective over them is refused.
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainScope:
+    """The replicas of a plain TF1 ipu_scope on `/device:IPU:<ordinal>`, as configured now."""
+
+    ordinal: int
+    #: The device's IPUs (one replica each); None while the system is not configured.
+    replica_count: int | None
+    #: Whether the replicas' random operations differ: they do on the IPU unless
+    #: `experimental.enable_prng_stability` is on (None while not configured).
+    random_differs: bool | None
+
+
+def plain_ipu_scope() -> PlainScope | None:
+    """The plain TF1 ipu_scope being built in; None in eager code, a function, a compiled
+    program (`ipu_compiler.compile`, a device loop, `IPUStrategy.run`: a compiled region),
+    replicas of the engine or of tf.distribute, or outside any ipu_scope."""
+    if tf.executing_eagerly() or ops.get_default_graph().building_function:
+        return None
+    ordinal = device_scope.scoped_ipu_ordinal()
+    if ordinal is None or region.current_region() is not None:
+        return None
+    if _on_engine_replicas() or _slot_count() > 1:
+        return None
+    return _plain_scope_on(ordinal)
+
+
+def _plain_scope_on(ordinal: int) -> PlainScope:
+    system = configure.maybe_current_system()
+    if system is None:
+        return PlainScope(ordinal, None, None)
+    random_differs = not system.config.experimental.enable_prng_stability
+    return PlainScope(ordinal, system.device(ordinal).num_ipus, random_differs)
+
+
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
+def collective_builder(
+    differs_between_replicas: bool = False,
+) -> Callable[[Callable[_Params, _Result]], Callable[_Params, _Result]]:
+    """Decorates the builder of an operator that depends on the replicas.
+
+    In a plain TF1 ipu_scope built before the system is configured, the replicas are known
+    at the graph's first session run: the operator is built now provisionally and again
+    then (`engine/deferred_builds.py`), as `ipu_compiler.compile` programs are; a group size
+    that does not divide them fails there with the original's InvalidArgumentError
+    (`replica_group`). With `differs_between_replicas` (the replica's index) the outputs
+    built in a plain ipu_scope are remembered as differing between its replicas, which its
+    collectives refuse.
+    """
+
+    def decorate(builder: Callable[_Params, _Result]) -> Callable[_Params, _Result]:
+        @functools.wraps(builder)
+        def build(*args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+            plain = plain_ipu_scope()
+            if plain is None:
+                return builder(*args, **kwargs)
+
+            def build_in_plain_scope() -> _Result:
+                outputs = builder(*args, **kwargs)
+                if differs_between_replicas:
+                    _differing_ops.update(
+                        value.op for value in nest.flatten(outputs) if isinstance(value, tf.Tensor)
+                    )
+                return outputs
+
+            # Within a deferred build (an enclosing builder's) the op is built with it.
+            if deferred_builds.current_attempt() is None and deferred_builds.is_deferred_here():
+                return _built_again_at_first_run(build_in_plain_scope, plain)
+            return build_in_plain_scope()
+
+        return build
+
+    return decorate
+
+
+def _built_again_at_first_run(build: Callable[[], _Result], plain: PlainScope) -> _Result:
+    graph = ops.get_default_graph()
+    name_scope = graph.get_name_scope()
+    flow_context = graph._get_control_flow_context()  # noqa: SLF001 - a v1 cond or while
+    built_once: list[bool] = []
+
+    def build_for_configuration() -> _Result:
+        if not built_once:
+            built_once.append(True)
+            return build()
+        # At the first run, in the scopes it was first built in (as
+        # `ipu_compiler._built_before_configuration`), on the configured device's host device.
+        with (
+            ops.name_scope(f"{name_scope}/" if name_scope else None),
+            scopes.ipu_scope(f"/device:IPU:{plain.ordinal}"),
+            _control_flow_context(graph, flow_context),
+        ):
+            return build()
+
+    def needs_rebuild() -> bool:
+        return _plain_scope_on(plain.ordinal) != plain
+
+    result: _Result = deferred_builds.build_deferred(build_for_configuration, needs_rebuild)
+    return result
+
+
+@contextlib.contextmanager
+def _control_flow_context(graph: tf.Graph, context: object) -> Iterator[None]:
+    saved = graph._get_control_flow_context()  # noqa: SLF001 - no public way to re-enter it
+    graph._set_control_flow_context(context)  # noqa: SLF001
+    try:
+        yield
+    finally:
+        graph._set_control_flow_context(saved)  # noqa: SLF001
+
+
+#: Outputs of `differs_between_replicas` builders in plain ipu_scopes (the replica's index).
+_differing_ops: weakref.WeakSet[tf.Operation] = weakref.WeakSet()
+
+#: TensorFlow's stateful random operations: on the IPU each replica draws its own numbers.
+_STATEFUL_RANDOM_OPS = frozenset(
+    {
+        "RandomUniform",
+        "RandomUniformInt",
+        "RandomStandardNormal",
+        "TruncatedNormal",
+        "ParameterizedTruncatedNormal",
+        "RandomGamma",
+        "RandomPoisson",
+        "RandomPoissonV2",
+        "RandomShuffle",
+        "Multinomial",
+        "StatefulUniform",
+        "StatefulUniformInt",
+        "StatefulUniformFullInt",
+        "StatefulStandardNormalV2",
+        "StatefulTruncatedNormal",
+        "StatefulRandomBinomial",
+    }
+)
+
+
+def _refuse_values_differing_between_replicas(x: tf.Tensor, plain: PlainScope) -> None:
+    """Raises NotImplementedError if `x` is computed from a value that differs between the
+    replicas of the plain ipu_scope `plain`: openipu would combine wrong values."""
+    differing = _first_differing_op(x.op, plain)
+    if differing is None:
+        return
+    raise NotImplementedError(
+        "A collective across the replicas of a plain ipu_scope (outside "
+        f"ipu_compiler.compile) combines a value computed from {differing.name} "
+        f"({differing.type}), which differs between the replicas. openipu computes the "
+        "replicas of a plain ipu_scope as identical, so it cannot gather or reduce values "
+        "that differ between them: build this computation with ipu_compiler.compile."
+    )
+
+
+def _first_differing_op(op: tf.Operation, plain: PlainScope) -> tf.Operation | None:
+    """The first op found among `op` and the ops its inputs come from that differs between
+    the replicas."""
+    pending = [op]
+    seen = {op}
+    while pending:
+        current = pending.pop()
+        if current in _differing_ops or (plain.random_differs and _random_on_an_ipu(current)):
+            return current
+        for value in current.inputs:
+            if value.op not in seen:
+                seen.add(value.op)
+                pending.append(value.op)
+    return None
+
+
+def _random_on_an_ipu(op: tf.Operation) -> bool:
+    """A stateful random op in an ipu_scope (its JIT scope, `scopes.ipu_jit_scope`); those
+    built on the host draw once, their numbers fed to every replica alike."""
+    if op.type not in _STATEFUL_RANDOM_OPS:
+        return False
+    try:
+        jit_scope = op.get_attr("_XlaScope")
+    except ValueError:
+        return False
+    return jit_scope.startswith(b"jit_scope_ipu_")

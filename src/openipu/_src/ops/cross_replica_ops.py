@@ -35,6 +35,7 @@ def assume_equal_across_replicas(tensors, inplace: bool = False):
     return tf.nest.map_structure(tf.identity, tensors)
 
 
+@collectives.collective_builder()
 def cross_replica_sum(x, replica_group_size: int | None = None, name: str | None = None):
     """The sum of `x` over the replicas of this replica's group (all replicas by default)."""
     with tf.name_scope(name or "cross_replica_sum"):
@@ -46,6 +47,7 @@ def cross_replica_sum(x, replica_group_size: int | None = None, name: str | None
         return collectives.group_reduce("COLLECTIVE_OP_ADD", x, group)
 
 
+@collectives.collective_builder()
 def cross_replica_mean(x, replica_group_size: int | None = None, name: str | None = None):
     """The mean of `x` over the replicas of this replica's group (all replicas by default).
 

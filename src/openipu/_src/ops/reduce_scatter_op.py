@@ -7,6 +7,7 @@ import tensorflow as tf
 from openipu._src.ops import collectives
 
 
+@collectives.collective_builder()
 def reduce_scatter(
     x, replication_factor: int, op: str = "COLLECTIVE_OP_ADD", name: str | None = None
 ):

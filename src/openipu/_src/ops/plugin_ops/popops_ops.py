@@ -71,8 +71,14 @@ def ipu_all_to_all(
 
 
 def _outside_replicated_programs(group_size: int) -> bool:
-    """Whether a collective over `group_size` replicas is built where no replicas exist."""
-    return group_size > 1 and region.current_region() is None and collectives.replica_count() == 1
+    """Whether a collective over `group_size` replicas is built where no replicas exist (not
+    in a program, nor in a plain TF1 ipu_scope, which runs on its device's replicas)."""
+    return (
+        group_size > 1
+        and region.current_region() is None
+        and collectives.plain_ipu_scope() is None
+        and collectives.replica_count() == 1
+    )
 
 
 def _runs_on_ipu_only(x: tf.Tensor, shape: list, op_type: str) -> tf.Tensor:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from openipu._src.engine import device_scope, region
 from openipu._src.ops import (
     collectives,
     control_flow_ops,
@@ -15,11 +14,16 @@ from openipu._src.ops import (
     replication_ops,
 )
 from openipu._src.ops.plugin_ops import stateful_accumulation
-from openipu._src.system import configure
 
 
+@collectives.collective_builder()
 def ipu_replication_normalise(input, name=None) -> tf.Tensor:  # noqa: A002
-    """`input` divided by the number of replicas (of every process the program spans)."""
+    """`input` divided by the number of replicas (of every process the program spans).
+
+    In a plain TF1 ipu_scope (or `tf.device`) outside any program, the replicas of that
+    scope's device, one per IPU, as the original's executor runs such ops there
+    (replication_normalise_test.py).
+    """
     with tf.name_scope(name or "IpuReplicationNormalise"):
         x = tf.convert_to_tensor(input)
         if x.dtype not in (tf.float16, tf.float32):
@@ -28,23 +32,7 @@ def ipu_replication_normalise(input, name=None) -> tf.Tensor:  # noqa: A002
                 f"ipu_replication_normalise: input must be float16 or float32, got dtype "
                 f"{x.dtype.name}"
             )
-        replicas = _replicas_of_device_outside_programs()
-        return x / tf.cast(replicas or collectives.replica_count(), x.dtype)
-
-
-def _replicas_of_device_outside_programs() -> int | None:
-    """For an op placed on an IPU (`tf.device`) in a TF1 graph outside any program: the
-    replicas of that device, one per IPU as the original's executor runs such ops there
-    (replication_normalise_test.py); else None (the program building the op decides)."""
-    if tf.executing_eagerly() or region.current_region() is not None:
-        return None
-    if collectives.replica_count() != 1:
-        return None
-    ordinal = device_scope.current_ipu_ordinal()
-    system = configure.maybe_current_system()
-    if ordinal is None or system is None or ordinal >= len(system.devices):
-        return None
-    return int(system.device(ordinal).num_ipus)
+        return x / tf.cast(collectives.replica_count(), x.dtype)
 
 
 def replication_index(name=None) -> tf.Tensor:
