@@ -121,12 +121,35 @@ class _PyDict(Caster):
         raise self.refuse(value, where)
 
 
+class OptionalOf(Caster):
+    """nonstd::optional<T>: None, or what T takes."""
+
+    def __init__(self, item: Caster) -> None:
+        self.item = item
+        self.text = f"Optional[{item.text}]"
+
+    def load(self, value: Any, convert: bool, where: str) -> Any:
+        return None if value is None else self.item.load(value, convert, where)
+
+
+class _Array(Caster):
+    """py::array (an ONNX tensor attribute): anything NumPy makes an array of."""
+
+    text = "numpy.ndarray"
+
+    def load(self, value: Any, convert: bool, where: str) -> Any:
+        if value is None or isinstance(value, (str, bytes, dict)):
+            raise self.refuse(value, where)
+        return value
+
+
 INT: Caster = _Int(32)
 INT64: Caster = _Int(64)
 FLOAT: Caster = _Float()
 STR: Caster = _Str()
 DEBUG_CONTEXT: Caster = _DebugContext()
 PY_DICT: Caster = _PyDict()
+ARRAY: Caster = _Array()
 
 
 class InstanceOf(Caster):

@@ -30,16 +30,12 @@ from typing import Any
 
 import numpy as np
 import onnx.defs
-from onnx import AttributeProto
+from onnx import AttributeProto, GraphProto
 
+from openipu._src.popart import pybind_arguments as pybind
 from openipu._src.popart.builder.attribute_values import attribute_value, make_typed_attribute
 from openipu._src.popart.builder.opsets.builder_op_checks import BUILDER_CHECKS
-from openipu._src.popart.errors import (
-    IncompatibleArgumentsError,
-    check_tensor_ids,
-    incompatible_arguments,
-    popart_exception,
-)
+from openipu._src.popart.errors import popart_exception
 
 AI_ONNX = "ai.onnx"
 
@@ -184,31 +180,85 @@ def _is_unset(value: Any) -> bool:
 
 
 def _python_signature(signature: OperatorSignature) -> inspect.Signature:
+    """The method's signature as `inspect` and `help()` show it."""
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     parameters = [inspect.Parameter("self", positional)]
-    if signature.takes_inputs:
-        parameters.append(inspect.Parameter("args", positional))
-    if signature.variable_outputs:
-        parameters.append(inspect.Parameter("num_outputs", positional))
-    for attribute in signature.attributes:
-        default = inspect.Parameter.empty if attribute.required else attribute.default
-        parameters.append(inspect.Parameter(attribute.name, positional, default=default))
-    parameters.append(inspect.Parameter("debugContext", positional, default=""))
+    for arg in _binding_signature(signature, frozenset()).args:
+        default = inspect.Parameter.empty if arg.default is pybind.REQUIRED else arg.default
+        parameters.append(inspect.Parameter(arg.name, positional, default=default))
     return inspect.Signature(parameters)
 
 
+class _Coerced(pybind.Caster):
+    """An attribute the opset converts itself (element types given by name or number): any
+    value reaches the conversion, which names a bad one."""
+
+    text = "object"
+
+    def load(self, value: Any, convert: bool, where: str) -> Any:
+        return value
+
+
+_LISTS: dict[int, pybind.Caster] = {
+    AttributeProto.INTS: pybind.INT64,
+    AttributeProto.FLOATS: pybind.FLOAT,
+    AttributeProto.STRINGS: pybind.STR,
+}
+_SCALARS: dict[int, pybind.Caster] = {
+    AttributeProto.INT: pybind.INT64,
+    AttributeProto.FLOAT: pybind.FLOAT,
+    AttributeProto.STRING: pybind.STR,
+    AttributeProto.TENSOR: pybind.ARRAY,
+    AttributeProto.GRAPH: pybind.InstanceOf(GraphProto, "onnx.GraphProto"),
+}
+
+
+def _attribute_caster(parameter: AttributeParameter) -> pybind.Caster:
+    """The C++ type of PopART's generated binding for the attribute (popart.cpp's opsets):
+    int64_t, float, std::string, their std::vectors; nonstd::optional when it has no default."""
+    item = _LISTS.get(parameter.attribute_type)
+    caster: pybind.Caster | None = (
+        pybind.ListOf(item) if item is not None else _SCALARS.get(parameter.attribute_type)
+    )
+    if caster is None:
+        return _Coerced()  # a type the builder does not support: make_typed_attribute says so
+    if parameter.default is None and not parameter.required:
+        return pybind.OptionalOf(caster)
+    return caster
+
+
+def _binding_signature(
+    signature: OperatorSignature, coerced: frozenset[str] | Mapping[str, Coercion]
+) -> pybind.Signature:
+    args = []
+    if signature.takes_inputs:
+        args.append(pybind.Arg("args", pybind.ListOf(pybind.STR)))
+    if signature.variable_outputs:
+        args.append(pybind.Arg("num_outputs", pybind.INT))
+    for parameter in signature.attributes:
+        caster = _Coerced() if parameter.name in coerced else _attribute_caster(parameter)
+        if parameter.required:
+            args.append(pybind.Arg(parameter.name, caster))
+        else:
+            args.append(pybind.Arg(parameter.name, caster, parameter.default))
+    args.append(pybind.Arg("debugContext", pybind.DEBUG_CONTEXT, ""))
+    returns = "List[str]" if signature.returns_list else "str"
+    return pybind.Signature(tuple(args), returns)
+
+
+def _owner(domain: str, version: int) -> str:
+    """The opset class as pybind11 names it, e.g. popart_core.AiOnnxOpset11."""
+    words = (domain or AI_ONNX).split(".")
+    return "popart_core." + "".join(word.capitalize() for word in words) + f"Opset{version}"
+
+
 def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outputs: int) -> None:
-    check_tensor_ids(what, inputs)
     if not signature.min_inputs <= len(inputs) <= signature.max_inputs:
         # The original's words (willow/src/builder_impl.cpp; builder_test matches the start).
         most = "inf" if signature.max_inputs >= _UNBOUNDED else signature.max_inputs
         raise popart_exception(
             f"{signature.op_type} has invalid number of inputs {len(inputs)}. Must be between "
             f"{signature.min_inputs}..{most} ({what})"
-        )
-    if isinstance(num_outputs, bool) or not isinstance(num_outputs, (int, np.integer)):
-        raise incompatible_arguments(
-            what, ["(self, args: List[str], num_outputs: int, ...)"], [inputs, num_outputs]
         )
     if not signature.min_outputs <= num_outputs <= signature.max_outputs:
         # The original's words (willow/src/builder_impl.hpp).
@@ -221,29 +271,19 @@ def _check_counts(signature: OperatorSignature, what: str, inputs: Any, num_outp
 def make_operator_method(
     signature: OperatorSignature, coercions: Mapping[str, Coercion] | None = None
 ) -> Callable[..., Any]:
-    """A method `op(self, args, ...)` that adds a node of `signature`'s operator."""
-    python_signature = _python_signature(signature)
-    coercions = coercions or {}
+    """A method `op(self, args, ...)` that adds a node of `signature`'s operator.
 
+    Its arguments are converted as PopART's pybind11 binding converts them
+    (`pybind_arguments`): a call the binding does not take is pybind11's TypeError.
+    """
+    coercions = coercions or {}
+    binding = _binding_signature(signature, coercions)
     name = method_name(signature.op_type)
 
     def operator_method(self: Any, *call_args: Any, **call_kwargs: Any) -> Any:
-        try:
-            return _add_operator(self, call_args, call_kwargs)
-        except IncompatibleArgumentsError as error:
-            # pybind names the method, e.g. "add(): incompatible function arguments".
-            text = str(error)
-            raise IncompatibleArgumentsError(name + text[text.index("(): ") :]) from None
-
-    def _add_operator(self: Any, call_args: tuple, call_kwargs: dict) -> Any:
-        try:
-            bound = python_signature.bind(self, *call_args, **call_kwargs)
-        except TypeError as error:
-            raise incompatible_arguments(
-                name, [str(python_signature)], list(call_args), str(error)
-            ) from None
-        bound.apply_defaults()
-        values = bound.arguments
+        _, values = pybind.bind(
+            name, [binding], call_args, call_kwargs, owner=_owner(signature.domain, self.version)
+        )
         what = f"{signature.op_type} ({signature.domain or 'ai.onnx'} opset {self.version})"
         inputs = values.get("args", [])
         num_outputs = values.get("num_outputs", signature.max_outputs)
@@ -269,12 +309,12 @@ def make_operator_method(
                 make_typed_attribute(parameter.name, value, parameter.attribute_type, what)
             )
         outputs = self._add_node(
-            signature.op_type, list(inputs), attributes, int(num_outputs), values["debugContext"]
+            signature.op_type, list(inputs), attributes, num_outputs, values["debugContext"]
         )
         return outputs if signature.returns_list else outputs[0]
 
     operator_method.__name__ = operator_method.__qualname__ = name
-    operator_method.__signature__ = python_signature  # type: ignore[attr-defined]
+    operator_method.__signature__ = _python_signature(signature)  # type: ignore[attr-defined]
     returns = "a list of output ids" if signature.returns_list else "the output id"
     operator_method.__doc__ = (
         f"Add an ONNX {signature.op_type} node (operator version {signature.since_version}, "
