@@ -257,22 +257,34 @@ def test_mandatory_patterns_cannot_be_disabled_silently(small_model, ipu_model_d
             "accumulationFactor is 4, but enableGradientAccumulation is False",
         ),
         (
-            {"enableReplicatedGraphs": True},
+            {"enableReplicatedGraphs": True, "enableDistributedReplicatedGraphs": True},
             "Local replicated graphs enabled but replication factor is 1",
         ),
         (
             {"enableReplicatedGraphs": True, "replicatedGraphCount": 3},
             "number of IPUs must be divisible by the replication factor",
         ),
-        ({"replicatedGraphCount": 0}, "replicatedGraphCount must be >= 1"),
+        (
+            {"enableReplicatedGraphs": True, "replicatedGraphCount": 0},
+            "replicatedGraphCount must be >= 1",
+        ),
         ({"partialsTypeMatMuls": "double"}, "partialsTypeMatMuls is 'double'"),
-        ({"virtualGraphSplitRatios": [0.5, 1.5]}, "each ratio must be in"),
-        ({"defaultBufferingDepth": 0}, "defaultBufferingDepth must be >= 1"),
-        ({"defaultBufferingDepth": 2}, "buffering depth > 1 cannot be used with"),
+        (
+            {"virtualGraphMode": popart.VirtualGraphMode.Auto, "virtualGraphSplitRatios": [1.5]},
+            "each ratio must be in",
+        ),
+        ({"defaultBufferingDepth": 0}, "Unable to support a buffering depth of 0 for tensor"),
+        (
+            {"rearrangeStreamsOnHost": True, "bufferingDepthMap": {"x": 2}},
+            "Unable to support a buffering depth >1 for tensor x",
+        ),
         ({"serializedPoprithmsShiftGraphsDir": "/no/such/dir"}, "not an existing directory"),
         ({"enablePipelining": True}, "Pipelining requires more than 1 IPU"),
         ({"virtualGraphMode": popart.VirtualGraphMode.Manual}, "but no Ops have been annotated"),
-        ({"globalReplicationFactor": 0}, "globalReplicationFactor must be > 0"),
+        (
+            {"enableDistributedReplicatedGraphs": True, "globalReplicationFactor": 0},
+            "globalReplicationFactor must be > 0",
+        ),
     ],
 )
 def test_option_rules(small_model, ipu_model_device, settings, message):

@@ -158,6 +158,10 @@ class DataFlow:
             owner="popart_core.DataFlow", constructor=True,
         )  # fmt: skip
         self.setBatchesPerStep(values["batchesPerStep"])
+        if self._batches_per_step <= 0:
+            raise popart_exception(
+                f"'Batches per step' must be greater than zero, got {self._batches_per_step}"
+            )
         if "anchorTensors" in values:
             self._anchors: dict[str, AnchorReturnType] = values["anchorTensors"]
         else:
@@ -190,10 +194,8 @@ class DataFlow:
         return self._batches_per_step
 
     def setBatchesPerStep(self, batchesPerStep: int) -> None:  # noqa: N802, N803
-        batches = check_int(batchesPerStep, "DataFlow batchesPerStep")
-        if batches <= 0:
-            raise popart_exception(f"'Batches per step' must be greater than zero, got {batches}")
-        self._batches_per_step = batches
+        # Only the constructor checks the value (willow/include/popart/dataflow.hpp).
+        self._batches_per_step = check_int(batchesPerStep, "DataFlow batchesPerStep")
 
     def isAnchored(self, tensorId: str) -> bool:  # noqa: N802, N803
         return tensorId in self._anchors

@@ -41,7 +41,8 @@ from openipu._src.system import host_devices, topology
 IPU_MODEL_DEFAULT_TILES = 4
 _HARDWARE_VERSION = "ipu2"
 _MODEL_OPTION_KEYS = ("numIPUs", "tilesPerIPU", "compileIPUCode", "ipuVersion")
-_OFFLINE_OPTION_KEYS = ("numIPUs", "tilesPerIPU", "ipuVersion", "syncPattern")
+# willow/src/popx/devicexmanager.cpp also takes "gatewayMode" (a Poplar target flag).
+_OFFLINE_OPTION_KEYS = ("numIPUs", "tilesPerIPU", "ipuVersion", "syncPattern", "gatewayMode")
 _SYNC_PATTERN_NAMES = {
     "full": SyncPattern.Full,
     "singlepipeline": SyncPattern.SinglePipeline,
@@ -228,7 +229,9 @@ class DeviceManager:
         """How long (seconds) an OnDemand device keeps trying to attach."""
         seconds = check_int(attachTimeout, "setOnDemandAttachTimeout attachTimeout")
         if seconds < 0:
-            raise popart_exception(f"The attach timeout must be >= 0 seconds, got {seconds}")
+            # `const unsigned seconds` (willow/include/popart/devicemanager.hpp): pybind11's
+            # TypeError for a negative int.
+            raise OptionTypeError(f"The attach timeout must be >= 0 seconds, got {seconds}")
         DeviceManager._attach_timeout = float(seconds)
 
     # -- devices outside the machine -------------------------------------------------------

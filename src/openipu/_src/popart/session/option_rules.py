@@ -70,8 +70,8 @@ def check_options(
         _check_inference_options(options)
     _check_accumulation(options)
     _check_replication(options, device)
-    _check_buffering(options)
-    _check_values(options)
+    _check_buffering(options, model, data_flow, training)
+    _check_values(options, model)
     _check_virtual_graphs(options, device, model)
     pipeline_rules.check_pipelining(
         options, device, data_flow, model, loss_id if training else None
@@ -114,10 +114,14 @@ def _check_gradient_reduction(options: SessionOptions) -> None:
 
 
 def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:
+    # willow/src/ir.cpp: the count is read only with enableReplicatedGraphs (getNumVirtualGraphIds),
+    # and a count of 1 is refused only with distributed replicated graphs
+    # (verifyDistributedReplicatedGraphSettings); globalReplicationFactor is read only then.
     count = options.replicatedGraphCount
-    if count < 1:
+    if options.enableReplicatedGraphs and count < 1:
         raise popart_exception(f"SessionOptions.replicatedGraphCount must be >= 1, got {count}")
-    if options.enableReplicatedGraphs and count == 1:
+    distributed = options.enableDistributedReplicatedGraphs
+    if distributed and options.enableReplicatedGraphs and count == 1:
         raise popart_exception(
             "Local replicated graphs enabled but replication factor is 1 (set "
             "SessionOptions.replicatedGraphCount > 1, or enableReplicatedGraphs = False)"
@@ -128,7 +132,7 @@ def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:
             "For replicated graphs, the number of IPUs must be divisible by the replication "
             f"factor: the device has {device.numIpus} IPUs and replicatedGraphCount is {replicas}"
         )
-    if options.globalReplicationFactor < 1:
+    if distributed and options.globalReplicationFactor < 1:
         raise popart_exception(
             f"SessionOptions.globalReplicationFactor must be > 0, got "
             f"{options.globalReplicationFactor}"
@@ -142,33 +146,58 @@ def _check_replication(options: SessionOptions, device: DeviceInfo) -> None:
             )
 
 
-def _check_buffering(options: SessionOptions) -> None:
-    depths = {"defaultBufferingDepth": options.defaultBufferingDepth}
-    depths.update({f"bufferingDepthMap[{k!r}]": v for k, v in options.bufferingDepthMap.items()})
-    for name, depth in depths.items():
+def _check_buffering(
+    options: SessionOptions, model: onnx.ModelProto, data_flow: DataFlow, training: bool
+) -> None:
+    """willow/src/sessionoptions.cpp, getBufferingDepth, asked for each streamed tensor
+    (willow/src/popx/irlowering.cpp): a tensor rearranged on the host has depth 1 unless
+    bufferingDepthMap names it; entries for other tensors are never read."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    rearranged = {
+        name: options.rearrangeStreamsOnHost
+        for name in (tensor.name for tensor in model.graph.input)
+        if name not in initializers
+    }
+    rearranged.update({name: options.rearrangeAnchorsOnHost for name in data_flow.anchors()})
+    if training or not options.constantWeights:
+        rearranged.update({name: True for name in initializers})  # weights: always
+    for name, on_host in rearranged.items():
+        depth = options.bufferingDepthMap.get(name, 1 if on_host else options.defaultBufferingDepth)
         if depth < 1:
-            raise popart_exception(f"SessionOptions.{name} must be >= 1, got {depth}")
-    if max(depths.values()) > 1:
-        for flag in ("rearrangeStreamsOnHost", "rearrangeAnchorsOnHost"):
-            if getattr(options, flag):
-                raise popart_exception(
-                    f"A buffering depth > 1 cannot be used with SessionOptions.{flag} = True: "
-                    f"set {flag} to False"
-                )
+            raise popart_exception(
+                f"Unable to support a buffering depth of {depth} for tensor {name} (minimum "
+                "buffering depth is 1)"
+            )
+        if depth > 1 and on_host:
+            raise popart_exception(
+                f"Unable to support a buffering depth >1 for tensor {name} because the stream "
+                "is set to rearrange on the host (and PopART allows streams that are rearranged "
+                "on the host to overlap in memory, making this unsafe)"
+            )
 
 
-def _check_values(options: SessionOptions) -> None:
-    if options.partialsTypeMatMuls.lower() not in PARTIALS_TYPES:
+def _reads_partials_option(model: onnx.ModelProto) -> bool:
+    """willow/src/op/matmul.cpp reads partialsTypeMatMuls when it creates a MatMul op with no
+    partials type of its own, in any graph of the model."""
+    graphs, found = [model.graph], False
+    while graphs and not found:
+        graph = graphs.pop()
+        for node in graph.node:
+            names = {attribute.name for attribute in node.attribute}
+            if node.op_type == "MatMul" and node.domain in ("", "ai.onnx"):
+                found = found or annotation_names.PARTIALS_TYPE not in names
+            for attribute in node.attribute:
+                graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
+    return found
+
+
+def _check_values(options: SessionOptions, model: onnx.ModelProto) -> None:
+    partials = options.partialsTypeMatMuls
+    if partials.lower() not in PARTIALS_TYPES and _reads_partials_option(model):
         raise popart_exception(
-            f"SessionOptions.partialsTypeMatMuls is {options.partialsTypeMatMuls!r}: one of "
+            f"SessionOptions.partialsTypeMatMuls is {partials!r}: one of "
             "'float', 'half' or '' (not set)"
         )
-    for ratio in options.virtualGraphSplitRatios:
-        if not 0 < ratio < 1:
-            raise popart_exception(
-                f"SessionOptions.virtualGraphSplitRatios {options.virtualGraphSplitRatios}: "
-                "each ratio must be in (0, 1)"
-            )
     for name in ("serializedPoprithmsAnnealGraphsDir", "serializedPoprithmsShiftGraphsDir"):
         directory = getattr(options, name)
         if directory and not os.path.isdir(directory):
@@ -183,8 +212,8 @@ def _check_values(options: SessionOptions) -> None:
             f"virtualGraphMode = VirtualGraphMode.ExecutionPhases (it is "
             f"{options.virtualGraphMode.name})"
         )
-    if options.batchSerializationSettings.factor < 0:
-        raise popart_exception("batchSerializationSettings.factor must be >= 0")
+    # A batchSerializationSettings.factor < 2 (negative too) is no batch serialization
+    # (willow/src/ir.cpp compares it with 1).
 
 
 def _check_virtual_graphs(
@@ -199,6 +228,12 @@ def _check_virtual_graphs(
                 f"but Auto virtual graphs split the model over the {ipus_per_replica} IPU(s) of "
                 "a replica: give one ratio per IPU (or none, for equal shares)"
             )
+        # willow/src/transforms/auto_virtual_graph.cpp: read in Auto mode only.
+        for ratio in ratios:
+            if not 0 < ratio < 1:
+                raise popart_exception(
+                    f"SessionOptions.virtualGraphSplitRatios {ratios}: each ratio must be in (0, 1)"
+                )
     if options.virtualGraphMode is VirtualGraphMode.Auto and ipus_per_replica > 1:
         # willow/src/transforms/auto_virtual_graph.cpp splits between ops: n ops give at
         # most n - 1 splits, one fewer than the IPUs they must cover.

@@ -33,7 +33,6 @@ from openipu._src.engine.cost_model.estimate import CostEstimate
 from openipu._src.engine.program import LoopProgram
 from openipu._src.popart import reserved_names
 from openipu._src.popart.builder import annotation_names
-from openipu._src.popart.builder.builder_debug_info import strip_debug_ids
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.tensor_info import TensorInfo
 from openipu._src.popart.dataflow import DataFlow
@@ -145,6 +144,13 @@ class SessionCore:
             raise popart_exception(f"Must pass a valid deviceInfo to {kind}")
         self._device = check_instance(deviceInfo, DeviceInfo, f"{kind} deviceInfo")
         self._data_flow = copy.deepcopy(check_instance(dataFlow, DataFlow, f"{kind} dataFlow"))
+        if self._data_flow.batchesPerStep() <= 0:
+            # setBatchesPerStep takes any int, as the original's; a step of no batches cannot
+            # run, so the session refuses it with the DataFlow constructor's words.
+            raise popart_exception(
+                f"{kind}: 'Batches per step' must be greater than zero, got "
+                f"{self._data_flow.batchesPerStep()} (DataFlow.setBatchesPerStep)"
+            )
         shape_info = check_instance(
             InputShapeInfo() if inputShapeInfo is None else inputShapeInfo,
             InputShapeInfo,
@@ -691,11 +697,8 @@ class SessionCore:
     ) -> None:
         self._refuse_if_constant_weights("resetHostWeights")
         model = read_model(modelProtoOrFilename).model
-        if _structure(model) != _structure(self._model):
-            raise popart_exception(
-                "resetHostWeights: the model differs from the session's model in more than its "
-                "weights (only weight values may differ)"
-            )
+        # Only the model's initializers are read, whatever its ops (willow/src/popx/
+        # executablex.cpp, Executablex::resetWeights).
         self._weights.reset_from_model(model, ignoreWeightsInModelWithoutCorrespondingHostWeight)
 
     def _refuse_if_constant_weights(self, what: str) -> None:
@@ -1141,17 +1144,6 @@ def _same_kind(value: np.ndarray, plan: AnchorPlan) -> bool:
     if plan.dtype == np.dtype(object):
         return value.dtype.kind in "OSU"
     return value.dtype == plan.dtype
-
-
-def _structure(model: onnx.ModelProto) -> bytes:
-    """The model's graph without initializer values (what resetHostWeights may not change),
-    nor the builder's debug ids (another build of the same model has others)."""
-    structure = onnx.ModelProto()
-    structure.graph.CopyFrom(model.graph)
-    strip_debug_ids(structure)
-    del structure.graph.initializer[:]
-    serialized: bytes = structure.graph.SerializeToString(deterministic=True)
-    return serialized
 
 
 def _run_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, str]:
