@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from openipu._src.popart.devices import ipu_pool
 from openipu._src.popart.devices.enums import DeviceConnectionType, DeviceType, SyncPattern
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import popart_runtime_error
 from openipu._src.system import host_devices
 
 IPU_VERSIONS = ("ipu1", "ipu2", "ipu21")
@@ -169,14 +169,16 @@ class DeviceInfo:
     def ensure_attached_for(self, purpose: str) -> None:
         """Attaches if the connection type allows; raises if the device cannot run `purpose`."""
         if self._spec.type is DeviceType.OfflineIpu:
-            raise popart_exception(
+            # willow/src/popx/devicex.cpp, loadEngineAndConnectStreams: a runtime_error.
+            raise popart_runtime_error(
                 f"Offline IPU device is not configured for execution: cannot {purpose}. "
                 "Offline devices only compile (compileAndExport); run on an IPU, IPU Model or "
                 "CPU device"
             )
         if self._connection_type is DeviceConnectionType.Never:
-            raise popart_exception(
-                f"The device (id {self.id}) has DeviceConnectionType.Never: it never attaches, "
+            raise popart_runtime_error(
+                f"Trying to load an engine on an offline device: the device (id {self.id}) has "
+                "DeviceConnectionType.Never: it never attaches, "
                 f"so it cannot {purpose}"
             )
         if self.isAttached:
@@ -187,7 +189,7 @@ class DeviceInfo:
             else self.attach()
         )
         if not attached:
-            raise popart_exception(
+            raise popart_runtime_error(
                 f"Could not attach to device {self.id} (IPUs {list(self._spec.ipus)}) to "
                 f"{purpose}: another device is attached to IPUs "
                 f"{sorted(ipu_pool.attached_ipus() & set(self._spec.ipus))}"

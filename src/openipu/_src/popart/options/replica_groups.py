@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import popart_exception, popart_internal_exception
 from openipu._src.popart.options.enums import CommGroupType, VariableRetrievalMode
 from openipu._src.popart.options.typed_fields import INT, EnumOf, Option, TypedOptions
 
@@ -153,12 +153,10 @@ class VariableSettings:
         return True
 
     def getStride(self) -> int:  # noqa: N802
-        if self._group.type is CommGroupType.Orthogonal:
-            raise popart_exception(
-                "VariableSettings.getStride: an orthogonal CommGroup's stride depends on the "
-                "replica count; use getReplicaGrouping(numReplicas).getStride()"
-            )
-        return 1
+        # The binding is the no-argument VariableSettings::getStride(), the stride member,
+        # which settings made from a CommGroup leave 0 (willow/src/variablesettings.cpp);
+        # getReplicaGrouping(numReplicas).getStride() gives the real stride.
+        return 0
 
     def getReplicaGrouping(self, numReplicas: int) -> ReplicaGrouping:  # noqa: N802, N803
         return self._group.toReplicaGrouping(numReplicas)
@@ -198,8 +196,10 @@ class VariableSettings:
         if groups == 1:
             return list(shape)
         if not shape or shape[0] != groups:
+            # willow/src/variablesettings.cpp: an internal_error (an empty shape is undefined
+            # behaviour there; the same error here).
             outer = shape[0] if shape else "none"
-            raise popart_exception(
+            raise popart_internal_exception(
                 f"Return mismatch with possibly appended outer dimension ({outer}) of Tensor: "
                 f'"{name}". should match numGroups: {groups} (its host shape is {list(shape)})'
             )
@@ -207,14 +207,12 @@ class VariableSettings:
 
     def verify(self) -> None:
         kind, size = self._group.type, self._group.replicaGroupSize
+        # willow/src/variablesettings.cpp, verify: an internal_error; every retrieval mode
+        # (AllReduceReplicas too) is valid.
         if kind in (CommGroupType.Consecutive, CommGroupType.Orthogonal) and size < 1:
-            raise popart_exception(
-                f"VariableSettings: a {kind.name} CommGroup needs replicaGroupSize >= 1, got {size}"
-            )
-        if self._mode is VariableRetrievalMode.AllReduceReplicas:
-            raise popart_exception(
-                "VariableSettings: VariableRetrievalMode.AllReduceReplicas is not supported "
-                "(as in the original)"
+            raise popart_internal_exception(
+                f"VariableSettings had 1 errors! (a {kind.name} CommGroup needs "
+                f"replicaGroupSize >= 1, got {size})"
             )
 
     def __repr__(self) -> str:

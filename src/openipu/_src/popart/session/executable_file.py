@@ -31,7 +31,7 @@ from openipu._src.engine.executable import executable_file as engine_file
 from openipu._src.engine.executable.atomic_files import atomic_output, write_bytes_atomically
 from openipu._src.engine.executable.signature import StreamSignature
 from openipu._src.popart.builder.builder_debug_info import strip_debug_ids
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import OptionTypeError, popart_exception
 
 __all__ = ["atomic_output", "write_bytes_atomically"]
 
@@ -43,9 +43,7 @@ _NO_STREAMS = StreamSignature((), (), ())
 
 def resolve_path(path: str, default_name: str) -> str:
     """`path` itself, or `<path>/<default_name>` when `path` is a directory."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise popart_exception(f"A file name must be a str, got {path!r}")
-    path = os.fspath(path)
+    path = _file_name(path)
     return os.path.join(path, default_name) if os.path.isdir(path) else path
 
 
@@ -97,8 +95,17 @@ def write_artifact(path: str, artifact: SessionArtifact) -> None:
     engine_file.write(path, executable)
 
 
+def _file_name(path: object) -> str:
+    """A `const std::string &` argument of the original's bindings: pybind11 takes a str or
+    bytes and refuses anything else with a TypeError (python/popart/popart_core/popart.cpp)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise OptionTypeError(f"A file name must be a str, got {path!r} ({type(path).__name__})")
+    return os.fsdecode(path)
+
+
 def read_artifact(path: str) -> SessionArtifact:
-    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+    path = _file_name(path)
+    if not os.path.isfile(path):
         raise popart_exception(f"Could not open file {path}")
     try:
         executable = engine_file.read(path)

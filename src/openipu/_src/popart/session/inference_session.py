@@ -25,7 +25,7 @@ from openipu._src.engine.onnx_runtime_program import (
     host_cores,
 )
 from openipu._src.popart.devices.device_info import DeviceInfo
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import OptionTypeError, popart_exception
 from openipu._src.popart.options.enums import SyntheticDataMode
 from openipu._src.popart.session import bound_run, onnx_runtime_model
 from openipu._src.popart.session.ir import Ir
@@ -52,9 +52,12 @@ class InferenceSession(SessionCore):
     def fromIr(cls, ir: Ir, deviceInfo: DeviceInfo, name: str = "fromIr") -> InferenceSession:  # noqa: N802, N803
         """A session built from another session's `getIr()`."""
         if not isinstance(ir, Ir):
-            raise popart_exception(f"fromIr needs an Ir (session.getIr()), got {type(ir).__name__}")
+            # The binding takes `const Ir &` (python/popart/popart_core/popart.cpp): pybind11's
+            # TypeError for anything else.
+            raise OptionTypeError(f"fromIr needs an Ir (session.getIr()), got {type(ir).__name__}")
         if deviceInfo is None:
-            raise popart_exception("Must pass valid DeviceInfo to InferenceSession.fromIr")
+            # willow/src/session.cpp, InferenceSession::createFromIr (its words).
+            raise popart_exception("InferenceSession::createFromIr: Must pass valid DeviceInfo.")
         return cls(
             ir.model,
             ir.data_flow,

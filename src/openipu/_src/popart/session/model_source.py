@@ -1,8 +1,8 @@
 """The ONNX model a session runs: read from bytes, a ModelProto or a file, and checked.
 
-Besides the builder's checks (a parsable, valid ONNX model), a session needs one version of
-each operator set: PopART refuses a model that imports two versions of ai.onnx (once as ""
-and once as "ai.onnx").
+Besides the builder's checks (a parsable, valid ONNX model), a session runs one version of
+each operator set: a model that imports several (ai.onnx once as "" and once as "ai.onnx")
+runs the largest, as the original's IR does.
 """
 
 from __future__ import annotations
@@ -55,18 +55,26 @@ def refuse_unsupported(model: ModelProto) -> None:
 
 
 def check_opsets(model: ModelProto) -> dict[str, int]:
-    """One version per operator-set domain ("" and "ai.onnx" are the same domain)."""
+    """One version per operator-set domain ("" and "ai.onnx" are the same domain).
+
+    A domain imported more than once runs its largest version, as the original's IR reads it
+    (willow/src/ir.cpp, Ir::getOpSetVersionFromModel); the model keeps one entry for it, so
+    every reader of `opset_import` here sees that version.
+    """
     versions: dict[str, int] = {}
     for entry in model.opset_import:
         domain = entry.domain or _DEFAULT_DOMAIN
-        known = versions.get(domain)
-        if known is not None and known != entry.version:
-            raise popart_exception(
-                f"The model imports {domain} opset versions {known} and {entry.version}: a model "
-                "can use only one version of an operator set (mixing ai.onnx opsets is not "
-                "supported)"
-            )
-        versions[domain] = entry.version
+        versions[domain] = max(versions.get(domain, entry.version), entry.version)
+    if len(versions) != len(model.opset_import):
+        kept: set[str] = set()
+        entries = []
+        for entry in model.opset_import:
+            domain = entry.domain or _DEFAULT_DOMAIN
+            if domain not in kept:
+                kept.add(domain)
+                entries.append(onnx.helper.make_opsetid(entry.domain, versions[domain]))
+        del model.opset_import[:]
+        model.opset_import.extend(entries)
     return versions
 
 

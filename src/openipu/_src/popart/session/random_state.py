@@ -35,12 +35,14 @@ def _as_signed(seed: int) -> int:
 
 
 def _check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    # setRandomSeed(uint64_t) is a pybind11 binding (python/popart/popart_core/popart.cpp):
+    # it takes a bool as an int, and refuses a value outside uint64 with a TypeError.
+    if not isinstance(seed, (int, np.integer)):
         raise OptionTypeError(
             f"The random seed must be an int, got {seed!r} ({type(seed).__name__})"
         )
     if not 0 <= int(seed) < _SEED_RANGE:
-        raise popart_exception(f"The random seed must be in [0, 2**64), got {seed}")
+        raise OptionTypeError(f"The random seed must be in [0, 2**64), got {seed}")
     return int(seed)
 
 
@@ -155,17 +157,19 @@ class RandomState:
                 f"The RNG state must be a list of ints, got {type(state).__name__}"
             )
         values = list(state)
+        for value in values:
+            # std::vector<uint32_t> in the binding: pybind11 takes bools as ints and refuses
+            # a value outside uint32 with a TypeError.
+            if not isinstance(value, (int, np.integer)):
+                raise OptionTypeError(f"RNG state values must be ints, got {value!r}")
+            if not 0 <= int(value) < 1 << 32:
+                raise OptionTypeError(f"RNG state values are 32-bit unsigned, got {value}")
         if len(values) != self._rng_state_size:
             # willow/src/popx/devicex.cpp, setRngStateValue (its words first).
             raise popart_runtime_error(
                 f"Devicex::setRngStateValue received rngState of size {len(values)}; was "
                 f"expecting size {self._rng_state_size}"
             )
-        for value in values:
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise OptionTypeError(f"RNG state values must be ints, got {value!r}")
-            if not 0 <= int(value) < 1 << 32:
-                raise popart_exception(f"RNG state values are 32-bit unsigned, got {value}")
         self._device_state.words = [int(value) for value in values]
 
     def _derived_rng_state(self, seed: int) -> list[int]:
