@@ -43,7 +43,9 @@ def test_unknown_patterns_suggest_a_name():
     with pytest.raises(TypeError, match="incompatible constructor arguments"):
         popart.Patterns("Default")
     with pytest.raises(TypeError, match="enable must be bool"):
-        popart.Patterns().enablePattern("InPlace", 1)
+        popart.Patterns().enablePattern("InPlace", "yes")
+    # pybind11 converts a number to the bool parameter, as the original's binding does.
+    assert not popart.Patterns().enablePattern("InPlace", 0).isPatternEnabled("InPlace")
 
 
 def test_mandatory_patterns_check_follows_runtime_asserts():

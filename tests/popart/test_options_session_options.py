@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import re
 
+import numpy as np
 import pytest
 
 import popart
@@ -129,7 +130,7 @@ SPEC_TABLE = [
 
 # A value of the wrong type for each kind of option.
 WRONG_VALUE = {
-    bool: 1,
+    bool: "1",
     int: "1",
     float: "1.0",
     str: 3,
@@ -164,6 +165,22 @@ def test_wrong_type_names_the_option_the_value_and_the_type(name, kind, default)
         setattr(options, name, wrong)
     with pytest.raises(popart.popart_exception):
         setattr(options, name, wrong)
+
+
+def test_numbers_convert_as_the_original_bindings_convert_them():
+    # The options are def_readwrite members: pybind11 2.6's setters convert a bool from
+    # None and from anything with __bool__ (numbers, NumPy scalars), an int from a bool, a
+    # float from an int or a bool (pybind11/cast.h type_caster<bool>, type_caster<T>).
+    options = popart.SessionOptions()
+    for value, expected in [(1, True), (0, False), (None, False), (np.bool_(True), True)]:
+        options.enableOutlining = value
+        assert options.enableOutlining is expected
+    options.replicatedGraphCount = True
+    assert options.replicatedGraphCount == 1 and type(options.replicatedGraphCount) is int
+    options.outlineThreshold = np.int64(3)
+    assert options.outlineThreshold == 3.0 and type(options.outlineThreshold) is float
+    with pytest.raises(TypeError, match="replicatedGraphCount must be int, got 2.5"):
+        options.replicatedGraphCount = 2.5
 
 
 def test_assignments_of_the_right_type():

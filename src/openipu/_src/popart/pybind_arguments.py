@@ -93,6 +93,27 @@ class _Float(Caster):
         raise self.refuse(value, where)
 
 
+class _Bool(Caster):
+    """pybind11 2.6's bool: True and False; with conversions (and for NumPy's bool) None is
+    False and anything with __bool__ (numbers, NumPy scalars) its truth, but not a str or a
+    container (whose truth comes from their length)."""
+
+    text = "bool"
+
+    def load(self, value: Any, convert: bool, where: str) -> Any:
+        if value is True or value is False:
+            return value
+        if convert or type(value).__module__ == "numpy":
+            if value is None:
+                return False
+            if _has(value, "__bool__"):
+                try:
+                    return bool(value)
+                except Exception:  # noqa: BLE001 - pybind11 clears the error and refuses
+                    pass
+        raise self.refuse(value, where)
+
+
 class _Str(Caster):
     text = "str"
 
@@ -146,6 +167,7 @@ class _Array(Caster):
 INT: Caster = _Int(32)
 INT64: Caster = _Int(64)
 FLOAT: Caster = _Float()
+BOOL: Caster = _Bool()
 STR: Caster = _Str()
 DEBUG_CONTEXT: Caster = _DebugContext()
 PY_DICT: Caster = _PyDict()

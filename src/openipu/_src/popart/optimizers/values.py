@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from openipu._src.popart import pybind_arguments as pybind
 from openipu._src.popart.errors import OptionTypeError, popart_exception
 
 
@@ -118,11 +117,13 @@ def pybind_float(value: Any, where: str) -> float:
 def pybind_bool(value: Any, where: str) -> bool:
     """`value` as a C++ bool argument converted by pybind11: True, False, None (False) and
     numbers (0 is False), NumPy's included; not strings or containers."""
-    if value is None:
-        return False
-    if isinstance(value, (bool, np.bool_, int, float, np.integer, np.floating)):
-        return bool(value)
-    raise OptionTypeError(f"{where} must be a bool, got {value!r} ({type(value).__name__})")
+    try:
+        loaded: bool = pybind.BOOL.load(value, True, where)
+    except pybind.Refused:
+        raise OptionTypeError(
+            f"{where} must be a bool, got {value!r} ({type(value).__name__})"
+        ) from None
+    return loaded
 
 
 def parse_values(

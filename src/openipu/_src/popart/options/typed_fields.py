@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
-
+from openipu._src.popart import pybind_arguments as pybind
 from openipu._src.popart.errors import (
     IncompatibleArgumentsError,
     OptionTypeError,
@@ -40,34 +39,19 @@ class Kind:
         )
 
 
-class _Bool(Kind):
-    description = "bool"
+class _Converted(Kind):
+    """A C++ number or bool member: the value as pybind11's caster converts it, since a
+    def_readwrite setter converts (pybind_arguments; `opts.enableOutlining = 1` works)."""
 
-    def check(self, value: Any, where: str) -> bool:
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        raise self.fail(value, where)
+    def __init__(self, caster: pybind.Caster) -> None:
+        self.caster = caster
+        self.description = caster.text
 
-
-class _Int(Kind):
-    description = "int"
-
-    def check(self, value: Any, where: str) -> int:
-        # bool is an int in Python, but True as a count is a mistake, not a number.
-        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-            return int(value)
-        raise self.fail(value, where)
-
-
-class _Float(Kind):
-    description = "float"
-
-    def check(self, value: Any, where: str) -> float:
-        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-            value, (bool, np.bool_)
-        ):
-            return float(value)
-        raise self.fail(value, where)
+    def check(self, value: Any, where: str) -> Any:
+        try:
+            return self.caster.load(value, True, where)
+        except pybind.Refused:
+            raise self.fail(value, where) from None
 
 
 class _Str(Kind):
@@ -79,9 +63,9 @@ class _Str(Kind):
         raise self.fail(value, where)
 
 
-BOOL: Kind = _Bool()
-INT: Kind = _Int()
-FLOAT: Kind = _Float()
+BOOL: Kind = _Converted(pybind.BOOL)
+INT: Kind = _Converted(pybind.INT64)
+FLOAT: Kind = _Converted(pybind.FLOAT)
 STR: Kind = _Str()
 
 
