@@ -49,10 +49,17 @@ def test_unknown_patterns_suggest_a_name():
 
 
 def test_mandatory_patterns_check_follows_runtime_asserts():
-    patterns = popart.Patterns().enablePattern("MatMulOp", False)
-    with pytest.raises(popart.popart_exception, match="MatMulOp"):
+    # A list of names may leave the mandatory patterns out (patterns.cpp's constructor) ...
+    patterns = popart.Patterns(["PreUniRepl"])
+    with pytest.raises(popart.popart_exception, match="must be enabled"):
         patterns.ensureMandatoryPatternsEnabled()
     patterns.enableRuntimeAsserts(False).ensureMandatoryPatternsEnabled()
+    # ... but disabling one is refused, by name or by property (Patterns::enablePattern).
+    with pytest.raises(popart.popart_exception, match="'MatMulOp' is mandatory and cannot be"):
+        popart.Patterns().enablePattern("MatMulOp", False)
+    with pytest.raises(popart.popart_exception, match="'MatMulLhsGradOp' is mandatory"):
+        popart.Patterns().MatMulLhsGradOp = False
+    assert not popart.Patterns().enablePattern("PadSum", False).isPatternEnabled("PadSum")
 
 
 def test_logger_levels():

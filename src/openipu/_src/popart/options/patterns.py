@@ -126,8 +126,14 @@ class Patterns:
         _check_name(name)
         if check_bool(enable, f"enablePattern({name!r}, enable): enable"):
             self._enabled.add(name)
-        else:
-            self._enabled.discard(name)
+            return self
+        info = PATTERNS.get(name)
+        if info is not None and info.mandatory:
+            # willow/src/patterns/patterns.cpp, Patterns::enablePattern (the properties such
+            # as MatMulLhsGradOp go through it too); a Patterns made from a list of names
+            # may still leave them out, which sessions refuse while runtime asserts are on.
+            raise popart_exception(f"Pattern '{name}' is mandatory and cannot be disabled")
+        self._enabled.discard(name)
         return self
 
     def isPatternEnabled(self, name: str) -> bool:  # noqa: N802
@@ -152,9 +158,12 @@ class Patterns:
             name for name, info in PATTERNS.items() if info.mandatory and name not in self._enabled
         )
         if missing:
+            # The original's words for the first (patterns.cpp,
+            # ensureAllMandatoryPreAliasPatternsAreEnabled), then every one missing.
             raise popart_exception(
-                f"Mandatory patterns {missing} are disabled. Enable them, or turn the check off "
-                "with Patterns.enableRuntimeAsserts(False) if you know what you are doing"
+                f"Pattern '{missing[0]}' must be enabled (mandatory patterns disabled: "
+                f"{missing}). Enable them, or turn the check off with "
+                "Patterns.enableRuntimeAsserts(False) if you know what you are doing"
             )
 
     def __repr__(self) -> str:
