@@ -21,10 +21,11 @@ from openipu._src.popart.builder.settings_encoding import (
     encode_comm_group,
     encode_tensor_location,
 )
-from openipu._src.popart.errors import popart_exception
-from openipu._src.popart.pybind_arguments import bind
+from openipu._src.popart.errors import incompatible_arguments, popart_exception
+from openipu._src.popart.pybind_arguments import FLOAT, INT64, Arg, bind, binding
 
 _NO_VALUE = object()
+_CONTEXT = "popart_core.AttributeContextManager"
 
 
 _SCOPE_NAMES = {
@@ -165,11 +166,14 @@ class AnnotationMethods:
             kwargs,
         )
 
+    # popart.cpp binds these with a float and two int64s: pybind11's TypeError for other values.
+    @binding(BUILDER, Arg("value", FLOAT), returns=_CONTEXT)
     def schedulePriority(self, value: float) -> AttributeContextManager:  # noqa: N802
         return AttributeContextManager(
             self, make_attribute(names.SCHEDULE_PRIORITY, float(value), "schedulePriority")
         )
 
+    @binding(BUILDER, Arg("type", INT64, 0), Arg("groupSize", INT64, 0), returns=_CONTEXT)
     def commGroup(self, type: int = 0, groupSize: int = 0) -> AttributeContextManager:  # noqa: N802, A002
         encoded = encode_comm_group((type, groupSize))
         return AttributeContextManager(
@@ -179,7 +183,13 @@ class AnnotationMethods:
     def outlineAttributes(self, arg0: dict) -> AttributeContextManager:  # noqa: N802
         """Key/value strings for outlining; nested contexts add to (and override) outer ones."""
         if not isinstance(arg0, dict):
-            raise popart_exception(f"outlineAttributes: expected a dict, got {arg0!r}")
+            # The binding takes a py::dict: anything else is pybind11's TypeError (popart.cpp).
+            raise incompatible_arguments(
+                "outlineAttributes",
+                [f"(self: {BUILDER}, arg0: dict) -> popart_core.KeyValueContextManager"],
+                [arg0],
+                f"outlineAttributes: expected a dict, got {arg0!r}",
+            )
         outer = self._current(names.OUTLINE) or []
         pairs = dict(zip(outer[::2], outer[1::2], strict=True))
         pairs.update({str(key): str(value) for key, value in arg0.items()})
@@ -190,7 +200,13 @@ class AnnotationMethods:
 
     def nameScope(self, name: str) -> NameContextManager:  # noqa: N802
         if not isinstance(name, str):
-            raise popart_exception(f"nameScope: name must be a str, got {name!r}")
+            # The binding takes a std::string: anything else is pybind11's TypeError.
+            raise incompatible_arguments(
+                "nameScope",
+                [f"(self: {BUILDER}, name: str) -> popart_core.NameContextManager"],
+                [name],
+                f"nameScope: name must be a str, got {name!r}",
+            )
         return NameContextManager(self, name)
 
     def getNameScope(self, name: str = "") -> str:  # noqa: N802

@@ -27,6 +27,10 @@ _ONNX_OPSET_PREFIX = "aiOnnxOpset"
 
 def _check_supported(domain: str, version: Any) -> int:
     supported = SUPPORTED_OPSET_VERSIONS.get(domain)
+    if domain == AI_ONNX and isinstance(version, str) and version.isdigit():
+        # The original names the ai.onnx opset class f"AiOnnx{version}", so "10" selects
+        # version 10 too (python/popart/python_files/builder.py, aiOnnxOpsetVersion).
+        version = int(version)
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)):
         raise UnsupportedOpsetError(f"opset version for {domain} must be an int, got {version!r}")
     if supported is not None and version not in supported:
@@ -51,6 +55,10 @@ class Builder:
         else:
             self._impl = _BuilderCore(modelProtoOrFilename)
         for domain, version in (opsets or {}).items():
+            if domain not in (AI_ONNX, AI_GRAPHCORE):
+                # The original reads only these two (python/popart/python_files/builder.py);
+                # ai.onnx.ml and the custom domains get their versions from their ops.
+                continue
             self._impl._context.use_opset(domain, _check_supported(domain, version))
 
     def __getattr__(self, name: str) -> Any:

@@ -40,7 +40,9 @@ from openipu._src.popart.builder.builder_debug_info import (
 from openipu._src.popart.builder.initializer_layout import popart_initializer
 from openipu._src.popart.builder.model_checks import with_relative_external_locations
 from openipu._src.popart.builder.model_context import (
+    AI_GRAPHCORE,
     AI_ONNX,
+    AI_ONNX_ML,
     ModelContext,
     onnx_domain,
 )
@@ -56,11 +58,16 @@ from openipu._src.popart.builder.settings_encoding import (
 )
 from openipu._src.popart.builder.shape_inference import infer_types, tensor_type_of
 from openipu._src.popart.builder.tensor_info import (
+    DataType,
     TensorInfo,
     data_type_of_onnx_type,
     lower_case_name,
 )
-from openipu._src.popart.errors import check_tensor_ids, popart_exception
+from openipu._src.popart.errors import (
+    IncompatibleArgumentsError,
+    check_tensor_ids,
+    popart_exception,
+)
 from openipu._src.popart.logging import TRACE, python_logger
 from openipu._src.popart.pybind_arguments import bind
 
@@ -177,9 +184,16 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
             return True
         return self._parent is not None and self._parent._is_visible(tensor_id)
 
-    def _check_tensor(self, tensor_id: Any, what: str) -> None:
+    @staticmethod
+    def _check_tensor_id_type(tensor_id: Any, what: str) -> None:
         if not isinstance(tensor_id, str):
-            raise popart_exception(f"{what}: a tensor id must be a str, got {tensor_id!r}")
+            # The bindings take a TensorId (std::string): pybind11's TypeError otherwise.
+            raise IncompatibleArgumentsError(
+                f"{what}: a tensor id must be a str, got {tensor_id!r}"
+            )
+
+    def _check_tensor(self, tensor_id: Any, what: str) -> None:
+        self._check_tensor_id_type(tensor_id, what)
         if not self._is_visible(tensor_id):
             scope = "this subgraph or its parents" if self._parent else "the model"
             raise popart_exception(f"{what}: unknown tensor id '{tensor_id}': it is not in {scope}")
@@ -258,11 +272,16 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
     ) -> list[str]:
         owner = f"customOp {opName} ({domain})"
         onnx_attributes = [make_attribute(key, value, owner) for key, value in attributes.items()]
+        domain = domain or AI_ONNX
+        # The original's binding adds a custom op at opset version 1 of its domain, whatever
+        # its opVersion (python/popart/popart_core/popart.cpp, customOp), so the ops of one
+        # custom domain never disagree; PopART's own domains keep the version asked for.
+        standard = domain in (AI_ONNX, AI_ONNX_ML, AI_GRAPHCORE)
         return self.add_node(
             opName,
             inputs,
-            domain=domain or AI_ONNX,
-            domain_version=int(opVersion),
+            domain=domain,
+            domain_version=int(opVersion) if standard else 1,
             attributes=onnx_attributes,
             num_outputs=int(numOutputs),
             debug_context=name,
@@ -333,6 +352,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
 
     def addInputTensorFromParentGraph(self, tensorId: str) -> None:  # noqa: N802, N803
         """Declare that this subgraph uses `tensorId` of an enclosing graph."""
+        self._check_tensor_id_type(tensorId, "addInputTensorFromParentGraph")
         if self._parent is None:
             raise popart_exception(
                 f"addInputTensorFromParentGraph('{tensorId}'): this builder has no parent graph"
@@ -373,6 +393,7 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         return any(tensor.name == id for tensor in self._graph.initializer)
 
     def _tensor_type(self, tensor_id: str, method: str):
+        """The tensor's type, or None for a tensor of this graph whose type is not known."""
         self._check_tensor(tensor_id, method)
         graph = self._finalized().graph
         for value in (*graph.input, *graph.output, *graph.value_info):
@@ -380,21 +401,30 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
                 tensor_type = tensor_type_of(value.type)
                 if tensor_type is not None:
                     return tensor_type
+        if tensor_id in self._defined or tensor_id in self._from_parent:
+            # The original lists every tensor of its graph with the type it could infer, an
+            # undefined one if none (an untyped input, a custom op's output), and reads it as
+            # no dims and "undefined" (willow/src/builder_impl.cpp, runShapeInference and
+            # getTensorShape).
+            return None
         raise popart_exception(
             f"{method}: the type and shape of tensor '{tensor_id}' are not known"
         )
 
     def getTensorShape(self, *args: Any, **kwargs: Any) -> list[int]:  # noqa: N802
-        """getTensorShape(id): the tensor's dims; -1 marks a dim that is not known."""
+        """getTensorShape(id): the tensor's dims; -1 marks a dim that is not known, and a
+        tensor whose shape is not known has none, as in the original."""
         _, values = bind("getTensorShape", GET_TENSOR_SHAPE, args, kwargs, owner=BUILDER)
         id = values["id"]  # noqa: A001 - the original's name
         tensor_type = self._tensor_type(id, "getTensorShape")
-        if tensor_type.shape is None:
-            raise popart_exception(f"getTensorShape: the shape of tensor '{id}' is not known")
+        if tensor_type is None or tensor_type.shape is None:
+            return []
         return [-1 if dim is None else dim for dim in tensor_type.shape]
 
     def getTensorDtypeString(self, id: str) -> str:  # noqa: N802, A002
         tensor_type = self._tensor_type(id, "getTensorDtypeString")
+        if tensor_type is None:
+            return lower_case_name(DataType.UNDEFINED)
         return lower_case_name(data_type_of_onnx_type(tensor_type.elem_type))
 
     # -- models ------------------------------------------------------------------------------

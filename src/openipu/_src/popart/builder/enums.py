@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeVar
 
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import IncompatibleArgumentsError, popart_exception
 
 
 class RecomputeType(enum.IntEnum):
@@ -81,7 +81,8 @@ def coerce_enum(value: Any, enum_type: type[EnumT], what: str) -> EnumT:
         except (TypeError, ValueError):
             pass
     allowed = ", ".join(enum_type.__members__)
-    raise popart_exception(f"{what}: {value!r} is not a {enum_type.__name__} ({allowed})")
+    # The original's bindings take the enum type itself: pybind11's TypeError for anything else.
+    raise IncompatibleArgumentsError(f"{what}: {value!r} is not a {enum_type.__name__} ({allowed})")
 
 
 # PopART writes the loss reduction into the ONNX node as a string.

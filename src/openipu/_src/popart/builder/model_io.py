@@ -13,7 +13,7 @@ from onnx import GraphProto, ModelProto, TensorProto
 
 from openipu._src.popart.builder.graph_walk import iter_graphs
 from openipu._src.popart.builder.model_checks import check_model
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import incompatible_constructor_arguments, popart_exception
 from openipu._src.popart.external_data import (
     check_parent_directory,
     initializer_array,
@@ -53,14 +53,33 @@ def load_model(
         _load_external_data(model)
         what = repr(path)
     else:
-        raise popart_exception(
+        # The original's constructors take a std::string: pybind11's TypeError otherwise.
+        raise incompatible_constructor_arguments(
+            ["(modelProtoOrFilename: str)"],
+            [model_or_filename],
             "modelProtoOrFilename must be serialized ModelProto bytes or an .onnx file name, "
-            f"got {type(model_or_filename).__name__}"
+            f"got {type(model_or_filename).__name__}",
         )
+    _drop_undefined_value_types(model)
     if refuse is not None:
         refuse(model)
     check_model(model, what, infer_shapes)
     return model
+
+
+def _drop_undefined_value_types(model: ModelProto) -> None:
+    """Forget the value_info entries of undefined element type: the original's Builder writes
+    one for each tensor its shape inference could not type (willow/src/builder_impl.cpp,
+    runShapeInference), and its IR, which never reads value_info, runs such models."""
+    for graph in iter_graphs(model.graph):
+        undefined = [
+            value
+            for value in graph.value_info
+            if value.type.WhichOneof("value") == "tensor_type"
+            and value.type.tensor_type.elem_type == TensorProto.UNDEFINED
+        ]
+        for value in undefined:
+            graph.value_info.remove(value)
 
 
 def _load_external_data(model: ModelProto) -> None:

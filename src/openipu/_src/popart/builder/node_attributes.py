@@ -10,7 +10,12 @@ from onnx import AttributeProto, NodeProto, helper
 from openipu._src.popart.builder import annotation_names as names
 from openipu._src.popart.builder.attribute_values import attribute_value, make_attribute
 from openipu._src.popart.builder.enums import RecomputeType, coerce_enum
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import (
+    IncompatibleArgumentsError,
+    incompatible_arguments,
+    popart_exception,
+)
+from openipu._src.popart.pybind_arguments import FLOAT, INT64, Caster, Refused
 
 
 def output_name_set(node_output_names: Any) -> set[str]:
@@ -21,7 +26,8 @@ def output_name_set(node_output_names: Any) -> set[str]:
         isinstance(name, str) for name in node_output_names
     ):
         return set(node_output_names)
-    raise popart_exception(
+    # The bindings take a TensorId or a std::set<TensorId>: pybind11's TypeError otherwise.
+    raise IncompatibleArgumentsError(
         f"node output names must be str or a set of str, got {node_output_names!r}"
     )
 
@@ -103,9 +109,9 @@ class NodeAttributeMethods:
             raise popart_exception(f"Node does not have an attribute {name}.")
         if attribute.type != attribute_type:
             raise popart_exception(
-                f"attribute '{name}' of node {node.op_type} is "
+                f"Attribute {name} is not {_TYPE_WORDS[attribute_type]}. ({node.op_type}'s is "
                 f"{AttributeProto.AttributeType.Name(attribute.type)}, "
-                f"not {AttributeProto.AttributeType.Name(attribute_type)}"
+                f"not {AttributeProto.AttributeType.Name(attribute_type)})"
             )
         return attribute_value(attribute)
 
@@ -123,7 +129,12 @@ class NodeAttributeMethods:
     def setAvailableMemoryProportion(  # noqa: N802
         self, nodeOutputNames: Any, availableMemoryProportion: float
     ) -> None:
-        proportion = float(availableMemoryProportion)
+        proportion = _converted(
+            FLOAT, availableMemoryProportion, "setAvailableMemoryProportion",
+            "(self: popart_core._BuilderCore, nodeOutputName: str, "
+            "availableMemoryProportion: float) -> None",
+            [nodeOutputNames, availableMemoryProportion],
+        )  # fmt: skip
         if not 0.0 < proportion <= 1.0:
             # willow/src/builder.cpp, setAvailableMemoryProportion.
             raise popart_exception(
@@ -168,15 +179,30 @@ class NodeAttributeMethods:
             )
         if mode == "none":
             return
+        factor = _converted(
+            INT64, factor, "setSerializeMatMul",
+            "(self: popart_core._BuilderCore, nodeOutputName: Set[str], mode: str, "
+            "factor: int = 0, keep_precision: bool = False) -> None",
+            [nodeOutputName, mode, factor, keep_precision],
+        )  # fmt: skip
         self._set_node_attribute(nodeOutputName, names.SERIALIZE_MATMUL_MODE, mode)
-        self._set_node_attribute(nodeOutputName, names.SERIALIZE_MATMUL_FACTOR, int(factor))
+        self._set_node_attribute(nodeOutputName, names.SERIALIZE_MATMUL_FACTOR, factor)
         self._set_node_attribute(
             nodeOutputName, names.SERIALIZE_MATMUL_PRECISION, int(bool(keep_precision))
         )
 
     def setInplacePreferences(self, nodeOutputName: Any, prefs: dict[str, float]) -> None:  # noqa: N802
         if not isinstance(prefs, dict):
-            raise popart_exception(f"setInplacePreferences: prefs must be a dict, got {prefs!r}")
+            # The binding takes a std::map<OpType, float>: pybind11's TypeError (popart.cpp).
+            raise incompatible_arguments(
+                "setInplacePreferences",
+                [
+                    "(self: popart_core._BuilderCore, nodeOutputName: str, "
+                    "prefs: Dict[str, float]) -> None"
+                ],
+                [nodeOutputName, prefs],
+                f"setInplacePreferences: prefs must be a dict, got {prefs!r}",
+            )
         self._set_node_attribute(nodeOutputName, names.INPLACE_OP_NAMES, list(prefs))
         self._set_node_attribute(
             nodeOutputName, names.INPLACE_OP_PRIORITIES, [float(v) for v in prefs.values()]
@@ -205,6 +231,25 @@ class NodeAttributeMethods:
             self.add_node("Identity", [tensor_id], attributes=[checkpoint, kept])[0]
             for tensor_id in output_name_set_ordered(nodeOutputNames)
         ]
+
+
+def _converted(caster: Caster, value: Any, method: str, overload: str, arguments: list) -> Any:
+    """`value` as the binding's C++ parameter receives it, or pybind11's TypeError."""
+    try:
+        return caster.load(value, True, method)
+    except Refused as refused:
+        raise incompatible_arguments(method, [overload], arguments, str(refused)) from None
+
+
+# The original's words for each getter's type (willow/src/builder_impl.cpp).
+_TYPE_WORDS: dict[int, str] = {
+    AttributeProto.INT: "an integer",
+    AttributeProto.INTS: "an integer vector",
+    AttributeProto.FLOAT: "a float",
+    AttributeProto.FLOATS: "a float vector",
+    AttributeProto.STRING: "a string",
+    AttributeProto.STRINGS: "a string vector",
+}
 
 
 def output_name_set_ordered(node_output_names: Any) -> list[str]:

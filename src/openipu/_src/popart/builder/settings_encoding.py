@@ -4,7 +4,8 @@
 the session API; the builder only has to write them into the ONNX model. It
 reads them by attribute (duck typing) so it does not depend on their module,
 and takes enum members by name so any enum class with the original's member
-names works.
+names works. An object that is not one of them is the TypeError pybind11 raises
+for an argument of the wrong type.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from typing import Any
 
 from openipu._src.popart.builder.enums import CommGroupType
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import IncompatibleArgumentsError, popart_exception
 
 _TENSOR_STORAGE = {"OnChip": 0, "OffChip": 1}
 _TILE_SET = {"Compute": 0, "IO": 1}
@@ -48,7 +49,7 @@ def encode_comm_group(comm_group: Any) -> list[int]:
     elif hasattr(comm_group, "type") and hasattr(comm_group, "replicaGroupSize"):
         group_type, group_size = _read(comm_group, "type"), _read(comm_group, "replicaGroupSize")
     else:
-        raise popart_exception(f"commGroup: {comm_group!r} is not a CommGroup")
+        raise IncompatibleArgumentsError(f"commGroup: {comm_group!r} is not a CommGroup")
     return [_enum_value(group_type, _COMM_GROUP_TYPE, "commGroup type"), int(group_size)]
 
 
@@ -71,7 +72,7 @@ def encode_tensor_location(location: Any) -> list[int]:
             ),
         ]
     except AttributeError as error:
-        raise popart_exception(f"{location!r} is not a TensorLocation: {error}") from None
+        raise IncompatibleArgumentsError(f"{location!r} is not a TensorLocation: {error}") from None
     domain = getattr(location, "shardingDomain", None)
     encoded += (
         encode_comm_group(_read(location, "shardingDomain")) if domain is not None else [0, 0]
@@ -104,7 +105,7 @@ def encode_input_settings(settings: Any) -> str:
         if hasattr(settings, field):
             fields[field] = _name_of(_read(settings, field))
     if not fields:
-        raise popart_exception(f"{settings!r} is not an InputSettings")
+        raise IncompatibleArgumentsError(f"{settings!r} is not an InputSettings")
     return json.dumps(fields, sort_keys=True)
 
 
@@ -118,5 +119,5 @@ def encode_variable_settings(settings: Any) -> str:
     if hasattr(settings, "getRetrievalMode"):
         fields["retrievalMode"] = _name_of(settings.getRetrievalMode())
     if not fields:
-        raise popart_exception(f"{settings!r} is not a VariableSettings")
+        raise IncompatibleArgumentsError(f"{settings!r} is not a VariableSettings")
     return json.dumps(fields, sort_keys=True)

@@ -746,9 +746,9 @@ class AiGraphcore(Opset):
         graph = core_of(callee).callee_proto()
         # The IR's words (willow/src/op/call.cpp; operators_test/call_test.py).
         name = debug_name(debugContext or debugName)
-        for what, given, expected in (
-            ("outputs", num_outputs, len(graph.output)),
+        for what, given, expected in (  # inputs first, as willow/src/builder.cpp checks them
             ("inputs", len(args), len(graph.input)),
+            ("outputs", num_outputs, len(graph.output)),
         ):
             if given != expected:
                 raise popart_exception(
