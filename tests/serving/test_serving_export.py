@@ -240,7 +240,7 @@ def test_signature_arguments_are_checked(ipu_system, tmp_path):
         ipu.serving.export_single_step(
             plain_step, str(tmp_path / "b"), iterations=1, predict_step_signature="x"
         )
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(ValueError, match="must be not empty"):  # the original's words
         ipu.serving.export_single_step(
             plain_step, str(tmp_path / "c"), iterations=1, predict_step_signature=[]
         )

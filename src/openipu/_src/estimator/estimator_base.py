@@ -26,7 +26,7 @@ from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.estimator import checkpoints, distribution, session_loop
 from openipu._src.estimator.model_fn_wrapper import HostSide, supported_kwargs
 from openipu._src.estimator.run_config import RunConfig
-from openipu._src.estimator.spec import LOSS_METRIC_KEY, ModeKeys, validate_hooks
+from openipu._src.estimator.spec import LOSS_METRIC_KEY, ModeKeys, check_hooks_type
 from openipu._src.estimator.steps import (
     HOST_DEVICE,
     GlobalStepCounterAndStopHook,
@@ -341,7 +341,7 @@ class IPUEstimatorBase:
         if max_steps is not None and max_steps <= checkpoints.global_step_of(self._model_dir):
             logger.info("Skipping training since max_steps has already saved.")
             return self
-        user_hooks = list(validate_hooks(hooks))
+        user_hooks = check_hooks_type(hooks)
         user_hooks.append(
             GlobalStepCounterAndStopHook(
                 self._config.ipu_run_config.iterations_per_loop, steps, max_steps
@@ -437,7 +437,7 @@ class IPUEstimatorBase:
         """Evaluates the model on `input_fn`'s data; returns the metrics and `global_step`."""
         self._validate_steps(steps)
         self._setup_params(input_fn, self._batch_size_for_eval)
-        all_hooks = list(validate_hooks(hooks))
+        all_hooks = check_hooks_type(hooks)
         all_hooks.append(
             GlobalStepCounterAndStopHook(
                 self._config.ipu_run_config.iterations_per_loop, steps, None
@@ -511,7 +511,7 @@ class IPUEstimatorBase:
         checkpoint_path: str | None,
     ) -> Iterator[Any]:
         """Each step's predictions (the batch the model returned), run after run."""
-        user_hooks = list(validate_hooks(hooks))
+        user_hooks = check_hooks_type(hooks)
         checkpoint = checkpoint_path or self.latest_checkpoint()
         self._configure_system()
         graph, _ = self._new_graph()
@@ -540,15 +540,18 @@ def _in_device_loop(summary: tf.Tensor) -> bool:
 
 
 def _select_keys(predictions: Any, keys: list[str] | None) -> Any:
-    if keys is None or not isinstance(predictions, dict):
+    """The stock Estimator's _extract_keys: the predictions named in `keys` (unknown names
+    are ignored), refused only when none is left or the predictions are not a dict."""
+    if not keys:
         return predictions
-    missing = [k for k in keys if k not in predictions]
-    if missing:
-        # The stock Estimator's message.
+    if not isinstance(predictions, dict):
+        raise ValueError("predict_keys argument is not valid in case of non-dict predictions.")
+    selected = {key: value for key, value in predictions.items() if key in keys}
+    if not selected:
         raise ValueError(
-            f"Expected to run at least one output from {list(predictions)}, provided {keys}."
+            f"Expected to run at least one output from {predictions.keys()}, provided {keys}."
         )
-    return {k: predictions[k] for k in keys}
+    return selected
 
 
 def _steps_of(values: Any, replicas: int) -> Iterator[Any]:

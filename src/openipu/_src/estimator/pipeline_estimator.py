@@ -88,9 +88,11 @@ class IPUPipelineEstimatorSpec(
             optimizer_function=optimizer_function,
             device_mapping=device_mapping,
             loss_accumulator_dtype=loss_accumulator_dtype,
-            training_hooks=validate_hooks(training_hooks),
-            evaluation_hooks=validate_hooks(evaluation_hooks),
-            prediction_hooks=validate_hooks(prediction_hooks),
+            # Kept as given (ipu_pipeline_estimator.py): only the hooks of the mode that
+            # runs are checked, when the estimator takes them.
+            training_hooks=training_hooks,
+            evaluation_hooks=evaluation_hooks,
+            prediction_hooks=prediction_hooks,
             reduction_method=reduction_method,
             pipeline_op_kwargs=pipeline_op_kwargs,
         )
@@ -143,7 +145,7 @@ class ModelFnPipelineWrapper(LoopWrapperBase):
         def training_pipeline() -> Any:
             spec = self._call_model_fn(ModeKeys.TRAIN)
             self._gradient_accumulation_count = spec.gradient_accumulation_count
-            self.captured_hooks = tuple(spec.training_hooks)
+            self.captured_hooks = validate_hooks(spec.training_hooks)
             return self._pipeline(
                 spec,
                 "ipu_pipeline_estimator_train",
@@ -169,7 +171,7 @@ class ModelFnPipelineWrapper(LoopWrapperBase):
         def evaluation_pipeline() -> Any:
             spec = self._call_model_fn(ModeKeys.EVAL)
             self._eval_metrics_fn = spec.eval_metrics_fn
-            self.captured_hooks = tuple(spec.evaluation_hooks)
+            self.captured_hooks = validate_hooks(spec.evaluation_hooks)
             return self._pipeline(spec, "ipu_pipeline_estimator_eval", accumulate_outfeed=False)
 
         return evaluation_pipeline
@@ -195,7 +197,7 @@ class ModelFnPipelineWrapper(LoopWrapperBase):
     def create_prediction_loop(self) -> Callable[[], Any]:
         def prediction_pipeline() -> Any:
             spec = self._call_model_fn(ModeKeys.PREDICT)
-            self.captured_hooks = tuple(spec.prediction_hooks)
+            self.captured_hooks = validate_hooks(spec.prediction_hooks)
             return self._pipeline(spec, "ipu_pipeline_estimator_predict", accumulate_outfeed=False)
 
         return prediction_pipeline

@@ -18,6 +18,28 @@ from openipu._src.config.ipu_config import IPUConfig
 _USE_DEFAULT = object()
 #: The stock RunConfig's default when neither checkpoint interval is given.
 DEFAULT_SAVE_CHECKPOINTS_SECS = 600
+#: The stock RunConfig's message (tensorflow_estimator run_config.py).
+_SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
+#: The properties `replace` may set, in the stock RunConfig's order (its message lists them).
+_DEFAULT_REPLACEABLE_LIST = [
+    "model_dir",
+    "tf_random_seed",
+    "save_summary_steps",
+    "save_checkpoints_steps",
+    "save_checkpoints_secs",
+    "session_config",
+    "keep_checkpoint_max",
+    "keep_checkpoint_every_n_hours",
+    "log_step_count_steps",
+    "train_distribute",
+    "device_fn",
+    "protocol",
+    "eval_distribute",
+    "experimental_distribute",
+    "experimental_max_worker_delay_secs",
+    "session_creation_timeout_secs",
+    "checkpoint_save_graph_def",
+]
 
 
 def _configured_device_sizes(ipu_options: IPUConfig) -> list[int | None]:
@@ -117,12 +139,8 @@ class RunConfig:
         session_creation_timeout_secs: int = 7200,
         checkpoint_save_graph_def: bool = True,
     ) -> None:
-        # Not checked by the original (ipu_run_config.py), which fails later with an
-        # AttributeError inside train/evaluate: refused here, where the mistake is made.
-        if ipu_run_config is not None and not isinstance(ipu_run_config, IPURunConfig):
-            raise TypeError(
-                f"ipu_run_config must be an IPURunConfig, got {type(ipu_run_config).__name__}"
-            )
+        # `ipu_run_config` is not checked (ipu_run_config.py): any object with the
+        # IPURunConfig attributes the estimators read is accepted, as there.
         # The stock RunConfig's rule: at most one interval; by default every 600 seconds.
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, DEFAULT_SAVE_CHECKPOINTS_SECS
@@ -133,10 +151,8 @@ class RunConfig:
             save_checkpoints_secs = (
                 None if save_checkpoints_secs is _USE_DEFAULT else save_checkpoints_secs
             )
-        if save_checkpoints_steps and save_checkpoints_secs:
-            raise ValueError(
-                "Can not provide both save_checkpoints_steps and save_checkpoints_secs."
-            )
+        if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
+            raise ValueError(_SAVE_CKPT_ERR)
         if experimental_distribute is not None:
             train_distribute = train_distribute or getattr(
                 experimental_distribute, "train_distribute", None
@@ -302,27 +318,6 @@ class RunConfig:
     def global_id_in_cluster(self) -> int:
         return self._task_id
 
-    _REPLACEABLE = frozenset(
-        {
-            "model_dir",
-            "tf_random_seed",
-            "save_summary_steps",
-            "save_checkpoints_steps",
-            "save_checkpoints_secs",
-            "session_config",
-            "keep_checkpoint_max",
-            "keep_checkpoint_every_n_hours",
-            "log_step_count_steps",
-            "train_distribute",
-            "device_fn",
-            "protocol",
-            "eval_distribute",
-            "experimental_max_worker_delay_secs",
-            "session_creation_timeout_secs",
-            "checkpoint_save_graph_def",
-        }
-    )
-
     def __deepcopy__(self, memo: dict) -> RunConfig:
         # The distribution strategies are shared, not copied: each owns its process's
         # place in the cluster (the estimator hands out deep copies of its config).
@@ -335,22 +330,28 @@ class RunConfig:
         return new
 
     def replace(self, **kwargs: Any) -> RunConfig:
-        """A copy with the given properties replaced (the stock RunConfig's method)."""
+        """A copy with the given properties replaced (the stock RunConfig's method).
+
+        As there, replacing one checkpoint interval (with a value) clears the other; both
+        may be given together only if one of them is None.
+        """
         for name in kwargs:
-            if name not in self._REPLACEABLE:
+            if name not in _DEFAULT_REPLACEABLE_LIST:
                 raise ValueError(
                     f"Replacing {name} is not supported. Allowed properties are "
-                    f"{sorted(self._REPLACEABLE)}."
+                    f"{_DEFAULT_REPLACEABLE_LIST}."
                 )
-        steps = kwargs.get("save_checkpoints_steps", self._save_checkpoints_steps)
-        secs = kwargs.get("save_checkpoints_secs", self._save_checkpoints_secs)
-        if steps and secs:
-            raise ValueError(
-                "Can not provide both save_checkpoints_steps and save_checkpoints_secs."
-            )
         new = copy.copy(self)
         for name, value in kwargs.items():
             if name == "model_dir" and value is not None:
                 value = os.fspath(value)
             setattr(new, f"_{name}", value)
+        steps, secs = new._save_checkpoints_steps, new._save_checkpoints_secs
+        if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" in kwargs:
+            if steps is not None and secs is not None:
+                raise ValueError(_SAVE_CKPT_ERR)
+        elif "save_checkpoints_steps" in kwargs and steps is not None:
+            new._save_checkpoints_secs = None
+        elif "save_checkpoints_secs" in kwargs and secs is not None:
+            new._save_checkpoints_steps = None
         return new

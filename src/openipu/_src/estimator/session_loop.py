@@ -41,7 +41,8 @@ class HookedSession:
                 hook_fetches[index] = request.fetches
             for key, value in (request.feed_dict or {}).items():
                 if key in feeds:
-                    raise RuntimeError(f"Same tensor is fed by two hooks: {key}")
+                    # MonitoredSession's message (monitored_session.py).
+                    raise RuntimeError(f"Same tensor is fed by two hooks. Conflict(s): {[key]}")
                 feeds[key] = value
             if request.options is not None:
                 options.MergeFrom(request.options)

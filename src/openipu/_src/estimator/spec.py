@@ -48,11 +48,13 @@ def validate_loss(loss: object, mode: str) -> tf.Tensor | None:
         return None
     check_is_tensor(loss, "loss")
     assert isinstance(loss, tf.Tensor)
+    # tensorflow_estimator's rule (model_fn.py): a shape of one element, or of elements not
+    # known yet (e.g. [None]), is accepted and reshaped to a scalar.
     shape = loss.shape
-    if shape.rank not in (None, 0):
-        if shape.num_elements() == 1:
-            return tf.reshape(loss, [])
+    if shape.num_elements() not in (None, 1):
         raise ValueError(f"Loss must be scalar, given: {loss}")
+    if not shape.is_compatible_with(tf.TensorShape([])):
+        return tf.reshape(loss, [])
     return loss
 
 
@@ -70,10 +72,20 @@ def validate_predictions(predictions: object, mode: str) -> object:
 
 
 def validate_hooks(hooks: Any) -> tuple[Any, ...]:
+    """The hooks of a spec (tensorflow_estimator's _validate_estimator_spec_hooks)."""
     hooks = tuple(hooks or ())
     for hook in hooks:
         if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
             raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook}")
+    return hooks
+
+
+def check_hooks_type(hooks: Any) -> list[Any]:
+    """The hooks given to train/evaluate/predict (the stock Estimator's _check_hooks_type)."""
+    hooks = list(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            raise TypeError(f"Hooks must be a SessionRunHook, given: {hook}")
     return hooks
 
 
@@ -140,9 +152,14 @@ class IPUEstimatorSpec(
         evaluation_hooks: object = None,
         prediction_hooks: object = None,
     ) -> IPUEstimatorSpec:
+        # In the original's order (ipu_estimator.py IPUEstimatorSpec.__new__).
         train_op = validate_train_op(train_op, mode)
         loss = validate_loss(loss, mode)
         predictions = validate_predictions(predictions, mode)
+        training_hooks = validate_hooks(training_hooks)
+        evaluation_hooks = validate_hooks(evaluation_hooks)
+        prediction_hooks = validate_hooks(prediction_hooks)
+        eval_metric_ops = validate_eval_metric_ops(eval_metric_ops)
         validate_function_call_spec(host_call, "host_call")
         validate_function_call_spec(eval_metrics, "eval_metrics", allow_dict_arg=True)
         return super().__new__(
@@ -151,10 +168,10 @@ class IPUEstimatorSpec(
             predictions=predictions,
             loss=loss,
             train_op=train_op,
-            eval_metric_ops=validate_eval_metric_ops(eval_metric_ops),
+            eval_metric_ops=eval_metric_ops,
             eval_metrics=eval_metrics,
             host_call=host_call,
-            training_hooks=validate_hooks(training_hooks),
-            evaluation_hooks=validate_hooks(evaluation_hooks),
-            prediction_hooks=validate_hooks(prediction_hooks),
+            training_hooks=training_hooks,
+            evaluation_hooks=evaluation_hooks,
+            prediction_hooks=prediction_hooks,
         )

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context
 
@@ -72,6 +73,17 @@ def _output_names(output_names: Any) -> list[str] | None:
 def _check_iterations(iterations: Any) -> int:
     """The device loop's trip count: an int, as loops.repeat takes (its TypeError), of at
     least one step (a run of none would never answer a request)."""
+    # The original hands it to the loop as its maximum_iterations, which takes any integer
+    # (a NumPy integer, an integer scalar tensor) but no float.
+    if isinstance(iterations, (tf.Tensor, tf.Variable)) and iterations.dtype.is_integer:
+        try:
+            value = iterations.numpy()
+        except (AttributeError, NotImplementedError, ValueError):
+            value = None  # a graph tensor: no value before it runs
+        if value is not None and np.ndim(value) == 0:
+            iterations = int(value)
+    if isinstance(iterations, np.integer):
+        iterations = int(iterations)
     if isinstance(iterations, bool) or not isinstance(iterations, int):
         raise TypeError(f"iterations must be a Python int, got {iterations!r}")
     if iterations < 1:
@@ -83,17 +95,19 @@ def _match(
     outputs: Sequence[tf.Tensor], expected: Sequence[tf.TensorSpec], source: str, target: str
 ) -> None:
     """The outputs of one step fit the next step's signature (checked while tracing)."""
+    # The original's messages (serving.py validate_io_matching).
     if len(outputs) != len(expected):
         raise ValueError(
-            f"The number of the `{source}` outputs ({len(outputs)}) does not match the number "
-            f"of `tf.TensorSpec` objects in the signature of `{target}` ({len(expected)})."
+            f"The number of the `{source}` outputs does not match the number of "
+            f"`tf.TensorSpec` objects in the signature of `{target}`. ({len(outputs)} outputs, "
+            f"{len(expected)} specs)"
         )
     for index, (tensor, spec) in enumerate(zip(outputs, expected, strict=True)):
         if tensor.shape != spec.shape or tensor.dtype != spec.dtype:
             raise ValueError(
-                f"`{source}` returned a tensor at position {index} of shape {tensor.shape} and "
-                f"dtype {tensor.dtype.name}; `{target}` expects shape {spec.shape} and dtype "
-                f"{spec.dtype.name}."
+                f"`{source}` returned Tensor at postion {index} does not match required "
+                f"`{target}` TensorSpec.\nTensor shape{tensor.shape}, dtype {tensor.dtype}\n"
+                f"Expected TensorSpec shape {spec.shape}, dtype {spec.dtype}\n"
             )
 
 
@@ -381,19 +395,33 @@ def export_pipeline(
     signatures.validate_export_dir(export_dir, purge_export_dir)
     if checkpoint_restore_dir is not None:
         signatures.validate_restore_dir(checkpoint_restore_dir, "checkpoint_restore_dir")
-    if not isinstance(computational_stages, (list, tuple)) or not computational_stages:
-        raise ValueError(
-            f"computational_stages must be a non-empty list of functions, got {computational_stages!r}"
-        )
+    # The checks and messages of the original's pipeline (pipelining_ops.py pipeline), which
+    # its export_pipeline builds.
+    if not isinstance(computational_stages, (list, tuple)):
+        raise TypeError("computational_stages argument needs to be a list or a tuple.")
     stages_count = len(computational_stages)
-    if device_mapping is not None and len(device_mapping) != stages_count:
-        raise ValueError(
-            f"device_mapping has {len(device_mapping)} entries for {stages_count} computational stages"
-        )
-    if poplar_options is not None and len(poplar_options) != stages_count:
-        raise ValueError(
-            f"poplar_options has {len(poplar_options)} entries for {stages_count} computational stages"
-        )
+    if stages_count < 2:
+        raise ValueError("Pipeline requires at least two computational stages.")
+    if device_mapping is not None:
+        if not isinstance(device_mapping, (list, tuple)):
+            raise TypeError("device_mapping argument needs to be a list or a tuple.")
+        if len(device_mapping) != stages_count:
+            raise ValueError(
+                f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != "
+                f"{stages_count} stages"
+            )
+    if poplar_options is not None:
+        option_name = "forward_propagation_stages_poplar_options"
+        if not isinstance(poplar_options, (list, tuple)):
+            raise TypeError(
+                f"{option_name} must be a list or a tuple of PipelineStageOptions objects."
+            )
+        if len(poplar_options) != stages_count:
+            raise ValueError(
+                f"{option_name} must be a list or a tuple of PipelineStageOptions objects of "
+                f"length {stages_count} (same number as the number of computational stages) "
+                f"but is {len(poplar_options)}."
+            )
     iterations = _check_iterations(iterations)
     names = _output_names(output_names)
     stage_inputs = [tf.convert_to_tensor(v) for v in (inputs or [])]

@@ -18,10 +18,10 @@ from openipu._src.serving import export, signatures
 
 def input_signature(model: Any, batch_size: int | None) -> list[tf.TensorSpec]:
     """The model's inputs as TensorSpecs, with `batch_size` as their first dimension."""
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size is not None:
+        # The original sets it as a tf.Dimension (keras extensions_base.py
+        # _get_input_signature): its TypeError for a non-integer, ValueError below zero.
+        batch_size = int(tf.compat.v1.Dimension(batch_size).value)
     specs = []
     for shape, dtype, name in _model_inputs(model):
         if batch_size is not None:
@@ -46,8 +46,10 @@ def _model_inputs(model: Any) -> list[tuple[list[int | None], tf.DType, str]]:
         ]
     built = keras_internals.build_input_shape(model) if model.built else None
     if built is None:
-        raise ValueError(
-            "The model has no known inputs (build it, or call it once, before exporting it)"
+        # The original's type and words (keras extensions_base.py _get_call_signature).
+        raise RuntimeError(
+            "Cannot get model's input signature. Please specify the input shape using "
+            "`model.build()` or invoke your model using real data."
         )
     one_shape = isinstance(built, tf.TensorShape) or all(
         isinstance(d, (int, type(None))) for d in built

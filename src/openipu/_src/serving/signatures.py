@@ -50,27 +50,28 @@ def _require_tf_function_signature(step: Any, name: str, dataset_allowed: bool =
     alternatives = f"`{name}_signature`" + (" or `input_dataset`" if dataset_allowed else "")
     if not isinstance(step, tf.types.experimental.GenericFunction):
         raise ValueError(
-            f"`input_signature` deduction from given `{name}` is not possible: it is not a "
-            f"tf.function. Mark it as tf.function with `input_signature` set, or provide "
-            f"{alternatives}."
+            f"`input_signature` deduction from given `{name}` is not possible. Please mark it "
+            f"as tf.function with `input_signature` parameter set or provide {alternatives}."
         )
     if step.input_signature is None:
+        # The original's words (serving.py validate_tf_function).
         raise ValueError(
-            f"The tf.function `{name}` has no `input_signature`. Specify it, or provide "
-            f"{alternatives}."
+            f"Empty `input_signature` inside provided tf.function `{name}`. Please specify it "
+            f"or provide {alternatives}."
         )
 
 
 def _check_signature_value(name: str, signature: Any) -> None:
+    # The original's messages (serving.py validate_single_signature).
     if not isinstance(signature, (tuple, list)):
         raise TypeError(
-            f"`{name}` must be a tuple or a list of tf.TensorSpec, got {type(signature)}"
+            f"`{name}` must be an instance of tuple or list. Received {type(signature)}"
         )
     if not signature:
-        raise ValueError(f"`{name}` must not be empty.")
+        raise ValueError(f"`{name}` must be not empty.")
     for index, spec in enumerate(signature):
         if not isinstance(spec, tf.TensorSpec):
-            raise TypeError(f"`{name}[{index}]` is not a tf.TensorSpec: {spec!r}")
+            raise TypeError(f"`{name}[{index}]` is not an instance of TensorSpec: {spec!r}")
 
 
 def validate_signatures(
@@ -103,7 +104,8 @@ def validate_signatures(
             _require_tf_function_signature(predict_step, "predict_step", dataset_allowed=False)
     if input_dataset is not None and not isinstance(input_dataset, tf.data.Dataset):
         raise TypeError(
-            f"If `input_dataset` is provided, it must be a tf.data.Dataset, got {type(input_dataset)}"
+            "If `input_dataset` is provided, it should be an instance of tf.Dataset. "
+            f"Received {type(input_dataset)}"
         )
     if postprocessing_step is not None and postprocessing_step_signature is None:
         _require_tf_function_signature(
