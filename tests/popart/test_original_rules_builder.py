@@ -224,3 +224,19 @@ def test_models_listing_tensors_of_undefined_type_load_and_run():
     data = np.array([-1, 0.5, 2], dtype=np.float32)
     session.run(popart.PyStepIO({x: data}, anchors))
     np.testing.assert_allclose(anchors[y], -np.maximum(data, 0))
+
+
+def test_a_dim_that_is_not_known_reads_as_zero():
+    # BuilderImpl::getTensorShape reads each ONNX dim's dim_value, 0 for a symbolic dim.
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    builder = popart.Builder(model.SerializeToString())
+    assert builder.getTensorShape("x") == [0, 4]
+    assert builder.getTensorShape("y") == [0, 4]

@@ -412,14 +412,15 @@ class _BuilderCore(NodeAttributeMethods, AnnotationMethods):
         )
 
     def getTensorShape(self, *args: Any, **kwargs: Any) -> list[int]:  # noqa: N802
-        """getTensorShape(id): the tensor's dims; -1 marks a dim that is not known, and a
-        tensor whose shape is not known has none, as in the original."""
+        """getTensorShape(id): the tensor's dims, 0 for a dim that is not known (the ONNX
+        dim's dim_value, as the original reads it: willow/src/builder_impl.cpp), and none for
+        a tensor whose shape is not known."""
         _, values = bind("getTensorShape", GET_TENSOR_SHAPE, args, kwargs, owner=BUILDER)
         id = values["id"]  # noqa: A001 - the original's name
         tensor_type = self._tensor_type(id, "getTensorShape")
         if tensor_type is None or tensor_type.shape is None:
             return []
-        return [-1 if dim is None else dim for dim in tensor_type.shape]
+        return [0 if dim is None else dim for dim in tensor_type.shape]
 
     def getTensorDtypeString(self, id: str) -> str:  # noqa: N802, A002
         tensor_type = self._tensor_type(id, "getTensorDtypeString")
