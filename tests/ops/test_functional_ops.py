@@ -61,5 +61,7 @@ def test_outlined_function_may_return_nothing():
 
 
 def test_outlined_function_checks_its_options():
+    # As the original (a bool attribute of its Function op): checked when called.
+    outlined = functional_ops.outlined_function(_body, unique_sharding="yes")
     with pytest.raises(TypeError, match="unique_sharding must be a bool, got 'yes'"):
-        functional_ops.outlined_function(_body, unique_sharding="yes")
+        outlined(tf.ones([2, 2]), tf.ones([2, 2]))

@@ -126,8 +126,12 @@ def test_multi_conv_takes_any_empty_options(options):
 
 
 def test_multi_conv_options_must_be_a_dict():
-    with pytest.raises(TypeError, match="options must be a dict.*'planType'"):
-        nn_ops.multi_conv(options=[("planType", "serial")])
+    # As the original (ops/nn_ops.py): checked when the decorated function is called.
+    decorated = nn_ops.multi_conv(options=[("planType", "serial")])(tf.identity)
+    with pytest.raises(
+        TypeError, match=r"Expected the multi_conv `options` to be a `dict`, but got .*planType"
+    ):
+        decorated(tf.ones([2]))
 
 
 # --- CTC loss -----------------------------------------------------------------------------------

@@ -21,21 +21,15 @@ def outlined_function(
     runtime tensors.
     `unique_sharding` and `keep_input_layouts` are placement hints, kept.
     """
-    if not isinstance(unique_sharding, bool):
-        raise TypeError(
-            f"outlined_function: unique_sharding must be a bool, got {unique_sharding!r}"
-        )
-    if keep_input_layouts is not None and not isinstance(keep_input_layouts, bool):
-        raise TypeError(
-            "outlined_function: keep_input_layouts must be a bool or None, "
-            f"got {keep_input_layouts!r}"
-        )
 
     def decorate(inner: Callable) -> Callable:
         scope = str(name or getattr(inner, "__name__", "outlined_function"))
 
         @functools.wraps(inner)
         def outlined(*args):
+            # Bool attributes of the original's Function op, made when the function is
+            # called, not decorated (ops/functional_ops.py).
+            _check_options(unique_sharding, keep_input_layouts)
             with tf.name_scope(_scope_name(scope)):
                 tensors = [tf.convert_to_tensor(a) for a in args]
                 # What it returns, tensors or not (a function that only assigns variables
@@ -45,6 +39,18 @@ def outlined_function(
         return outlined
 
     return decorate if func is None else decorate(func)
+
+
+def _check_options(unique_sharding, keep_input_layouts) -> None:
+    if not isinstance(unique_sharding, bool):
+        raise TypeError(
+            f"outlined_function: unique_sharding must be a bool, got {unique_sharding!r}"
+        )
+    if keep_input_layouts is not None and not isinstance(keep_input_layouts, bool):
+        raise TypeError(
+            "outlined_function: keep_input_layouts must be a bool or None, "
+            f"got {keep_input_layouts!r}"
+        )
 
 
 def _scope_name(name: str) -> str:

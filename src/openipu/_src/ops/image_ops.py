@@ -16,9 +16,10 @@ def normalise_image(image, channel_offsets, channel_scales, scale=1, name=None) 
     with tf.name_scope(name or "normalise_image"):
         image = tf.convert_to_tensor(image)
         if image.dtype not in _IMAGE_DTYPES:
+            # The original's words (ops/image_ops.py).
             raise TypeError(
-                "normalise_image: image must be uint8, float16 or float32, "
-                f"got dtype {image.dtype.name}"
+                "The input `image` to `normalise_image` must be either float16, float32 or "
+                f"uint8. (got dtype {image.dtype.name})"
             )
         # The original's kernel refuses these with InvalidArgumentError and its words
         # (compiler/plugin/poplar/kernels/popops/normalise_image.cc); here when building.

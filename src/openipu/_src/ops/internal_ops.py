@@ -29,11 +29,12 @@ def fifo(x, depth, offload=False, name=None) -> tf.Tensor:
     except TypeError:
         raise TypeError(f"fifo: depth must be an int, got {depth!r}") from None
     depth = as_attr_int(depth, "fifo: depth")
-    if not isinstance(offload, bool):
-        raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
     x = tf.convert_to_tensor(x)
     if no_queue:  # no queue at all, as in ops/internal_ops.py (a negative depth too)
+        # Before the op (and its bool attribute `offload`) is made: any offload is taken.
         return tf.identity(x, name=name)
+    if not isinstance(offload, bool):
+        raise TypeError(f"fifo: offload must be a bool, got {offload!r}")
     if not x.shape.is_fully_defined():
         raise ValueError(f"fifo: x must have a fully defined shape, got {x.shape}")
     with tf.init_scope():

@@ -55,16 +55,13 @@ def serialized_matmul(
     result). Differentiation goes through the same slices, so the gradient is
     serialised too.
     """
-    if serialization_dimension not in _SERIALIZATION_DIMENSIONS:
-        raise ValueError(
-            f"serialized_matmul: serialization_dimension must be one of "
-            f"{', '.join(_SERIALIZATION_DIMENSIONS)}, got {serialization_dimension!r}"
-        )
-    # The original takes int(serialization_factor): 2.0 and "2" work as 2 (ops/math_ops.py).
+    # The original's checks, in its order and with its words (ops/math_ops.py).
+    # It takes int(serialization_factor): 2.0 and "2" work as 2.
     serialization_factor = as_int(serialization_factor, "serialized_matmul: serialization_factor")
     if serialization_factor < 1:
         raise ValueError(
-            f"serialized_matmul: serialization_factor must be >= 1, got {serialization_factor}"
+            f"serialization_factor has to be at least 1, but was {serialization_factor}. "
+            "(serialized_matmul)"
         )
     with tf.name_scope(name or "serialized_matmul"):
         a = tf.convert_to_tensor(a)
@@ -72,35 +69,43 @@ def serialized_matmul(
         for operand, label in ((a, "a"), (b, "b")):
             if operand.shape.rank is None or operand.shape.rank < 2:
                 raise ValueError(
-                    f"serialized_matmul: {label} must have rank >= 2, got shape {operand.shape}"
+                    f"Expected tensor '{label}' to have a minimum rank of 2 "
+                    f"(serialized_matmul: got shape {operand.shape})"
                 )
+        if serialization_dimension not in _SERIALIZATION_DIMENSIONS:
+            raise ValueError(
+                f"Invalid serialization_dimension={serialization_dimension}, expected one of: "
+                "'a_columns', 'a_rows_b_columns', 'b_rows'."
+            )
         if transpose_a:
             a = tf.linalg.matrix_transpose(a)
         if transpose_b:
             b = tf.linalg.matrix_transpose(b)
         if not a.shape[-1:].is_compatible_with(b.shape[-2:-1]):
             raise ValueError(
-                "serialized_matmul: the inner dimensions do not match, "
-                f"a is {a.shape} and b is {b.shape} after the transpositions"
+                f"Expected the number of columns in 'a' ({a.shape[-1]}) to match the number of "
+                f"rows in 'b' ({b.shape[-2]}). (serialized_matmul: a is {a.shape} and b is "
+                f"{b.shape} after the transpositions)"
             )
         if serialization_dimension == "a_columns":
-            slices = _split(a, -2, serialization_factor, "m (rows of a)")
+            slices = _split(a, -2, serialization_factor, "columns dimension of 'a'")
             return tf.concat([tf.matmul(part, b) for part in slices], axis=-2)
         if serialization_dimension == "b_rows":
-            slices = _split(b, -1, serialization_factor, "n (columns of b)")
+            slices = _split(b, -1, serialization_factor, "rows dimension of 'b'")
             return tf.concat([tf.matmul(a, part) for part in slices], axis=-1)
-        a_slices = _split(a, -1, serialization_factor, "k (columns of a, rows of b)")
-        b_slices = _split(b, -2, serialization_factor, "k (columns of a, rows of b)")
+        a_slices = _split(a, -1, serialization_factor, "rows dimension of 'a'")
+        b_slices = _split(b, -2, serialization_factor, "rows dimension of 'a'")
         return tf.add_n([tf.matmul(x, y) for x, y in zip(a_slices, b_slices, strict=True)])
 
 
 def _split(value: tf.Tensor, axis: int, factor: int, dimension: str) -> list[tf.Tensor]:
     size = value.shape[axis]
     if size is None:
-        raise ValueError(f"serialized_matmul: dimension {dimension} must be known to serialise it")
+        raise ValueError(f"serialized_matmul: the {dimension} must be known to serialise it")
     if size % factor:
+        # The original's words, which name m "the columns dimension of 'a'", k "the rows
+        # dimension of 'a'" and n "the rows dimension of 'b'".
         raise ValueError(
-            f"serialized_matmul: serialization_factor {factor} must divide dimension "
-            f"{dimension} of size {size}"
+            f"Expected 'serialization_factor' ({factor}) to divide the {dimension} ({size})."
         )
     return tf.split(value, factor, axis=axis)

@@ -63,13 +63,16 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
     those of running them one after the other, which is what happens here.
     `options` (PopLibs multi-convolution flags) are checked and kept.
     """
-    # As the original, any empty value means no options ("options if options else {}").
-    if options and not isinstance(options, dict):
-        raise TypeError(f"multi_conv: options must be a dict, got {options!r}")
 
     def decorate(inner: Callable) -> Callable:
         @functools.wraps(inner)
         def multi_conv_wrapper(*args):
+            # As the original (ops/nn_ops.py), checked when the function is called; any
+            # empty value means no options ("options if options else {}").
+            if options and not isinstance(options, dict):
+                raise TypeError(
+                    f"Expected the multi_conv `options` to be a `dict`, but got {options} instead."
+                )
             if tf.executing_eagerly():
                 return inner(*args)
             graph = tf.compat.v1.get_default_graph()
@@ -79,7 +82,7 @@ def multi_conv(func: Callable | None = None, options: dict | None = None):
             return result
 
         # A function attribute, as the original's.
-        multi_conv_wrapper.multi_conv_options = dict(options or {})  # type: ignore[attr-defined]
+        multi_conv_wrapper.multi_conv_options = dict(options) if isinstance(options, dict) else {}  # type: ignore[attr-defined]
         return multi_conv_wrapper
 
     return decorate if func is None else decorate(func)

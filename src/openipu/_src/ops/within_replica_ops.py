@@ -21,9 +21,6 @@ def all_gather(input_shards, axis: int = 0) -> list | tuple:
     (tensorflow/python/ipu/ops/within_replica_ops.py), so for `axis` > 0 the elements are
     in shard order, not interleaved as a concatenation would place them."""
     shards = _check_shards(input_shards, "all_gather")
-    ranks = {shard.shape.rank for shard in shards}
-    if len(ranks) != 1:
-        raise ValueError(f"all_gather: input_shards must all have the same rank, got {ranks}")
     gathered = tf.concat([tf.reshape(shard, [-1]) for shard in shards], axis=0)
     if shards[0].shape.rank == 0:
         return tuple(tf.identity(gathered) for _ in shards)
@@ -42,9 +39,11 @@ def _concatenated_shape(shards: list[tf.Tensor], axis: int) -> list[int]:
     for index, shard in enumerate(shards[1:], start=1):
         other = shard.shape.as_list()
         if other[:axis] != shape[:axis] or other[axis + 1 :] != shape[axis + 1 :]:
+            # The original's words (ops/within_replica_ops.py, _concatenate_shapes).
             raise ValueError(
-                f"all_gather: the shards' shapes must be equal except in dimension {axis}, "
-                f"got {shards[0].shape.as_list()} (shard 0) and {other} (shard {index})"
+                "Expecting tensor dimensions to all have the same sizes, except for dim "
+                f"{axis}, but got shapes {shards[0].shape.as_list()} and {other} for tensors 0 "
+                f"and {index} (all_gather)"
             )
         shape[axis] += other[axis]
     return shape
@@ -96,19 +95,24 @@ def _check_shards(input_shards, what: str) -> list[tf.Tensor]:
         raise TypeError(f"{what}: input_shards must be a list of tensors, one per shard")
     if not input_shards:
         raise ValueError(f"{what}: input_shards is empty: give one tensor per shard")
-    # The original's rules and exception types (_validate_inputs in ops/within_replica_ops.py):
-    # each shard's tensor is a different tensor, all of one dtype.
+    # The original's rules, exception types and words (_validate_inputs in
+    # ops/within_replica_ops.py, for every op): each shard's tensor is a different tensor,
+    # all of one dtype and one rank.
     refs = [shard.ref() for shard in input_shards if tf.is_tensor(shard)]
     if len(set(refs)) != len(refs):
         raise ValueError(
-            f"{what}: input_shards should not contain any duplicate entries (each shard gives "
+            f"input_shards should not contain any duplicate entries. ({what}: each shard gives "
             "its own tensor)"
         )
     shards = [tf.convert_to_tensor(shard) for shard in input_shards]
     dtypes = {shard.dtype for shard in shards}
     if len(dtypes) != 1:
         names = sorted(dtype.name for dtype in dtypes)
-        raise ValueError(f"{what}: input_shards must all have the same dtype, got {names}")
+        raise ValueError(f"Expected tensors to all be of the same type. ({what}: got {names})")
+    ranks = {shard.shape.rank for shard in shards}
+    if len(ranks) != 1:
+        listed = sorted(ranks, key=lambda rank: -1 if rank is None else rank)
+        raise ValueError(f"Expected tensors to all be of the same rank. ({what}: got {listed})")
     _check_shard_order(shards)
     return shards
 

@@ -1,0 +1,140 @@
+"""User programs checking the ops' errors against the original's rules and words.
+
+Each case is something the original (graphcore/tensorflow r2.6, tensorflow/python/ipu/ops)
+accepts, or refuses with a given exception type and message.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from openipu._src.ops import (
+    functional_ops,
+    image_ops,
+    internal_ops,
+    math_ops,
+    nn_ops,
+    within_replica_ops,
+)
+
+RNG = np.random.default_rng(7)
+
+
+# --- internal_ops.fifo ---------------------------------------------------------------------------
+
+
+def test_fifo_without_a_queue_takes_any_offload():
+    # The original returns x for depth < 1 before making the op whose bool attribute offload is.
+    x = tf.constant([1.0, 2.0])
+    np.testing.assert_array_equal(internal_ops.fifo(x, 0, offload="yes"), [1.0, 2.0])
+
+
+# --- functional_ops.outlined_function / nn_ops.multi_conv -----------------------------------------
+
+
+def test_outlined_function_checks_its_bool_options_when_called_not_when_decorated():
+    # Bool attributes of the original's Function op, made when the function is called.
+    outlined = functional_ops.outlined_function(lambda x: x * 2.0, unique_sharding="yes")
+    with pytest.raises(TypeError, match="unique_sharding must be a bool"):
+        outlined(tf.ones([2]))
+    fine = functional_ops.outlined_function(lambda x: x * 2.0, keep_input_layouts=False)
+    np.testing.assert_array_equal(fine(tf.constant([1.0, 3.0])), [2.0, 6.0])
+
+
+def test_multi_conv_checks_its_options_when_called_with_the_original_words():
+    decorated = nn_ops.multi_conv(options="planType=serial")(lambda x: x + 1.0)
+    with pytest.raises(
+        TypeError,
+        match=r"Expected the multi_conv `options` to be a `dict`, but got planType=serial instead",
+    ):
+        decorated(tf.ones([2]))
+    ok = nn_ops.multi_conv(options={"planType": "serial"})(lambda x: x + 1.0)
+    np.testing.assert_array_equal(ok(tf.constant([1.0])), [2.0])
+
+
+# --- math_ops.serialized_matmul --------------------------------------------------------------------
+
+
+def test_serialized_matmul_errors_are_the_original_s():
+    a, b = tf.zeros([4, 6]), tf.zeros([6, 2])
+    with pytest.raises(ValueError, match="serialization_factor has to be at least 1, but was 0"):
+        math_ops.serialized_matmul(a, b, 0, "a_columns")
+    with pytest.raises(ValueError, match="Expected tensor 'b' to have a minimum rank of 2"):
+        math_ops.serialized_matmul(a, tf.zeros([6]), 1, "a_columns")
+    with pytest.raises(
+        ValueError,
+        match="Invalid serialization_dimension=rows, expected one of: 'a_columns', "
+        "'a_rows_b_columns', 'b_rows'.",
+    ):
+        math_ops.serialized_matmul(a, b, 1, "rows")
+    with pytest.raises(
+        ValueError,
+        match=r"Expected the number of columns in 'a' \(6\) to match the number of rows in "
+        r"'b' \(5\)",
+    ):
+        math_ops.serialized_matmul(a, tf.zeros([5, 2]), 1, "a_rows_b_columns")
+    for dimension, words in (
+        ("a_columns", r"columns dimension of 'a' \(4\)"),
+        ("a_rows_b_columns", r"rows dimension of 'a' \(6\)"),
+        ("b_rows", r"rows dimension of 'b' \(2\)"),
+    ):
+        with pytest.raises(
+            ValueError, match=r"Expected 'serialization_factor' \(5\) to divide the " + words
+        ):
+            math_ops.serialized_matmul(a, b, 5, dimension)
+
+
+def test_serialized_matmul_checks_the_factor_before_the_dimension_as_the_original():
+    with pytest.raises(ValueError, match="serialization_factor has to be at least 1"):
+        math_ops.serialized_matmul(tf.zeros([2, 2]), tf.zeros([2, 2]), 0, "nonsense")
+
+
+@pytest.mark.parametrize("dimension", ["a_columns", "a_rows_b_columns", "b_rows"])
+def test_serialized_matmul_still_multiplies(dimension):
+    a = RNG.normal(size=(4, 6)).astype(np.float32)
+    b = RNG.normal(size=(6, 2)).astype(np.float32)
+    got = math_ops.serialized_matmul(a, b, 2, dimension)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-6)
+
+
+# --- within_replica_ops ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", ["all_reduce", "reduce_scatter"])
+def test_within_replica_reductions_refuse_mixed_ranks_as_the_original(function):
+    # The original's _validate_inputs checks one rank for every op, before it reshapes scalars.
+    with pytest.raises(ValueError, match="Expected tensors to all be of the same rank."):
+        getattr(within_replica_ops, function)(
+            [tf.constant(1.0), tf.constant([2.0, 3.0])], "COLLECTIVE_OP_ADD"
+        )
+
+
+def test_within_replica_messages_start_with_the_original_s():
+    with pytest.raises(ValueError, match="Expected tensors to all be of the same type."):
+        within_replica_ops.all_gather([tf.ones([2]), tf.ones([2], tf.int32)])
+    shard = tf.ones([2])
+    with pytest.raises(ValueError, match="input_shards should not contain any duplicate entries."):
+        within_replica_ops.all_reduce([shard, shard], "COLLECTIVE_OP_ADD")
+    with pytest.raises(
+        ValueError,
+        match=r"Expecting tensor dimensions to all have the same sizes, except for dim 1, but got "
+        r"shapes \[2, 1\] and \[3, 1\] for tensors 0 and 1",
+    ):
+        within_replica_ops.all_gather([tf.ones([2, 1]), tf.ones([3, 1])], axis=1)
+
+
+def test_within_replica_scalars_still_reduce():
+    got = within_replica_ops.all_reduce([tf.constant(1.0), tf.constant(2.0)], "COLLECTIVE_OP_ADD")
+    for shard in got:
+        np.testing.assert_array_equal(shard, [3.0])
+
+
+# --- image_ops.normalise_image ---------------------------------------------------------------------
+
+
+def test_normalise_image_dtype_error_is_the_original_s():
+    with pytest.raises(
+        TypeError,
+        match="The input `image` to `normalise_image` must be either float16, float32 or uint8.",
+    ):
+        image_ops.normalise_image(tf.ones([2, 3], tf.int32), [0.0] * 3, [1.0] * 3)
