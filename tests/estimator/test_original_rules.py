@@ -238,3 +238,26 @@ def test_pipeline_spec_checks_only_the_running_modes_hooks():
     # The stock EstimatorSpec's TypeError, which the original meets once the mode runs.
     with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances, given: 7"):
         estimator.evaluate(input_fn, steps=2)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"save_summary_steps": -1}, "save_summary_steps should be >= 0"),
+        ({"keep_checkpoint_every_n_hours": 0}, "keep_checkpoint_every_n_hours should be > 0"),
+        ({"log_step_count_steps": 0}, "log_step_count_steps should be > 0"),
+        ({"tf_random_seed": 1.5}, "tf_random_seed must be integer."),
+        ({"session_config": {}}, "session_config must be instance of ConfigProto"),
+        ({"protocol": "http"}, "protocol should be grpc or grpc\\+verbs"),
+        ({"device_fn": lambda x: ""}, 'exactly one argument "op"'),
+    ],
+)
+def test_run_config_properties_are_checked_as_the_stock_run_config(settings, message):
+    # The IPU RunConfig is tensorflow_estimator's RunConfig, which checks its properties
+    # when made and when replaced (run_config.py, _validate_properties).
+    with pytest.raises(ValueError, match=message):
+        ipu.ipu_run_config.RunConfig(**settings)
+    with pytest.raises(ValueError, match=message):
+        ipu.ipu_run_config.RunConfig().replace(**settings)
+    config = ipu.ipu_run_config.RunConfig(device_fn=lambda op: "/device:CPU:0")
+    assert config.device_fn is not None

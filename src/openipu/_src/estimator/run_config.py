@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import collections
 import copy
+import inspect
 import json
 import os
+from collections.abc import Callable
 from typing import Any
+
+import tensorflow as tf
 
 from openipu._src.config.ipu_config import IPUConfig
 
@@ -182,6 +186,7 @@ class RunConfig:
         # master is read from TF_CONFIG; only an explicit argument overrides it.
         if master is not None:
             self._master = master
+        _check_properties(self)
 
     def _read_tf_config(self) -> None:
         """The cluster properties from the TF_CONFIG environment variable (stock rules)."""
@@ -354,4 +359,68 @@ class RunConfig:
             new._save_checkpoints_secs = None
         elif "save_checkpoints_secs" in kwargs and secs is not None:
             new._save_checkpoints_steps = None
+        _check_properties(new)
         return new
+
+
+def _device_fn_takes_op(device_fn: Any) -> bool:
+    try:
+        parameters = inspect.signature(device_fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return list(parameters) == ["op"]
+
+
+#: (property, the value is valid, the stock message): tensorflow_estimator's RunConfig checks
+#: them in its constructor and replace() (run_config.py, _validate_properties); a None value
+#: is not checked.
+_PROPERTY_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("model_dir", bool, "model_dir should be non-empty"),
+    ("save_summary_steps", lambda steps: steps >= 0, "save_summary_steps should be >= 0"),
+    (
+        "save_checkpoints_steps",
+        lambda steps: steps >= 0,
+        "save_checkpoints_steps should be >= 0",
+    ),
+    ("save_checkpoints_secs", lambda secs: secs >= 0, "save_checkpoints_secs should be >= 0"),
+    (
+        "session_config",
+        lambda config: isinstance(config, tf.compat.v1.ConfigProto),
+        "session_config must be instance of ConfigProto",
+    ),
+    ("keep_checkpoint_max", lambda count: count >= 0, "keep_checkpoint_max should be >= 0"),
+    (
+        "keep_checkpoint_every_n_hours",
+        lambda hours: hours > 0,
+        "keep_checkpoint_every_n_hours should be > 0",
+    ),
+    ("log_step_count_steps", lambda steps: steps > 0, "log_step_count_steps should be > 0"),
+    ("tf_random_seed", lambda seed: isinstance(seed, int), "tf_random_seed must be integer."),
+    (
+        "experimental_max_worker_delay_secs",
+        lambda secs: isinstance(secs, int),
+        "experimental_max_worker_delay_secs must be an integer if set.",
+    ),
+    (
+        "session_creation_timeout_secs",
+        lambda secs: secs > 0,
+        "session_creation_timeout_secs should be > 0",
+    ),
+    (
+        "device_fn",
+        lambda device_fn: callable(device_fn) and _device_fn_takes_op(device_fn),
+        'device_fn must be callable with exactly one argument "op".',
+    ),
+    (
+        "protocol",
+        lambda protocol: protocol in (None, "grpc", "grpc+verbs"),
+        "protocol should be grpc or grpc+verbs",
+    ),
+)
+
+
+def _check_properties(config: RunConfig) -> None:
+    for name, valid, message in _PROPERTY_RULES:
+        value = getattr(config, f"_{name}")
+        if value is not None and not valid(value):
+            raise ValueError(message)
