@@ -7,15 +7,14 @@ accepts, or refuses with a given exception type and message.
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.python import ipu
+from tensorflow.python.ipu.ops import within_replica_ops
 
-from openipu._src.ops import (
-    functional_ops,
-    image_ops,
-    internal_ops,
-    math_ops,
-    nn_ops,
-    within_replica_ops,
-)
+functional_ops = ipu.functional_ops
+image_ops = ipu.image_ops
+internal_ops = ipu.internal_ops
+math_ops = ipu.math_ops
+nn_ops = ipu.nn_ops
 
 RNG = np.random.default_rng(7)
 
@@ -138,3 +137,17 @@ def test_normalise_image_dtype_error_is_the_original_s():
         match="The input `image` to `normalise_image` must be either float16, float32 or uint8.",
     ):
         image_ops.normalise_image(tf.ones([2, 3], tf.int32), [0.0] * 3, [1.0] * 3)
+
+
+def test_sequence_slice_refuses_a_src_tensor_of_another_type_as_the_ops_type_attribute():
+    dst = tf.zeros([2, 3], tf.float32)
+    src = tf.ones([2, 3], tf.float16)
+    counts = tf.constant([1], tf.int32)
+    starts = tf.constant([0], tf.int32)
+    with pytest.raises(TypeError, match="Input 'src' of 'SequenceSlice' Op has type float16"):
+        ipu.slicing_ops.sequence_slice(dst, src, counts, starts, starts, False)
+    # Values that are not tensors convert to dst's type, as TensorFlow's op builder does.
+    result = ipu.slicing_ops.sequence_slice(
+        dst, np.ones([2, 3], np.float64), counts, starts, starts, False
+    )
+    np.testing.assert_array_equal(result, [[1, 1, 1], [0, 0, 0]])

@@ -64,6 +64,13 @@ def _check_rank(value: tf.Tensor, label: str, what: str) -> None:
 
 def _checked_tensors(dst, src, what: str) -> tuple[tf.Tensor, tf.Tensor]:
     dst = tf.convert_to_tensor(dst)
+    if isinstance(src, tf.Tensor) and src.dtype != dst.dtype:
+        # dst and src share the op's type attribute: TensorFlow's op builder refuses a tensor
+        # of another type with this TypeError (values of other kinds are converted).
+        raise TypeError(
+            f"Input 'src' of 'SequenceSlice' Op has type {src.dtype.name} that does not match "
+            f"type {dst.dtype.name} of argument 'dst'. ({what})"
+        )
     src = tf.convert_to_tensor(src, dtype=dst.dtype)
     _check_rank(dst, "dst", what)
     _check_rank(src, "src", what)
