@@ -281,13 +281,9 @@ def test_sparse_gradients_are_not_supported():
         ({"optimizer_compute_precisions": (tf.float32,) * 3}, ValueError, "2 dtype.*got 3"),
         ({"optimizer_compute_precisions": "float32"}, TypeError, "must be a tuple"),
         ({"optimizer_compute_precisions": (tf.float32, tf.int8)}, ValueError, "floating-point"),
-        ({"exclude_from_weight_decay": "bias"}, TypeError, "exclude_from_weight_decay must be"),
-        ({"exclude_from_layer_adaptation": [1]}, TypeError, "exclude_from_layer_adaptation"),
-        ({"exclude_from_weight_decay": ["(bias"]}, ValueError, "invalid regex '\\(bias'"),
         ({"weight_norm_clip": "1"}, ValueError, "weight_norm_clip must be None or a number"),
         ({"m_dtype": "int32"}, ValueError, "m_dtype must be None or a floating-point dtype"),
         ({"v_dtype": object()}, TypeError, "v_dtype must be None or a floating-point dtype"),
-        ({"outline_apply_gradients": None}, TypeError, "outline_apply_gradients must be a bool"),
         ({"amsgrad": True}, TypeError, "Unexpected keyword argument"),
     ],
 )

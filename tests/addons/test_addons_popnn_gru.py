@@ -288,11 +288,8 @@ def test_other_activations_match_keras(activation, recurrent_activation):
         ({"implementation": 0}, "implementation"),
         ({"go_backwards": True}, "go_backwards"),
         ({"unroll": True}, "unroll"),
-        ({"dropout": None}, "dropout"),
-        ({"dropout_seed": [1.5, 2.0]}, "dropout_seed"),
         ({"available_memory_proportion_fwd": -0.5}, "available_memory_proportion_fwd"),
         ({"available_memory_proportion_bwd": 2}, "available_memory_proportion_bwd"),
-        ({"reset_after": "yes"}, "reset_after"),
         ({"units": 0}, "units"),
     ],
 )

@@ -323,12 +323,8 @@ def test_other_activations_match_keras(activation, recurrent_activation):
         ({"implementation": 3}, "implementation"),
         ({"go_backwards": True}, "go_backwards"),
         ({"unroll": True}, "unroll"),
-        ({"dropout": "half"}, "dropout"),
-        ({"dropout_seed": [1, 2, 3]}, "dropout_seed"),
         ({"available_memory_proportion_fwd": 1.5}, "available_memory_proportion_fwd"),
         ({"available_memory_proportion_bwd": "half"}, "available_memory_proportion_bwd"),
-        ({"seed": 1.5}, "seed"),
-        ({"unit_forget_bias": "yes"}, "unit_forget_bias"),
     ],
 )
 def test_constructor_errors(kwargs, message):

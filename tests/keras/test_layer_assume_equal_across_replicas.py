@@ -32,8 +32,3 @@ def test_config_round_trip_and_output_shape():
     assert config["inplace"] is True
     assert AssumeEqualAcrossReplicas.from_config(config).get_config() == config
     assert layer.compute_output_shape((None, 3)) == (None, 3)
-
-
-def test_inplace_must_be_a_bool():
-    with pytest.raises(TypeError, match="inplace must be a bool, got 'yes'"):
-        AssumeEqualAcrossReplicas(inplace="yes")

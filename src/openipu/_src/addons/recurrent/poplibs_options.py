@@ -23,9 +23,14 @@ def as_dict(owner: str, name: str, value) -> dict:
     """`value` (None for none) as a dict of option names to values."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{owner}: {name} must be a dict of PopLibs options, got {value!r}")
-    return dict(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    # The original takes `dict(options)` (ipu_tensorflow_addons/keras/layers/rnn.py): pairs
+    # work; anything else is dict()'s TypeError or ValueError.
+    try:
+        return dict(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{owner}: {name} must be a dict of PopLibs options ({error})") from None
 
 
 def check_when_built(options: dict) -> None:

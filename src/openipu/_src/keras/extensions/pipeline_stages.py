@@ -19,6 +19,7 @@ have records holding their own records.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -42,7 +43,11 @@ class PipelineStage:
     """Context manager: layers called inside it are assigned to pipeline stage `stage`."""
 
     def __init__(self, stage: int) -> None:
-        if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
+        # The original (keras/ipu/extensions/pipeline_stage_assignment.py) keeps the stage as
+        # given and refuses a negative one on entering the scope; NumPy integers work as ints.
+        if isinstance(stage, numbers.Integral) and not isinstance(stage, bool):
+            stage = int(stage)
+        if not isinstance(stage, int):
             raise ValueError(f"PipelineStage: the stage must be an int >= 0, got {stage!r}")
         self._stage = stage
 
@@ -51,6 +56,8 @@ class PipelineStage:
         return self._stage
 
     def __enter__(self) -> PipelineStage:
+        if self._stage < 0:
+            raise ValueError(f"{self._stage} is not a valid pipeline stage.")
         _install_node_recorder()
         _mark_staged_model()
         _state.__dict__.setdefault("stages", []).append(self._stage)

@@ -15,8 +15,8 @@ class AssumeEqualAcrossReplicas(tf_keras.layers.Layer):
 
     def __init__(self, inplace: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        if not isinstance(inplace, bool):
-            raise TypeError(f"AssumeEqualAcrossReplicas: inplace must be a bool, got {inplace!r}")
+        # Read for its truth only, as the original (ipu_tensorflow_addons/keras/layers/
+        # assume_equal_across_replicas.py, ops/cross_replica_ops.py `if not inplace`).
         self.inplace = inplace
 
     def call(self, inputs, **kwargs):

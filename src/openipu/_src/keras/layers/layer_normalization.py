@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import tensorflow as tf
 import tf_keras
 
@@ -66,6 +68,8 @@ class LayerNormalization(tf_keras.layers.Layer):
         if rank is None:
             raise ValueError(f"Input shape {input_shape} has undefined rank.")
         axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
+        # The original indexes shapes with the entries: NumPy integers work as ints.
+        axes = tuple(int(a) if isinstance(a, numbers.Integral) else a for a in axes)
         for axis in axes:
             if not isinstance(axis, int) or not -rank <= axis < rank:
                 raise ValueError(f"Invalid axis: {axis} (for inputs of rank {rank})")

@@ -102,7 +102,9 @@ class PopnnGRU(PopnnRecurrent):
             **kwargs,
         )
         if not isinstance(reset_after, bool):
-            raise ValueError(f"PopnnGRU: reset_after must be a bool, got {reset_after!r}")
+            # The original hands it to its Popnn op's bool attribute, which refuses anything
+            # else (ipu_tensorflow_addons/keras/layers/rnn.py; TensorFlow's make_bool).
+            raise TypeError(f"Expected bool for argument 'reset_after' not {reset_after!r}.")
         self.reset_after = reset_after
 
     def state_shape(self, batch_size: int):

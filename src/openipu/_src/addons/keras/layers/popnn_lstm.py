@@ -100,10 +100,7 @@ class PopnnLSTM(PopnnRecurrent):
             available_memory_proportion_bwd=available_memory_proportion_bwd,
             **kwargs,
         )
-        if not isinstance(unit_forget_bias, bool):
-            raise ValueError(
-                f"PopnnLSTM: unit_forget_bias must be a bool, got {unit_forget_bias!r}"
-            )
+        # Taken by truth value, as the original (ipu_tensorflow_addons/keras/layers/rnn.py).
         self.unit_forget_bias = unit_forget_bias
 
     def state_shape(self, batch_size: int):

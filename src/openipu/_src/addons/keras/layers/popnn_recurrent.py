@@ -66,7 +66,8 @@ class PopnnRecurrent(tf_keras.layers.Layer):
                 "unroll": (unroll, False),
             },
         )
-        if implementation not in (1, 2) or isinstance(implementation, bool):
+        # The original maps 2 to 1, then refuses anything else that is not 1.
+        if implementation not in (1, 2):
             raise ValueError(f"{owner}: implementation must be 1 or 2, got {implementation!r}")
         self.options = poplibs_options.as_dict(owner, "options", kwargs.pop("options", None))
         self.options_bwd = poplibs_options.as_dict(
@@ -89,7 +90,9 @@ class PopnnRecurrent(tf_keras.layers.Layer):
         self.recurrent_initializer = tf_keras.initializers.get(recurrent_initializer)
         self.bias_initializer = tf_keras.initializers.get(bias_initializer)
         self.dropout = _checked_rate(owner, dropout)
-        self.dropout_seed = None if dropout_seed is None else _seed_pair(owner, dropout_seed)
+        # The original hands dropout_seed to rand_ops.dropout only when it drops out (in
+        # training, dropout > 0), which checks it then (ipu_tensorflow_addons/keras/layers/rnn.py).
+        self.dropout_seed = dropout_seed
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.stateful = bool(stateful)
@@ -245,7 +248,7 @@ class PopnnRecurrent(tf_keras.layers.Layer):
             "recurrent_initializer": tf_keras.initializers.serialize(self.recurrent_initializer),
             "bias_initializer": tf_keras.initializers.serialize(self.bias_initializer),
             "dropout": self.dropout,
-            "dropout_seed": None if self.dropout_seed is None else list(self.dropout_seed),
+            "dropout_seed": _seed_config(self.dropout_seed),
             "return_sequences": self.return_sequences,
             "return_state": self.return_state,
             "stateful": self.stateful,
@@ -268,7 +271,7 @@ class PopnnRecurrent(tf_keras.layers.Layer):
 
     def _seeded(self, initializer):
         """`initializer`, seeded with the layer's `seed` unless it has a seed of its own."""
-        if self.seed is None:
+        if self.seed is None or isinstance(self.seed, bool) or not isinstance(self.seed, int):
             return initializer
         config = initializer.get_config()
         if config.get("seed", 0) is not None:
@@ -276,7 +279,7 @@ class PopnnRecurrent(tf_keras.layers.Layer):
         return type(initializer).from_config({**config, "seed": self.seed})
 
     def _input_dropout(self, inputs: tf.Tensor, training) -> tf.Tensor:
-        if self.dropout == 0.0:
+        if not self.dropout > 0.0:  # the original's test: a negative rate drops nothing
             return inputs
         if training is None:
             training = tf_keras.backend.learning_phase()
@@ -298,9 +301,17 @@ class _StateHolder:
 
 
 def _reject_unsupported(owner: str, arguments: dict) -> None:
-    """`arguments` maps a name to (given value, the only supported value)."""
+    """`arguments` maps a name to (given value, the only supported value). As the original
+    (ipu_tensorflow_addons/keras/layers/rnn.py), flags and regularizers/constraints are
+    judged by truth value (`unroll=None` is no unroll) and recurrent_dropout by `!= 0`."""
     for name, (value, supported) in arguments.items():
-        if value != supported:
+        if supported is True:
+            refused = not value
+        elif supported is False or supported is None:
+            refused = bool(value)
+        else:
+            refused = value != supported
+        if refused:
             raise ValueError(
                 f"{owner}: {name}={value!r} is not supported on the IPU (only {supported!r})"
             )
@@ -309,22 +320,24 @@ def _reject_unsupported(owner: str, arguments: dict) -> None:
 def _checked_rate(owner: str, rate) -> float:
     # The original checks the range only when it drops out, in training (rand_ops.dropout's
     # ValueError, ipu_tensorflow_addons/keras/layers/rnn.py): a layer made with dropout=1.0
-    # still predicts.
+    # still predicts. A rate that is no number fails its `dropout > 0.` with a TypeError.
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
-        raise ValueError(f"{owner}: dropout must be a float in [0, 1), got {rate!r}")
+        raise TypeError(f"{owner}: dropout must be a float in [0, 1), got {rate!r}")
     return float(rate)
 
 
-def _checked_seed(owner: str, seed) -> int | None:
+def _checked_seed(owner: str, seed):
+    # The original keeps `seed` for initializers it makes itself (none, with the default
+    # initializers), so any value is taken; only an int seeds the initializers here.
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return int(seed)
+    return seed
+
+
+def _seed_config(seed):
     if seed is None:
         return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"{owner}: seed must be an int or None, got {seed!r}")
-    return int(seed)
-
-
-def _seed_pair(owner: str, seed) -> tuple[int, int]:
-    values = tf.get_static_value(tf.convert_to_tensor(seed))
-    if values is None or values.shape != (2,) or values.dtype.kind not in "iu":
-        raise ValueError(f"{owner}: dropout_seed must be a pair of 32-bit integers, got {seed!r}")
-    return int(values[0]), int(values[1])
+    value = tf.get_static_value(seed) if tf.is_tensor(seed) else seed
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return list(value) if isinstance(value, tuple) else value

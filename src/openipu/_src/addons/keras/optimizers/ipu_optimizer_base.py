@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 from tf_keras.src import backend
@@ -47,20 +46,10 @@ class IpuOptimizerBase(tf_keras.optimizers.legacy.Optimizer):
         self.opt_dtypes = _compute_precisions(
             type(self).__name__, optimizer_compute_precisions, self._compute_stage_count
         )
-        if not isinstance(outline_apply_gradients, (bool, np.bool_)):
-            raise TypeError(
-                f"{type(self).__name__}: outline_apply_gradients must be a bool, "
-                f"got {outline_apply_gradients!r}"
-            )
-        self.outline_apply_gradients = bool(outline_apply_gradients)
-        if outline_apply_gradients_kwargs is not None and not isinstance(
-            outline_apply_gradients_kwargs, dict
-        ):
-            raise TypeError(
-                f"{type(self).__name__}: outline_apply_gradients_kwargs must be a dict or "
-                f"None, got {outline_apply_gradients_kwargs!r}"
-            )
-        self.outline_apply_gradients_kwargs = dict(outline_apply_gradients_kwargs or {})
+        # Kept as given, as the original (keras/optimizers/ipu_optimizer_base.py): the flag
+        # counts by truth value, and the kwargs are only unpacked (`**`) when it is on.
+        self.outline_apply_gradients = outline_apply_gradients
+        self.outline_apply_gradients_kwargs = outline_apply_gradients_kwargs or {}
         # Slot name -> its dtype (None: the variable's); subclasses fill it in.
         self._slot_dtypes: dict[str, tf.DType | None] = {}
 
@@ -113,6 +102,20 @@ class IpuOptimizerBase(tf_keras.optimizers.legacy.Optimizer):
         self._weights.append(weight)
         return weight
 
+    def apply_gradients(self, grads_and_vars, name=None, experimental_aggregate_gradients=True):
+        kwargs = self.outline_apply_gradients_kwargs
+        if self.outline_apply_gradients and not isinstance(kwargs, Mapping):
+            # What the original's `ipu.outlined_function(fn, **kwargs)` raises.
+            raise TypeError(
+                "outlined_function() argument after ** must be a mapping, not "
+                f"{type(kwargs).__name__}"
+            )
+        return super().apply_gradients(
+            grads_and_vars,
+            name=name,
+            experimental_aggregate_gradients=experimental_aggregate_gradients,
+        )
+
     def _resource_apply_sparse(self, grad, handle, indices, apply_state=None):
         raise NotImplementedError(
             f"{type(self).__name__} does not support sparse gradients (tf.IndexedSlices, "
@@ -127,9 +130,13 @@ class IpuOptimizerBase(tf_keras.optimizers.legacy.Optimizer):
     def get_config(self) -> dict:
         return {
             **super().get_config(),
-            "optimizer_compute_precisions": [dtype.name for dtype in self.opt_dtypes],
+            "optimizer_compute_precisions": [getattr(d, "name", d) for d in self.opt_dtypes],
             "outline_apply_gradients": self.outline_apply_gradients,
-            "outline_apply_gradients_kwargs": dict(self.outline_apply_gradients_kwargs),
+            "outline_apply_gradients_kwargs": (
+                dict(self.outline_apply_gradients_kwargs)
+                if isinstance(self.outline_apply_gradients_kwargs, Mapping)
+                else self.outline_apply_gradients_kwargs
+            ),
         }
 
 
@@ -166,13 +173,15 @@ def _compute_precisions(owner: str, precisions, stage_count: int) -> tuple[tf.DT
             f"{owner}: optimizer_compute_precisions must be a tuple of {stage_count} "
             f"floating-point dtypes, got {precisions!r}"
         )
-    if len(precisions) != stage_count:
+    # The original's Adam and SGD read the first dtype only (a longer tuple works); its LAMB
+    # wants exactly two (keras/optimizers/lamb_optimizer.py).
+    if len(precisions) < stage_count or (stage_count > 1 and len(precisions) != stage_count):
         raise ValueError(
             f"{owner}: optimizer_compute_precisions must hold {stage_count} dtype(s) (one per "
             f"stage of the update), got {len(precisions)}: {precisions!r}"
         )
     dtypes = []
-    for precision in precisions:
+    for precision in precisions[:stage_count]:
         dtype = float_dtype_or_none(owner, "optimizer_compute_precisions", precision)
         if dtype is None:
             raise TypeError(
@@ -180,19 +189,9 @@ def _compute_precisions(owner: str, precisions, stage_count: int) -> tuple[tf.DT
                 f"{precisions!r}"
             )
         dtypes.append(dtype)
-    return tuple(dtypes)
+    return (*dtypes, *precisions[stage_count:])
 
 
 def variable_dtype(var: tf.Variable) -> tf.DType:
     """The dtype the variable stores (its change is cast to it)."""
     return _true_dtype(var)
-
-
-def check_fraction(owner: str, parameter: str, value, *, one_allowed: bool) -> None:
-    """Python numbers must lie in [0, 1] (or [0, 1)); tensors and callables are the user's care."""
-    allowed = "[0, 1]" if one_allowed else "[0, 1)"
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{owner}: {parameter} must be a float in {allowed}, got {value!r}")
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        if not (0.0 <= value <= 1.0 if one_allowed else 0.0 <= value < 1.0):
-            raise ValueError(f"{owner}: {parameter} must be in {allowed}, got {value}")

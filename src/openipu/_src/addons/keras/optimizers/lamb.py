@@ -80,12 +80,10 @@ class LAMBIpuOptimizer(base.IpuOptimizerBase):
         self.m_dtype = base.float_dtype_or_none(owner, "m_dtype", m_dtype)
         self.v_dtype = base.float_dtype_or_none(owner, "v_dtype", v_dtype)
         self.weight_norm_clip = None if weight_norm_clip is None else float(weight_norm_clip)
-        self.exclude_from_weight_decay = _patterns(
-            owner, "exclude_from_weight_decay", exclude_from_weight_decay
-        )
-        self.exclude_from_layer_adaptation = _patterns(
-            owner, "exclude_from_layer_adaptation", exclude_from_layer_adaptation
-        )
+        # Kept as given and searched with re.search when gradients are applied, as the
+        # original (keras/optimizers/lamb_optimizer.py): a bad pattern fails there.
+        self.exclude_from_weight_decay = exclude_from_weight_decay
+        self.exclude_from_layer_adaptation = exclude_from_layer_adaptation
         self._slot_dtypes = {"m": self.m_dtype, "v": self.v_dtype}
 
     def _create_slots(self, var_list) -> None:
@@ -152,28 +150,10 @@ class LAMBIpuOptimizer(base.IpuOptimizerBase):
         }
 
 
-def _patterns(owner: str, parameter: str, patterns) -> tuple[str, ...] | None:
-    if patterns is None:
-        return None
-    if not isinstance(patterns, (list, tuple)) or not all(
-        isinstance(pattern, str) for pattern in patterns
-    ):
-        raise TypeError(
-            f"{owner}: {parameter} must be None or a list of regex strings, got {patterns!r}"
-        )
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as error:
-            raise ValueError(
-                f"{owner}: {parameter} holds an invalid regex {pattern!r}: {error}"
-            ) from None
-    return tuple(patterns)
+def _matches_any(patterns, name: str) -> bool:
+    # The original's loop: any iterable of patterns (a str is one of characters).
+    return bool(patterns) and any(re.search(pattern, name) is not None for pattern in patterns)
 
 
-def _matches_any(patterns: tuple[str, ...] | None, name: str) -> bool:
-    return any(re.search(pattern, name) for pattern in patterns or ())
-
-
-def _list_or_none(patterns: tuple[str, ...] | None) -> list[str] | None:
-    return None if patterns is None else list(patterns)
+def _list_or_none(patterns):
+    return list(patterns) if isinstance(patterns, tuple) else patterns

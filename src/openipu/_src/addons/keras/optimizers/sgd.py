@@ -38,9 +38,10 @@ class SGDIpuOptimizer(base.IpuOptimizerBase):
     ) -> None:
         super().__init__(name, **kwargs)
         owner = type(self).__name__
-        base.check_fraction(owner, "momentum", momentum, one_allowed=True)
-        if not isinstance(nesterov, bool):
-            raise TypeError(f"{owner}: nesterov must be a bool, got {nesterov!r}")
+        # Keras's SGD checks (keras/optimizer_v2/gradient_descent.py, the original's base):
+        # Python numbers only, and nesterov is taken by truth value.
+        if isinstance(momentum, (int, float)) and (momentum < 0 or momentum > 1):
+            raise ValueError("`momentum` must be between [0, 1].")
         self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
         self._set_hyper("decay", self._initial_decay)
         self._momentum = isinstance(momentum, tf.Tensor) or callable(momentum) or momentum > 0

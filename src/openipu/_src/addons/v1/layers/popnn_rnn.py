@@ -27,18 +27,6 @@ from openipu._src.addons.recurrent import activations, poplibs_options
 from openipu._src.addons.recurrent import options as recurrent_options
 from openipu._src.int_like import as_attr_int, plain_int
 
-# The original's op_util.get_activation_name accepts functions from these modules only
-# (Keras activations and TensorFlow's math ops); today's `tf.tanh`/`tf.nn.relu` live in the
-# generated op modules, so those count as the math ops they were.
-_ACTIVATION_MODULE_SUFFIXES = (
-    "keras.activations",
-    "keras.src.activations",
-    "tensorflow.python.ops.math_ops",
-    "tensorflow.python.ops.gen_math_ops",
-    "tensorflow.python.ops.nn_ops",
-    "tensorflow.python.ops.gen_nn_ops",
-)
-
 _AMP_OPTION = "availableMemoryProportion"
 
 
@@ -253,25 +241,15 @@ def _checked_num_units(owner: str, value) -> int:
 
 
 def _activation_name(owner: str, parameter: str, value, allowed: tuple[str, ...]) -> str:
-    """The activation's name, from a name or a Keras/TensorFlow function (op_util.py)."""
-    if callable(value) and not isinstance(value, str):
-        module = getattr(value, "__module__", "") or ""
-        if not module.endswith(_ACTIVATION_MODULE_SUFFIXES):
-            raise TypeError(
-                f"{owner}: {parameter}: unrecognized function "
-                f"{module}.{getattr(value, '__name__', value)!s}; give one of "
-                f"{', '.join(repr(name) for name in allowed)}"
-            )
-        value = value.__name__
-    elif not isinstance(value, str):
-        raise TypeError(
-            f"{owner}: could not interpret {parameter} identifier {value!r}; give one of "
-            f"{', '.join(repr(name) for name in allowed)}"
-        )
-    if value not in allowed:
+    """The activation's name, from a name or a Keras/TensorFlow function (op_util.py); the
+    TF1 layers have no "no activation": None is a value op_util cannot interpret."""
+    name = None if value is None else activations.checked_name(owner, parameter, value, allowed)
+    if name is None:
         choices = ", ".join(repr(name) for name in allowed)
-        raise ValueError(f"{owner}: {parameter} must be one of {choices}, got {value!r}")
-    return value
+        raise TypeError(
+            f"{owner}: could not interpret {parameter} identifier None; give one of {choices}"
+        )
+    return name
 
 
 def _checked_options(owner: str, parameter: str, value) -> dict:

@@ -1,0 +1,55 @@
+"""User programs the original IPU Keras accepts (or refuses with a given error), run against
+openipu: checks it has no rule the original lacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from ipu_tensorflow_addons.keras.layers import AssumeEqualAcrossReplicas, LayerNormalization
+
+
+def test_assume_equal_inplace_by_truth_value():
+    # ops/cross_replica_ops.py reads `inplace` with `if not inplace`.
+    x = tf.constant([[1.0, -2.0]])
+    for inplace in ("yes", 1, None):
+        layer = AssumeEqualAcrossReplicas(inplace=inplace)
+        np.testing.assert_array_equal(layer(x), x)
+        assert layer.get_config()["inplace"] == inplace
+
+
+def test_layer_normalization_axes_may_be_numpy_integers():
+    x = np.random.RandomState(0).normal(size=(2, 3, 4)).astype(np.float32)
+    ours = LayerNormalization(axis=[np.int64(1), np.int64(-1)])
+    stock = keras.layers.LayerNormalization(axis=[1, 2])
+    np.testing.assert_allclose(ours(x), stock(x), rtol=1e-5, atol=1e-5)
+
+
+def test_pipeline_stage_takes_numpy_integers(strategy_on):
+    strategy = strategy_on(2)
+    x = np.random.RandomState(0).normal(size=(8, 4)).astype(np.float32)
+    with strategy.scope():
+        inputs = keras.Input((4,))
+        with keras.ipu.PipelineStage(np.int64(0)):
+            hidden = keras.layers.Dense(3, name="hidden")(inputs)
+        with keras.ipu.PipelineStage(np.int32(1)):
+            outputs = keras.layers.Dense(2, name="out")(hidden)
+        model = keras.Model(inputs, outputs)
+        model.set_pipelining_options(gradient_accumulation_steps_per_replica=4)
+        stages = [a.pipeline_stage for a in model.get_pipeline_stage_assignment()]
+        assert stages == [0, 1]
+        model.compile(steps_per_execution=4)
+        predicted = model.predict(x, batch_size=1, verbose=0)
+    hidden_w, hidden_b, out_w, out_b = model.get_weights()
+    np.testing.assert_allclose(
+        predicted, (x @ hidden_w + hidden_b) @ out_w + out_b, rtol=1e-5, atol=1e-5
+    )
+
+
+def test_negative_pipeline_stage_is_refused_on_entering_the_scope():
+    stage = keras.ipu.PipelineStage(-1)  # keras/ipu/extensions/pipeline_stage_assignment.py
+    with pytest.raises(ValueError, match="is not a valid pipeline stage"):
+        with stage:
+            pass
