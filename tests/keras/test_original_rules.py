@@ -53,3 +53,43 @@ def test_negative_pipeline_stage_is_refused_on_entering_the_scope():
     with pytest.raises(ValueError, match="is not a valid pipeline stage"):
         with stage:
             pass
+
+
+def test_pipeline_stage_of_no_number_is_refused_on_entering_the_scope():
+    # pipeline_stage_assignment.py keeps any stage; `__enter__` compares it with 0.
+    for stage in ("first", None):
+        scope = keras.ipu.PipelineStage(stage)
+        with pytest.raises(TypeError, match="'<' not supported"):
+            with scope:
+                pass
+
+
+def _accumulating_model(strategy, steps_per_execution):
+    with strategy.scope():
+        model = keras.Sequential(
+            [keras.layers.Dense(2, kernel_initializer="ones", input_shape=(4,))]
+        )
+        model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=steps_per_execution)
+        model.set_gradient_accumulation_options(
+            gradient_accumulation_steps_per_replica=4,
+            gradient_accumulation_reduction_method="mean",
+        )
+    return model
+
+
+def test_accumulation_is_checked_against_the_execution_cut_to_the_epoch(strategy_on):
+    # extensions_base.py: fit checks the data handler's `steps_per_execution`, which the
+    # handler cuts to an epoch of fewer steps (data_adapter.py `_truncate_execution_to_epoch`).
+    strategy = strategy_on(1)
+    rng = np.random.RandomState(0)
+    x, y = rng.normal(size=(16, 4)).astype(np.float32), rng.normal(size=(16, 2)).astype(np.float32)
+    model = _accumulating_model(strategy, steps_per_execution=8)
+    with strategy.scope():
+        with pytest.raises(RuntimeError, match="The model has been configured to use gradient"):
+            model.fit(x[:8], y[:8], batch_size=4, verbose=0)  # an execution of 2 steps
+        model.fit(x, y, batch_size=4, verbose=0)  # 4 steps: one whole accumulation
+    stock = keras.Sequential([keras.layers.Dense(2, kernel_initializer="ones", input_shape=(4,))])
+    stock.compile(keras.optimizers.SGD(0.1), "mse")
+    stock.fit(x, y, batch_size=16, verbose=0)
+    for ours, theirs in zip(model.get_weights(), stock.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -152,16 +152,14 @@ class ExecutionFunction:
         key = (steps, replicas, inner_shapes, every_step, synthetic)
         program = self._programs.get(key)
         if program is None:
-            pipeline_depth_check.check(self._model, self._kind, steps)
             stand_in = None
             if self._kind == "train":
+                # An execution cut to an epoch's fewer steps is checked as the original
+                # checks fit's `steps_per_execution` (extensions_base.py).
+                self._model._ipu_check_accumulation_divides(steps)  # noqa: SLF001
                 stand_in = self._model._ipu_accumulating_optimizer()  # noqa: SLF001
+            pipeline_depth_check.check(self._model, self._kind, steps)
             group_size = stand_in.count if stand_in is not None else 1
-            if steps % group_size:
-                raise ValueError(
-                    f"An execution of {steps} steps cannot hold whole gradient accumulation "
-                    f"groups of {group_size} steps"
-                )
             step = {
                 "train": lambda data: self._train_step(data, stand_in),
                 "test": self._test_step,

@@ -663,9 +663,18 @@ class KerasExtensions(_KerasModel):
                 self._ipu.warned_batch_normalization = pipeline_stages.warn_of_batch_normalization(
                     records
                 )
+        self._ipu_check_accumulation_divides(steps_per_execution)
+        accumulation = self._accumulation_steps()
+        if records is not None or (accumulation or 1) > 1:
+            optimizer_checks.check_minimize_not_overridden(self.optimizer)
+
+    def _ipu_check_accumulation_divides(self, steps_per_execution: int) -> None:
+        """The RuntimeError of the original's extensions_base.py
+        `_verify_and_get_gradient_accumulation_steps_per_replica`, which fit applies to each
+        epoch's `steps_per_execution` (cut to the epoch's steps when it has fewer)."""
         accumulation = self._accumulation_steps()
         if accumulation is not None and steps_per_execution % accumulation:
-            mode = "pipelined " if records is not None else ""
+            mode = "pipelined " if self._pipeline_records() is not None else ""
             raise RuntimeError(
                 f"The {mode}model has been configured to use gradient accumulation for "
                 "training, however the current `steps_per_execution` value (set to "
@@ -675,8 +684,6 @@ class KerasExtensions(_KerasModel):
                 "to make sure that `steps_per_execution` is divisible by "
                 "`gradient_accumulation_steps_per_replica`."
             )
-        if records is not None or (accumulation or 1) > 1:
-            optimizer_checks.check_minimize_not_overridden(self.optimizer)
 
     def _ipu_accumulating_optimizer(self) -> AccumulatingOptimizer | None:
         """A stand-in optimizer that accumulates, if the model accumulates gradients."""

@@ -44,11 +44,10 @@ class PipelineStage:
 
     def __init__(self, stage: int) -> None:
         # The original (keras/ipu/extensions/pipeline_stage_assignment.py) keeps the stage as
-        # given and refuses a negative one on entering the scope; NumPy integers work as ints.
+        # given and refuses a negative one on entering the scope (`stage < 0`: a TypeError
+        # for a stage that is no number); NumPy integers work as ints.
         if isinstance(stage, numbers.Integral) and not isinstance(stage, bool):
             stage = int(stage)
-        if not isinstance(stage, int):
-            raise ValueError(f"PipelineStage: the stage must be an int >= 0, got {stage!r}")
         self._stage = stage
 
     @property
