@@ -198,7 +198,7 @@ def test_register_needs_a_session_in_graph_mode_and_call_is_the_old_form(tf1_gra
     [
         ({"embedding_tensor": np.zeros([2, 2])}, "not a tensorflow tensor"),
         ({"optimizer_spec": 0.1}, "not a HostEmbeddingOptimizerSpec or None"),
-        ({"partition_strategy": "ROWS"}, "Unknown partition strategy 'ROWS'"),
+        ({"partition_strategy": "ROWS"}, "Unknown partition strategy ROWS"),
     ],
 )
 def test_bad_host_embedding_arguments(tf1_graph, kwargs, match):

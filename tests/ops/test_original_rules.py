@@ -151,3 +151,55 @@ def test_sequence_slice_refuses_a_src_tensor_of_another_type_as_the_ops_type_att
         dst, np.ones([2, 3], np.float64), counts, starts, starts, False
     )
     np.testing.assert_array_equal(result, [[1, 1, 1], [0, 0, 0]])
+
+
+# --- gen_popops_ops / gen_poputil_ops: the kernels' errors -----------------------------------------
+
+
+def test_multi_update_add_scale_must_be_a_scalar_in_the_kernel_s_words():
+    # kernels/popops/multi_slice.cc: InvalidArgument("scale must be a scalar, but got: ", ...).
+    from tensorflow.compiler.plugin.poplar.ops import gen_popops_ops
+
+    table = tf.zeros([4, 2])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"^scale must be a scalar, but got: \[2\]$"
+    ):
+        gen_popops_ops.ipu_multi_update_add(
+            table, indices=tf.constant([1], tf.int32), updates=tf.ones([1, 2]), scale=[1.0, 2.0]
+        )
+
+
+def test_stateful_gradient_accumulate_needs_a_mini_batch_in_the_kernel_s_words():
+    # kernels/poputil/stateful_gradient_accumulate.cc: FailedPrecondition.
+    from tensorflow.compiler.plugin.poplar.ops import gen_poputil_ops
+
+    with pytest.raises(
+        tf.errors.FailedPreconditionError, match=r"^num_mini_batches needs to be at least 1\.$"
+    ):
+        gen_poputil_ops.ipu_stateful_gradient_accumulate(tf.ones([2]), num_mini_batches=0)
+
+
+# --- embedding_ops.HostEmbedding -------------------------------------------------------------------
+
+
+def test_host_embedding_unknown_partition_strategy_in_the_original_s_words():
+    # embedding_ops.py: ValueError("Unknown partition strategy " + str(partition_strategy)).
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"^Unknown partition strategy ROWS"):
+            ipu.embedding_ops.HostEmbedding("e", tf.zeros([2, 2]), partition_strategy="ROWS")
+
+
+# --- popfloat_cast_to_gfloat: sr_density is only read by stochastic rounding ---------------------
+
+
+def test_gfloat_cast_ignores_the_sr_density_of_other_round_modes():
+    # The original's kernel (kernels/popfloat/cast_to_gfloat.cc) parses sr_density without
+    # checking the parse; only the SR round mode uses it.
+    from tensorflow.python.ipu.ops.experimental import popfloat_cast_to_gfloat as gf
+
+    half = gf.GenericFloat(man=10, exp=5, bias=15)
+    x = np.array([1.0, -2.5, 3.140625, 65504.0], np.float32)
+    out = half.cast_native_to_gfloat(tf.constant(x), round_mode="RN", sr_density="Gaussian")
+    np.testing.assert_array_equal(
+        np.asarray(out, np.float32), x.astype(np.float16).astype(np.float32)
+    )

@@ -175,7 +175,8 @@ def check_round_mode(round_mode: str, sr_density: str) -> None:
     # cast, which has no rounding for it; a clear error here instead of an undefined cast.
     if round_mode not in ROUND_MODES:
         raise ValueError(f"round_mode {round_mode!r} is not one of {', '.join(ROUND_MODES)}")
-    if sr_density not in SR_DENSITIES:
+    # An unknown density is only read by the SR mode: the other modes ignore it.
+    if round_mode == "SR" and sr_density not in SR_DENSITIES:
         raise ValueError(f"sr_density {sr_density!r} is not one of {', '.join(SR_DENSITIES)}")
 
 

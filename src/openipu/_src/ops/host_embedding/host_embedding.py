@@ -52,7 +52,7 @@ class HostEmbedding:
             optimizer_spec = HostEmbeddingOptimizerSpec(0)
         if partition_strategy not in PARTITION_STRATEGIES:
             raise ValueError(
-                f"Unknown partition strategy {partition_strategy!r}: HostEmbedding "
+                f"Unknown partition strategy {partition_strategy}: HostEmbedding "
                 "partition_strategy must be 'TOKEN' or 'ENCODING'"
             )
         self._name = name

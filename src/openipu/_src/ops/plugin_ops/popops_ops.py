@@ -128,7 +128,11 @@ def ipu_multi_update_add(
         table, indices, updates = _update_operands(input, indices, updates, "ipu_multi_update_add")
         scale = tf.convert_to_tensor(scale, table.dtype)
         if scale.shape.rank not in (None, 0):
-            raise ValueError(f"ipu_multi_update_add: scale must be a scalar, got {scale.shape}")
+            # The original's kernel (kernels/popops/multi_slice.cc), in TensorShape's words.
+            dims = ",".join("?" if d is None else str(d) for d in scale.shape.as_list())
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"scale must be a scalar, but got: [{dims}]"
+            )
         return _scattered(tf.tensor_scatter_nd_add, table, indices, updates * scale)
 
 

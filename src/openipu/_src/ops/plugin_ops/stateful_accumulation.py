@@ -22,7 +22,7 @@ from openipu._src.int_like import as_attr_int
 _DTYPES = (tf.float16, tf.float32, tf.int32)
 
 
-def _checked(grad, num_mini_batches, what: str) -> tuple[tf.Tensor, int]:
+def _checked(grad, num_mini_batches, what: str, plain: bool = False) -> tuple[tf.Tensor, int]:
     grad = tf.convert_to_tensor(grad)
     if grad.dtype not in _DTYPES:
         raise TypeError(
@@ -31,6 +31,11 @@ def _checked(grad, num_mini_batches, what: str) -> tuple[tf.Tensor, int]:
     if not grad.shape.is_fully_defined():
         raise ValueError(f"{what}: the input must have a fully defined shape, got {grad.shape}")
     count = as_attr_int(num_mini_batches, f"{what}: num_mini_batches")
+    if count < 1 and plain:
+        # The plain form's kernel (kernels/poputil/stateful_gradient_accumulate.cc).
+        raise tf.errors.FailedPreconditionError(
+            None, None, "num_mini_batches needs to be at least 1."
+        )
     if count < 1:
         raise ValueError(f"{what}: num_mini_batches must be at least 1, got {count}")
     return grad, count
@@ -39,7 +44,7 @@ def _checked(grad, num_mini_batches, what: str) -> tuple[tf.Tensor, int]:
 def accumulate(grad, num_mini_batches, name=None) -> tf.Tensor:
     """The sum of the last `num_mini_batches` inputs at every `num_mini_batches`-th call."""
     what = "ipu_stateful_gradient_accumulate"
-    grad, count = _checked(grad, num_mini_batches, what)
+    grad, count = _checked(grad, num_mini_batches, what, plain=True)
     with tf.name_scope(name or "IpuStatefulGradientAccumulate"):
         store = AccumulatorStore("stateful_gradient_accumulate")
         buffer = store.buffer("accumulator", grad.shape, grad.dtype, "stateful_accumulator")
