@@ -234,7 +234,7 @@ def test_recomputation_checkpoint_is_the_identity_and_options_validate():
         matmul_options={"availableMemoryProportion": "0.2"}
     )
     assert options.get_proto()["matmul_options"] == {"availableMemoryProportion": "0.2"}
-    with pytest.raises(TypeError, match="matmul_options must be a dictionary"):
+    with pytest.raises(TypeError, match="PipelineStageOptions.matmul_options must be dictionary."):
         pipelining_ops.PipelineStageOptions(matmul_options=["x"])
     assert pipelining_ops.reduce(lambda a, b: a + b, [1, 2, 3]) == 6
 
@@ -300,7 +300,7 @@ def _stage(x):
         (
             {"infeed_queue": tf.data.Dataset.range(2)},
             TypeError,
-            "infeed_queue must be an IPUInfeedQueue",
+            "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue",
         ),
         ({"reduction_method": "median"}, ValueError, "reduction_method must be one of"),
     ],

@@ -62,7 +62,8 @@ def test_run_before_configuration_fails_clearly():
     configure.reset_ipu_configuration()
     strategy = ipu.ipu_strategy.IPUStrategy()
     with pytest.raises(
-        RuntimeError, match="No IPU system is configured, which IPUStrategy.run needs"
+        tf.errors.FailedPreconditionError,
+        match="No device target has been configured.*IPUStrategy.run needs",
     ):
         strategy.run(tf.function(lambda: tf.constant(1.0)))
 

@@ -37,13 +37,18 @@ def test_auto_select_list_makes_one_device_per_entry_on_disjoint_aligned_ipus():
 
 
 def test_asking_for_more_ipus_than_the_machine_has_names_the_numbers():
-    with pytest.raises(ValueError, match=r"asks for 32 IPUs but the emulated machine has 16"):
+    with pytest.raises(
+        tf.errors.InternalError,
+        match=r"Could not find an available device .*/device:IPU:1.* asks for 32 IPUs and the emulated machine has 16",
+    ):
         _configure(auto_select_ipus=[16, 16])
 
 
 def test_multi_ipu_device_size_must_be_a_power_of_two():
     with pytest.raises(
-        ValueError, match=r"entry 0 is 3: a multi-IPU device must have a power-of-two"
+        tf.errors.FailedPreconditionError,
+        match=r"Unsupported number of IPUs requested - could not find an IPU device with 3 IPUs"
+        r".*power-of-two",
     ):
         _configure(auto_select_ipus=3)
 
@@ -113,7 +118,9 @@ def test_config_method_configures():
 def test_reset_forgets_the_system():
     _configure(auto_select_ipus=1)
     configure.reset_ipu_configuration()
-    with pytest.raises(RuntimeError, match="No IPU system is configured"):
+    with pytest.raises(
+        tf.errors.FailedPreconditionError, match="No device target has been configured"
+    ):
         configure.current_system()
 
 
@@ -146,7 +153,10 @@ def test_ipu_devices_are_separate_host_devices():
 
 def test_device_lookup_names_the_valid_range():
     system = _configure(auto_select_ipus=1)
-    with pytest.raises(ValueError, match=r"/device:IPU:3 does not exist.* has 1 IPU device"):
+    with pytest.raises(
+        tf.errors.InternalError,
+        match=r"Device ordinal 3 not in device configuration list.* has 1 IPU device",
+    ):
         system.device(3)
 
 

@@ -123,11 +123,23 @@ def ipu_shard(index: int | Iterable[int]) -> Iterator[None]:
     IPUs runs N / shards replicas, as the original's poplar_compiler.cc).
     """
     # Any integer, numpy's too: the original puts them in an OpSharding proto's int64 field.
-    given = [index] if isinstance(index, numbers.Integral) else list(cast(Iterable[int], index))
+    # A non-integer fails in that field's assignment, a TypeError (a str is iterated first).
+    given: list[object]
+    if isinstance(index, numbers.Integral):
+        given = [index]
+    else:
+        try:
+            given = list(cast(Iterable[object], index))
+        except TypeError:
+            raise TypeError(
+                f"ipu_shard: the shard index must be an int or ints, got {index!r}"
+            ) from None
     for i in given:
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
+        if not isinstance(i, numbers.Integral):
+            raise TypeError(f"ipu_shard: the shard index must be an int or ints, got {index!r}")
+        if isinstance(i, bool) or i < 0:
             raise ValueError(f"ipu_shard: the shard index must be an int >= 0, got {index!r}")
-    indices = [int(i) for i in given]
+    indices = [int(cast(int, i)) for i in given]
     if not indices:
         raise ValueError(f"ipu_shard: give at least one shard index, got {index!r}")
     if tf.executing_eagerly():

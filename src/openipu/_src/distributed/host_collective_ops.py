@@ -41,14 +41,18 @@ def allgather(value, tensor_name: str | None = None) -> tf.Tensor:
 
 def allreduce(value, reduce_op, tensor_name: str | None = None) -> tf.Tensor:
     """The sum or mean (`reduce_op`, a `tf.distribute.ReduceOp`) of `value` over instances."""
-    # The original reads `reduce_op.value` and fails with an AttributeError otherwise.
-    if not isinstance(reduce_op, tf.distribute.ReduceOp):
-        raise TypeError(
-            f"allreduce: reduce_op must be a tf.distribute.ReduceOp (SUM or MEAN), got {reduce_op!r}"
-        )
+    # As the original (distributed/host_collective_ops.py:42): `reduce_op.value` goes to a
+    # string attr (AttributeError without `.value`, `_MakeStr`'s TypeError for a non-string),
+    # and the kernel averages for "MEAN" and sums otherwise (kernels/popdist/all_reduce.cc).
+    op_name = reduce_op.value
+    if isinstance(op_name, bytes):
+        op_name = op_name.decode("utf-8", "replace")
+    if not isinstance(op_name, str):
+        raise TypeError(f"Expected string for argument 'reduce_op' not {op_name!r}.")
+    op = host_collectives.Average if op_name == "MEAN" else host_collectives.Sum
     value = tf.convert_to_tensor(value)
     with _matched_by_name(value, "PopDistAllReduce", tensor_name):
-        return _narrowed(host_collectives.allreduce(_widened(value), reduce_op), value)
+        return _narrowed(host_collectives.allreduce(_widened(value), op), value)
 
 
 def broadcast(value, root_rank: int = 0, tensor_name: str | None = None) -> tf.Tensor:

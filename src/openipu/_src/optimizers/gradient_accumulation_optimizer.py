@@ -146,7 +146,6 @@ class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV
         ),
         name: str = "CrossReplicaGradientAccumulationOptimizerV2",
     ) -> None:
-        ipu_optimizer.check_optimizer(opt, "opt", type(self).__name__)
         if replicated_optimizer_state_sharding is None:
             replicated_optimizer_state_sharding = offload_weight_update_variables
         super().__init__(
@@ -214,7 +213,6 @@ def _verify_usage(opt: Optimizer, verify_usage: bool, what: str) -> str | None:
     """
     if not isinstance(verify_usage, bool):  # the op's bool attribute (a TypeError)
         raise TypeError(f"{what}: verify_usage must be a bool, got {verify_usage!r}")
-    ipu_optimizer.check_optimizer(opt, "opt", what)
     leaf = ipu_optimizer.leaf_optimizer(opt)
     if verify_usage and not isinstance(leaf, _V1_SUPPORTED):
         return type(leaf).__name__
@@ -250,9 +248,12 @@ def _check_count(value: object, what: str) -> int:
 
 
 def _check_optional_bool(value: object, parameter: str, what: str) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise TypeError(f"{what}: {parameter} must be a bool or None, got {value!r}")
+    # The original stores the value as given and reads it with `op_util.bool_to_three_state`:
+    # None is undefined, a truthy value on, a falsy one off.
+    del parameter, what
+    if value is None:
+        return None
+    return bool(value)
 
 
 def _check_accumulator_dtype_rule(dtype: object, what: str) -> AccumulatorDType:

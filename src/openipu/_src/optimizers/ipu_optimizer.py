@@ -15,23 +15,12 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import tensorflow as tf
-import tf_keras
 
 from openipu._src.optimizers import replicas
 
 #: What a wrapper wraps: a `tf.compat.v1.train.Optimizer` or a Keras optimizer (both
 #: untyped, so Any to the checker).
 Optimizer: TypeAlias = Any
-
-_KERAS_OPTIMIZERS = (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer)
-
-
-def check_optimizer(opt, parameter: str, what: str) -> None:
-    if not isinstance(opt, (tf.compat.v1.train.Optimizer, *_KERAS_OPTIMIZERS)):
-        raise TypeError(
-            f"{what}: {parameter} must be a tf.compat.v1.train.Optimizer (or a Keras "
-            f"optimizer), got {type(opt).__name__}"
-        )
 
 
 def check_grads_and_vars(grads_and_vars, what: str) -> list[tuple]:
@@ -110,7 +99,8 @@ class IpuOptimizer(tf.compat.v1.train.Optimizer):
     """Wraps an optimizer; calls a subclass does not override go to the wrapped optimizer."""
 
     def __init__(self, opt, name: str | None = None) -> None:
-        check_optimizer(opt, "opt", type(self).__name__)
+        # The original (optimizers/ipu_optimizer.py:34-46) wraps any object: misuse fails
+        # with an AttributeError when the wrapped object is used.
         super().__init__(use_locking=False, name=name or _name_of(opt))
         self._opt = opt
 

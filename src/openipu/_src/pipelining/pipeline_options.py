@@ -31,19 +31,19 @@ class PipelineStageOptions:
     """Poplar options (convolution, matmul, slice) for one stage of a pipeline."""
 
     def __init__(self, convolution_options=None, matmul_options=None, slice_options=None) -> None:
-        for name, value in (
-            ("convolution_options", convolution_options),
-            ("matmul_options", matmul_options),
-            ("slice_options", slice_options),
-        ):
-            if value is not None and not isinstance(value, dict):
-                raise TypeError(
-                    f"PipelineStageOptions: {name} must be a dictionary of Poplar options, "
-                    f"got {type(value).__name__}"
-                )
-        self.convolution_options = dict(convolution_options or {})
-        self.matmul_options = dict(matmul_options or {})
-        self.slice_options = dict(slice_options or {})
+        # As the original (ops/pipelining_ops.py:372-384): a falsy value means "no options".
+        convolution_options = convolution_options if convolution_options else {}
+        if not isinstance(convolution_options, dict):
+            raise TypeError("PipelineStageOptions.convolution_options must be dictionary.")
+        matmul_options = matmul_options if matmul_options else {}
+        if not isinstance(matmul_options, dict):
+            raise TypeError("PipelineStageOptions.matmul_options must be dictionary.")
+        slice_options = slice_options if slice_options else {}
+        if not isinstance(slice_options, dict):
+            raise TypeError("PipelineStageOptions.slice_options must be dictionary.")
+        self.convolution_options = dict(convolution_options)
+        self.matmul_options = dict(matmul_options)
+        self.slice_options = dict(slice_options)
 
     def get_proto(self) -> dict:
         """The options as one dictionary (the original returned a protocol buffer)."""
@@ -90,7 +90,8 @@ def check_stage_options_list(value, name: str, stages: int | None):
 
 
 # `set_pipelining_options` passes its other keyword arguments to `pipeline`; these are
-# the ones a Keras model sets itself.
+# the ones a Keras model sets itself. `name` is not one: the original passes it on
+# (keras/ipu/extensions/extensions_base.py:956-969).
 _SET_BY_KERAS = {
     "computational_stages",
     "gradient_accumulation_count",
@@ -102,7 +103,6 @@ _SET_BY_KERAS = {
     "device_mapping",
     "accumulate_outfeed",
     "reduction_method",
-    "name",
 }
 
 

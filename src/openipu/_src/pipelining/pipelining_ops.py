@@ -322,14 +322,12 @@ def pipeline(
             "weight_update_poplar_options to be of type PipelineStageOptions: "
             "weight_update_poplar_options must be a PipelineStageOptions"
         )
-    if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
-        raise TypeError(
-            f"infeed_queue must be an IPUInfeedQueue, got {type(infeed_queue).__name__}"
-        )
-    if outfeed_queue is not None and not isinstance(outfeed_queue, IPUOutfeedQueue):
-        raise TypeError(
-            f"outfeed_queue must be an IPUOutfeedQueue, got {type(outfeed_queue).__name__}"
-        )
+    # The original tests `if infeed_queue:`, so a falsy value means "no queue"
+    # (ops/pipelining_ops.py:852-860).
+    if infeed_queue and not isinstance(infeed_queue, IPUInfeedQueue):
+        raise TypeError("infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue")
+    if outfeed_queue and not isinstance(outfeed_queue, IPUOutfeedQueue):
+        raise TypeError("outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue")
     if continuous_weight_updates:
         raise NotImplementedError(
             "continuous_weight_updates is not implemented (nor was it in the original)"

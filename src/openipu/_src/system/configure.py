@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 
+import tensorflow as tf
 from google.protobuf.message import Message
 
 from openipu._src.config import poplar_flags
@@ -58,10 +59,13 @@ class IPUSystem:
 
     def device(self, ordinal: int) -> IPUDevice:
         if not 0 <= ordinal < len(self.devices):
-            raise ValueError(
-                f"/device:IPU:{ordinal} does not exist: the configured system has "
-                f"{len(self.devices)} IPU device(s) (/device:IPU:0 to "
-                f"/device:IPU:{len(self.devices) - 1})"
+            # The original's executor (poplar_executor.cc:1668-1672).
+            raise tf.errors.InternalError(
+                None,
+                None,
+                f"Device ordinal {ordinal} not in device configuration list. (openipu: the "
+                f"configured system has {len(self.devices)} IPU device(s), /device:IPU:0 to "
+                f"/device:IPU:{len(self.devices) - 1})",
             )
         return self.devices[ordinal]
 
@@ -187,9 +191,14 @@ def current_system(purpose: str = "running IPU work") -> IPUSystem:
     """The configured system, or a clear error saying it must be configured first."""
     system = _system
     if system is None:
-        raise RuntimeError(
-            f"No IPU system is configured, which {purpose} needs. Configure one first: "
-            "`cfg = ipu.config.IPUConfig(); cfg.auto_select_ipus = 1; cfg.configure_ipu_system()`"
+        # The original's compiler (poplar_compiler.cc:1607-1611).
+        raise tf.errors.FailedPreconditionError(
+            None,
+            None,
+            "No device target has been configured. Did you configure the IPU devices by "
+            "running `tensorflow.python.ipu.utils.configure_ipu_system(ipu_options)`? "
+            f"(openipu: {purpose} needs a configured IPU system: "
+            "`cfg = ipu.config.IPUConfig(); cfg.auto_select_ipus = 1; cfg.configure_ipu_system()`)",
         )
     return system
 
@@ -225,27 +234,37 @@ def _allocate_devices(config) -> list[IPUDevice]:
 
 def _devices_by_size(sizes: list[int], total: int) -> list[IPUDevice]:
     requested = sum(sizes)
-    if requested > total:
-        raise ValueError(
-            f"auto_select_ipus={sizes} asks for {requested} IPUs but the emulated machine has "
-            f"{total} (set the environment variable {topology.NUM_IPUS_ENV} for a larger one)"
-        )
     free = [True] * total
     devices = []
     for ordinal, size in enumerate(sizes):
-        if not topology.is_power_of_two(size):
-            raise ValueError(
-                f"auto_select_ipus entry {ordinal} is {size}: a multi-IPU device must have a "
-                "power-of-two number of IPUs (1, 2, 4, 8, 16, ...)"
+        if not topology.is_power_of_two(size) or size > total:
+            # The original's executor (poplar_executor.cc:1722-1730): no device of that size.
+            raise tf.errors.FailedPreconditionError(
+                None,
+                None,
+                f"Unsupported number of IPUs requested - could not find an IPU device with "
+                f"{size} IPUs for the TensorFlow virtual device /device:IPU:{ordinal}. Use "
+                "`gc-info -l` to view the available device configurations. (openipu: a "
+                "multi-IPU device must have a power-of-two number of IPUs (1, 2, 4, 8, 16, "
+                f"...), at most the emulated machine's {total})",
             )
         start = next(
             (s for s in range(0, total, size) if all(free[s : s + size])),
             None,
         )
         if start is None:
-            raise ValueError(
-                f"auto_select_ipus={sizes}: no free aligned group of {size} IPUs is left for "
-                f"device {ordinal} on the emulated machine of {total} IPUs"
+            # The original's attach failure (poplar_executor.cc:1478-1553).
+            raise tf.errors.InternalError(
+                None,
+                None,
+                f"Could not find an available device for TensorFlow virtual device "
+                f"/device:IPU:{ordinal}. This device was expected to have {size} IPU(s). "
+                "Common causes of this error include: incorrect configuration of your V-IPU "
+                "partition, requesting more IPUs than are available on your system, or IPUs "
+                "being used by another program. Use `gc-info -l` and `gc-monitor` to check "
+                f"your configuration. (openipu: auto_select_ipus={sizes} asks for {requested} "
+                f"IPUs and the emulated machine has {total}; set the environment variable "
+                f"{topology.NUM_IPUS_ENV} for a larger one)",
             )
         free[start : start + size] = [False] * size
         devices.append(IPUDevice(ordinal, tuple(range(start, start + size))))

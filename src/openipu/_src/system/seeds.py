@@ -24,6 +24,8 @@ from tensorflow.python.ops import resource_variable_ops
 _lock = threading.Lock()
 _streams: dict[tuple[int, int], SeedStream] = {}
 _seeds: dict[int, tuple[int, bool]] = {}
+# Seeds reset while no system was configured, kept by the next configuration.
+_pending: dict[int, tuple[int, bool]] = {}
 
 
 class SeedStream:
@@ -84,12 +86,26 @@ def reset_ipu_seed(
                 stream.reset(_replica_key(seed, replica, experimental_identical_replicas))
 
 
+def remember_until_configured(
+    seed: int, device_ordinal: int = 0, experimental_identical_replicas: bool = False
+) -> None:
+    """A seed reset before any system is configured: it applies from now on and survives
+    the next configuration (the original's executor exists before configuration and just
+    stores the seed: poplar_platform.cc `ResetSeed`)."""
+    reset_ipu_seed(seed, device_ordinal, experimental_identical_replicas)
+    with _lock:
+        _pending[device_ordinal] = (seed, experimental_identical_replicas)
+
+
 def reset_all() -> None:
-    """Forgets every seed: streams start from fresh random keys (a new configuration)."""
+    """Forgets every seed: streams start from fresh random keys (a new configuration),
+    except the seeds reset while no system was configured."""
     with _lock, context.eager_mode():
         _seeds.clear()
-        for stream in _streams.values():
-            stream.reset(random.getrandbits(62))
+        _seeds.update(_pending)
+        _pending.clear()
+        for (ordinal, replica), stream in _streams.items():
+            stream.reset(_initial_key(ordinal, replica))
 
 
 def _replica_key(seed: int, replica: int, identical_replicas: bool) -> int:

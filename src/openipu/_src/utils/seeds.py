@@ -47,10 +47,15 @@ def reset_ipu_seed(
             f"{caller}: experimental_identical_replicas must be a bool, got "
             f"{experimental_identical_replicas!r}"
         )
-    # The seed belongs to a device of the configured system, and a new
-    # configuration forgets it, so seeding an unconfigured system is an error.
-    configure.current_system(caller).device(ordinal)
-    system_seeds.reset_ipu_seed(seed, ordinal, experimental_identical_replicas)
+    system = configure.maybe_current_system()
+    if system is None:
+        # The original accepts it: its executor stores the seed (poplar_platform.cc:175-185),
+        # which then seeds the device once it is configured.
+        system_seeds.remember_until_configured(seed, ordinal, experimental_identical_replicas)
+    else:
+        if not 0 <= ordinal < len(system.devices):
+            raise tf.errors.InternalError(None, None, f"Invalid ordinal on seed reset: {ordinal}")
+        system_seeds.reset_ipu_seed(seed, ordinal, experimental_identical_replicas)
     tf.random.set_seed(seed)
 
 
