@@ -46,6 +46,11 @@ def _model():
         for i, x in zip((1, 2), inputs, strict=True)
     ]
     model = keras.Model(inputs, outputs)
+    return _compiled(model)
+
+
+def _compiled(model):
+    """Compiled as both of the original's classes compile: a plain and a weighted MSE."""
     model.compile(
         optimizer="rmsprop",
         loss="mse",
@@ -157,13 +162,7 @@ def _single_io_model(model_type):
         keras.layers.Dense(1, kernel_initializer="ones", name="output", trainable=False),
     ]
     model = model_from_layers(layers, (1,), model_type)
-    model.compile(
-        optimizer="rmsprop",
-        loss="mse",
-        metrics=[keras.metrics.MeanSquaredError(name="mean_squared_error")],
-        weighted_metrics=[keras.metrics.MeanSquaredError(name=WMSE)],
-    )
-    return model
+    return _compiled(model)
 
 
 @pytest.mark.follows("test_fit_with_class_weight")

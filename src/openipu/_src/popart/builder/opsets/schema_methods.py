@@ -179,11 +179,11 @@ def _is_unset(value: Any) -> bool:
     return False
 
 
-def _python_signature(signature: OperatorSignature) -> inspect.Signature:
+def _python_signature(binding: pybind.Signature) -> inspect.Signature:
     """The method's signature as `inspect` and `help()` show it."""
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     parameters = [inspect.Parameter("self", positional)]
-    for arg in _binding_signature(signature, frozenset()).args:
+    for arg in binding.args:
         default = inspect.Parameter.empty if arg.default is pybind.REQUIRED else arg.default
         parameters.append(inspect.Parameter(arg.name, positional, default=default))
     return inspect.Signature(parameters)
@@ -314,7 +314,7 @@ def make_operator_method(
         return outputs if signature.returns_list else outputs[0]
 
     operator_method.__name__ = operator_method.__qualname__ = name
-    operator_method.__signature__ = _python_signature(signature)  # type: ignore[attr-defined]
+    operator_method.__signature__ = _python_signature(binding)  # type: ignore[attr-defined]
     returns = "a list of output ids" if signature.returns_list else "the output id"
     operator_method.__doc__ = (
         f"Add an ONNX {signature.op_type} node (operator version {signature.since_version}, "
