@@ -93,3 +93,53 @@ def test_accumulation_is_checked_against_the_execution_cut_to_the_epoch(strategy
     stock.fit(x, y, batch_size=16, verbose=0)
     for ours, theirs in zip(model.get_weights(), stock.get_weights(), strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_pipeline_stage_needs_an_ipu_strategy():
+    # keras/ipu/extensions/pipeline_stage_assignment.py: entering the scope under the default
+    # strategy (or another strategy) is refused.
+    inputs = keras.Input((4,))
+    with pytest.raises(
+        RuntimeError,
+        match=r"^PipelineStage may only be used from within an IPUStrategy context\.$",
+    ):
+        with keras.ipu.PipelineStage(0):
+            keras.layers.Dense(3)(inputs)
+    with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+        with pytest.raises(RuntimeError, match="within an IPUStrategy context"):
+            with keras.ipu.PipelineStage(0):
+                pass
+
+
+def test_nested_pipeline_stages_are_refused_and_the_outer_scope_still_assigns(strategy_on):
+    strategy = strategy_on(2)
+    with strategy.scope():
+        inputs = keras.Input((4,))
+        with keras.ipu.PipelineStage(0):
+            hidden = keras.layers.Dense(3)(inputs)
+            with pytest.raises(RuntimeError, match=r"^Pipeline stages must not be nested\.$"):
+                with keras.ipu.PipelineStage(1):
+                    pass
+            hidden = keras.layers.Dense(3)(hidden)
+        with keras.ipu.PipelineStage(1):
+            outputs = keras.layers.Dense(2)(hidden)
+        model = keras.Model(inputs, outputs)
+        stages = [a.pipeline_stage for a in model.get_pipeline_stage_assignment()]
+    assert stages == [0, 0, 1]
+
+
+def test_first_api_pipeline_stage_builds_outside_a_strategy_but_not_nested():
+    # The first IPU Keras API (SDK 2.0 tensorflow/python/ipu/keras/pipeline.py) refused only
+    # nested scopes: its pipelined models could be built before entering the strategy.
+    from tensorflow.python import ipu
+
+    inputs = keras.Input((4,))
+    with ipu.keras.PipelineStage(0):
+        hidden = keras.layers.Dense(3)(inputs)
+        with pytest.raises(RuntimeError, match="must not be nested"):
+            with ipu.keras.PipelineStage(1):
+                pass
+    with ipu.keras.PipelineStage(1):
+        outputs = keras.layers.Dense(2)(hidden)
+    model = ipu.keras.PipelineModel(inputs, outputs, gradient_accumulation_count=4)
+    assert [r.pipeline_stage for r in model.get_pipeline_stage_assignment()] == [0, 1]

@@ -2,7 +2,9 @@
 
 from openipu._src.keras.api_v1.models import Model, Sequential
 from openipu._src.keras.api_v1.pipeline_models import PipelineModel, PipelineSequential
-from openipu._src.keras.extensions.pipeline_stages import PipelineStage
+from openipu._src.keras.extensions.pipeline_stages import (
+    FirstApiPipelineStage as PipelineStage,
+)
 from openipu.ipu.keras import layers
 
 __all__ = [

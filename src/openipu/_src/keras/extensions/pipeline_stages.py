@@ -57,6 +57,7 @@ class PipelineStage:
     def __enter__(self) -> PipelineStage:
         if self._stage < 0:
             raise ValueError(f"{self._stage} is not a valid pipeline stage.")
+        self._check_context()
         _install_node_recorder()
         _mark_staged_model()
         _state.__dict__.setdefault("stages", []).append(self._stage)
@@ -64,6 +65,39 @@ class PipelineStage:
 
     def __exit__(self, *exc_info) -> None:
         _state.stages.pop()
+
+    def _check_context(self) -> None:
+        # graphcore/keras keras/ipu/extensions/pipeline_stage_assignment.py: the scope is
+        # entered only under an IPUStrategy (the original's PopDistStrategy and
+        # IPUMultiWorkerStrategyV1 are no IPUStrategyV1 there), and never inside another.
+        if not _is_original_ipu_strategy(tf.distribute.get_strategy()):
+            raise RuntimeError("PipelineStage may only be used from within an IPUStrategy context.")
+        self._check_not_nested()
+
+    @staticmethod
+    def _check_not_nested() -> None:
+        if current_stage() is not None:
+            raise RuntimeError("Pipeline stages must not be nested.")
+
+
+class FirstApiPipelineStage(PipelineStage):
+    """`ipu.keras.PipelineStage` of the first IPU Keras API (SDK 2.0,
+    tensorflow/python/ipu/keras/pipeline.py): it refused only nested scopes, so models
+    were built with it outside any strategy."""
+
+    def _check_context(self) -> None:
+        self._check_not_nested()
+
+
+def _is_original_ipu_strategy(strategy) -> bool:
+    # Imported here: the strategy module imports Keras extensions.
+    from openipu._src.distributed.multi_worker_strategy import IPUMultiWorkerStrategyV1
+    from openipu._src.distributed.popdist_strategy import PopDistStrategy
+    from openipu._src.strategy.ipu_strategy import IPUStrategyV1
+
+    return isinstance(strategy, IPUStrategyV1) and not isinstance(
+        strategy, (IPUMultiWorkerStrategyV1, PopDistStrategy)
+    )
 
 
 def _install_node_recorder() -> None:
