@@ -43,7 +43,8 @@ def _stateless(op: tf.Operation, seed: tf.Tensor) -> tf.Tensor | None:
     return None
 
 
-_REPLACED = frozenset(
+# Stateful random ops replaced by stateless ones (the replaced originals stay unused).
+REPLACED_OPS = frozenset(
     {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"}
 )
 
@@ -87,7 +88,7 @@ def seeded_from_device(device_ordinal: int, replica: int = 0) -> Iterator[None]:
         op_name: str | None = None,
         graph: tf.Graph | None = None,
     ) -> list[tf.Tensor] | None:
-        if op_type not in _REPLACED or graph is None or getattr(_state, "busy", False):
+        if op_type not in REPLACED_OPS or graph is None or getattr(_state, "busy", False):
             return None
         if not outputs or outputs[0].op.type != op_type:
             return None  # another stream already replaced it (a replica thread inherits callbacks)

@@ -47,6 +47,8 @@ from tensorflow.python.framework import func_graph, ops
 from tensorflow.python.ops import handle_data_util, variable_scope
 from tensorflow.python.util import nest
 
+from openipu._src.engine import random_ops
+
 Builder = Callable[[int, Any], Any]
 
 # Colocation with replica 0's ops; the compile context's mark (it marks the copy itself).
@@ -69,12 +71,6 @@ _FRAME_OPS = frozenset(
         "RefMerge",
     }
 )
-
-# Stateful random ops the engine replaced by stateless ones (engine.random_ops): unused.
-_REPLACED_RANDOM = frozenset(
-    {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"}
-)
-
 
 # Autograph converts what a converted function calls: the engine's building is plain Python
 # (and must not be rewritten while it copies the program).
@@ -320,7 +316,7 @@ class TracedOnceGroup:
                 continue
             if op.type == "Placeholder" and op.outputs and id(op.outputs[0]) in internal:
                 continue  # a capture: mapped, not copied
-            if op.type in _REPLACED_RANDOM and not any(o.consumers() for o in op.outputs):
+            if op.type in random_ops.REPLACED_OPS and not any(o.consumers() for o in op.outputs):
                 continue
             context = op._get_control_flow_context()  # noqa: SLF001
             outside = context is not self._top_context and self._encloses(context)
