@@ -118,13 +118,7 @@ def test_collectives_between_two_instances(tmp_path):
         # ipu_multi_worker_strategy.py `_call_for_each_replica`), so each gradient is 1,
         # summed by the optimizer over the two workers: 1 - (1 + 1).
         assert results["older_strategies"] == [-1.0, -1.0]
-        assert results["mismatch_eager"] == (
-            "allreduce: every instance's tensor must have the same shape and dtype, but "
-            "instance 0 has shape [2] (float32), instance 1 has shape [3] (float32)"
-        )
-        assert "allreduce: the tensors differ across instances" in results["mismatch_function"]
-        assert "[[1 2 2 1 -1" in results["mismatch_function"]  # instance 0: float32, [2, 1]
-        assert "[1 2 2 2 -1" in results["mismatch_function"]  # instance 1: float32, [2, 2]
+        # Shapes that differ across instances: test_distributed_original_rules.py.
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ rules) is TensorFlow's.
 from __future__ import annotations
 
 import collections
+import copy
 import threading
 
 import tensorflow as tf
@@ -37,6 +38,7 @@ from tensorflow.python.distribute import (
 )
 from tensorflow.python.distribute import values as distribute_values
 from tensorflow.python.eager import context, def_function
+from tensorflow.python.framework import device as tf_device
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
 
@@ -96,10 +98,25 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
     _add_ipu_cross_replica_reductions = True
 
     def __init__(self, container_strategy, cluster_resolver, ipu_device: str) -> None:
-        self._ipu_ordinal = ipu_strategy._parse_ordinal(ipu_device)  # noqa: SLF001
-        self._ipu_host_device = ipu_strategy._host_device_for(self._ipu_ordinal)  # noqa: SLF001
+        # Any device string DeviceSpec parses is accepted, as the original's
+        # `_ipu_device_for_host` (distributed/popdist_strategy.py:98-109,
+        # ipu_multi_worker_strategy.py:235-246); an unparsable one is its ValueError. On a
+        # device other than an IPU, `fn` runs there as ordinary TensorFlow and reductions
+        # are host all-reduces across the processes (the original's `_reduce_to` off the IPU).
+        self._device_spec = tf_device.DeviceSpec.from_string(ipu_device)
+        self._ipu_ordinal = configure.ipu_ordinal(ipu_device)
+        self._ipu_host_device = (
+            "/device:CPU:0"
+            if self._ipu_ordinal is None
+            else ipu_strategy._host_device_for(self._ipu_ordinal)  # noqa: SLF001
+        )
         self._local_replica_count = self._local_replicas()
         cluster_resolver = cluster_runtime.resolver(cluster_resolver)
+        self._copy_refused = (
+            self._copy_refused_when_eager_with_cluster
+            and context.executing_eagerly()
+            and bool(cluster_resolver.cluster_spec().as_dict())
+        )
         # Eager programs share the process's collective runtime (one server per process). A
         # TF1 graph program runs its collectives in sessions on servers it starts itself
         # (between-graph replication: the original's in-process tests run several workers
@@ -130,12 +147,13 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
     def device_ipus(self) -> int:
         """IPUs of this process's configured device (1 before configuration)."""
         system = configure.maybe_current_system()
-        if system is None or self._ipu_ordinal >= len(system.devices):
+        if system is None or self._ipu_ordinal is None or self._ipu_ordinal >= len(system.devices):
             return 1
         return system.device(self._ipu_ordinal).num_ipus
 
     @property
-    def ipu_ordinal(self) -> int:
+    def ipu_ordinal(self) -> int | None:
+        """The ordinal of the strategy's IPU device; None when it names another device."""
         return self._ipu_ordinal
 
     @property
@@ -189,8 +207,21 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
         replica_context = distribute_lib.ReplicaContext(
             self._container_strategy(), replica_id_in_sync_group=0
         )
-        with ops.device(self._devices[0]), replica_context:
+        with ops.device(self._replica_device()), replica_context:
             return fn(*args, **kwargs)
+
+    def _replica_device(self) -> str:
+        """Where `fn` runs: the host device, or the strategy's non-IPU device on this task."""
+        if self._ipu_ordinal is not None:
+            return self._devices[0]
+        host = tf_device.DeviceSpec.from_string(self._devices[0])
+        return tf_device.DeviceSpec(
+            job=host.job,
+            replica=host.replica,
+            task=host.task,
+            device_type=self._device_spec.device_type,
+            device_index=self._device_spec.device_index,
+        ).to_string()
 
     def _reduce_to(self, reduce_op, value, destinations, options):
         # tensorflow/python/ipu/distributed/popdist_strategy.py: inside an IPU program a
@@ -248,5 +279,27 @@ class IPUCollectiveExtended(collective_all_reduce_strategy.CollectiveAllReduceEx
             variable.__class__ = ipu_class
         return variable
 
+    # Whether a deep copy is refused as TensorFlow refuses one of a multi-worker strategy
+    # with a health-check thread (see `__deepcopy__`).
+    _copy_refused_when_eager_with_cluster = False
+
     def __deepcopy__(self, memo):
-        raise TypeError(f"{type(self).__name__} cannot be copied: it owns this process's replicas")
+        # TensorFlow (python/distribute/collective_all_reduce_strategy.py:941-956 in the
+        # original's tree) refuses the copy only when a health-check thread runs: a strategy
+        # built eagerly on a non-empty cluster. The original's IPUMultiWorkerStrategy is one;
+        # its PopDistStrategy and IPUHorovodStrategy build on an empty cluster and copy.
+        if self._copy_refused:
+            raise ValueError(
+                "MultiWorkerMirroredStrategy cannot be deep copied in eager mode. If you're "
+                "using Estimator and see this error message, call "
+                "tf.compat.v1.disable_eager_execution() at the beginning of your program"
+            )
+        # Otherwise field by field, as TensorFlow's: the collective keys are shared with the
+        # copied cross-process reduction through `memo`; the process's collective runtime
+        # (`cluster_runtime`) is not a field, so the copy joins the same one.
+        cls = type(self)
+        result = cls.__new__(cls)
+        memo[id(self)] = result
+        for name, value in vars(self).items():
+            setattr(result, name, copy.deepcopy(value, memo))
+        return result

@@ -9,6 +9,8 @@ is built, and the program can still compile under XLA.
 
 from __future__ import annotations
 
+import copy
+
 from tensorflow.python.distribute import cross_device_ops as cross_device_ops_lib
 from tensorflow.python.distribute import cross_device_utils, reduce_util, values_util
 from tensorflow.python.distribute import values as distribute_values
@@ -88,7 +90,15 @@ class CrossProcessReduce(cross_device_ops_lib.CollectiveAllReduce):
         return sums
 
     def __deepcopy__(self, memo):
-        raise TypeError("CrossProcessReduce is owned by its strategy and is not copied")
+        # As TensorFlow's CollectiveAllReduce (python/distribute/cross_device_ops.py:1344-1349
+        # in the original's tree): a new instance on the same device and processes, with
+        # copied collective keys (the strategy's copy shares them through `memo`).
+        return CrossProcessReduce(
+            self._devices[0],
+            self._process_count,
+            self._options,
+            copy.deepcopy(self._collective_keys, memo),
+        )
 
 
 def _only_value(value):

@@ -18,6 +18,10 @@ class IPUHorovodExtended(IPUMultiWorkerExtended):
 
     # Every instance's replicas count, as under PopDist.
     _program_replicas_in_sync = True
+    # The original builds it on an empty cluster (Horovod finds the processes), so TensorFlow
+    # starts no health check and a deep copy is allowed
+    # (tensorflow/python/ipu/horovod/ipu_horovod_strategy.py at 79fa5d2a01e^).
+    _copy_refused_when_eager_with_cluster = False
 
 
 class IPUHorovodStrategy(IPUMultiWorkerStrategyV1):

@@ -81,7 +81,8 @@ def _matched_by_name(value: tf.Tensor, kind: str, tensor_name: str | None) -> It
             counts[name] = counts.get(name, 0) + 1
             stack.enter_context(host_collectives.keys_named(f"{name}_{counts[name]}"))
         try:
-            yield
+            with host_collectives.popdist_layout_errors():
+                yield
         except host_collectives.LayoutMismatchError as error:
             raise errors.UnknownError(
                 None, None, f"Tensor layouts did not match on all instances: {error}"

@@ -6,13 +6,16 @@ between the instances' host devices. Without other instances they return
 their input (a world of one).
 
 Before reducing, the instances exchange the shape and dtype of their tensor,
-so a mismatch is an error naming every instance's shape, on every instance,
-instead of a failure deep in the transport.
+so a mismatch is an error on every instance instead of a failure deep in the
+transport: Horovod's coordination error (a FailedPreconditionError "Mismatched
+ALLREDUCE tensor shapes: ...", horovod/common/controller.cc) on this API, the
+`LayoutMismatchError` that `host_collective_ops` reports as PopDist does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import threading
 import zlib
@@ -21,15 +24,17 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import context
-from tensorflow.python.framework import indexed_slices, ops
+from tensorflow.python.framework import errors, indexed_slices, ops
 from tensorflow.python.ops import collective_ops, gen_resource_variable_ops
 
 from openipu._src.distributed import cluster_runtime
+from openipu._src.integration import run_errors
 
 # The instances' group, apart from the groups of strategies (see `collective_extended`).
 _GROUP_KEY = 2_000_000
-# Longest shape whose agreement is checked; ranks above it are refused.
-_MAX_RANK = 16
+# Dimensions exchanged per tensor: TensorFlow's largest rank (TensorShape's kMaxDims,
+# tensorflow/core/framework/tensor_shape.h), so a tensor of any rank is checked.
+_MAX_RANK = 254
 
 _OPS = {
     "average": ("Add", "Div"),
@@ -58,6 +63,33 @@ class LayoutMismatchError(ValueError):
     """The instances passed tensors of different shapes or dtypes to one collective."""
 
 
+# Horovod's coordination errors for tensors that differ across ranks
+# (horovod/common/controller.cc ConstructResponse): a Status::PreconditionError, which its
+# TensorFlow ops raise as FailedPreconditionError. Graph-mode assertions holding these
+# texts become that error when they fail.
+_HOROVOD_MARKERS = (
+    "Mismatched ALLREDUCE tensor shapes",
+    "Mismatched ALLGATHER tensor shapes",
+    "Mismatched BROADCAST tensor shapes",
+    "Mismatched data types",
+)
+# Whether a mismatch is reported as PopDist's host collectives do (`host_collective_ops`).
+_popdist_layouts: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "openipu_popdist_layouts", default=False
+)
+
+
+@contextlib.contextmanager
+def popdist_layout_errors() -> Iterator[None]:
+    """Inside, a mismatch is a `LayoutMismatchError` (eagerly) or a failed assertion naming
+    every instance's layout (in a graph), not Horovod's error."""
+    token = _popdist_layouts.set(True)
+    try:
+        yield
+    finally:
+        _popdist_layouts.reset(token)
+
+
 def allreduce(tensor, op=None):
     """The reduction of `tensor` over every instance (the mean by default).
 
@@ -69,8 +101,9 @@ def allreduce(tensor, op=None):
         raise NotImplementedError("The Adasum reduction is not implemented.")
     name = _op_name(op)
     if isinstance(tensor, indexed_slices.IndexedSlices):
-        if name not in ("average", "sum"):
-            raise ValueError(f"allreduce of IndexedSlices supports Sum and Average, not {op!r}")
+        # As the original (tensorflow/python/ipu/distributed/__init__.py at 79fa5d2a01e^,
+        # `allreduce`): whatever the op, the values and indices are gathered, and only
+        # Average divides them by the instance count.
         values = allgather(tensor.values)
         if name == "average":
             values = values / _world_size()
@@ -81,7 +114,7 @@ def allreduce(tensor, op=None):
         return tf.identity(tensor)
     merge_op, final_op = _OPS[name]
     with ops.device(runtime.host_device):
-        checked = _checked_alike(tensor, runtime, "allreduce", same_first_dimension=True)
+        checked = _checked_alike(tensor, runtime, "ALLREDUCE", same_first_dimension=True)
         return collective_ops.all_reduce_v2(
             checked,
             runtime.process_count,
@@ -104,16 +137,29 @@ def allgather(tensor, name=None):
     tensor = tf.convert_to_tensor(tensor)
     if tensor.shape.rank == 0:
         tensor = tf.expand_dims(tensor, 0)
+    elif tensor.shape.rank is None:
+        # Known when it runs: a scalar still gains the instance dimension.
+        tensor = tf.reshape(
+            tensor,
+            tf.concat(
+                [tf.shape(tensor), tf.ones([1 - tf.minimum(tf.rank(tensor), 1)], tf.int32)], 0
+            ),
+        )
     runtime = cluster_runtime.start()
     if runtime is None:
         return tf.identity(tensor, name=name)
     with ops.device(runtime.host_device):
         shapes = _exchange_shapes(tensor, runtime)
-        checked = _assert_alike(tensor, shapes, "allgather", same_first_dimension=False)
+        checked = _assert_alike(tensor, shapes, "ALLGATHER", same_first_dimension=False)
         sizes = shapes[:, 2]  # dtype, rank, then the dimensions
         longest = tf.reduce_max(sizes)
-        padding = [[0, longest - tf.shape(checked, out_type=tf.int64)[0]]]
-        padding += [[0, 0]] * (tensor.shape.rank - 1)
+        padding = tf.concat(
+            [
+                [[0, longest - tf.shape(checked, out_type=tf.int64)[0]]],
+                tf.zeros([tf.rank(checked) - 1, 2], tf.int64),
+            ],
+            axis=0,
+        )
         gathered = collective_ops.all_gather_v2(
             tf.pad(checked, padding),
             runtime.process_count,
@@ -142,7 +188,7 @@ def broadcast(tensor: object, root_rank: int, name: str | None = None) -> tf.Ten
     if runtime is None:
         return tf.identity(tensor, name=name)
     with ops.device(runtime.host_device):
-        checked = _checked_alike(tensor, runtime, "broadcast", same_first_dimension=True)
+        checked = _checked_alike(tensor, runtime, "BROADCAST", same_first_dimension=True)
         key = _next_instance_key()
         if runtime.task_id == root_rank:
             sent = collective_ops.broadcast_send_v2(checked, runtime.process_count, _GROUP_KEY, key)
@@ -190,12 +236,11 @@ def _checked_alike(tensor, runtime, what: str, same_first_dimension: bool):
 
 def _exchange_shapes(tensor, runtime) -> tf.Tensor:
     """[instances, 2 + _MAX_RANK]: each instance's dtype, rank and dimensions."""
-    rank = tensor.shape.rank
-    if rank is None or rank > _MAX_RANK:
-        raise ValueError(f"Collectives between instances need a known rank of at most {_MAX_RANK}")
+    rank = tf.rank(tensor) if tensor.shape.rank is None else tensor.shape.rank
+    rank = tf.cast(rank, tf.int64)
     description = tf.concat(
         [
-            tf.constant([tensor.dtype.as_datatype_enum, rank], tf.int64),
+            tf.stack([tf.constant(tensor.dtype.as_datatype_enum, tf.int64), rank]),
             tf.shape(tensor, out_type=tf.int64),
             tf.fill([_MAX_RANK - rank], tf.constant(-1, tf.int64)),
         ],
@@ -212,16 +257,34 @@ def _exchange_shapes(tensor, runtime) -> tf.Tensor:
 
 
 def _assert_alike(tensor, shapes: tf.Tensor, what: str, same_first_dimension: bool):
+    """`tensor`, once every instance's layout (`shapes`) agrees for the collective `what`
+    (Horovod's request type: ALLREDUCE, ALLGATHER or BROADCAST)."""
+    popdist = _popdist_layouts.get()
     compared = shapes if same_first_dimension else tf.concat([shapes[:, :2], shapes[:, 3:]], 1)
     alike = tf.reduce_all(tf.equal(compared, compared[0]))
     if context.executing_eagerly():
         if not bool(alike):
-            raise LayoutMismatchError(_mismatch_message(what, shapes.numpy(), same_first_dimension))
+            if popdist:
+                raise LayoutMismatchError(
+                    _mismatch_message(what.lower(), shapes.numpy(), same_first_dimension)
+                )
+            raise errors.FailedPreconditionError(None, None, _horovod_message(what, shapes.numpy()))
         return tensor
+    if not popdist:
+        for marker in _HOROVOD_MARKERS:
+            run_errors.install(run_errors.assertion_as(errors.FailedPreconditionError, marker))
+        message = tf.numpy_function(
+            lambda rows: _horovod_message(what, rows).encode(), [shapes], tf.string, stateful=False
+        )
+        check = tf.debugging.Assert(alike, [message])
+        with tf.control_dependencies([check]):
+            return tf.identity(tensor)
+    # Only the columns up to the longest rank are shown.
+    shown = shapes[:, : 2 + tf.reduce_max(shapes[:, 1])]
     check = tf.debugging.Assert(
         alike,
         [
-            f"{what}: the tensors differ across instances ("
+            f"{what.lower()}: the tensors differ across instances ("
             + (
                 "shape and dtype"
                 if same_first_dimension
@@ -229,20 +292,66 @@ def _assert_alike(tensor, shapes: tf.Tensor, what: str, same_first_dimension: bo
             )
             + " must match). Each row is one instance, in rank order: dtype enum, rank, "
             "dimensions (-1 past the rank):",
-            shapes,
+            shown,
         ],
-        summarize=shapes.shape.num_elements(),
+        summarize=(2 + _MAX_RANK) * 1024,
     )
     with tf.control_dependencies([check]):
         return tf.identity(tensor)
+
+
+def _horovod_message(what: str, shapes: np.ndarray) -> str:
+    """Horovod's coordination error for rank 0's request against the first that differs
+    (horovod/common/controller.cc ConstructResponse); "" when all agree."""
+    first = shapes[0]
+    for row in shapes[1:]:
+        if row[0] != first[0]:
+            return (
+                f"Mismatched data types: One rank had type {_horovod_type(first[0])}, but "
+                f"another rank had type {_horovod_type(row[0])}."
+            )
+    for row in shapes[1:]:
+        dims, other = _dims(first), _dims(row)
+        if what != "ALLGATHER":
+            if dims != other:
+                return (
+                    f"Mismatched {what} tensor shapes: One rank sent a tensor of shape "
+                    f"{_shape_text(dims)}, but another rank sent a tensor of shape "
+                    f"{_shape_text(other)}."
+                )
+            continue
+        if len(dims) != len(other):
+            return (
+                f"Mismatched {what} tensor shapes: One rank sent a tensor of rank {len(dims)}, "
+                f"but another rank sent a tensor of rank {len(other)}."
+            )
+        for dim in range(1, len(dims)):
+            if dims[dim] != other[dim]:
+                return (
+                    f"Mismatched {what} tensor shapes: One rank sent a tensor with dimension "
+                    f"{dim} equal to {dims[dim]}, but another rank sent a tensor with "
+                    f"dimension {dim} equal to {other[dim]}."
+                )
+    return ""
+
+
+def _dims(row: np.ndarray) -> list[int]:
+    return [int(d) for d in row[2 : 2 + int(row[1])]]
+
+
+def _shape_text(dims: list[int]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _horovod_type(enum: int) -> str:
+    return "HOROVOD_" + tf.dtypes.as_dtype(int(enum)).name.upper()
 
 
 def _mismatch_message(what: str, shapes: np.ndarray, same_first_dimension: bool) -> str:
     described = []
     for rank_index, row in enumerate(shapes):
         dtype = tf.dtypes.as_dtype(int(row[0])).name
-        dims = [int(d) for d in row[2 : 2 + int(row[1])]]
-        described.append(f"instance {rank_index} has shape {dims} ({dtype})")
+        described.append(f"instance {rank_index} has shape {_dims(row)} ({dtype})")
     rule = (
         "every instance's tensor must have the same shape and dtype"
         if same_first_dimension

@@ -35,6 +35,10 @@ class IPUMultiWorkerExtended(IPUCollectiveExtended):
     # One replica per worker (tensorflow/python/ipu/ipu_multi_worker_strategy.py: one host
     # device per worker), so the estimator's batch sizes divide by the workers.
     _program_replicas_in_sync = False
+    # The original's IPUMultiWorkerExtendedV1 is TensorFlow's multi-worker engine on the
+    # user's cluster: built eagerly on a non-empty one, it runs the health check whose
+    # thread makes TensorFlow refuse a deep copy.
+    _copy_refused_when_eager_with_cluster = True
 
     def __init__(
         self, container_strategy, cluster_resolver, ipu_device: str, variables_on_host: bool

@@ -2,9 +2,9 @@
 
 Each instance runs the replicas of its IPU device (configured with
 `popdist.tensorflow.set_ipu_config`); the strategy reduces over all of them
-(see `collective_extended`). The cluster is the one `poprun` describes in
-`TF_CONFIG`; without it the strategy is one instance's replicas, like
-`IPUStrategy`. Keras `fit` works as under `IPUStrategy`: each instance feeds
+(see `collective_extended`). The processes reduce over the cluster `poprun` describes in
+`TF_CONFIG` (the emulation's transport); without it the strategy is one
+instance's replicas, like `IPUStrategy`. Keras `fit` works as under `IPUStrategy`: each instance feeds
 its own data (shard the dataset by `popdist.getInstanceIndex()`), and the
 loss is scaled by the global replica count.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 from openipu._src.distributed import environment
 from openipu._src.distributed.collective_extended import IPUCollectiveExtended
 from openipu._src.strategy.ipu_strategy import IPUStrategyV1
-from openipu._src.system import configure
 
 
 class PopDistExtendedV1(IPUCollectiveExtended):
@@ -31,9 +30,8 @@ class PopDistExtendedV1(IPUCollectiveExtended):
         # (tensorflow/python/ipu/distributed/popdist_strategy.py `_reduce_to`).
         self._add_ipu_cross_replica_reductions = bool(add_ipu_cross_replica_reductions)
         super().__init__(container_strategy, cluster_resolver, ipu_device)
-        check_placement(
-            "PopDistStrategy", self.process_count, self.process_index, self.device_ipus()
-        )
+        if self.ipu_ordinal is not None:
+            check_device_replicas(self.device_ipus())
 
     @property
     def add_ipu_cross_replica_reductions(self) -> bool:
@@ -71,35 +69,22 @@ class PopDistStrategy(IPUStrategyV1):
         return config
 
 
-def check_placement(what: str, process_count: int, process_index: int, local_slots: int) -> None:
-    """The strategy's processes and IPUs agree with `poprun`'s environment and the IPUConfig."""
-    if environment.is_set():
-        placement = environment.current_placement()
-        if placement.num_instances != process_count:
-            raise ValueError(
-                f"{what}: poprun started {placement.num_instances} instance(s) "
-                f"({environment.NUM_INSTANCES}) but the cluster ({environment.TF_CONFIG}) has "
-                f"{process_count} worker process(es)"
-            )
-        if local_slots % placement.num_local_replicas:
-            raise ValueError(
-                f"{what}: this instance runs {placement.num_local_replicas} replica(s) "
-                f"({environment.NUM_LOCAL_REPLICAS}) but its IPU device has {local_slots} IPU(s), "
-                "not a multiple of that: configure the IPUs with "
-                "popdist.tensorflow.set_ipu_config(config) before configure_ipu_system"
-            )
-    system = configure.maybe_current_system()
-    if system is not None:
-        distribution = system.config.experimental.multi_replica_distribution
-        if distribution.process_count and distribution.process_count != process_count:
-            raise ValueError(
-                f"{what}: the IPUConfig says experimental.multi_replica_distribution."
-                f"process_count={distribution.process_count}, but the strategy's cluster has "
-                f"{process_count} process(es)"
-            )
-        if distribution.process_count and distribution.process_index != process_index:
-            raise ValueError(
-                f"{what}: the IPUConfig says experimental.multi_replica_distribution."
-                f"process_index={distribution.process_index}, but this process is "
-                f"{process_index} in the strategy's cluster"
-            )
+def check_device_replicas(device_ipus: int) -> None:
+    """Under `poprun`, the instance's IPU device holds whole replicas.
+
+    The original compares nothing else when it builds the strategy
+    (tensorflow/python/ipu/distributed/popdist_strategy.py:60-76, 147-172): its cluster
+    is empty and its counts come from popdist, so neither `TF_CONFIG` (the emulation's
+    transport, which `poprun` writes to agree with the PopDist variables) nor the
+    IPUConfig's multi_replica_distribution is compared with them.
+    """
+    if not environment.is_set():
+        return
+    local_replicas = environment.current_placement().num_local_replicas
+    if device_ipus % local_replicas:
+        raise ValueError(
+            f"PopDistStrategy: this instance runs {local_replicas} replica(s) "
+            f"({environment.NUM_LOCAL_REPLICAS}) but its IPU device has {device_ipus} IPU(s), "
+            "not a multiple of that: configure the IPUs with "
+            "popdist.tensorflow.set_ipu_config(config) before configure_ipu_system"
+        )

@@ -84,16 +84,6 @@ class IPUExtended(one_device_strategy.OneDeviceExtended):
         return dataset_fn(distribute_lib.InputContext())
 
 
-def _parse_ordinal(ipu_device: str) -> int:
-    ordinal = configure.ipu_ordinal(ipu_device)
-    if ordinal is None:
-        raise ValueError(
-            f"IPUStrategy: ipu_device={ipu_device!r} is not an IPU device name such as "
-            "'/device:IPU:0'"
-        )
-    return ordinal
-
-
 class IPUStrategyV1(KerasLayerExtensions, distribute_lib.StrategyV1):
     """Runs computations on an emulated IPU device (`/device:IPU:0` by default).
 
@@ -123,6 +113,13 @@ class IPUStrategyV1(KerasLayerExtensions, distribute_lib.StrategyV1):
 
             activation.install()
         self._region_functions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __deepcopy__(self, memo):
+        # TensorFlow's strategy copy (distribute_lib.py `StrategyBase.__deepcopy__`) copies
+        # every field; the programs traced for this strategy are not copied (their graphs
+        # cannot be): the copy traces its own.
+        memo[id(self._region_functions)] = weakref.WeakKeyDictionary()
+        return super().__deepcopy__(memo)
 
     def _create_extended(self, ipu_device: str, cpu_device: str):
         """The strategy internals (strategies spanning processes override this)."""
