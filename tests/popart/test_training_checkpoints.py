@@ -164,12 +164,11 @@ def test_optimizer_state_is_written_unless_its_streams_are_disabled(tmp_path):
         initializers[disabled] = {t.name for t in onnx.load(path).graph.initializer}
         session.weightsToHost()
         velocity = {popart.reservedAcclPrefix() + w: np.zeros((6, 6), np.float32)}
-        if disabled:
-            with pytest.raises(popart.popart_exception, match="disableOptimizerStateTensorStreams"):
-                session.readWeights(popart.PyWeightsIO(velocity))
-        else:
-            session.readWeights(popart.PyWeightsIO(velocity))
-            assert np.abs(velocity[popart.reservedAcclPrefix() + w]).sum() > 0
+        session.readWeights(popart.PyWeightsIO(velocity))
+        # Disabled streams are not fetched by weightsToHost (ir.cpp storingIsDisabledForTensor):
+        # the host keeps the state's initial zeros.
+        moved = np.abs(velocity[popart.reservedAcclPrefix() + w]).sum() > 0
+        assert moved != disabled
     assert initializers[False] == {w, popart.reservedAcclPrefix() + w}
     assert initializers[True] == {w}
 

@@ -9,7 +9,8 @@ overload without implicit conversions first, then every overload with them.
 
 What each C++ type takes (pybind11/cast.h and stl.h):
 - int: an int (a bool too) or anything with __index__, never a float; with conversions, any
-  other number int() takes (numpy.float32, Decimal). It must fit the C++ type.
+  other number int() takes (numpy.float32, Decimal). It must fit the C++ type (`unsigned`:
+  no negative value).
 - float: a float; with conversions, anything with __float__ or __index__ (ints, bools, numpy).
 - str: str, or bytes (as raw bytes).
 - List[T]: any sequence but a str (a tuple, a numpy array, bytes), not a set or a generator.
@@ -75,6 +76,21 @@ class _Int(Caster):
             except (TypeError, ValueError, OverflowError):
                 number = None
         if number is None or not -self.limit <= number < self.limit:
+            raise self.refuse(value, where)
+        return number
+
+
+class _Unsigned(Caster):
+    """`unsigned`: what int takes, but no negative value (PyLong_AsUnsignedLong fails)."""
+
+    text = "int"
+
+    def __init__(self, bits: int) -> None:
+        self.wide = _Int(bits + 1)  # every value of `bits` bits, and the negative ones
+
+    def load(self, value: Any, convert: bool, where: str) -> Any:
+        number = self.wide.load(value, convert, where)
+        if number < 0:
             raise self.refuse(value, where)
         return number
 
@@ -166,6 +182,7 @@ class _Array(Caster):
 
 INT: Caster = _Int(32)
 INT64: Caster = _Int(64)
+UINT: Caster = _Unsigned(32)
 FLOAT: Caster = _Float()
 BOOL: Caster = _Bool()
 STR: Caster = _Str()

@@ -12,6 +12,8 @@ from typing import Any
 from openipu._src.popart.errors import popart_exception, popart_internal_exception
 from openipu._src.popart.options.enums import CommGroupType, VariableRetrievalMode
 from openipu._src.popart.options.typed_fields import INT, EnumOf, Option, TypedOptions
+from openipu._src.popart.pybind_arguments import UINT, Arg, InstanceOf, Signature, bind
+from openipu._src.popart.pybind_arguments import EnumOf as BoundEnum
 
 
 class ReplicaGrouping:
@@ -115,74 +117,165 @@ class CommGroup(TypedOptions):
         return ReplicaGrouping(numReplicas, numReplicas // size, size)
 
 
+_VARIABLE_SETTINGS = "popart_core.VariableSettings"
+_COMM_GROUP_ARG = Arg(
+    "sharedVariableDomain_", InstanceOf(CommGroup, "popart._internal.ir.CommGroup")
+)
+_MODE = BoundEnum(VariableRetrievalMode, "popart_core.VariableRetrievalMode")
+# The constructors python/popart/popart_core/popart.cpp binds (its VariableSettings class):
+# there is no (stride, groupSize) overload in Python, and stride and groupSize are `unsigned`.
+_VARIABLE_SETTINGS_SIGNATURES = (
+    Signature(()),
+    Signature((_COMM_GROUP_ARG,)),
+    Signature((Arg("retrievalMode_", _MODE),)),
+    Signature((_COMM_GROUP_ARG, Arg("retrievalMode_", _MODE))),
+    Signature((Arg("stride", UINT), Arg("groupSize", UINT), Arg("mode", _MODE))),
+)
+
+
+def _check(passed: bool, check: str, detail: str, values: str) -> None:
+    """A failed POPART_CHECK (willow/include/popart/util/expressionchecking.hpp): a
+    popart::error worded "Check <expression> has failed. <detail> [<values>]"."""
+    if not passed:
+        suffix = f" [{values}]" if values else ""  # a unary check has none
+        raise popart_exception(f"Check {check} has failed. {detail}{suffix}")
+
+
 class VariableSettings:
     """How a weight is shared between replicas, and how many copies reach the host.
 
-    `VariableSettings()`, `VariableSettings(CommGroup)`, `VariableSettings(retrievalMode)` or
-    `VariableSettings(CommGroup, retrievalMode)`.
+    `VariableSettings()`, `VariableSettings(CommGroup)`, `VariableSettings(retrievalMode)`,
+    `VariableSettings(CommGroup, retrievalMode)` or `VariableSettings(stride, groupSize,
+    mode)`; other arguments are pybind11's TypeError.
     """
 
-    def __init__(self, *args: Any) -> None:
-        group, mode = CommGroup(), VariableRetrievalMode.OnePerGroup
-        for arg in args:
-            if isinstance(arg, CommGroup):
-                group = arg
-            elif isinstance(arg, VariableRetrievalMode):
-                mode = arg
-            else:
-                raise popart_exception(
-                    "VariableSettings takes a CommGroup and/or a VariableRetrievalMode, got "
-                    f"{arg!r} ({type(arg).__name__})"
-                )
-        self._group = group
-        self._mode = mode
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        index, values = bind(
+            "__init__", _VARIABLE_SETTINGS_SIGNATURES, args, kwargs,
+            owner=_VARIABLE_SETTINGS, constructor=True,
+        )  # fmt: skip
+        group = values.get("sharedVariableDomain_", CommGroup())
+        self._use_comm_group = index != 4
+        # The settings copy the CommGroup's type and size (willow/src/variablesettings.cpp).
+        self._group_type: CommGroupType = group.type
+        self._group_size: int = values["groupSize"] if index == 4 else group.replicaGroupSize
+        self._stride: int = values.get("stride", 0)
+        self._mode: VariableRetrievalMode = values.get(
+            "retrievalMode_", values.get("mode", VariableRetrievalMode.OnePerGroup)
+        )
+        if index != 0:  # every constructor but the default one verifies
+            self.verify()
 
     def getSharedVariableDomain(self) -> CommGroup:  # noqa: N802 - the original's names
-        return self._group
+        _check(
+            self._use_comm_group,
+            "useCommGroup",
+            "The variable settings were not initialised using a `popart::CommGroup` instance.",
+            "",
+        )
+        return CommGroup(self._group_type, self._group_size)
 
     def getRetrievalMode(self) -> VariableRetrievalMode:  # noqa: N802
         return self._mode
 
     def getCommGroupType(self) -> CommGroupType:  # noqa: N802
-        return self._group.type
+        # Settings made from a stride keep the default (value-initialised) type: All.
+        return self._group_type
 
     def getGroupSize(self) -> int:  # noqa: N802
-        return self._group.replicaGroupSize
+        return self._group_size
 
     def isUsingCommGroup(self) -> bool:  # noqa: N802
-        return True
+        return self._use_comm_group
 
     def getStride(self) -> int:  # noqa: N802
         # The binding is the no-argument VariableSettings::getStride(), the stride member,
         # which settings made from a CommGroup leave 0 (willow/src/variablesettings.cpp);
         # getReplicaGrouping(numReplicas).getStride() gives the real stride.
-        return 0
+        return self._stride
 
     def getReplicaGrouping(self, numReplicas: int) -> ReplicaGrouping:  # noqa: N802, N803
-        return self._group.toReplicaGrouping(numReplicas)
+        if self._use_comm_group:
+            return self.getSharedVariableDomain().toReplicaGrouping(numReplicas)
+        return ReplicaGrouping(numReplicas, self._stride, self._group_size)
+
+    def _sized_group(self) -> bool:
+        return self._group_type in (CommGroupType.Consecutive, CommGroupType.Orthogonal)
+
+    def _legal_size(self) -> None:
+        if self._sized_group() and self._group_size < 1:
+            raise popart_internal_exception(
+                "Attempting to use 0 as a CommGroupSize, groups of type "
+                f"{self._group_type.name} must have legal size.\n"
+            )
 
     def getGroupCount(self, numReplicas: int) -> int:  # noqa: N802, N803
-        return self.getReplicaGrouping(numReplicas).getNumGroups()
+        if not self._use_comm_group:
+            return self.getReplicaGrouping(numReplicas).getNumGroups()
+        kind = self._group_type
+        if kind is CommGroupType.Ungrouped or self._group_size == 1:
+            return numReplicas
+        if kind is CommGroupType.All:
+            return 1
+        self._legal_size()
+        return numReplicas // self._group_size
 
     def getRealGroupSize(self, numReplicas: int) -> int:  # noqa: N802, N803
-        return self.getReplicaGrouping(numReplicas).getGroupSize()
+        if not self._use_comm_group:
+            return self.getReplicaGrouping(numReplicas).getGroupSize()
+        if self._group_type is CommGroupType.All:
+            return numReplicas
+        if self._group_type is CommGroupType.Ungrouped:
+            return 1
+        return self._group_size
 
     def getGroupRepresentative(self, group: int) -> int:  # noqa: N802
-        kind, size = self._group.type, self._group.replicaGroupSize
-        if kind is CommGroupType.All:
+        if not self._use_comm_group:
+            # A grouping of just enough replicas for `group` to exist.
+            replicas = self._group_size * self._stride * (group + 1)
+            return self.getReplicaGrouping(replicas).getReplicaAt(group)
+        if self._group_type is CommGroupType.All:
             return 0
-        if kind is CommGroupType.Consecutive:
-            return group * size
+        if self._group_type is CommGroupType.Consecutive:
+            return group * self._group_size
         return group  # orthogonal and ungrouped groups start at their own index
 
+    def _group_stride(self, numReplicas: int) -> int:
+        if self._group_type is CommGroupType.Orthogonal:
+            self._legal_size()
+            return numReplicas // self._group_size
+        return 1
+
     def groups(self, numReplicas: int) -> list[list[int]]:  # noqa: N803
-        grouping = self.getReplicaGrouping(numReplicas)
-        return [grouping.getReplicasAt(group) for group in range(grouping.getNumGroups())]
+        if not self._use_comm_group:
+            grouping = self.getReplicaGrouping(numReplicas)
+            return [grouping.getReplicasAt(group) for group in range(grouping.getNumGroups())]
+        if self._group_type is CommGroupType.All:
+            return [list(range(numReplicas))]
+        if self._group_type is CommGroupType.Ungrouped:
+            return [[replica] for replica in range(numReplicas)]
+        stride, size = self._group_stride(numReplicas), self.getRealGroupSize(numReplicas)
+        return [
+            list(range(start, start + stride * size, stride))
+            for start in map(self.getGroupRepresentative, range(self.getGroupCount(numReplicas)))
+        ]
 
     def numReplicasReturningVariable(self, numReplicas: int) -> int:  # noqa: N802, N803
-        if self._mode is VariableRetrievalMode.AllReplicas:
+        if not self._use_comm_group:
+            grouping = self.getReplicaGrouping(numReplicas)
+            if self._mode is VariableRetrievalMode.AllReplicas:
+                return grouping.getNumReplicas()
+            return grouping.getNumGroups()
+        if (
+            self._mode is VariableRetrievalMode.AllReplicas
+            or self._group_type is CommGroupType.Ungrouped
+            or self._group_size == 1
+        ):
             return numReplicas
-        return self.getGroupCount(numReplicas)
+        if self._group_type is CommGroupType.All:
+            return 1
+        self._legal_size()
+        return numReplicas // self._group_size
 
     # The host holds one value per group (willow/src/variablesettings.cpp: shapeOnHost and
     # shapeOnReplica go by the group count, whatever the retrieval mode).
@@ -195,25 +288,65 @@ class VariableSettings:
         groups = self.getGroupCount(numReplicas)
         if groups == 1:
             return list(shape)
+        if not self._use_comm_group:
+            # POPART_CHECKs: popart::errors (variablesettings.cpp, the grouping's shapeOnReplica).
+            _check(
+                len(shape) > 0,
+                "shape.size() > 0",
+                f"Tensor '{name}' should have at least one dimension when used with "
+                "`popart::VariableSettings` with more than 1 replica groups.",
+                f"{len(shape)} <= 0",
+            )
+            _check(
+                groups == shape[0],
+                "numGroups == shape[0]",
+                f"Return mismatch with possibly appended outer dimension ({shape[0]}) of "
+                f'Tensor: "{name}". should match numGroups: {groups}',
+                f"{groups} != {shape[0]}",
+            )
+            return list(shape[1:])
         if not shape or shape[0] != groups:
             # willow/src/variablesettings.cpp: an internal_error (an empty shape is undefined
             # behaviour there; the same error here).
             outer = shape[0] if shape else "none"
             raise popart_internal_exception(
                 f"Return mismatch with possibly appended outer dimension ({outer}) of Tensor: "
-                f'"{name}". should match numGroups: {groups} (its host shape is {list(shape)})'
+                f'"{name}". should match numGroups: {groups}'
             )
         return list(shape[1:])
 
     def verify(self) -> None:
-        kind, size = self._group.type, self._group.replicaGroupSize
-        # willow/src/variablesettings.cpp, verify: an internal_error; every retrieval mode
-        # (AllReduceReplicas too) is valid.
-        if kind in (CommGroupType.Consecutive, CommGroupType.Orthogonal) and size < 1:
-            raise popart_internal_exception(
-                f"VariableSettings had 1 errors! (a {kind.name} CommGroup needs "
-                f"replicaGroupSize >= 1, got {size})"
+        if not self._use_comm_group:
+            # willow/src/variablesettings.cpp, verify: POPART_CHECK_NEs (popart::errors), and a
+            # group of one replica has stride 1.
+            _check(
+                self._stride != 0,
+                "stride != 0",
+                "The stride in a `popart::VariableSettings` must be a positive integer.",
+                f"{self._stride} == 0",
             )
+            _check(
+                self._group_size != 0,
+                "groupSize != 0",
+                "The group size in a `popart::VariableSettings` must be a positive integer.",
+                f"{self._group_size} == 0",
+            )
+            if self._group_size == 1:
+                self._stride = 1
+            return
+        # An internal_error for a Consecutive or Orthogonal group of fewer than one replica;
+        # every retrieval mode (AllReduceReplicas too) is valid.
+        if self._sized_group() and self._group_size < 1:
+            raise popart_internal_exception("VariableSettings had 1 errors!")
 
     def __repr__(self) -> str:
-        return f"VariableSettings({self._group!r}, {self._mode.name})"
+        # operator<< in variablesettings.cpp (its "stide" spelling).
+        domain = (
+            f"commGroupType={self._group_type.name}"
+            if self._use_comm_group
+            else f"stide={self._stride}"
+        )
+        return (
+            f"VariableSettings({domain}, groupSize={self._group_size}, "
+            f"retrievalMode={self._mode.name})"
+        )

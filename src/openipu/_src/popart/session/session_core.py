@@ -62,6 +62,7 @@ from openipu._src.popart.options.enums import (
 from openipu._src.popart.options.patterns import Patterns
 from openipu._src.popart.options.session_options import SessionOptions
 from openipu._src.popart.options.typed_fields import check_instance
+from openipu._src.popart.pybind_arguments import STR, Arg, Signature, bind
 from openipu._src.popart.session import (
     device_chip,
     engine_cache,
@@ -200,6 +201,7 @@ class SessionCore:
             },
             self._grouped,
         )
+        self._weights.constant_weights = not self._training and bool(self._options.constantWeights)
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()
@@ -1119,11 +1121,19 @@ class SessionCore:
         )
         executable_file.write_artifact(path, artifact)
 
-    def loadExecutable(self, filename: str) -> None:  # noqa: N802
+    def loadExecutable(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802
         """Uses an executable written for this model; call it before prepareDevice."""
+        # The binding takes `const std::string &filename` (python/popart/popart_core/
+        # popart.cpp): another type is pybind11's TypeError before anything else is checked.
+        _, values = bind(
+            "loadExecutable", [Signature((Arg("filename", STR),))], args, kwargs,
+            owner=f"popart_core.{'_Training' if self._training else '_Inference'}SessionCore",
+        )  # fmt: skip
+        filename: str = values["filename"]
+        # Session::loadExecutableFromFile (willow/src/session.cpp): "Could not open file" first.
+        artifact = executable_file.read_artifact(filename)
         if self._prepared:
             raise popart_exception("loadExecutable must be called before prepareDevice()")
-        artifact = executable_file.read_artifact(filename)
         if artifact.kind != "executable":
             raise popart_exception(
                 f"{filename} holds {artifact.kind} (saveVariables), not an executable"
@@ -1134,7 +1144,7 @@ class SessionCore:
                 f"(session '{artifact.name}'), not for this session"
             )
         if artifact.variables:
-            self._weights.write_from(PyWeightsIO(artifact.variables))
+            self._weights.restore(artifact.variables)
         self._loaded_executable = os.fspath(filename)
         # The executable's compile decisions: prepareDevice builds that executor only.
         self._cached_program = artifact.program

@@ -64,7 +64,6 @@ from openipu._src.popart.session.stepio import InputPlan, StepIO
 from openipu._src.popart.session.tensor_types import TensorSignature
 from openipu._src.popart.session.training_program import TrainingSpec, build_training_program
 from openipu._src.popart.session.training_variables import TrainingVariables
-from openipu._src.popart.session.weights_io import PyWeightsIO
 
 logger = logging.getLogger("popart.session")
 
@@ -175,6 +174,12 @@ class TrainingSession(SessionCore):
                 # shape.
                 state[prefix + name] = np.zeros(weights.replica_shape(name), dtype.as_numpy_dtype)
         weights.add_state(state, grouped_state)
+        # What weightsToHost does not fetch, so readWeights reads the zeros the host buffers
+        # start with (Ir::storingIsDisabledForTensor, willow/src/ir.cpp): the accumulators
+        # always, the optimizer state when its streams are disabled.
+        weights.unstreamed = set(self._accumulators.values())
+        if self._options.disableOptimizerStateTensorStreams:
+            weights.unstreamed.update(state)
         self._place_external_state(state)
         self._automatic_loss_scaling = self._plan_automatic_loss_scaling()
         self._variables = TrainingVariables(
@@ -673,16 +678,6 @@ class TrainingSession(SessionCore):
         for name in [*self._weights.weight_ids, *self._weights.state_ids]:
             received = host_collectives.broadcast(self._weights.host[name], rank).numpy()
             self._weights.host[name] = received.reshape(self._weights.host[name].shape)
-
-    def readWeights(self, weightsIo: PyWeightsIO) -> None:  # noqa: N802, N803
-        if self._options.disableOptimizerStateTensorStreams:
-            streamed_state = [i for i in weightsIo.weightIds() if i in self._weights.state_ids]
-            if streamed_state:
-                raise popart_exception(
-                    f"readWeights: {streamed_state} are optimizer state, which is not streamed "
-                    "(SessionOptions.disableOptimizerStateTensorStreams is True)"
-                )
-        super().readWeights(weightsIo)
 
     def _extra_initializers(self) -> dict[str, np.ndarray]:
         """modelToHost writes the optimizer state too (not the accumulators, which are empty

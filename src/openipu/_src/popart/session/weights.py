@@ -26,13 +26,19 @@ through `read` and `assign`, which give each replica its group's row.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import onnx
 import tensorflow as tf
 from tensorflow.python.framework import tensor_util
 
 from openipu._src.popart import reserved_names
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import (
+    popart_exception,
+    popart_internal_exception,
+    popart_runtime_error,
+)
 from openipu._src.popart.external_data import initializer_array
 from openipu._src.popart.lowering.dtypes import is_narrow
 from openipu._src.popart.lowering.tensor_utils import cast
@@ -65,6 +71,10 @@ class WeightStore:
         self.device: dict[str, tf.Variable] = {}
         self.unembeddable: dict[str, tuple[tf.Tensor, tf.DType]] = {}
         self._streamed: dict[str, np.ndarray] | None = None
+        # Set by the session: whether the initializers are constants, not variables (an
+        # inference session with constantWeights), and the variables weightsToHost leaves out.
+        self.constant_weights = False
+        self.unstreamed: set[str] = set()
 
     # -- device copies -------------------------------------------------------------------
 
@@ -128,8 +138,13 @@ class WeightStore:
             variable.assign(self.host[name])
 
     def from_device(self) -> None:
+        previous = self._streamed
         streamed = {name: np.array(array, copy=True) for name, array in self.host.items()}
         streamed.update({name: variable.numpy() for name, variable in self.device.items()})
+        # Tensors whose storing is disabled keep what their buffers held (Ir::
+        # storingIsDisabledForTensor, willow/src/ir.cpp; Devicex::d2hWeightBuffersToTensorData).
+        for name in self.unstreamed & set(streamed):
+            streamed[name] = previous[name] if previous else np.zeros_like(self.host[name])
         self._streamed = streamed
 
     def current(self) -> dict[str, np.ndarray]:
@@ -140,14 +155,34 @@ class WeightStore:
 
     # -- user arrays ---------------------------------------------------------------------
 
-    # readWeights and writeWeights go over the session's weights and use the arrays the user
+    def restore(self, values: dict[str, np.ndarray]) -> None:
+        """Host values as the session saved them (an executable's variables)."""
+        for name, value in values.items():
+            if name in self.host:
+                self.host[name] = np.asarray(value).reshape(self.host[name].shape)
+
+    # readWeights and writeWeights go over the session's variables and use the arrays the user
     # gave for them; other ids are ignored, as Devicex::readWeights and writeWeights do
-    # (willow/src/popx/devicex.cpp).
+    # (willow/src/popx/devicex.cpp:534-562, over Executablex::getWeightTensors: the
+    # TensorType::Variable tensors).
+
+    def io_ids(self) -> list[str]:
+        """The tensors readWeights and writeWeights see. With constantWeights an inference
+        session's initializers are constants, but for those of which more than one copy reaches
+        the host (willow/src/ir.cpp, Ir::addInitializer... "inference_constants")."""
+        if not self.constant_weights:
+            return list(self.host)
+        return [n for n, g in self.grouped.items() if n in self.host and g.returned != 1]
+
+    def _returned(self, name: str) -> int:
+        grouped = self.grouped.get(name)
+        return 1 if grouped is None else grouped.returned
 
     def read_into(self, weights_io: PyWeightsIO) -> None:
-        for name in weights_io.weightIds():
-            if name not in self.host:
+        for name in self.io_ids():
+            if not weights_io._contains(name):
                 continue
+            target = weights_io._weight(name)
             if self._streamed is None:
                 # Before weightsToHost the host stream buffers hold what Devicex::prepare
                 # allocated them with: zeros.
@@ -156,29 +191,54 @@ class WeightStore:
                 value = self._streamed[name]
             if name in self.grouped:
                 value = self.grouped[name].host_copies(value)
-            target = weights_io.array(name)
-            self._check_array(name, target, value, "readWeights")
-            target[...] = value.reshape(target.shape)
+            # Only the byte counts must agree: the bytes are copied whatever the array's
+            # dtype and shape (Devicex::hostStreamToHost, willow/src/popx/devicex.cpp:931-941).
+            if target.nbytes != value.nbytes:
+                raise popart_runtime_error(
+                    f"sizes (in bytes) of src ({value.nbytes}) and dst ({target.nbytes}) differ "
+                    f"in hostStreamToHost for {name}"
+                )
+            target.reshape(-1).view(np.uint8)[...] = (
+                np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+            )
 
     def write_from(self, weights_io: PyWeightsIO) -> None:
-        written = [name for name in weights_io.weightIds() if name in self.host]
-        for name in written:
-            if name not in self.weight_ids and name not in self.state_ids:
+        # Each weight is checked, then written, in turn (Devicex::writeWeights).
+        for name in self.io_ids():
+            if not weights_io._contains(name):
+                continue
+            source = weights_io._weight(name)
+            replica_shape = list(self.replica_shape(name))
+            returned = self._returned(name)
+            write_shape = replica_shape if returned == 1 else [returned, *replica_shape]
+            if list(source.shape) != write_shape:
+                # Tensor::verifyMutableVoidInfo (willow/src/tensor.cpp:1229): the array's shape
+                # must be the tensor's, with one row per returned copy; its dtype is not checked.
+                raise popart_internal_exception(
+                    "The shape of the MutableVoidData for IO does not not match the expected "
+                    f"write region of this tensor. Tensor Write ({len(replica_shape)}): "
+                    f"{_sequence(write_shape)} != MutableVoidData ({source.ndim}): "
+                    f"{_sequence(source.shape)}"
+                )
+            host = self.host[name]
+            if source.nbytes != host.nbytes:
+                # TensorData::resetData (willow/src/tensordata.cpp): the host data has one value
+                # per group, so the byte counts differ for another dtype's array, or for one
+                # copy per replica (AllReplicas) of a weight with fewer groups.
                 raise popart_exception(
-                    f"writeWeights: '{name}' ({self.host[name].dtype}) is constant data compiled "
+                    "cannot reset tensor data with data of non-matching size "
+                    f"{host.nbytes} vs {source.nbytes}"
+                )
+            if name not in self.weight_ids and name not in self.state_ids:
+                # openipu compiles non-float initializers into the program: they cannot change.
+                raise popart_exception(
+                    f"writeWeights: '{name}' ({host.dtype}) is constant data compiled "
                     "into the program, not a weight: it cannot be written"
                 )
-            source = weights_io.array(name)
-            expected = self.host[name]
-            if name in self.grouped and source.size != expected.size:
-                # One copy per returning replica (VariableRetrievalMode.AllReplicas).
-                expected = self.grouped[name].host_copies(expected)
-            self._check_array(name, source, expected, "writeWeights")
-        for name in written:
-            array, shape = np.array(weights_io.array(name)), self.host[name].shape
-            grouped = self.grouped.get(name)
+            # The bytes are copied, as memcpy does: an array of another dtype of the same
+            # size is taken bit for bit.
             self.host[name] = (
-                array.reshape(shape) if grouped is None else grouped.from_host_copies(array, shape)
+                np.frombuffer(source.tobytes(), dtype=host.dtype).reshape(host.shape).copy()
             )
 
     def reset_from_model(self, model: onnx.ModelProto, ignore_unknown: bool) -> None:
@@ -201,12 +261,10 @@ class WeightStore:
             updates[tensor.name] = value
         self.host.update(updates)
 
-    def _check_array(self, name: str, given: np.ndarray, weight: np.ndarray, what: str) -> None:
-        if given.size != weight.size or given.dtype != weight.dtype:
-            raise popart_exception(
-                f"{what}: the array for '{name}' has dtype {given.dtype} and shape "
-                f"{list(given.shape)}, but the weight is {weight.dtype} {list(weight.shape)}"
-            )
+
+def _sequence(values: Iterable[object]) -> str:
+    """A sequence as the original's messages print it (appendSequence, util.hpp): "[4 3]"."""
+    return "[" + " ".join(str(value) for value in values) + "]"
 
 
 def _embeddable(array: np.ndarray) -> bool:

@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from openipu._src.popart.errors import OptionTypeError, popart_exception
+from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.pybind_arguments import STR, Arg, DictOf, InstanceOf, Signature, bind
+
+# python/popart/popart_core/popart.cpp binds one constructor, (std::map<TensorId, py::array>
+# weights): a dict of str to numpy arrays (py::array takes only NumPy arrays), else TypeError.
+_SIGNATURES = (Signature((Arg("weights", DictOf(STR, InstanceOf(np.ndarray, "numpy.ndarray"))),)),)
+
+# The NumPy types the original maps to its DataTypes (python/popart/shared_cpp/np_utils.cpp,
+# initNpTypeMap), by str(dtype).
+_NP_TYPES = frozenset(
+    ("float16", "float32", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32")
+    + ("int64", "bool", "[('float8_143', 'u1')]", "[('float8_152', 'u1')]")
+)
 
 
 class PyWeightsIO:
-    """`PyWeightsIO({weight id: numpy array})`: the arrays are read and written in place."""
+    """`PyWeightsIO({weight id: numpy array})`: the arrays are read and written in place.
 
-    def __init__(self, weights: Mapping[str, np.ndarray]) -> None:
-        if not isinstance(weights, Mapping):
-            raise OptionTypeError(
-                f"PyWeightsIO takes a dict {{weight id: numpy array}}, got {type(weights).__name__}"
-            )
-        for weight_id, array in weights.items():
-            if not isinstance(weight_id, str) or not isinstance(array, np.ndarray):
-                raise OptionTypeError(
-                    f"PyWeightsIO entries must be str -> numpy array, got {weight_id!r} -> "
-                    f"{type(array).__name__}"
-                )
+    The original binds no method but the constructor (popart.cpp); the session reads the
+    arrays through the private ones here."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _, values = bind(
+            "__init__", _SIGNATURES, args, kwargs,
+            owner="popart_core.PyWeightsIO", constructor=True,
+        )  # fmt: skip
+        weights: dict[str, np.ndarray] = values["weights"]
+        for weight_id, array in sorted(weights.items()):  # a std::map, in key order
             if not array.flags.c_contiguous:
                 # Weights are read and written in place, so a copy would lose them
                 # (python/popart/popart_core/popart.cpp, PyWeightsIO).
@@ -33,11 +44,13 @@ class PyWeightsIO:
                 )
         self._weights = dict(weights)
 
-    def contains(self, weightId: str) -> bool:  # noqa: N803 - the original's names
-        return weightId in self._weights
+    def _contains(self, weight_id: str) -> bool:
+        return weight_id in self._weights
 
-    def weightIds(self) -> list[str]:  # noqa: N802
-        return list(self._weights)
-
-    def array(self, weight_id: str) -> np.ndarray:
-        return self._weights[weight_id]
+    def _weight(self, weight_id: str) -> np.ndarray:
+        """The array for a weight, as PyWeightsIO::weight gives it to the session: its dtype
+        must be one the original has a DataType for (np_utils.cpp, getTensorInfo)."""
+        array = self._weights[weight_id]
+        if str(array.dtype) not in _NP_TYPES:
+            raise popart_exception(f"No numpy type {array.dtype} registered in map to DataType")
+        return array
