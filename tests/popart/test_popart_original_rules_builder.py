@@ -240,3 +240,89 @@ def test_a_dim_that_is_not_known_reads_as_zero():
     builder = popart.Builder(model.SerializeToString())
     assert builder.getTensorShape("x") == [0, 4]
     assert builder.getTensorShape("y") == [0, 4]
+
+
+# -- partials types: any string is kept by the Builder, checked when a session makes the op ---
+
+
+def _conv_model(partials=None):
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 4, 4]), "x")
+    k = builder.addInitializedInputTensor(np.ones((3, 2, 3, 3), np.float32), "k")
+    y = builder.aiOnnx.conv([x, k], pads=[1, 1, 1, 1])
+    if partials is not None:
+        builder.setPartialsType(y, partials)
+    builder.addOutputTensor(y)
+    return builder, x, y
+
+
+def test_partials_type_strings_are_kept_and_any_case_runs():
+    # willow/src/builder.cpp setPartialsType stores the string as given; convbase.cpp and
+    # matmul.cpp read "float"/"half" in any letter case.
+    builder, x, y = _conv_model("Half")
+    assert builder.getPartialsType(y) == "Half"
+    value = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    anchors = run(builder, {x: value}, [y])
+    window = value[0, :, :2, :2].sum()  # the top-left output sees a 2x2 corner of each channel
+    np.testing.assert_allclose(anchors[y][0, :, 0, 0], [window] * 3)
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]), "a")
+    product = builder.aiOnnx.matmul([a, a])
+    builder.setPartialsType(product, "fLoAt")
+    builder.addOutputTensor(product)
+    square = np.array([[1, 2], [3, 4]], np.float32)
+    np.testing.assert_allclose(run(builder, {a: square}, [product])[product], square @ square)
+
+
+def test_partials_type_only_on_conv_and_matmul():
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    y = builder.aiOnnx.relu([x])
+    with pytest.raises(
+        popart.popart_exception,
+        match=r"^Builder::setPartialsType should only be called on operators: Conv, MatMul; "
+        "but was given: Relu$",
+    ):
+        builder.setPartialsType(y, "FLOAT")
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        builder.setPartialsType(y, 16)
+
+
+def _session(builder, y, options=None):
+    return popart.InferenceSession(
+        builder.getModelProto(),
+        popart.DataFlow(1, [y]),
+        popart.DeviceManager().createIpuModelDevice({}),
+        userOptions=options or popart.SessionOptions(),
+    )
+
+
+def test_a_bad_partials_type_fails_when_the_session_makes_the_op():
+    builder, _, y = _conv_model("DOUBLE")  # accepted by the Builder
+    with pytest.raises(popart.popart_exception, match=r"^Bad partialsType 'double'$"):
+        _session(builder, y)
+    builder, _, y = _conv_model()
+    options = popart.SessionOptions()
+    options.convolutionOptions = {"partialsType": "quarter"}
+    with pytest.raises(popart.popart_exception, match=r"^Bad partialsType 'quarter'$"):
+        _session(builder, y, options)
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]), "a")
+    product = builder.aiOnnx.matmul([a, a])
+    builder.setPartialsType(product, "double")
+    with pytest.raises(
+        popart.popart_exception,
+        match=r"^Unable to get option 'partialsTypeMatMul' from string 'double'\. "
+        r"Possible values are 'float' and 'half' in any letter case\.$",
+    ):
+        _session(builder, product)
+
+
+def test_a_multiconv_partials_type_is_checked_per_convolution():
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 4, 4]), "x")
+    k = builder.addInitializedInputTensor(np.ones((3, 2, 3, 3), np.float32), "k")
+    (y,) = builder.aiGraphcore.multiconv([[x, k]], partialsTypes=["Float16"])
+    builder.addOutputTensor(y)
+    with pytest.raises(popart.popart_exception, match=r"^Bad partialsType 'float16'$"):
+        _session(builder, y)

@@ -273,7 +273,7 @@ def test_mandatory_patterns_cannot_be_disabled_silently(small_model, ipu_model_d
             {"enableReplicatedGraphs": True, "replicatedGraphCount": 0},
             "replicatedGraphCount must be >= 1",
         ),
-        ({"partialsTypeMatMuls": "double"}, "partialsTypeMatMuls is 'double'"),
+        ({"partialsTypeMatMuls": "double"}, "from string .double.. Possible values are"),
         (
             {"virtualGraphMode": popart.VirtualGraphMode.Auto, "virtualGraphSplitRatios": [1.5]},
             "each ratio must be in",

@@ -28,7 +28,6 @@ COLLECTIVE_OPERATOR = "__collectiveOperator"  # int CollectiveOperator
 COLLECTIVE_COMM_GROUP = "__collectiveCommGroup"  # ints [CommGroupType, replica group size]
 
 SERIALIZE_MATMUL_MODES = ("input_channels", "output_channels", "reducing_dim", "none")
-PARTIALS_TYPES = ("FLOAT", "HALF")
 
 # ModelProto.metadata_props keys.
 REPLICATION_FACTOR = "__replication_factor"  # str(int); absent means 1

@@ -157,13 +157,25 @@ class NodeAttributeMethods:
         )
 
     def setPartialsType(self, nodeOutputName: Any, partialsType: str) -> None:  # noqa: N802
-        canonical = str(partialsType).upper()
-        if canonical not in names.PARTIALS_TYPES:
-            raise popart_exception(
-                f"setPartialsType: partialsType must be one of {', '.join(names.PARTIALS_TYPES)}, "
-                f"got {partialsType!r}"
+        if not isinstance(partialsType, str):
+            raise incompatible_arguments(
+                "setPartialsType",
+                [
+                    "(self: popart_core._BuilderCore, nodeOutputName: str, "
+                    "partialsType: str) -> None"
+                ],
+                [nodeOutputName, partialsType],
+                f"setPartialsType: partialsType must be a str, got {partialsType!r}",
             )
-        self._set_node_attribute(nodeOutputName, names.PARTIALS_TYPE, canonical)
+        # willow/src/builder.cpp setPartialsType: only Conv and MatMul take one; the string
+        # is kept as given and checked when a session creates the op (partials_types.py).
+        op_type = self._find_node(nodeOutputName).op_type
+        if op_type not in ("Conv", "MatMul"):
+            raise popart_exception(
+                "Builder::setPartialsType should only be called on operators: Conv, MatMul; "
+                f"but was given: {op_type}"
+            )
+        self._set_node_attribute(nodeOutputName, names.PARTIALS_TYPE, partialsType)
 
     def getPartialsType(self, nodeOutputName: Any) -> str:  # noqa: N802
         attribute = _find_attribute(self._find_node(nodeOutputName), names.PARTIALS_TYPE)
@@ -173,9 +185,10 @@ class NodeAttributeMethods:
         self, nodeOutputName: Any, mode: str, factor: int = 0, keep_precision: bool = False
     ) -> None:
         if mode not in names.SERIALIZE_MATMUL_MODES:
+            # willow/include/popart/builder.hpp setSerializeMatMul: the original's words.
             raise popart_exception(
-                f"setSerializeMatMul: unsupported mode {mode!r}; "
-                f"supported modes are {', '.join(names.SERIALIZE_MATMUL_MODES)}"
+                f"Unsupported mat mul serialization mode '{mode}'. Supported modes are "
+                "'input_channels', 'reducing_dim', 'output_channels' or 'none'"
             )
         if mode == "none":
             return

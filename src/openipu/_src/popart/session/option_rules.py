@@ -21,8 +21,7 @@ from openipu._src.popart.session import pipeline_rules
 from openipu._src.popart.session.model_ops import annotation as _annotation
 from openipu._src.popart.session.model_ops import debug_name, ir_ops, key
 from openipu._src.popart.session.op_versions import check_op_versions
-
-PARTIALS_TYPES = ("", "float", "half")
+from openipu._src.popart.session.partials_types import check_partials_types
 
 
 def _check_inference_options(options: SessionOptions) -> None:
@@ -176,28 +175,8 @@ def _check_buffering(
             )
 
 
-def _reads_partials_option(model: onnx.ModelProto) -> bool:
-    """willow/src/op/matmul.cpp reads partialsTypeMatMuls when it creates a MatMul op with no
-    partials type of its own, in any graph of the model."""
-    graphs, found = [model.graph], False
-    while graphs and not found:
-        graph = graphs.pop()
-        for node in graph.node:
-            names = {attribute.name for attribute in node.attribute}
-            if node.op_type == "MatMul" and node.domain in ("", "ai.onnx"):
-                found = found or annotation_names.PARTIALS_TYPE not in names
-            for attribute in node.attribute:
-                graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
-    return found
-
-
 def _check_values(options: SessionOptions, model: onnx.ModelProto) -> None:
-    partials = options.partialsTypeMatMuls
-    if partials.lower() not in PARTIALS_TYPES and _reads_partials_option(model):
-        raise popart_exception(
-            f"SessionOptions.partialsTypeMatMuls is {partials!r}: one of "
-            "'float', 'half' or '' (not set)"
-        )
+    check_partials_types(options, model)
     for name in ("serializedPoprithmsAnnealGraphsDir", "serializedPoprithmsShiftGraphsDir"):
         directory = getattr(options, name)
         if directory and not os.path.isdir(directory):
