@@ -78,7 +78,9 @@ def export_model(
     stages = _stage_of_layers(model)
 
     def predict_step(*args: tf.Tensor) -> Any:
-        with _in_stage_scopes(stages):
+        # The model's call runs in its strategy, as the original's predict function does: a
+        # subclassed model's PipelineStage scopes may only be entered there.
+        with _in_model_strategy(model), _in_stage_scopes(stages):
             return model(list(args) if len(args) > 1 else args[0], training=False)
 
     # Its parameters are the model's inputs: they name the SavedModel signature's inputs.
@@ -109,6 +111,13 @@ def _stage_of_layers(model: Any) -> dict[int, tuple[Any, int]]:
         if record.pipeline_stage is not None:
             stages.setdefault(id(record.layer), (record.layer, record.pipeline_stage))
     return stages
+
+
+def _in_model_strategy(model: Any) -> contextlib.AbstractContextManager:
+    strategy = getattr(model, "_distribution_strategy", None)
+    if strategy is None or tf.distribute.has_strategy():
+        return contextlib.nullcontext()
+    return strategy.scope()
 
 
 @contextlib.contextmanager
