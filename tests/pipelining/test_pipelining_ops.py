@@ -302,7 +302,12 @@ def _stage(x):
             TypeError,
             "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue",
         ),
-        ({"reduction_method": "median"}, ValueError, "reduction_method must be one of"),
+        (
+            # Parsed only for training pipelines (ops/pipelining_ops.py).
+            {"reduction_method": "median", "optimizer_function": lambda loss: None},
+            ValueError,
+            "reduction_method must be one of",
+        ),
     ],
 )
 def test_error_rules(kwargs, error, message):

@@ -12,18 +12,25 @@ optimizer that takes them (`apply_gradients(..., captured_grads=...)`) and pushe
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from openipu._src.eager.backprop import GradientCaptureTape
 from openipu._src.engine.gradient_accumulation import CapturedGradients
 
 
-def read(result: object) -> CapturedGradients | None:
-    """The gradients captured by the optimizer function's tape or capture context."""
-    tape = getattr(result, "tape", None)
-    source = tape if isinstance(tape, GradientCaptureTape) else None
-    if source is None:
-        source = getattr(result, "gradient_capture_context", None)
-    if source is None:
+def read(result: Any) -> CapturedGradients | None:
+    """The gradients captured by the optimizer function's tape or capture context.
+
+    `result` is what the optimizer function returned, read as the original reads it
+    (ops/pipelining_ops.py:1034-1050): its `tape`, then (unless that is a capture tape)
+    its `gradient_capture_context`, an object without them failing with AttributeError."""
+    if not result:
+        return None
+    tape = result.tape
+    source = tape if tape and isinstance(tape, GradientCaptureTape) else None
+    if not source:
+        source = result.gradient_capture_context or None
+    if not source:
         return None
     captured = source.captured_gradients
     return dict(captured) if captured else None

@@ -41,6 +41,12 @@ class PipelineStageOptions:
         slice_options = slice_options if slice_options else {}
         if not isinstance(slice_options, dict):
             raise TypeError("PipelineStageOptions.slice_options must be dictionary.")
+        # The original puts every option and value in a protocol buffer's string fields
+        # (:386-401, option_flag.proto): a str, or bytes in UTF-8, else protobuf fails.
+        for options in (convolution_options, matmul_options, slice_options):
+            for option, value in options.items():
+                _proto_string(option)
+                _proto_string(value)
         self.convolution_options = dict(convolution_options)
         self.matmul_options = dict(matmul_options)
         self.slice_options = dict(slice_options)
@@ -55,6 +61,24 @@ class PipelineStageOptions:
 
     def __repr__(self) -> str:
         return f"PipelineStageOptions({self.get_proto()})"
+
+
+def _proto_string(value: object) -> None:
+    """Refuses what a protocol buffer string field refuses, with protobuf 3's messages."""
+    if isinstance(value, str):
+        return
+    if isinstance(value, bytes):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(
+                f"{value!r} has type bytes, but isn't valid UTF-8 encoding. Non-UTF-8 strings "
+                "must be converted to unicode objects before being added."
+            ) from None
+        return
+    raise TypeError(
+        f"{value!r} has type {type(value).__name__}, but expected one of: bytes, unicode"
+    )
 
 
 def check_enum(value, enum_type: type[enum.Enum], name: str, default):

@@ -25,9 +25,10 @@ import contextlib
 import dataclasses
 import functools
 import numbers
-from collections.abc import Callable, Mapping, Sequence
-from typing import TypeAlias
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import ops
 from tensorflow.python.util import nest
@@ -55,7 +56,6 @@ from openipu._src.engine.outfeed_queue import IPUOutfeedMode, IPUOutfeedQueue
 from openipu._src.engine.replicas import lockstep, replicated
 from openipu._src.engine.value_types import Nested
 from openipu._src.feeds.infeed import IPUInfeedQueue
-from openipu._src.int_like import plain_int
 from openipu._src.optimizers.ipu_optimizer import Optimizer
 from openipu._src.pipelining import (
     captured_gradients,
@@ -104,42 +104,23 @@ class OptimizerFunctionOutput:
         self,
         opt: Optimizer,
         loss: tf.Tensor,
-        compute_gradients_args: Sequence[object] | None = None,
-        compute_gradients_kwargs: Mapping[str, object] | None = None,
-        apply_gradients_args: Sequence[object] | None = None,
-        apply_gradients_kwargs: Mapping[str, object] | None = None,
+        compute_gradients_args: tuple[object, ...] | None = None,
+        compute_gradients_kwargs: dict[str, object] | None = None,
+        apply_gradients_args: tuple[object, ...] | None = None,
+        apply_gradients_kwargs: dict[str, object] | None = None,
         variables: Sequence[tf.Variable] | None = None,
         tape: tf.GradientTape | None = None,
         gradient_capture_context: GradientCaptureContext | None = None,
         captured_gradient_outfeed: IPUOutfeedQueue | None = None,
     ) -> None:
-        if not _is_optimizer(opt):
-            raise TypeError(
-                f"OptimizerFunctionOutput: opt must be an optimizer (tf.compat.v1.train.Optimizer "
-                f"or a Keras optimizer), got {type(opt).__name__}"
-            )
-        if not isinstance(loss, (tf.Tensor, tf.Variable)):
-            raise TypeError(
-                f"OptimizerFunctionOutput: loss must be a tensor, got {type(loss).__name__}"
-            )
-        keras = not isinstance(opt, tf.compat.v1.train.Optimizer)  # an OptimizerV2
-        if keras:
-            # As the original: a Keras optimizer computes no gradients of its own.
-            for name, value in (
-                ("compute_gradients_args", compute_gradients_args),
-                ("compute_gradients_kwargs", compute_gradients_kwargs),
-            ):
-                if value:
-                    raise ValueError(
-                        f"OptimizerFunctionOutput.{name} may not be used with OptimizerV2 "
-                        "instances."
-                    )
+        # Set through the properties below, in the original's order (its setters,
+        # ops/pipelining_ops.py:160-172): a falsy value gives the default.
         self.opt = opt
         self.loss = loss
-        self.compute_gradients_args = tuple(compute_gradients_args or ())
-        self.compute_gradients_kwargs = dict(compute_gradients_kwargs or {})
-        self.apply_gradients_args = tuple(apply_gradients_args or ())
-        self.apply_gradients_kwargs = dict(apply_gradients_kwargs or {})
+        self.compute_gradients_args = compute_gradients_args if compute_gradients_args else ()
+        self.compute_gradients_kwargs = compute_gradients_kwargs if compute_gradients_kwargs else {}
+        self.apply_gradients_args = apply_gradients_args if apply_gradients_args else ()
+        self.apply_gradients_kwargs = apply_gradients_kwargs if apply_gradients_kwargs else {}
         self._tape: tf.GradientTape | None = None
         self._gradient_capture_context: GradientCaptureContext | None = None
         self.variables = variables if variables else ()
@@ -150,6 +131,85 @@ class OptimizerFunctionOutput:
     @property
     def _keras(self) -> bool:
         return not isinstance(self.opt, tf.compat.v1.train.Optimizer)
+
+    @property
+    def opt(self) -> Optimizer:
+        return self._opt
+
+    @opt.setter
+    def opt(self, value: Optimizer) -> None:
+        if not _is_optimizer(value):
+            raise TypeError(
+                "OptimizerFunctionOutput.opt must be a TensorFlow Optimizer or Keras "
+                f"OptimizerV2 object: opt must be an optimizer, got {type(value).__name__}"
+            )
+        self._opt = value
+
+    @property
+    def loss(self) -> tf.Tensor:
+        return self._loss
+
+    @loss.setter
+    def loss(self, value: tf.Tensor) -> None:
+        if not isinstance(value, (tf.Tensor, tf.Variable)):
+            raise TypeError(
+                "OptimizerFunctionOutput.loss must be a TensorFlow Tensor object: "
+                f"loss must be a tensor, got {type(value).__name__}"
+            )
+        self._loss = value
+
+    # The original's setters (ops/pipelining_ops.py:198-250): the arguments must be a
+    # tuple and the keyword arguments a dict (TypeError, a list too); a Keras optimizer
+    # takes no compute_gradients arguments (ValueError).
+
+    @property
+    def compute_gradients_args(self) -> tuple[object, ...]:
+        return self._compute_gradients_args
+
+    @compute_gradients_args.setter
+    def compute_gradients_args(self, value: tuple[object, ...]) -> None:
+        if not isinstance(value, tuple):
+            raise TypeError("OptimizerFunctionOutput.compute_gradients_args must be a tuple.")
+        self._no_keras_compute_gradients("compute_gradients_args", value)
+        self._compute_gradients_args = value
+
+    @property
+    def compute_gradients_kwargs(self) -> dict[str, object]:
+        return self._compute_gradients_kwargs
+
+    @compute_gradients_kwargs.setter
+    def compute_gradients_kwargs(self, value: dict[str, object]) -> None:
+        if not isinstance(value, dict):
+            raise TypeError("OptimizerFunctionOutput.compute_gradients_kwargs must be a dict.")
+        self._no_keras_compute_gradients("compute_gradients_kwargs", value)
+        self._compute_gradients_kwargs = value
+
+    @property
+    def apply_gradients_args(self) -> tuple[object, ...]:
+        return self._apply_gradients_args
+
+    @apply_gradients_args.setter
+    def apply_gradients_args(self, value: tuple[object, ...]) -> None:
+        if not isinstance(value, tuple):
+            raise TypeError("OptimizerFunctionOutput.apply_gradients_args must be a tuple.")
+        self._apply_gradients_args = value
+
+    @property
+    def apply_gradients_kwargs(self) -> dict[str, object]:
+        return self._apply_gradients_kwargs
+
+    @apply_gradients_kwargs.setter
+    def apply_gradients_kwargs(self, value: dict[str, object]) -> None:
+        if not isinstance(value, dict):
+            raise TypeError("OptimizerFunctionOutput.apply_gradients_kwargs must be a dict.")
+        self._apply_gradients_kwargs = value
+
+    def _no_keras_compute_gradients(self, name: str, value: object) -> None:
+        # As the original: a Keras optimizer computes no gradients of its own.
+        if value and self._keras:
+            raise ValueError(
+                f"OptimizerFunctionOutput.{name} may not be used with OptimizerV2 instances."
+            )
 
     @property
     def variables(self) -> Sequence[tf.Variable]:
@@ -228,13 +288,20 @@ class OptimizerFunctionOutput:
             )
         self._captured_gradient_outfeed = value or None
 
-    def trainable_variables(self, pipeline_tape: tf.GradientTape) -> list[tf.Variable]:
-        """The variables a Keras optimizer's gradients are taken for (see the class)."""
-        if self.tape is not None:
-            return list(self.tape.watched_variables())
-        if self.variables:
-            return list(self.variables)
-        return [v for v in pipeline_tape.watched_variables() if v.trainable]
+
+def _keras_trainable_variables(output: Any, pipeline_tape: tf.GradientTape) -> list[tf.Variable]:
+    """The variables a Keras optimizer's gradients are taken for (see OptimizerFunctionOutput).
+
+    `output` is whatever the optimizer function returned: as the original
+    (ops/pipelining_ops.py:1133-1136) its `tape`, then (when that is falsy) its
+    `variables` are read, an object without them failing with AttributeError."""
+    tape = output.tape
+    if tape:
+        return list(tape.watched_variables())
+    variables = output.variables
+    if variables:
+        return list(variables)
+    return [v for v in pipeline_tape.watched_variables() if v.trainable]
 
 
 def _is_optimizer(opt: object) -> bool:
@@ -281,74 +348,81 @@ def pipeline(
     name: str | None = None,
 ) -> tf.Operation:
     """Runs `computational_stages` as a pipeline; returns the operation that runs it."""
-    stages = _check_stages(computational_stages)
-    count = _check_count(gradient_accumulation_count)
-    repeats = _check_positive_int(repeat_count, "repeat_count")
-    serialization = _check_positive_int(
-        batch_serialization_iterations, "batch_serialization_iterations"
-    )
-    schedule = pipeline_options.check_enum(
-        pipeline_schedule,
-        PipelineSchedule,
-        "pipeline_schedule",
-        PipelineSchedule.Sequential if serialization > 1 else PipelineSchedule.Grouped,
-    )
-    pipeline_options.check_enum(recomputation_mode, RecomputationMode, "recomputation_mode", None)
-    mapping = _check_device_mapping(device_mapping, len(stages), serialization)
-    for stage, entry in zip(stages, mapping, strict=True):
-        parallel_stages.check_mapping(stage, entry)
-    ipus = parallel_stages.flat_ipus(mapping)
-    # A replica of this program spans the pipeline's IPUs.
-    replicated.require_ipus_per_replica(max(ipus, default=0) + 1)
-    for option_name, value in (
-        ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
-        ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
-    ):
-        pipeline_options.check_stage_options_list(value, option_name, len(stages))
-    if (
-        optimizer_function is not None
-        and replicated_optimizer_state_sharding
-        and offload_weight_update_variables is False
-    ):
-        # As the original's weight update (ops/op_util.py create_resource_update).
+    # The checks in the original's order (ops/pipelining_ops.py:783-972), ours among them.
+    training = optimizer_function is not None
+    count = _accumulation_count(gradient_accumulation_count)
+    # reduction_method is parsed for a training pipeline only (:796-798), and compared,
+    # parsed or not, with SUM (:800-804).
+    # An inference pipeline accumulates no gradients: its reduction_method is unused.
+    reduction = GradientAccumulationReductionMethod.SUM
+    if training:
+        reduction = GradientAccumulationReductionMethod.parse(reduction_method, "reduction_method")
+    given = reduction if training else reduction_method
+    if given != GradientAccumulationReductionMethod.SUM and batch_serialization_iterations != 1:
         raise ValueError(
-            "To use replicated_optimizer_state_sharding, optimizer state must be offloaded by "
-            "using offload_weight_update_variables."
+            "batch_serialization_iterations != 1 is only supported when reduction_method is "
+            "GradientAccumulationReductionMethod.SUM"
         )
-    if weight_update_poplar_options is not None and not isinstance(
-        weight_update_poplar_options, PipelineStageOptions
-    ):
-        raise TypeError(
-            "weight_update_poplar_options to be of type PipelineStageOptions: "
-            "weight_update_poplar_options must be a PipelineStageOptions"
+    if continuous_weight_updates:
+        raise NotImplementedError(
+            "Continuous weight updates are currently not supported. "
+            "(continuous_weight_updates is not implemented, nor was it in the original)"
         )
+    # batch_serialization_iterations is compared as given (:822-834, :845, :886), so None
+    # or a str fails there with Python's TypeError; the op takes it as an int attribute
+    # (checked below).
+    if pipeline_schedule is None:
+        pipeline_schedule = (
+            PipelineSchedule.Sequential
+            if batch_serialization_iterations > 1
+            else PipelineSchedule.Grouped
+        )
+    schedule = pipeline_options.check_enum(
+        pipeline_schedule, PipelineSchedule, "pipeline_schedule", None
+    )
+    serialized = batch_serialization_iterations > 1
+    if serialized and schedule is not PipelineSchedule.Sequential:
+        raise NotImplementedError(
+            "Batch serialization is only supported with the `Sequential` schedule: "
+            "batch_serialization_iterations > 1 needs the Sequential pipeline schedule"
+        )
+    pipeline_options.check_enum(recomputation_mode, RecomputationMode, "recomputation_mode", None)
+    _check_stages_sequence(computational_stages)
     # The original tests `if infeed_queue:`, so a falsy value means "no queue"
     # (ops/pipelining_ops.py:852-860).
     if infeed_queue and not isinstance(infeed_queue, IPUInfeedQueue):
         raise TypeError("infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue")
     if outfeed_queue and not isinstance(outfeed_queue, IPUOutfeedQueue):
         raise TypeError("outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue")
-    if continuous_weight_updates:
-        raise NotImplementedError(
-            "continuous_weight_updates is not implemented (nor was it in the original)"
-        )
-    # The original's messages first (ops/pipelining_ops.py).
-    if serialization > 1 and schedule is not PipelineSchedule.Sequential:
-        raise NotImplementedError(
-            "Batch serialization is only supported with the `Sequential` schedule: "
-            "batch_serialization_iterations > 1 needs the Sequential pipeline schedule"
-        )
-    if serialization > 1 and len(set(ipus)) > 1:
-        raise NotImplementedError(
-            "When using batch serialization, all the pipeline stages need to be mapped to a "
-            "single IPU: batch_serialization_iterations > 1 needs every stage on the same IPU"
-        )
-    training = optimizer_function is not None
+    stages = _check_stages(computational_stages)
+    mapping = _check_device_mapping(device_mapping, len(stages), serialized)
+    for stage, entry in zip(stages, mapping, strict=True):
+        parallel_stages.check_mapping(stage, entry)
+    ipus = parallel_stages.flat_ipus(mapping)
+    # A replica of this program spans the pipeline's IPUs.
+    replicated.require_ipus_per_replica(max(ipus, default=0) + 1)
     if schedule is PipelineSchedule.Interleaved and training and len(set(ipus)) < len(ipus):
         raise NotImplementedError(
             "The pipelining schedule 'Interleaved' does not currently support multiple "
             "pipeline stages on the same device for training graphs. Please use a different "
             "pipeline schedule."
+        )
+    if serialized and len(set(ipus)) > 1:
+        raise NotImplementedError(
+            "When using batch serialization, all the pipeline stages need to be mapped to a "
+            "single IPU: batch_serialization_iterations > 1 needs every stage on the same IPU"
+        )
+    for option_name, value in (
+        ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
+        ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
+    ):
+        pipeline_options.check_stage_options_list(value, option_name, len(stages))
+    if weight_update_poplar_options is not None and not isinstance(
+        weight_update_poplar_options, PipelineStageOptions
+    ):
+        raise TypeError(
+            "weight_update_poplar_options to be of type PipelineStageOptions: "
+            "weight_update_poplar_options must be a PipelineStageOptions"
         )
     # The original's checks and words (ops/pipelining_ops.py): a mask is any sequence,
     # taken by truth value.
@@ -359,11 +433,27 @@ def pipeline(
     if outfeed_loss and outfeed_mask:
         raise ValueError("Only one of `outfeed_loss` and `outfeed_mask` can be set.")
     if accumulate_outfeed:
-        if outfeed_queue is None:
+        if not outfeed_queue:
             raise ValueError("An outfeed_queue must be provided when accumulate_outfeed is True.")
         if outfeed_queue.outfeed_mode is not IPUOutfeedMode.ALL:
             raise ValueError("To accumulate the outfeed, it must be in IPUOutfeedMode ALL.")
-    reduction = GradientAccumulationReductionMethod.parse(reduction_method, "reduction_method")
+    if (
+        training
+        and replicated_optimizer_state_sharding
+        and offload_weight_update_variables is False
+    ):
+        # As the original's weight update (ops/op_util.py create_resource_update).
+        raise ValueError(
+            "To use replicated_optimizer_state_sharding, optimizer state must be offloaded by "
+            "using offload_weight_update_variables."
+        )
+    # The pipeline op's int attributes (ops/functional/pipelining.cc:31-32, `int >= 1`),
+    # both converted, then both checked, as TensorFlow's op wrapper does
+    # (framework/op_def_library.py:171-179 `_MakeInt`, :81-84 the minimum).
+    serialization = _int_attr(batch_serialization_iterations, "batch_serialization_iterations")
+    repeats = _int_attr(repeat_count, "repeat_count")
+    _attr_minimum(serialization, "batch_serialization_iterations")
+    _attr_minimum(repeats, "repeat_count")
 
     plan = _PipelinePlan(
         stages=stages,
@@ -448,11 +538,17 @@ def _depth_refusal(
     return refused
 
 
-def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]:
+def _check_stages_sequence(stages: object) -> None:
     if not isinstance(stages, (list, tuple)):
         raise TypeError(
-            f"computational_stages must be a list or tuple of functions, got {type(stages).__name__}"
+            "computational_stages argument needs to be a list or a tuple: computational_stages "
+            f"must be a list or tuple of functions, got {type(stages).__name__}"
         )
+
+
+def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]:
+    _check_stages_sequence(stages)
+    assert isinstance(stages, (list, tuple))
     checked: list[Callable[..., Nested] | ParallelStage] = []
     for stage in stages:
         if isinstance(stage, list):  # functions run side by side (parallel_stages.py)
@@ -466,29 +562,60 @@ def _check_stages(stages: object) -> list[Callable[..., Nested] | ParallelStage]
     return checked
 
 
-def _check_count(value: object) -> int | tf.Tensor:
-    """gradient_accumulation_count: a positive int, or an integer tensor whose value is
-    known only when the program runs (the original's pipeline op takes it as an input)."""
-    value = plain_int(value)
-    if isinstance(value, (tf.Tensor, tf.Variable)) and value.dtype.is_integer:
-        return tf.cast(value, tf.int32)
-    return _check_positive_int(value, "gradient_accumulation_count")
+_INT32_MAX = 2**31 - 1
 
 
-def _check_positive_int(value: object, name: str) -> int:
-    value = plain_int(value)
+def _accumulation_count(value: object) -> int | tf.Tensor:
+    """gradient_accumulation_count as the original takes it (ops/pipelining_ops.py:783-794).
+
+    None is refused and a Python int (a bool too) must fit an int32 and not be negative;
+    anything else goes, as an int32 tensor (a float truncated, a numpy value or a tensor
+    cast), the count its value when TensorFlow knows it without running anything, else
+    the tensor (a count given at run time). 0, or a negative count from a tensor, is the
+    compiler's to refuse (`pipeline_depth`)."""
     if value is None:
-        raise ValueError(f"{name} must be given (a positive int)")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+        raise ValueError(
+            "gradient_accumulation_count must be specified. "
+            "(gradient_accumulation_count must be given: the mini-batches per weight update)"
+        )
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("gradient_accumulation_count must be >= 0.")
+        if value > _INT32_MAX:
+            raise ValueError("gradient_accumulation_count must be < max int32.")
+        return int(value)
+    converted = tf.convert_to_tensor(value, dtype_hint=tf.int32)
+    count = tf.cast(converted, tf.int32)
+    # A str tensor fails in the cast when it runs (there is no str to int cast kernel).
+    known = None if converted.dtype == tf.string else tf.get_static_value(count)
+    if known is not None and np.ndim(known) == 0:
+        return int(known)
+    return count
+
+
+def _int_attr(value: object, name: str) -> int:
+    """`value` as an op's int attribute (op_def_library.py:171-179 `_MakeInt`): what
+    int() takes (a float truncated), a str or what int() refuses being a TypeError."""
+    refused = TypeError(f"Expected int for argument '{name}' not {value!r}.")
+    if isinstance(value, str):
+        raise refused
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise refused from None
+
+
+def _attr_minimum(value: int, name: str) -> None:
+    # op_def_library.py:81-84, the attribute's minimum (ops/functional/pipelining.cc:31-32).
+    if value < 1:
+        raise ValueError(f"Attr '{name}' of 'Pipeline' Op passed {value} less than minimum 1.")
 
 
 def _check_device_mapping(
-    device_mapping: object, stages: int, serialization: int
+    device_mapping: object, stages: int, serialized: object
 ) -> list[IpuMapping]:
     if device_mapping is None:
-        return [0] * stages if serialization > 1 else list(range(stages))
+        return [0] * stages if serialized else list(range(stages))
     if not isinstance(device_mapping, (list, tuple)):
         # The original's messages first (pipelining_ops.py).
         raise TypeError(
@@ -722,17 +849,16 @@ class _PipelinePlan:
             captures.check()
             if self.optimizer_function is None:
                 return outputs, None, []
-            result = self._call_with(self.optimizer_function, outputs)
-        if not isinstance(result, OptimizerFunctionOutput):
-            raise TypeError(
-                "optimizer_function must return an OptimizerFunctionOutput, got "
-                f"{type(result).__name__}"
-            )
+            returned = self._call_with(self.optimizer_function, outputs)
+        # Whatever the optimizer function returns is read as the original reads it
+        # (ops/pipelining_ops.py:1092-1098): no type check, an object without these
+        # attributes failing with AttributeError.
+        result = _OptimizerOutput.read(returned)
         self._state().optimizer_output = result
         # As the original, a missing outfeed is found before the gradients are computed.
         self._check_outfeed(self._outfeed_data(outputs, result.loss))
         grads_and_vars: list[tuple[tf.Tensor, object]] = list(self._gradients(result, tape))
-        captured = captured_gradients.read(result)
+        captured = captured_gradients.read(returned)
         kept: list[object] = []
         if captured and self.accumulate_captured:
             grads_and_vars += tagged_pairs(captured)
@@ -816,11 +942,11 @@ class _PipelinePlan:
         return function(outputs)
 
     def _gradients(
-        self, result: OptimizerFunctionOutput, tape: tf.GradientTape
+        self, result: _OptimizerOutput, tape: tf.GradientTape
     ) -> list[tuple[tf.Tensor, tf.Variable]]:
         opt = result.opt
         if isinstance(opt, tf.compat.v1.train.Optimizer):
-            kwargs = dict(result.compute_gradients_kwargs)
+            kwargs = {**result.compute_gradients_kwargs}
             if (
                 tf.inside_function()
                 and not tf.compat.v1.trainable_variables()
@@ -829,7 +955,7 @@ class _PipelinePlan:
                 kwargs["var_list"] = [v for v in tape.watched_variables() if v.trainable]
             pairs = opt.compute_gradients(result.loss, *result.compute_gradients_args, **kwargs)
             return _zeros_for_stage_variables(pairs, tape)
-        variables = result.trainable_variables(tape)
+        variables = _keras_trainable_variables(result.returned, tape)
         gradients = tape.gradient(result.loss, variables)
         return _zeros_for_stage_variables(list(zip(gradients, variables, strict=True)), tape)
 
@@ -854,15 +980,16 @@ class _PipelinePlan:
 
         def apply(accumulated: list[tuple[tf.Tensor, object]]) -> list[object]:
             variables, captured = split_tagged([*accumulated, *kept])
-            kwargs = dict(result.apply_gradients_kwargs)
+            kwargs = {**result.apply_gradients_kwargs}
             if captured_gradients.optimizer_takes_them(result.opt):
                 kwargs["captured_grads"] = captured or None
             with state.hyperparameters.swapped_in(result.opt):
                 applied = [
                     result.opt.apply_gradients(variables, *result.apply_gradients_args, **kwargs)
                 ]
-            if captured and result.captured_gradient_outfeed is not None:
-                applied.append(result.captured_gradient_outfeed.enqueue(captured))
+            # The original reads the outfeed only when gradients were captured (:1204).
+            if captured and result.returned.captured_gradient_outfeed:
+                applied.append(result.returned.captured_gradient_outfeed.enqueue(captured))
             return applied
 
         return accumulation.apply_and_restart(apply)
@@ -909,6 +1036,39 @@ def _zeros_for_stage_variables(
     return kept
 
 
+@dataclasses.dataclass(frozen=True)
+class _OptimizerOutput:
+    """What the pipeline read of the optimizer function's result (an
+    OptimizerFunctionOutput or any object with its attributes)."""
+
+    returned: Any
+    loss: Any
+    opt: Any
+    compute_gradients_args: Any
+    compute_gradients_kwargs: Any
+    apply_gradients_args: Any
+    apply_gradients_kwargs: Any
+
+    @classmethod
+    def read(cls, returned: Any) -> _OptimizerOutput:
+        """The attributes in the original's order (ops/pipelining_ops.py:1093-1098)."""
+        loss = returned.loss
+        opt = returned.opt
+        compute_gradients_args = returned.compute_gradients_args
+        compute_gradients_kwargs = returned.compute_gradients_kwargs
+        apply_gradients_args = returned.apply_gradients_args
+        apply_gradients_kwargs = returned.apply_gradients_kwargs
+        return cls(
+            returned,
+            loss,
+            opt,
+            compute_gradients_args,
+            compute_gradients_kwargs,
+            apply_gradients_args,
+            apply_gradients_kwargs,
+        )
+
+
 class _PerIterationInfeed:
     """An infeed read once per mini-batch (when it cannot be read before the region)."""
 
@@ -930,7 +1090,7 @@ class _ReplicaState:
     def __init__(self) -> None:
         self.outfeed_accumulators: list[tf.Variable] = []
         self.outfeed_structure: Nested = None
-        self.optimizer_output: OptimizerFunctionOutput | None = None
+        self.optimizer_output: _OptimizerOutput | None = None
         self.accumulation: GradientAccumulation[object] | None = None
         # The last mini-batch's captured gradients (gradient_accumulation_for_captured_grads
         # False).
