@@ -69,11 +69,21 @@ def test_works_in_a_graph(tf1_graph):
 @pytest.mark.parametrize(
     ("buffer_size", "error", "match"),
     [
-        (0, ValueError, "at least 1"),
-        (-2, ValueError, "at least 1"),
-        (2.0, TypeError, "must be an int"),
-        ("4", TypeError, "must be an int"),
-        (True, TypeError, "must be an int"),
+        # As the original: the size is converted to an int64 tensor first, then the kernel
+        # checks it (more cases in test_data_original_rules.py).
+        (
+            tf.constant(0, tf.int64),
+            tf.errors.InvalidArgumentError,
+            r"^Buffer size must be greater than zero\.$",
+        ),
+        (
+            np.int64(-1),
+            tf.errors.InvalidArgumentError,
+            r"^Buffer size must be greater than zero\.$",
+        ),
+        (2.5, TypeError, "int64"),
+        (tf.constant(2.0), ValueError, "requested dtype int64 for Tensor with dtype float32"),
+        (None, ValueError, r"^Attempt to convert a value \(None\)"),
     ],
 )
 def test_bad_buffer_size(buffer_size, error, match):
@@ -82,5 +92,11 @@ def test_bad_buffer_size(buffer_size, error, match):
 
 
 def test_input_must_be_a_dataset():
-    with pytest.raises(TypeError, match="tf.data.Dataset"):
-        BufferDataset([1, 2, 3], 2)
+    # As the original: the size is converted before the input's variant tensor is read
+    # (an AttributeError for what is not a dataset: test_data_original_rules.py).
+    with pytest.raises(TypeError, match="int64"):
+        BufferDataset([1, 2, 3], "4")
+    with pytest.raises(
+        AttributeError, match="EagerTensor' object has no attribute '_variant_tensor'"
+    ):
+        BufferDataset(tf.constant([1, 2, 3]), 2)

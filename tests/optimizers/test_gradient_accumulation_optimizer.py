@@ -70,11 +70,23 @@ def assert_histories_match(got, expected):
 
 
 @pytest.mark.parametrize("count", [np.int64(N), float(N)])
-def test_num_mini_batches_may_be_any_whole_number(replicas, count):
-    """The original only checks num_mini_batches >= 1: a NumPy int or 3.0 counts as 3."""
+@pytest.mark.parametrize(
+    "wrapper", [GradientAccumulationOptimizer, CrossReplicaGradientAccumulationOptimizer]
+)
+def test_v1_num_mini_batches_may_be_any_whole_number(replicas, wrapper, count):
+    """The original only checks num_mini_batches >= 1 and V1 gives the count to an int
+    attribute: a NumPy int or 3.0 counts as 3. (V2 hands it to an int32 op input, which
+    refuses both when gradients are applied: test_optimizers_original_rules.py.)"""
+    a, b = problem(STEPS, 1)
+    got, optimizer = train(replicas(1), lambda: wrapper(SGD(0.1).make(), count), a, b)
+    assert_histories_match(got, numpy_train(SGD(0.1), a, b, N))
+    assert optimizer.num_mini_batches is count  # kept as given
+
+
+def test_v2_num_mini_batches_may_be_a_numpy_int32(replicas):
     a, b = problem(STEPS, 1)
     got, _ = train(
-        replicas(1), lambda: GradientAccumulationOptimizerV2(SGD(0.1).make(), count), a, b
+        replicas(1), lambda: GradientAccumulationOptimizerV2(SGD(0.1).make(), np.int32(N)), a, b
     )
     assert_histories_match(got, numpy_train(SGD(0.1), a, b, N))
 
@@ -336,10 +348,10 @@ def test_a_device_loop_count_not_a_multiple_of_the_mini_batches_is_refused(ipu_s
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"num_mini_batches": 0}, ValueError, "^num_mini_batches must be a positive number"),
-        ({"num_mini_batches": 2.5}, ValueError, "num_mini_batches must be a positive"),
-        # The original compares "4" < 1: a TypeError.
-        ({"num_mini_batches": "4"}, TypeError, "num_mini_batches must be a positive int"),
+        # Below 1 and not comparable with 1 ("4" < 1, a TypeError): more cases in
+        # test_optimizers_original_rules.py.
+        ({"num_mini_batches": 0}, ValueError, r"^num_mini_batches must be a positive number\.$"),
+        ({"num_mini_batches": None}, TypeError, "'<' not supported"),
         ({"dtype": tf.int32}, TypeError, "accumulators must have a floating dtype"),
         ({"dtype": "no such type"}, TypeError, "dtype must be None, a floating DType"),
         ({"reduction_method": "median"}, ValueError, "reduction_method must be one of"),
@@ -354,9 +366,24 @@ def test_bad_arguments(wrapper, kwargs, error, message):
         wrapper(SGD(0.1).make(), **arguments)
 
 
+@pytest.mark.parametrize(
+    "wrapper", [GradientAccumulationOptimizerV2, CrossReplicaGradientAccumulationOptimizerV2]
+)
+def test_a_fractional_count_is_built_and_kept(wrapper):
+    # Only a count below 1 is refused when built; the int32 count op refuses 2.5 when
+    # gradients are applied (test_optimizers_original_rules.py).
+    assert wrapper(SGD(0.1).make(), 2.5).num_mini_batches == 2.5
+
+
 def test_bad_arguments_of_v1():
-    with pytest.raises(TypeError, match="verify_usage must be a bool"):
-        GradientAccumulationOptimizer(SGD(0.1).make(), 2, verify_usage="no")
+    # verify_usage is the accumulation op's bool attribute: built, refused when gradients
+    # are applied (and not checked when none is).
+    optimizer = CrossReplicaGradientAccumulationOptimizer(SGD(0.1).make(), 2, verify_usage="no")
+    variable = tf.Variable(INITIAL)
+    with pytest.raises(TypeError, match=r"^Expected bool for argument 'verify_usage' not 'no'\.$"):
+        optimizer.apply_gradients([(tf.ones(3), variable)])
+    with pytest.raises(ValueError, match="^No gradients provided for any variable"):
+        optimizer.apply_gradients([(None, variable)])
     # As the original: the wrapped object is not type-checked.
     CrossReplicaGradientAccumulationOptimizer(None, 2)
 
@@ -381,12 +408,17 @@ def test_options_are_kept():
 
 
 @pytest.mark.parametrize(
-    "grads_and_vars, message",
-    [([], "grads_and_vars is empty"), ([(tf.ones(3),)], "pairs"), (5, "must be a list of")],
+    "grads_and_vars, error, message",
+    [
+        # The stock v1 Optimizer.apply_gradients' errors (Python's for what is not pairs).
+        ([], ValueError, r"^No variables provided\.$"),
+        ([(tf.ones(3),)], ValueError, r"^not enough values to unpack \(expected 2, got 1\)$"),
+        (5, TypeError, "^'int' object is not iterable$"),
+    ],
 )
-def test_malformed_grads_and_vars(grads_and_vars, message):
+def test_malformed_grads_and_vars(grads_and_vars, error, message):
     optimizer = CrossReplicaGradientAccumulationOptimizerV2(SGD(0.1).make(), 2)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         optimizer.apply_gradients(grads_and_vars)
 
 

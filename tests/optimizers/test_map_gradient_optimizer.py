@@ -72,5 +72,11 @@ def test_variables_without_gradients_keep_none(tf1_graph):
 
 
 def test_the_map_must_be_callable():
-    with pytest.raises(TypeError, match="gradient_mapping_function must be callable"):
-        MapGradientOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), 0.01)
+    # As the original: kept unchecked when built, called (Python's error) when gradients
+    # are computed; applying gradients does not call it.
+    optimizer = MapGradientOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), 0.01)
+    w = tf.Variable([1.0, 2.0])
+    with pytest.raises(TypeError, match="^'float' object is not callable$"):
+        optimizer.compute_gradients(lambda: tf.reduce_sum(w * w), var_list=[w])
+    optimizer.apply_gradients([(tf.ones([2]), w)])
+    np.testing.assert_allclose(w.numpy(), [0.9, 1.9])

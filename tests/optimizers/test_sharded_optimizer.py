@@ -31,7 +31,16 @@ def test_trains_like_the_wrapped_optimizer(jit_compile):
     assert inner.kwargs["colocate_gradients_with_ops"] is True
 
 
-def test_malformed_grads_and_vars():
+@pytest.mark.parametrize(
+    "grads_and_vars, error, message",
+    [
+        # Eagerly, the stock v1 Optimizer.apply_gradients' errors (more cases, in a
+        # tf.function: test_optimizers_original_rules.py).
+        (None, TypeError, "^'NoneType' object is not iterable$"),
+        ([(1.0, 2.0)], AttributeError, "^'float' object has no attribute 'handle'$"),
+    ],
+)
+def test_malformed_grads_and_vars(grads_and_vars, error, message):
     optimizer = ShardedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
-    with pytest.raises(ValueError, match="grads_and_vars is empty"):
-        optimizer.apply_gradients([])
+    with pytest.raises(error, match=message):
+        optimizer.apply_gradients(grads_and_vars)

@@ -45,7 +45,7 @@ def compile(computation: Callable, inputs=None):  # noqa: A001 - the original's 
     computation = _refusing_estimator_specs(computation)
     if ordinal is None:
         if tf.executing_eagerly():
-            raise _not_placed_on_an_ipu()
+            return _compile_on_the_host(computation, inputs)
         return _compile_placed_by_computation(computation, inputs)
     if deferred_builds.is_deferred_here():
         return _built_before_configuration(computation, inputs, ordinal)
@@ -115,6 +115,22 @@ def _compile_placed_by_computation(computation: Callable, inputs):
 
     with scopes.ipu_scope("/device:IPU:0"):
         return compile(watched, inputs)
+
+
+def _compile_on_the_host(computation: Callable, inputs):
+    """An eager compile outside any IPU scope runs, as the original's does.
+
+    There `xla.compile` wraps the computation in a `tf.function` when executing eagerly
+    (tensorflow/python/compiler/xla/xla.py:120-125), and the placement check scans the
+    eager default graph, where no op was added, so it refuses nothing
+    (tensorflow/python/ipu/ipu_compiler.py:72-92). The function's ops have no device
+    scope (`ipu_jit_scope(0)` sets attributes of the eager graph, not of the function),
+    so TensorFlow places them by device priority: on the host's CPU, which outranks the
+    IPU device (the IPU's factory takes the default priority, driver/xla_ipu_common.h:68;
+    the CPU's is higher, common_runtime/threadpool_device_factory.cc:74). So the
+    computation runs on the host, needing no configured IPU, with compile's return rules.
+    """
+    return region.compile_region(computation, inputs, "/device:CPU:0")
 
 
 def _ipu_of_device_scope() -> int | None:

@@ -18,9 +18,7 @@ class CrossReplicaOptimizer(ipu_optimizer.IpuOptimizer):
         super().__init__(opt, name=name)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        pairs = ipu_optimizer.check_grads_and_vars(
-            grads_and_vars, "CrossReplicaOptimizer.apply_gradients"
-        )
+        pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars)
         pairs = [(g, v) for g, v in pairs if g is not None]
         # Replicas of a compiled program take the mean, as the original's code does. On a
         # strategy's mirrored replicas (across processes) a stock optimizer's own sum over

@@ -15,11 +15,11 @@ the original did: replicas exchange gradients only when they apply them.
 
 from __future__ import annotations
 
-import numbers
 import threading
 from collections.abc import Iterable
 
 import tensorflow as tf
+from tensorflow.python.framework import ops
 
 from openipu._src.engine import device_loop
 from openipu._src.engine.gradient_accumulation import (
@@ -58,7 +58,13 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
     ) -> None:
         super().__init__(opt, name=name)
         what = type(self).__name__
-        self._num_mini_batches = _check_count(num_mini_batches, what)
+        # The original's only check (optimizers/gradient_accumulation_optimizer.py:131-134,
+        # :256, :303, :374): what is not comparable with 1 fails with Python's TypeError.
+        # The value is kept as given; what the update can count with is decided when
+        # gradients are applied (`_count_for_update`), as the original's ops do.
+        if num_mini_batches < 1:
+            raise ValueError("num_mini_batches must be a positive number.")
+        self._num_mini_batches = num_mini_batches
         self._offload_weight_update_variables = _check_optional_bool(
             offload_weight_update_variables, "offload_weight_update_variables", what
         )
@@ -69,7 +75,7 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         self._reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
         self._losses = threading.local()
         self._accumulation: GradientAccumulation[tf.Variable] = GradientAccumulation(
-            self._num_mini_batches,
+            1,  # set by every apply_gradients (`_count_for_update`)
             self._reduction_method,
             AccumulatorStore(f"{name}/mini_batch_counter"),
             dtype=self._accumulator_dtype,
@@ -78,7 +84,25 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
 
     @property
     def num_mini_batches(self) -> int:
+        """The count as given (the original keeps it so: see `_count_for_update`)."""
         return self._num_mini_batches
+
+    def _count_for_update(self) -> int:
+        """How many mini-batches an update takes, or the original's error for the count.
+
+        The original hands the count to `_compile_function`, which makes it a tensor, and
+        then to the `GradientAccumulationCount` op, whose input is int32
+        (ops/op_util.py:474-476, optimizers/gradient_accumulation_optimizer.py:173-174,
+        ops/poputil/stateful_gradient_accumulate.cc:70-73): a float (even 2.0), a bool, a
+        NumPy int64 or an int beyond int32 is the op's TypeError when gradients are applied.
+        """
+        dtype = ops.convert_n_to_tensor([self._num_mini_batches])[0].dtype
+        if dtype != tf.int32:
+            raise TypeError(
+                "Input 'value' of 'GradientAccumulationCount' Op has type "
+                f"{dtype.name} that does not match expected type of int32."
+            )
+        return int(self._num_mini_batches)
 
     def compute_gradients(self, loss, var_list=None, **kwargs) -> list[tuple]:
         # Kept so that the update waits for the loss (see apply_gradients); per thread, as
@@ -100,12 +124,15 @@ class GradientAccumulationOptimizerV2(ipu_optimizer.IpuOptimizer):
         global_step: tf.Variable | None = None,
         name: str | None = None,
     ) -> tf.Operation:
-        what = f"{type(self).__name__}.apply_gradients"
-        pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars, what)
+        if self._reduction_method is GradientAccumulationReductionMethod.RUNNING_MEAN:
+            _running_mean_step(self._num_mini_batches)
+        pairs = ipu_optimizer.check_grads_and_vars(grads_and_vars)
         pairs = [(g, v) for g, v in pairs if g is not None]
         for _, variable in pairs:
             self._accumulation.accumulator_dtype(variable)  # checks the dtype rule first
-        _check_loop_count(self._num_mini_batches)
+        count = self._count_for_update()
+        self._accumulation.count = count
+        _check_loop_count(count)
         # The wrapper cannot see the loop around it: the update is due inside the step,
         # after every `num_mini_batches`-th call (the engine's counter says when).
         added = self._accumulation.add(pairs)
@@ -174,12 +201,16 @@ class GradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
         verify_usage: bool = True,
         name: str = "GradientAccumulationOptimizer",
     ) -> None:
-        self._unsupported_optimizer = _verify_usage(opt, verify_usage, type(self).__name__)
         super().__init__(opt, num_mini_batches, name=name)
+        self._verify_usage = verify_usage
+        self._leaf = opt
+
+    def _count_for_update(self) -> int:
+        return _int_attribute(self._num_mini_batches, "num_mini_batches")
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> tf.Operation:
-        _refuse_unsupported(self._unsupported_optimizer, type(self).__name__)
-        return super().apply_gradients(grads_and_vars, global_step, name)
+        pairs = _v1_accumulation_checks(self, grads_and_vars)
+        return super().apply_gradients(pairs, global_step, name)
 
 
 class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2):
@@ -192,31 +223,65 @@ class CrossReplicaGradientAccumulationOptimizer(GradientAccumulationOptimizerV2)
         verify_usage: bool = True,
         name: str = "CrossReplicaGradientAccumulationOptimizer",
     ) -> None:
-        self._unsupported_optimizer = _verify_usage(opt, verify_usage, type(self).__name__)
         super().__init__(CrossReplicaOptimizer(opt), num_mini_batches, name=name)
+        self._verify_usage = verify_usage
+        self._leaf = opt
+
+    def _count_for_update(self) -> int:
+        return _int_attribute(self._num_mini_batches, "num_mini_batches")
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> tf.Operation:
-        _refuse_unsupported(self._unsupported_optimizer, type(self).__name__)
-        return super().apply_gradients(grads_and_vars, global_step, name)
+        pairs = _v1_accumulation_checks(self, grads_and_vars)
+        return super().apply_gradients(pairs, global_step, name)
 
 
 _V1_SUPPORTED = (tf.compat.v1.train.GradientDescentOptimizer, tf.compat.v1.train.MomentumOptimizer)
 
 
-def _verify_usage(opt: Optimizer, verify_usage: bool, what: str) -> str | None:
-    """Rule E66: the V1 accumulation supports gradient descent and momentum only.
+def _v1_accumulation_checks(
+    optimizer: GradientAccumulationOptimizer | CrossReplicaGradientAccumulationOptimizer,
+    grads_and_vars,
+) -> list:
+    """The V1 optimizers' checks when gradients are applied, in the original's order.
 
-    The name of the (leaf) optimizer it does not support when `verify_usage` asks to check,
-    else None. The original finds out when the graph is optimised for running
-    (graph_optimizer_passes/verify_gradient_accumulation_pass.cc): building the wrapper
-    works, applying gradients with it fails.
+    The original makes an `IpuStatefulGradientAccumulate` op for each gradient
+    (optimizers/gradient_accumulation_optimizer.py:327-337): its int attribute takes the
+    count truncated, its bool attribute refuses a `verify_usage` that is not a bool (None
+    is the attribute's default, True). Without any gradient no op is made, so neither
+    is checked. The supported optimizers are checked once the graph is optimised for
+    running (rule E66, graph_optimizer_passes/verify_gradient_accumulation_pass.cc); here
+    when gradients are applied.
     """
-    if not isinstance(verify_usage, bool):  # the op's bool attribute (a TypeError)
-        raise TypeError(f"{what}: verify_usage must be a bool, got {verify_usage!r}")
-    leaf = ipu_optimizer.leaf_optimizer(opt)
-    if verify_usage and not isinstance(leaf, _V1_SUPPORTED):
-        return type(leaf).__name__
-    return None
+    pairs = list(grads_and_vars)  # a TypeError for what is not iterable, as the original's loop
+    if any(gradient is not None for gradient, _ in pairs):
+        _int_attribute(optimizer.num_mini_batches, "num_mini_batches")
+        verify_usage = optimizer._verify_usage  # noqa: SLF001
+        if verify_usage is None:
+            verify_usage = True
+        if not isinstance(verify_usage, bool):
+            raise TypeError(f"Expected bool for argument 'verify_usage' not {verify_usage!r}.")
+        leaf = ipu_optimizer.leaf_optimizer(optimizer._leaf)  # noqa: SLF001
+        if verify_usage and not isinstance(leaf, _V1_SUPPORTED):
+            _refuse_unsupported(type(leaf).__name__, type(optimizer).__name__)
+    return pairs
+
+
+def _int_attribute(value: object, name: str) -> int:
+    """`value` as an op's int attribute takes it: truncated (TensorFlow's `make_int`)."""
+    if isinstance(value, str):
+        raise TypeError(f"Expected int for argument '{name}' not {value!r}.")
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise TypeError(f"Expected int for argument '{name}' not {value!r}.") from None
+
+
+def _running_mean_step(num_mini_batches: object) -> None:
+    """The original's RUNNING_MEAN takes the int32 iteration counter modulo the count
+    (optimizers/gradient_accumulation_optimizer.py:41-42) before anything else: a count
+    an int32 tensor cannot take (a Python float) is TensorFlow's TypeError for `%`."""
+    with tf.Graph().as_default():
+        tf.zeros([], tf.int32) % num_mini_batches
 
 
 def _refuse_unsupported(unsupported: str | None, what: str) -> None:
@@ -230,21 +295,6 @@ def _refuse_unsupported(unsupported: str | None, what: str) -> None:
             f"optimizers use `GradientAccumulationOptimizerV2`. ({what} wraps {unsupported}; "
             "pass verify_usage=False to use it anyway)",
         )
-
-
-def _check_count(value: object, what: str) -> int:
-    # The original checks only `num_mini_batches < 1` and gives the value to an int attribute
-    # (optimizers/gradient_accumulation_optimizer.py): NumPy ints and whole floats work.
-    if isinstance(value, numbers.Real) and float(value).is_integer() and not value < 1:
-        # typeshed's Real declares no __int__ (NumPy's numbers and Fraction have one).
-        return int(value)  # type: ignore[call-overload]
-    if not isinstance(value, numbers.Real):  # the original's `< 1` fails: a TypeError
-        raise TypeError(f"{what}: num_mini_batches must be a positive int, got {value!r}")
-    # The original's words for values below 1.
-    raise ValueError(
-        f"num_mini_batches must be a positive number. ({what}: got {value!r}, a positive int "
-        "is needed)"
-    )
 
 
 def _check_optional_bool(value: object, parameter: str, what: str) -> bool | None:

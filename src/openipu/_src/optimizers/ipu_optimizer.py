@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import tensorflow as tf
+from tensorflow.python.framework import indexed_slices
+from tensorflow.python.ops import resource_variable_ops
 
 from openipu._src.optimizers import replicas
 
@@ -23,51 +25,65 @@ from openipu._src.optimizers import replicas
 Optimizer: TypeAlias = Any
 
 
-def check_grads_and_vars(grads_and_vars, what: str) -> list[tuple]:
-    """The (gradient, variable) pairs, checked (rule E65); gradients as tensors or slices."""
-    try:
-        pairs = list(grads_and_vars)
-    except TypeError:
-        raise ValueError(
-            f"{what}: grads_and_vars must be a list of (gradient, variable) pairs, "
-            f"got {grads_and_vars!r}"
-        ) from None
+def check_grads_and_vars(grads_and_vars) -> list[tuple]:
+    """The (gradient, variable) pairs, checked as the stock v1 `Optimizer.apply_gradients`.
+
+    The original's wrappers forward `apply_gradients` to the wrapped (stock) optimizer,
+    so its checks, types and words are those of tensorflow/python/training/optimizer.py
+    (apply_gradients, :569-603): under a strategy, the pairs without a gradient are
+    dropped and nothing else is checked here (:569-577; the strategy's own reduction
+    fails on what it cannot take); otherwise gradients come back as tensors or slices.
+    No dtype is checked (the update ops refuse what they cannot apply).
+    """
+    if tf.distribute.has_strategy():
+        if tf.distribute.in_cross_replica_context():
+            raise RuntimeError(
+                "Use `_distributed_apply()` instead of `apply_gradients()` in a "
+                "cross-replica context."
+            )
+        # get_filtered_grad_fn (optimizer.py:49-62): iterating and unpacking fail as Python's.
+        return [(g, v) for g, v in grads_and_vars if g is not None]
+    pairs = tuple(grads_and_vars)  # a TypeError for what is not iterable, as :580
     if not pairs:
-        raise ValueError(f"{what}: grads_and_vars is empty: give (gradient, variable) pairs")
+        raise ValueError("No variables provided.")
     checked = []
-    for pair in pairs:
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValueError(
-                f"{what}: grads_and_vars must hold (gradient, variable) pairs, got {pair!r}"
-            )
-        gradient, variable = pair
-        if not isinstance(variable, tf.Variable):
-            raise ValueError(
-                f"{what}: the second element of each pair must be a tf.Variable, got {variable!r}"
-            )
+    for gradient, variable in pairs:  # Python's unpacking errors, as :584
         if gradient is not None:
-            gradient = _check_gradient(gradient, variable, what)
+            gradient = _as_tensor_or_slices(gradient)
+        _check_variable(variable)
         checked.append((gradient, variable))
     if all(gradient is None for gradient, _ in checked):
-        names = [variable.name for _, variable in checked]
-        raise ValueError(f"{what}: no gradients provided for any variable: {names}")
+        raise ValueError(f"No gradients provided for any variable: {[str(v) for _, v in checked]}.")
     return checked
 
 
-def _check_gradient(gradient, variable: tf.Variable, what: str):
-    if not isinstance(gradient, tf.IndexedSlices):
-        try:
-            gradient = tf.convert_to_tensor(gradient)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"{what}: the gradient of {variable.name} is not a tensor: {error}"
-            ) from None
-    if not (gradient.dtype.is_floating or gradient.dtype.is_complex):
-        raise ValueError(
-            f"{what}: the gradient of {variable.name} is not a tensor of numbers, "
-            f"got dtype {gradient.dtype.name}"
-        )
+def _as_tensor_or_slices(gradient):
+    try:
+        gradient = indexed_slices.convert_to_tensor_or_indexed_slices(gradient)
+    except TypeError:
+        raise TypeError(
+            f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {gradient}"
+        ) from None
+    if not isinstance(gradient, (tf.Tensor, tf.IndexedSlices)):  # a SparseTensor
+        raise TypeError(f"Gradient must be a Tensor, IndexedSlices, or None: {gradient}")
     return gradient
+
+
+def _check_variable(variable) -> None:
+    """What the stock `_get_processor` (optimizer.py:205-221) refuses when it is built.
+
+    Eagerly every value is taken (what cannot be updated fails when it is). In a graph, a
+    value without `op` fails reading it (an AttributeError), and one that is neither a
+    variable nor a tensor is a NotImplementedError; a tensor fails when it is updated.
+    """
+    if tf.executing_eagerly():
+        return
+    if resource_variable_ops.is_resource_variable(variable) and not variable._in_graph_mode:  # noqa: SLF001
+        return
+    if variable.op.type == "VarHandleOp":
+        return
+    if not isinstance(variable, (tf.Variable, tf.Tensor)):
+        raise NotImplementedError("Trying to optimize unsupported type ", variable)
 
 
 def apply_on_each_replica(opt, grads_and_vars, global_step=None, name=None):
@@ -110,7 +126,7 @@ class IpuOptimizer(tf.compat.v1.train.Optimizer):
         return super().compute_gradients(loss, var_list=var_list, **kwargs)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        pairs = check_grads_and_vars(grads_and_vars, f"{type(self).__name__}.apply_gradients")
+        pairs = check_grads_and_vars(grads_and_vars)
         return apply_on_each_replica(self._opt, pairs, global_step, name)
 
     def get_name(self) -> str:

@@ -19,16 +19,19 @@ class MapGradientOptimizer(ipu_optimizer.IpuOptimizer):
         gradient_mapping_function: Callable,
         name: str = "MapGradientOptimizer",
     ) -> None:
-        if not callable(gradient_mapping_function):
-            raise TypeError(
-                "MapGradientOptimizer: gradient_mapping_function must be callable, "
-                f"got {gradient_mapping_function!r}"
-            )
+        # Kept unchecked, as the original (optimizers/map_gradient_optimizer.py:78-79): a
+        # function that cannot be called fails when gradients are computed.
         super().__init__(wrapped_optimizer, name=name)
         self._gradient_mapping_function = gradient_mapping_function
 
     def compute_gradients(self, *args, **kwargs) -> list[tuple]:
+        grads_and_vars = super().compute_gradients(*args, **kwargs)
+        if grads_and_vars and not callable(self._gradient_mapping_function):
+            # The original calls it for every pair, gradient or not (:98-101): Python's error.
+            raise TypeError(
+                f"{type(self._gradient_mapping_function).__name__!r} object is not callable"
+            )
         return [
             (None if g is None else self._gradient_mapping_function(g, v), v)
-            for g, v in super().compute_gradients(*args, **kwargs)
+            for g, v in grads_and_vars
         ]
