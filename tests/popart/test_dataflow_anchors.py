@@ -241,7 +241,7 @@ def test_input_shape_info():
     info.add("x", popart.TensorInfo("FLOAT16", [3]))
     assert info.has("x") and not info.has("y")
     assert info.get("x") == popart.TensorInfo("FLOAT16", [3])
-    with pytest.raises(popart.popart_exception, match="No input shape info for tensor 'y'"):
+    with pytest.raises(popart.popart_exception, match="No input shape info for Tensor `y'"):
         info.get("y")
     with pytest.raises(TypeError, match="must be a TensorInfo"):
         info.add("x", [3])

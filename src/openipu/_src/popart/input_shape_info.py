@@ -26,7 +26,10 @@ class InputShapeInfo:
 
     def get(self, tensorId: str) -> TensorInfo:  # noqa: N803
         if tensorId not in self._infos:
-            raise popart_exception(f"No input shape info for tensor '{tensorId}'")
+            # The original's words (willow/src/inputshapeinfo.cpp, InputShapeInfo::get).
+            raise popart_exception(
+                f"No input shape info for Tensor `{tensorId}' in InputShapeInfo::get"
+            )
         return self._infos[tensorId]
 
     def has(self, tensorId: str) -> bool:  # noqa: N803

@@ -11,7 +11,7 @@ import logging as _logging
 import os
 import sys
 
-from openipu._src.popart.errors import popart_exception
+from openipu._src.popart.errors import OptionTypeError
 
 TRACE = 5
 OFF = _logging.CRITICAL + 10
@@ -41,9 +41,16 @@ class Logger:
         self._logger = python_logger(name)
 
     def setLevel(self, level: str) -> None:  # noqa: N802 - the original's name
-        if not isinstance(level, str) or level.upper() not in LEVELS:
-            raise popart_exception(f"Unknown log level {level!r}: one of {', '.join(LEVELS)}")
-        self._logger.setLevel(LEVELS[level.upper()])
+        if not isinstance(level, str):
+            # pybind11's refusal of an argument that is not a std::string.
+            raise OptionTypeError(
+                "setLevel(): incompatible function arguments. The following argument types "
+                f"are supported:\n    1. (self: popart_core.Logger, arg0: str) -> None\n\n"
+                f"Invoked with: {self!r}, {level!r}"
+            )
+        # The original matches the names exactly and takes any other string as OFF, without
+        # an error (willow/src/logging.cpp, logLevelFromString).
+        self._logger.setLevel(LEVELS.get(level, OFF))
 
     def trace(self, message: str) -> None:
         self._logger.log(TRACE, message)

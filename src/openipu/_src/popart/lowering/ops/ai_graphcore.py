@@ -1131,25 +1131,46 @@ class PackedDataBlock(Op):
             )
         count = (len(inputs) - 2) // 3
         lengths_wanted = list(self.attrs.maxSequenceLengths)
-        if len(lengths_wanted) != count:
-            raise self.error(
-                f"maxSequenceLengths has {len(lengths_wanted)} values for {count} inputs"
+        if len(lengths_wanted) < count:
+            # The original reads maxSequenceLengths.at(i) for each input (willow/src/op/
+            # packeddatablock.cpp, the op's creator): std::out_of_range, which pybind11 makes
+            # IndexError. Further values are never read.
+            raise _OutOfRangeError(
+                f"vector::_M_range_check: __n (which is {len(lengths_wanted)}) >= this->size() "
+                f"(which is {len(lengths_wanted)})"
             )
         batch = self.attrs.callbackBatchSize
         sequences = inputs[1].shape[0]
-        if sequences is None or batch < 1 or sequences % batch:
+        if sequences is None or batch < 1:
             raise self.error(f"{sequences} sequences do not split into batches of {batch}")
+        # The callback runs floor(sequences / batch) times, on consecutive batches; sequences
+        # left over are not computed and their rows of the zero result stay zero
+        # (willow/src/op/packeddatablock.cpp, getCallbackIterations; willow/src/patterns/
+        # packeddatablockpattern.cpp, the loop's trip count and its zero-initialised result).
+        done = sequences // batch * batch
+        size = self.attrs.resultSize
         unpacked = [
             _unpack(inputs[3 * i], inputs[3 * i + 1], inputs[3 * i + 2], lengths_wanted[i])
             for i in range(count)
         ]
         callback = self.subgraphs["callback"]
+        if done == 0:
+            # Fewer sequences than one batch: the result is all zeros, of the shape a batch's
+            # result has (worked out on zeros).
+            zeros = [tf.zeros([batch, *values.shape[1:]], values.dtype) for values in unpacked]
+            (result, *_) = callback.call(context.salted(self.salt), ChainMap(), zeros)
+            return (tf.zeros([size, *result.shape[2:]], result.dtype),)
         results = []
-        for start in range(0, sequences, batch):
+        for start in range(0, done, batch):
             arguments = [values[start : start + batch] for values in unpacked]
             (result, *_) = callback.call(context.salted(self.salt + start), ChainMap(), arguments)
             results.append(result)
-        return (_pack(tf.concat(results, 0), inputs[-2], inputs[-1], self.attrs.resultSize),)
+        return (_pack(tf.concat(results, 0), inputs[-2][:done], inputs[-1][:done], size),)
+
+
+class _OutOfRangeError(LoweringError, IndexError):
+    """std::out_of_range from the original's C++, which pybind11 raises as IndexError; a
+    LoweringError as well so that sessions pass it on as it is."""
 
 
 def _unpack(data: tf.Tensor, offsets: tf.Tensor, lengths: tf.Tensor, width: int) -> tf.Tensor:

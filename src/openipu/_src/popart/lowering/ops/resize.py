@@ -303,8 +303,13 @@ class Upsample(Op):
         values = self.attrs.get("scales") if scales is None else self.static(scales, "scales")
         factors = [float(item) for item in np.asarray(values).reshape(-1)]
         dims = x.shape.as_list()
-        if len(factors) != len(dims) or any(factor < 1 for factor in factors):
-            raise self.error(f"needs one scale >= 1 per axis, not {factors}")
+        # PopART takes any scale, below 1 too: the output has floor(dim * scale) elements
+        # (willow/src/op/upsample.cpp, setup), and UpsampleToResize makes the op a nearest
+        # Resize of PopART's "pytorch" mode, element i reading floor(i / scale)
+        # (willow/src/patterns/upsampletoresizepattern.cpp; operators_test/upsample_test.py).
+        if len(factors) != len(dims) or any(factor <= 0 for factor in factors):
+            raise self.error(f"needs one positive scale per axis, not {factors}")
+        nearest = self.attrs.mode == "nearest"
         for axis, factor in enumerate(factors):
             if factor == 1:
                 continue
@@ -313,8 +318,9 @@ class Upsample(Op):
                 out_size=int(math.floor(factor * dims[axis])),
                 scale=factor,
                 mode=self.attrs.mode,
-                coordinates="asymmetric",
-                nearest_mode="simple",
+                coordinates="half_pixel" if nearest else "asymmetric",
+                nearest_mode="pytorch" if nearest else "simple",
+                popart=nearest,
             )
             x = resize_axis(x, axis, plan, 0.0)
         return x
