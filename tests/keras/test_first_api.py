@@ -97,16 +97,16 @@ def test_first_api_argument_rules(strategy):
             model.fit(dataset, y)
         with pytest.raises(NotImplementedError, match="validation_data"):
             model.fit(x, y, batch_size=8, validation_data=(x, y))
-        with pytest.raises(ValueError, match="infinite dataset needs steps_per_epoch"):
+        with pytest.raises(ValueError, match="When using an infinitely repeating dataset, you"):
             model.fit(dataset.repeat())
         with pytest.raises(
             ValueError,
-            match=r"steps_per_epoch \(9\) x gradient_accumulation_count \(1\) = 9 batches, but the dataset has 8",
+            match=r"Steps per epoch times gradient accumulation count \(9 x 1\) is greater than",
         ):
             model.fit(dataset, steps_per_epoch=9)
-    with pytest.raises(ValueError, match="takes a list of layers"):
+    with pytest.raises(ValueError, match="IPU Sequential requires a list of Layers"):
         ipu.keras.Sequential(keras.layers.Dense(2))
-    with pytest.raises(ValueError, match="takes only Keras layers"):
+    with pytest.raises(ValueError, match="of Layers may only contain Keras Layers"):
         ipu.keras.Sequential([keras.layers.Dense(2), "relu"])
 
 
@@ -162,9 +162,9 @@ def test_pipeline_sequential_matches_pipeline_model(strategy):
 @pytest.mark.parametrize(
     "stages, message",
     [
-        ([], "non-empty list of stages"),
+        ([], "An IPU pipeline must take a non-empty list of stages"),
         ([[]], "Stage 0 .* non-empty list"),
-        ([["relu"]], "not a Keras layer"),
+        ([["relu"]], "must contain only Keras Layers"),
     ],
 )
 def test_pipeline_sequential_rejects_bad_stages(strategy, stages, message):

@@ -94,12 +94,14 @@ class IPUOutfeedQueue:
         buffer_depth: int = 3,
         optimise_latency: bool = False,
     ) -> None:
-        if outfeed_mode is None:
-            outfeed_mode = IPUOutfeedMode.ALL
+        given = outfeed_mode
+        # Any falsy mode means ALL, as the original's `outfeed_mode or IPUOutfeedMode.ALL`
+        # (ipu_outfeed_queue.py).
+        outfeed_mode = outfeed_mode or IPUOutfeedMode.ALL
         if not isinstance(outfeed_mode, IPUOutfeedMode):
             raise ValueError(
                 "Expected `outfeed_mode` value to be of `ipu_outfeed_queue.IPUOutfeedMode` "
-                f"type, but is {type(outfeed_mode)}: use IPUOutfeedMode.ALL or LAST"
+                f"type, but is {type(given)}: use IPUOutfeedMode.ALL or LAST"
             )
         # Only the original's check (ipu_outfeed_queue.py): any number above 0 is taken, as
         # its op's int attribute takes it; a non-number fails the comparison (TypeError).

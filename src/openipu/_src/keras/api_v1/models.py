@@ -24,6 +24,7 @@ from tf_keras.src.engine import functional, sequential
 
 from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
 from openipu._src.feeds import infeed
+from openipu._src.int_like import plain_int
 from openipu._src.keras.extensions.model_extensions import KerasExtensions
 from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
@@ -34,7 +35,6 @@ _UNSUPPORTED_FIT_ARGUMENTS = (
     "sample_weight",
     "validation_steps",
     "validation_freq",
-    "validation_batch_size",
     "max_queue_size",
     "workers",
     "use_multiprocessing",
@@ -49,6 +49,8 @@ _UNSUPPORTED_COMPILE_ARGUMENTS = (
 
 
 def _check_count(value, name: str) -> int:
+    # NumPy integers work as on the original, which only does arithmetic with the count.
+    value = plain_int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
@@ -64,9 +66,9 @@ class FirstAPIModel(KerasExtensions):
         self._ipu.first_api_accumulation = _check_count(
             gradient_accumulation_count, "gradient_accumulation_count"
         )
-        if gradient_accumulation_count > 1:
+        if self._ipu.first_api_accumulation > 1:
             KerasExtensions.set_gradient_accumulation_options(
-                self, gradient_accumulation_count, GradientAccumulationReductionMethod.SUM
+                self, self._ipu.first_api_accumulation, GradientAccumulationReductionMethod.SUM
             )
 
     @property
@@ -87,11 +89,10 @@ class FirstAPIModel(KerasExtensions):
                 raise NotImplementedError(
                     f"{type(self).__name__}.compile does not support `{name}` on the IPU"
                 )
-        if "steps_per_execution" in kwargs:
-            raise TypeError(
-                f"{type(self).__name__}.compile has no steps_per_execution: pass "
-                "steps_per_run to fit (the later Keras API uses steps_per_execution)"
-            )
+        # Keras' compile takes steps_per_execution, but the original's on-device loop
+        # ignores it (tensorflow/python/ipu/keras/model.py `_IpuModelBase.compile` passes it
+        # on; `_do_internal` runs `steps_per_run` steps): fit's steps_per_run decides.
+        kwargs.pop("steps_per_execution", None)
         loss_weights = kwargs.get("loss_weights")
         if loss_weights is not None and not isinstance(loss_weights, (list, tuple)):
             raise ValueError(
@@ -152,7 +153,7 @@ class FirstAPIModel(KerasExtensions):
         for name in _UNSUPPORTED_FIT_ARGUMENTS:
             if kwargs.get(name) is not None:
                 raise NotImplementedError(f"{type(self).__name__}.fit does not support `{name}`")
-        self._check_data_arguments(x, y, batch_size)
+        batch_size = self._check_data_arguments(x, y, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
         self._check_dataset_length(x, steps_per_epoch)
         with self._first_api_execution(runs, "fit"), self._fit_prefetch_depth(prefetch_depth):
@@ -183,7 +184,7 @@ class FirstAPIModel(KerasExtensions):
     ):
         """Evaluates the model on the IPU."""
         self._check_on_ipu("evaluate")
-        self._check_data_arguments(x, y, batch_size)
+        batch_size = self._check_data_arguments(x, y, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
         with self._first_api_execution(runs, "evaluate", batches_per_step=1):
             return KerasExtensions.evaluate(
@@ -203,7 +204,7 @@ class FirstAPIModel(KerasExtensions):
     ):
         """Runs the model's forward pass on the IPU."""
         self._check_on_ipu("predict")
-        self._check_data_arguments(x, None, batch_size)
+        batch_size = self._check_data_arguments(x, None, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
         with self._first_api_execution(runs, "predict", batches_per_step=1):
             return KerasExtensions.predict(
@@ -221,29 +222,34 @@ class FirstAPIModel(KerasExtensions):
         self._ipu.device_ordinal = strategy.extended.ipu_ordinal
 
     @staticmethod
-    def _check_data_arguments(x, y, batch_size) -> None:
+    def _check_data_arguments(x, y, batch_size):
+        """The batch size to pass on: none with a Dataset, which may only be given a falsy
+        one (the original's `if batch_size and isinstance(x, DatasetV2)`, model.py)."""
         if isinstance(x, tf.data.Dataset):
-            if batch_size is not None:
+            if batch_size:
                 raise ValueError("batch_size cannot be given with a Dataset: batch the dataset")
             if y is not None:
                 raise ValueError("y cannot be given with a Dataset: the dataset holds the labels")
+            return None
+        return batch_size
 
     def _check_dataset_length(self, x, steps_per_epoch) -> None:
         if not isinstance(x, tf.data.Dataset):
             return
         size = int(x.cardinality())
         if size == tf.data.INFINITE_CARDINALITY and steps_per_epoch is None:
+            # The original's words (tensorflow/python/ipu/keras/model.py `_do_internal`).
             raise ValueError(
-                "An infinite dataset needs steps_per_epoch (the number of weight-update steps "
-                "per epoch)"
+                "When using an infinitely repeating dataset, you must provide the number of "
+                "steps per epoch (steps_per_epoch)."
             )
         if size >= 0 and steps_per_epoch is not None:
             needed = steps_per_epoch * self.gradient_accumulation_count
             if needed > size:
                 raise ValueError(
-                    f"steps_per_epoch ({steps_per_epoch}) x gradient_accumulation_count "
-                    f"({self.gradient_accumulation_count}) = {needed} batches, but the dataset "
-                    f"has {size}"
+                    f"Steps per epoch times gradient accumulation count ({steps_per_epoch} x "
+                    f"{self.gradient_accumulation_count}) is greater than the number of "
+                    f"mini-batches in the dataset ({size})."
                 )
 
     @contextlib.contextmanager
@@ -287,13 +293,16 @@ class Sequential(FirstAPIModel, sequential.Sequential):
     def __init__(self, layers=None, gradient_accumulation_count=1, name=None, **kwargs):
         if layers is not None:
             if not isinstance(layers, (list, tuple)):
-                raise ValueError(f"Sequential takes a list of layers, got {type(layers).__name__}")
+                # The original's words (tensorflow/python/ipu/keras/model.py IPUSequential).
+                raise ValueError("IPU Sequential requires a list of Layers.")
             for layer in layers:
                 # `keras.Input(...)` (a Keras tensor) is accepted as in stock Keras.
                 if not isinstance(layer, tf_keras.layers.Layer) and not hasattr(
                     layer, "_keras_history"
                 ):
-                    raise ValueError(f"Sequential takes only Keras layers, got {layer!r}")
+                    raise ValueError(
+                        "An IPU Sequential's list of Layers may only contain Keras Layers."
+                    )
         sequential.Sequential.__init__(self, layers=None, name=name)
         with self._building():
             for layer in layers or []:

@@ -96,21 +96,33 @@ class PipelineSequential(FirstAPIModel, sequential.Sequential):
         layer_replacement=False,
         name=None,
     ):
+        # The original's words (tensorflow/python/ipu/keras/pipeline.py PipelineSequential),
+        # which its tests match.
         if not isinstance(stages, (list, tuple)) or not stages:
             raise ValueError(
-                "PipelineSequential takes a non-empty list of stages, each a list of layers"
+                "An IPU pipeline must take a non-empty list of stages, where each stage is a "
+                "list of Keras Layers."
             )
         assignment = []
         layers = []
         for index, stage in enumerate(stages):
-            if not isinstance(stage, (list, tuple)) or not stage:
+            if not isinstance(stage, (list, tuple)):
+                raise ValueError(
+                    "An IPU pipeline may only contain lists of stages, where each stage is a "
+                    "list of Keras Layers."
+                )
+            if not stage:
+                # The original runs an empty stage as one that passes its inputs on; the
+                # engine's pipelines need a layer in every stage.
                 raise ValueError(
                     f"Stage {index} of PipelineSequential must be a non-empty list of layers, "
                     f"got {stage!r}"
                 )
             for layer in stage:
                 if not isinstance(layer, tf_keras.layers.Layer):
-                    raise ValueError(f"Stage {index} holds {layer!r}, which is not a Keras layer")
+                    raise ValueError(
+                        "Each list in the `stages` list must contain only Keras Layers."
+                    )
                 layers.append(layer)
                 if not isinstance(layer, tf_keras.layers.InputLayer):  # not in `model.layers`
                     assignment.append(index)

@@ -40,17 +40,20 @@ class Embedding(tf_keras.layers.Layer):
             "mask_zero": mask_zero,
             "input_length": input_length,
         }
-        refuse_unsupported(self, unsupported)
         # The ids are integers: never cast them to the layer's float dtype.
         kwargs["autocast"] = False
         super().__init__(**kwargs)
+        embeddings_initializer = tf_keras.initializers.get(embeddings_initializer)
+        # After Keras' arguments and the initializer, as in the original
+        # (ipu_tensorflow_addons/keras/layers/embedding_lookup.py).
+        refuse_unsupported(self, unsupported)
         # Kept as given, as the original: the weight's shape and the lookup
         # (embedding_ops.embedding_lookup) refuse what they cannot take.
         input_dim, output_dim = plain_int(input_dim), plain_int(output_dim)
         serialization_factor = plain_int(serialization_factor)
         self.input_dim = input_dim
         self.output_dim = output_dim
-        self.embeddings_initializer = tf_keras.initializers.get(embeddings_initializer)
+        self.embeddings_initializer = embeddings_initializer
         self.serialization_factor = serialization_factor
 
     def build(self, input_shape) -> None:

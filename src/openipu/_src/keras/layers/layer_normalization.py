@@ -37,6 +37,15 @@ class LayerNormalization(tf_keras.layers.Layer):
         name=None,
         **kwargs,
     ) -> None:
+        # In the original's order (ipu_tensorflow_addons/keras/layers/normalization.py): the
+        # axis, then Keras' arguments, then the unsupported ones.
+        if not isinstance(axis, (list, tuple, int)):
+            # The original's words.
+            raise ValueError(
+                "Expected an int or a list/tuple of ints for the argument 'axis', but received "
+                f"instead: {axis}"
+            )
+        super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
         unsupported = {
             "beta_regularizer": beta_regularizer,
             "gamma_regularizer": gamma_regularizer,
@@ -44,18 +53,7 @@ class LayerNormalization(tf_keras.layers.Layer):
             "gamma_constraint": gamma_constraint,
         }
         refuse_unsupported(self, unsupported)
-        super().__init__(dtype=dtype, trainable=trainable, name=name, **kwargs)
-        self.axis: int | tuple[int, ...]
-        if isinstance(axis, (list, tuple)):
-            self.axis = tuple(axis)
-        elif isinstance(axis, int):
-            self.axis = axis
-        else:
-            # The original's words (ipu_tensorflow_addons/keras/layers/normalization.py).
-            raise ValueError(
-                "Expected an int or a list/tuple of ints for the argument 'axis', but received "
-                f"instead: {axis}"
-            )
+        self.axis: int | tuple[int, ...] = tuple(axis) if isinstance(axis, (list, tuple)) else axis
         self.epsilon = epsilon
         self.center = center
         self.scale = scale

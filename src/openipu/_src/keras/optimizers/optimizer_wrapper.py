@@ -19,7 +19,9 @@ class OptimizerWrapper(tf_keras.optimizers.legacy.Optimizer):
         if not isinstance(
             opt, (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer)
         ):
-            raise ValueError(f"Expected a Keras optimizer to wrap, got {opt!r}")
+            # The original fails on the wrapped object's missing `_hyper` as soon as the
+            # wrapper sets an attribute (optimizer_v2_wrapper.py `__setattr__`).
+            raise AttributeError(f"{type(opt).__name__!r} object has no attribute '_hyper'")
         object.__setattr__(self, "_opt", opt)
         super().__init__(name=name, **kwargs)
         self._track_trackable(opt, name="inner_optimizer")
