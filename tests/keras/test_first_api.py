@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
+from first_keras_api_models import assert_weights, data, layers, stock_weights
 from tensorflow.python import ipu
 
 
@@ -14,52 +15,27 @@ def strategy(ipu_system):
     return ipu.ipu_strategy.IPUStrategy()
 
 
-def _data(samples=64, seed=0):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.normal(size=(samples, 8)).astype(np.float32),
-        rng.normal(size=(samples, 2)).astype(np.float32),
-    )
-
-
-def _layers():
-    keras.utils.set_random_seed(5)
-    return [keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(2)]
-
-
-def _stock_weights(x, y, batch_size, learning_rate, epochs=1):
-    model = keras.Sequential([keras.Input((8,)), *_layers()])
-    model.compile(keras.optimizers.SGD(learning_rate), "mse")
-    model.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
-    return model.get_weights()
-
-
-def _assert_weights(ours, theirs):
-    for a, b in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-
-
 def test_sequential_trains_like_stock_keras(strategy):
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         assert model.trainable_variables == []  # built at the first fit
         model.compile(keras.optimizers.SGD(0.1), "mse")
         history = model.fit(x, y, batch_size=8, epochs=1, shuffle=False, steps_per_run=4, verbose=0)
     assert len(history.history["loss"]) == 1
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 8, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 8, 0.1))
 
 
 def test_functional_model_with_gradient_accumulation_sums(strategy):
     """Accumulation sums 4 micro-batch gradients: stock Keras on batch 32 with 4x the rate."""
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
         inputs = keras.Input((8,))
-        first, second = _layers()
+        first, second = layers()
         model = ipu.keras.Model(inputs, second(first(inputs)), gradient_accumulation_count=4)
         model.compile(keras.optimizers.SGD(0.1 / 4), "mse")
         model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 32, 0.1, epochs=2))
+    assert_weights(model.get_weights(), stock_weights(x, y, 32, 0.1, epochs=2))
     assert model.optimizer.iterations.numpy() == 4  # one update per 4 batches, 2 epochs
 
 
@@ -73,19 +49,19 @@ def test_models_cannot_be_called_directly(strategy):
 
 
 def test_fit_outside_the_strategy_fails(strategy):
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         model.compile("sgd", "mse")
     with pytest.raises(ValueError, match="can only be used on an IPU device"):
         model.fit(x, y, batch_size=8, verbose=0)
 
 
 def test_first_api_argument_rules(strategy):
-    x, y = _data()
+    x, y = data()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         with pytest.raises(NotImplementedError, match="run_eagerly"):
             model.compile("sgd", "mse", run_eagerly=True)
         with pytest.raises(ValueError, match="loss_weights must be a list"):
@@ -113,9 +89,9 @@ def test_first_api_argument_rules(strategy):
 @pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_pipeline_model_steps_are_pipeline_executions(strategy):
     """GA=4, batch 8, 64 samples: 2 steps per epoch; weights as stock Keras on batch 32 (sum)."""
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        first, second = _layers()
+        first, second = layers()
         inputs = keras.Input((8,))
         with ipu.keras.PipelineStage(0):
             hidden = first(inputs)
@@ -131,7 +107,7 @@ def test_pipeline_model_steps_are_pipeline_executions(strategy):
         )
         model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0, callbacks=[callback])
     assert steps == [0, 1]
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 32, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 32, 0.1))
 
 
 def test_pipeline_model_needs_every_layer_in_a_stage(strategy):
@@ -146,15 +122,15 @@ def test_pipeline_model_needs_every_layer_in_a_stage(strategy):
 
 @pytest.mark.parametrize("ipu_system", [2], indirect=True)
 def test_pipeline_sequential_matches_pipeline_model(strategy):
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        first, second = _layers()
+        first, second = layers()
         model = ipu.keras.PipelineSequential(
             [[keras.layers.InputLayer((8,)), first], [second]], gradient_accumulation_count=4
         )
         model.compile(keras.optimizers.SGD(0.1 / 4), "mse")
         model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 32, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 32, 0.1))
     records = model.get_pipeline_stage_assignment()
     assert [r.pipeline_stage for r in records] == [0, 1]
 
@@ -173,11 +149,11 @@ def test_pipeline_sequential_rejects_bad_stages(strategy, stages, message):
 
 
 def test_evaluate_and_predict(strategy):
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential([keras.Input((8,)), *_layers()])
+        model = ipu.keras.Sequential([keras.Input((8,)), *layers()])
         model.compile("sgd", "mse")
-        reference = keras.Sequential([keras.Input((8,)), *_layers()])
+        reference = keras.Sequential([keras.Input((8,)), *layers()])
         reference.compile("sgd", "mse")
         reference.set_weights(model.get_weights())
         np.testing.assert_allclose(
@@ -196,12 +172,12 @@ def test_evaluate_and_predict(strategy):
 def test_fit_prefetch_depth_is_the_infeeds_and_is_checked(strategy):
     # The first API's fit(prefetch_depth=...) sizes the infeed of that fit (checked as an
     # IPUInfeedQueue's); the numbers do not change.
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         model.compile(keras.optimizers.SGD(0.1), "mse")
         with pytest.raises(ValueError, match="prefetch_depth"):
             model.fit(x, y, batch_size=8, prefetch_depth=256, verbose=0)
         model.fit(x, y, batch_size=8, shuffle=False, steps_per_run=4, prefetch_depth=8, verbose=0)
         assert model._ipu.infeed_options == {}  # noqa: SLF001 - only for that fit
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 8, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 8, 0.1))

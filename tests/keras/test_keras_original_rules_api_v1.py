@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
+from first_keras_api_models import assert_weights, data, layers, stock_weights
 from tensorflow.keras.ipu.optimizers import ALSOptimizer, GradientAccumulationOptimizer
 from tensorflow.python import ipu
 
@@ -19,72 +20,47 @@ def strategy(ipu_system):
     return ipu.ipu_strategy.IPUStrategy()
 
 
-def _data(samples=64, seed=0):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.normal(size=(samples, 8)).astype(np.float32),
-        rng.normal(size=(samples, 2)).astype(np.float32),
-    )
-
-
-def _layers():
-    keras.utils.set_random_seed(5)
-    return [keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(2)]
-
-
-def _stock_weights(x, y, batch_size, learning_rate):
-    model = keras.Sequential([keras.Input((8,)), *_layers()])
-    model.compile(keras.optimizers.SGD(learning_rate), "mse")
-    model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
-    return model.get_weights()
-
-
-def _assert_weights(ours, theirs):
-    for a, b in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-
-
 # The first API (tensorflow/python/ipu/keras/model.py, pipeline.py) ----------------------------
 
 
 def test_numpy_counts_work_as_ints(strategy):
     # The original only does arithmetic with the accumulation count and steps_per_run.
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers(), gradient_accumulation_count=np.int64(4))
+        model = ipu.keras.Sequential(layers(), gradient_accumulation_count=np.int64(4))
         model.compile(keras.optimizers.SGD(0.1 / 4), "mse")
         model.fit(x, y, batch_size=8, shuffle=False, steps_per_run=np.int32(2), verbose=0)
     assert model.gradient_accumulation_count == 4
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 32, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 32, 0.1))
 
 
 def test_compile_takes_steps_per_execution_and_fit_ignores_it(strategy):
     # TF 2.4's Keras compile takes steps_per_execution; the original's model.py passes it on
     # and its on-device loop runs steps_per_run steps whatever it says.
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         model.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=3)
         history = model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
     assert len(history.history["loss"]) == 1
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 8, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 8, 0.1))
 
 
 def test_fit_takes_validation_batch_size(strategy):
     # Not among the arguments the original's `_validate_args` refuses (model.py): ignored.
-    x, y = _data()
+    x, y = data()
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         model.compile(keras.optimizers.SGD(0.1), "mse")
         model.fit(x, y, batch_size=8, shuffle=False, validation_batch_size=4, verbose=0)
-    _assert_weights(model.get_weights(), _stock_weights(x, y, 8, 0.1))
+    assert_weights(model.get_weights(), stock_weights(x, y, 8, 0.1))
 
 
 def test_fit_dataset_errors_in_the_originals_words(strategy):
-    x, y = _data()
+    x, y = data()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)
     with strategy.scope():
-        model = ipu.keras.Sequential(_layers())
+        model = ipu.keras.Sequential(layers())
         model.compile("sgd", "mse")
         # keras_sequential_pipeline_test.py / keras_functional_model_test.py match these.
         with pytest.raises(ValueError, match="When using an infinitely repeating dataset, you"):
