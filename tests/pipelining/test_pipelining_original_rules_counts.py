@@ -345,3 +345,75 @@ def test_stage_options_take_str_and_utf8_bytes(strategy_on):
         weight_update_poplar_options=options,
     )
     assert losses.shape == (4,)
+
+
+# Keras optimizers and the options only a training pipeline reads --------------------------------
+
+
+def test_a_keras_optimizer_without_variables_or_tape_is_the_originals_runtime_error(strategy_on):
+    # pipelining_ops.py:1133-1141: an OptimizerV2 needs the variables or a GradientTape.
+    def keras_sgd(loss):
+        return pipelining_ops.OptimizerFunctionOutput(tf.keras.optimizers.SGD(0.1), loss)
+
+    with pytest.raises(RuntimeError, match=_START + "No variables to optimize. When using"):
+        _train(strategy_on(1), optimizer_function=keras_sgd)
+
+
+def test_a_keras_optimizer_with_its_variables_trains_like_numpy(strategy_on):
+    strategy = strategy_on(1)
+    x = np.arange(16, dtype=np.float32).reshape(8, 2) / 8.0
+    dataset = tf.data.Dataset.from_tensor_slices(x).batch(2, drop_remainder=True)
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+        w = tf.Variable(tf.ones([2, 1]))
+        sgd = tf.keras.optimizers.SGD(0.1)
+
+        def keras_sgd(loss):
+            return pipelining_ops.OptimizerFunctionOutput(sgd, loss, variables=[w])
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [lambda f: tf.matmul(f, w), lambda p: tf.reduce_sum(p)],
+                gradient_accumulation_count=4,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                optimizer_function=keras_sgd,
+                outfeed_loss=True,
+                device_mapping=[0, 0],
+            )
+
+        strategy.run(net)
+    # The loss sums x @ w: its gradient is the column sums, accumulated over the 4 batches.
+    np.testing.assert_allclose(w.numpy(), 1.0 - 0.1 * x.sum(axis=0)[:, None], rtol=1e-6)
+
+
+def test_an_inference_pipeline_ignores_backward_and_weight_update_options(strategy_on):
+    # pipelining_ops.py:937-949 read them only when there is an optimizer_function.
+    strategy = strategy_on(1)
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32)).batch(
+        2, drop_remainder=True
+    )
+    with strategy.scope():
+        infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(dataset)
+        outfeed = ipu.ipu_outfeed_queue.IPUOutfeedQueue()
+
+        @tf.function(jit_compile=True)
+        def net():
+            return pipelining_ops.pipeline(
+                [lambda x: x * 2.0, lambda x: x + 1.0],
+                gradient_accumulation_count=4,
+                infeed_queue=infeed,
+                outfeed_queue=outfeed,
+                backward_propagation_stages_poplar_options=["not options"],
+                weight_update_poplar_options={"not": "options"},
+                device_mapping=[0, 0],
+            )
+
+        strategy.run(net)
+    np.testing.assert_allclose(
+        outfeed.dequeue().numpy(), np.arange(8, dtype=np.float32).reshape(4, 2) * 2 + 1
+    )
+    with pytest.raises(TypeError, match="weight_update_poplar_options to be of type"):
+        _train(strategy, weight_update_poplar_options={"not": "options"})

@@ -96,7 +96,7 @@ class OptimizerFunctionOutput:
 
     With a Keras (OptimizerV2) optimizer, the gradients are taken for `variables`, or for
     the variables `tape` watched, as in the original (ipu/ops/pipelining_ops.py); without
-    either, for every trainable variable the pipeline's stages read. The arguments are
+    either, the pipeline raises its RuntimeError. The arguments are
     checked as the original's property setters check them, in the same order.
     """
 
@@ -289,7 +289,7 @@ class OptimizerFunctionOutput:
         self._captured_gradient_outfeed = value or None
 
 
-def _keras_trainable_variables(output: Any, pipeline_tape: tf.GradientTape) -> list[tf.Variable]:
+def _keras_trainable_variables(output: Any) -> list[tf.Variable]:
     """The variables a Keras optimizer's gradients are taken for (see OptimizerFunctionOutput).
 
     `output` is whatever the optimizer function returned: as the original
@@ -301,7 +301,11 @@ def _keras_trainable_variables(output: Any, pipeline_tape: tf.GradientTape) -> l
     variables = output.variables
     if variables:
         return list(variables)
-    return [v for v in pipeline_tape.watched_variables() if v.trainable]
+    # The original's words, its typo kept (ops/pipelining_ops.py:1138-1141).
+    raise RuntimeError(
+        "No variables to optimize. When using OptimzerV2, OptimizerFunctionOutput must "
+        "contain a list of variables or a GradientTape."
+    )
 
 
 def _is_optimizer(opt: object) -> bool:
@@ -412,13 +416,23 @@ def pipeline(
             "When using batch serialization, all the pipeline stages need to be mapped to a "
             "single IPU: batch_serialization_iterations > 1 needs every stage on the same IPU"
         )
-    for option_name, value in (
-        ("forward_propagation_stages_poplar_options", forward_propagation_stages_poplar_options),
-        ("backward_propagation_stages_poplar_options", backward_propagation_stages_poplar_options),
-    ):
-        pipeline_options.check_stage_options_list(value, option_name, len(stages))
-    if weight_update_poplar_options is not None and not isinstance(
-        weight_update_poplar_options, PipelineStageOptions
+    pipeline_options.check_stage_options_list(
+        forward_propagation_stages_poplar_options,
+        "forward_propagation_stages_poplar_options",
+        len(stages),
+    )
+    # The backward and weight-update options are read only by a training pipeline
+    # (ops/pipelining_ops.py:937-949): an inference pipeline ignores them.
+    if training:
+        pipeline_options.check_stage_options_list(
+            backward_propagation_stages_poplar_options,
+            "backward_propagation_stages_poplar_options",
+            len(stages),
+        )
+    if (
+        training
+        and weight_update_poplar_options is not None
+        and not isinstance(weight_update_poplar_options, PipelineStageOptions)
     ):
         raise TypeError(
             "weight_update_poplar_options to be of type PipelineStageOptions: "
@@ -955,7 +969,7 @@ class _PipelinePlan:
                 kwargs["var_list"] = [v for v in tape.watched_variables() if v.trainable]
             pairs = opt.compute_gradients(result.loss, *result.compute_gradients_args, **kwargs)
             return _zeros_for_stage_variables(pairs, tape)
-        variables = _keras_trainable_variables(result.returned, tape)
+        variables = _keras_trainable_variables(result.returned)
         gradients = tape.gradient(result.loss, variables)
         return _zeros_for_stage_variables(list(zip(gradients, variables, strict=True)), tape)
 
