@@ -8,7 +8,9 @@ These are thin facades over the same engine as the later API
 - Gradient accumulation is a constructor argument and sums the gradients.
 - A "step" is one weight update: with a gradient accumulation count of N, one
   step (and one progress-bar tick) consumes N batches, `steps_per_epoch` counts
-  such steps, and `fit(steps_per_run=S)` runs S of them per host call.
+  such steps, and `fit(steps_per_run=S)` runs S of them per host call. So do
+  `evaluate` and `predict`: their `steps` count N batches each, as the original's
+  (all three run its `_do_internal`).
 - `fit` keeps the first API's argument rules (no `batch_size` or `y` with a
   dataset; validation and sample weights are not supported).
 """
@@ -155,8 +157,8 @@ class FirstAPIModel(KerasExtensions):
                 raise NotImplementedError(f"{type(self).__name__}.fit does not support `{name}`")
         batch_size = self._check_data_arguments(x, y, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
-        self._check_dataset_length(x, steps_per_epoch)
-        with self._first_api_execution(runs, "fit"), self._fit_prefetch_depth(prefetch_depth):
+        steps_per_epoch = self._original_steps(x, batch_size, steps_per_epoch, steps_per_run, "fit")
+        with self._first_api_execution(runs), self._fit_prefetch_depth(prefetch_depth):
             return KerasExtensions.fit(
                 self,
                 x,
@@ -186,10 +188,15 @@ class FirstAPIModel(KerasExtensions):
         self._check_on_ipu("evaluate")
         batch_size = self._check_data_arguments(x, y, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
-        with self._first_api_execution(runs, "evaluate", batches_per_step=1):
-            return KerasExtensions.evaluate(
+        steps = self._original_steps(x, batch_size, steps, steps_per_run, "evaluate")
+        with self._first_api_execution(runs):
+            results = KerasExtensions.evaluate(
                 self, x, y, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
             )
+        # The original returns its metrics aggregator's results, a list even when it holds
+        # the loss alone (model.py `_do_internal`; keras_pipeline_test.py testEval_CpuMatch
+        # checks `type(result) == list` and `len(result) == 1`).
+        return results if isinstance(results, list) else [results]
 
     def predict(
         self,
@@ -206,7 +213,8 @@ class FirstAPIModel(KerasExtensions):
         self._check_on_ipu("predict")
         batch_size = self._check_data_arguments(x, None, batch_size)
         runs = _check_count(steps_per_run or 1, "steps_per_run")
-        with self._first_api_execution(runs, "predict", batches_per_step=1):
+        steps = self._original_steps(x, batch_size, steps, steps_per_run, "predict")
+        with self._first_api_execution(runs):
             return KerasExtensions.predict(
                 self, x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
             )
@@ -231,45 +239,128 @@ class FirstAPIModel(KerasExtensions):
             if y is not None:
                 raise ValueError("y cannot be given with a Dataset: the dataset holds the labels")
             return None
+        if _full_batches(x, 1) is not None:
+            # Array data: the original's adapter is made without `steps`, so its batch size
+            # defaults to Keras' 32 (model.py:104-106), not to the samples over `steps`.
+            return batch_size or 32
         return batch_size
 
-    def _check_dataset_length(self, x, steps_per_epoch) -> None:
-        if not isinstance(x, tf.data.Dataset):
-            return
-        size = int(x.cardinality())
-        if size == tf.data.INFINITE_CARDINALITY and steps_per_epoch is None:
-            # The original's words (tensorflow/python/ipu/keras/model.py `_do_internal`).
-            raise ValueError(
-                "When using an infinitely repeating dataset, you must provide the number of "
-                "steps per epoch (steps_per_epoch)."
-            )
-        if size >= 0 and steps_per_epoch is not None:
-            needed = steps_per_epoch * self.gradient_accumulation_count
-            if needed > size:
+    def _original_steps(self, x, batch_size, steps, steps_per_run, mode: str) -> int | None:
+        """The steps to hand Keras (per replica), checked as the original does.
+
+        The original's fit, evaluate and predict share one loop (tensorflow/python/ipu/
+        keras/model.py:320 `_do_internal`): a step is `gradient_accumulation_count`
+        batches on each replica in every mode (model.py:1011 runs `repeat_count *
+        gradient_accumulation_count` iterations; pipeline.py passes the count to the
+        pipeline for inference too), `steps` counts the steps of all replicas, and a
+        dataset of known length must hold whole executions (model.py:490-509).
+        """
+        if steps is not None:
+            steps = _check_count(steps, "steps_per_epoch" if mode == "fit" else "steps")
+        accumulation = self.gradient_accumulation_count
+        replicas = self._ipu_replica_count()
+        per_run = steps_per_run or 1
+        steps_word = "Steps per epoch" if mode == "fit" else "Steps"
+        dataset_length, full_batches = None, None
+        if isinstance(x, tf.data.Dataset):
+            cardinality = int(x.cardinality())
+            if cardinality >= 0:
+                dataset_length = cardinality
+            elif steps is None:
+                # The original's words for an infinite or unknown length (model.py:421).
                 raise ValueError(
-                    f"Steps per epoch times gradient accumulation count ({steps_per_epoch} x "
-                    f"{self.gradient_accumulation_count}) is greater than the number of "
-                    f"mini-batches in the dataset ({size})."
+                    "When using an infinitely repeating dataset, you must provide the number of "
+                    "steps per epoch (steps_per_epoch)."
                 )
+        else:
+            full_batches = _full_batches(x, batch_size)
+        name = type(self).__name__
+        what = (
+            "number of steps in an epoch 'steps_per_epoch'"
+            if mode == "fit"
+            else "number of steps 'steps'"
+        )
+        if steps is not None:
+            # model.py:432-459.
+            if steps_per_run is not None and steps % (steps_per_run * replicas):
+                loop = {"fit": "training", "evaluate": "evaluation", "predict": "inference"}[mode]
+                raise ValueError(
+                    f"{name} requires the {what} ({steps}) to be evenly divisible by the number "
+                    f"of steps per execution of the on-device {loop} loop 'steps_per_run' "
+                    f"({steps_per_run}) multiplied by the replication factor ({replicas})."
+                )
+            if steps_per_run is None and steps % replicas:
+                raise ValueError(
+                    f"{name} requires the {what} ({steps}) to be evenly divisible by the "
+                    f"replication factor ({replicas})."
+                )
+            available = dataset_length if dataset_length is not None else full_batches
+            if available is not None and steps * accumulation > available:
+                # model.py:348 `check_dataset_not_exhausted`.
+                raise ValueError(
+                    f"{steps_word} times gradient accumulation count ({steps} x {accumulation}) "
+                    f"is greater than the number of mini-batches in the dataset ({available})."
+                )
+            return steps // replicas
+        unit = accumulation * replicas * per_run
+        product = (
+            f"the gradient accumulation count ({accumulation}) multiplied by the replication "
+            f"factor ({replicas})"
+        )
+        if steps_per_run is not None:
+            product += f" multiplied by steps_per_run ({steps_per_run})"
+        if dataset_length is not None and dataset_length % unit:
+            # model.py:490-509: the mini-batches of a dataset of known length fill whole
+            # executions, else it is an error (array data are rounded down instead).
+            if steps_per_run is None:
+                rule = (
+                    f"the gradient accumulation count ({accumulation}) multiplied by the "
+                    f"replication factor ({replicas})"
+                )
+            else:
+                rule = (
+                    f"the product of 'steps_per_run' ({steps_per_run}), the gradient "
+                    f"accumulation count ({accumulation}), and the replication factor "
+                    f"({replicas})."
+                )
+            raise ValueError(
+                f"{name} requires the number of mini-batches in the dataset ({dataset_length}) "
+                f"to be evenly divisible by {rule}"
+            )
+        if full_batches is not None and full_batches < unit:
+            # model.py:356-410 `derive_steps_per_epoch` (array data).
+            raise ValueError(
+                f"The number of mini-batches in the dataset ({full_batches}) must be at least "
+                f"{product}."
+            )
+        return None
 
     @contextlib.contextmanager
-    def _first_api_execution(
-        self, steps_per_run: int, mode: str, batches_per_step: int | None = None
-    ) -> Iterator[None]:
+    def _first_api_execution(self, steps_per_run: int) -> Iterator[None]:
         if self._steps_per_execution is None:
             self._assert_compile_was_called()
-        per_step = (
-            self.gradient_accumulation_count if batches_per_step is None else batches_per_step
-        )
+        self._check_pipeline_stage_count()
         saved = self._steps_per_execution.numpy()
-        # Keras counts in steps; each step of this API is `per_step` batches.
+        # Keras counts in steps; each step of this API, in fit, evaluate and predict alike,
+        # is `gradient_accumulation_count` batches (see `_original_steps`).
         self._steps_per_execution.assign(steps_per_run)
-        self._ipu.step_batches = per_step
+        self._ipu.step_batches = self.gradient_accumulation_count
         try:
             yield
         finally:
             self._ipu.step_batches = 1
             self._steps_per_execution.assign(saved)
+
+    def _check_pipeline_stage_count(self) -> None:
+        """A pipelined model needs two stages or more: the original runs fit, evaluate and
+        predict of its pipelined models through `pipelining_ops.pipeline`, which refuses
+        fewer when it is built (pipelining_ops.py:743; pipeline.py:434, 1392)."""
+        if self._ipu.pipelining_steps is None:
+            return
+        records = self._pipeline_records() or []
+        stages = self._ipu.pipeline_stage_count or len({r.pipeline_stage for r in records})
+        if stages < 2:
+            raise ValueError("Pipeline requires at least two computational stages.")
 
     def _check_fit_options(self) -> None:
         # Steps are weight updates, so an execution is always a whole number of them.
@@ -316,3 +407,15 @@ class Sequential(FirstAPIModel, sequential.Sequential):
     def build(self, input_shape=None):
         with self._building():
             return super().build(input_shape)
+
+
+def _full_batches(x, batch_size) -> int | None:
+    """The whole batches of array data (the original drops a partial batch, model.py:111-117),
+    None when their number is not known before the data are read."""
+    flat = tf.nest.flatten(x)
+    if not flat or not all(hasattr(t, "shape") and len(t.shape) for t in flat):
+        return None
+    samples = flat[0].shape[0]
+    if samples is None:
+        return None
+    return int(samples) // (batch_size or 32)

@@ -24,7 +24,15 @@ def _set_pipelining(model, gradient_accumulation_count, device_mapping, pipelini
     count = _check_count(gradient_accumulation_count, "gradient_accumulation_count")
     model._ipu.first_api_accumulation = count  # noqa: SLF001
     records = pipeline_stages.flatten(model.get_pipeline_stage_assignment())
-    pipeline_stages.validate(model, records, device_mapping)
+    declared = model._ipu.pipeline_stage_count  # noqa: SLF001 - PipelineSequential's stages
+    if declared is None:
+        pipeline_stages.validate(model, records, device_mapping)
+    elif device_mapping is not None and len(device_mapping) != declared:
+        # pipelining_ops.py:748-751, as `validate` says it.
+        raise ValueError(
+            f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != {declared} "
+            f"stages (the device_mapping {list(device_mapping)} of model {model.name!r})"
+        )
     KerasExtensions.set_pipelining_options(
         model,
         gradient_accumulation_steps_per_replica=count,
@@ -111,13 +119,10 @@ class PipelineSequential(FirstAPIModel, sequential.Sequential):
                     "An IPU pipeline may only contain lists of stages, where each stage is a "
                     "list of Keras Layers."
                 )
-            if not stage:
-                # The original runs an empty stage as one that passes its inputs on; the
-                # engine's pipelines need a layer in every stage.
-                raise ValueError(
-                    f"Stage {index} of PipelineSequential must be a non-empty list of layers, "
-                    f"got {stage!r}"
-                )
+            # An empty stage is a stage all the same: the original's stage function applies
+            # its (no) layers to its inputs and hands them on (pipeline.py:380-411), it
+            # takes an IPU (the shard count is `len(stages)`, pipeline.py:264) and is mapped
+            # by `device_mapping`.
             for layer in stage:
                 if not isinstance(layer, tf_keras.layers.Layer):
                     raise ValueError(
@@ -131,7 +136,19 @@ class PipelineSequential(FirstAPIModel, sequential.Sequential):
             for layer in layers:
                 self.add(layer)
         self._ipu.layer_replacement = bool(layer_replacement)
-        KerasExtensions.set_pipeline_stage_assignment(self, assignment)
+        if set(assignment) == set(range(len(stages))):
+            KerasExtensions.set_pipeline_stage_assignment(self, assignment)
+        else:
+            # With empty stages (an input layer alone is one too: it is not in
+            # `model.layers`), layers skip stages or the first is not in stage 0, which a
+            # Sequential model's assignment may not do: the stages are declared instead.
+            self._ipu.pipeline_assignment = [
+                pipeline_stages.SequentialLayerPipelineStageAssignment(layer, stage)
+                for layer, stage in zip(self.layers, assignment, strict=True)
+            ]
+            self._ipu.assignment_valid = True
+            self._ipu.pipeline_stage_count = len(stages)
+            self._reset_execution_functions()
         _set_pipelining(
             self, gradient_accumulation_count, device_mapping, _pipelining_kwargs(locals())
         )

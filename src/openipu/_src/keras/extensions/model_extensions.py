@@ -112,6 +112,10 @@ class IPUModelState:
         self.pipelining_kwargs: dict = {}
         #: The assignment set (or read from PipelineStage scopes); empty: not pipelined.
         self.pipeline_assignment: list = []
+        #: The stages of the pipeline when the model declares them (the first API's
+        #: PipelineSequential, whose empty stages pass their inputs on); None: up to the
+        #: last stage a layer is assigned to, each of which needs a layer.
+        self.pipeline_stage_count: int | None = None
         #: A Sequential model's assignment still matches its layers (none added or popped).
         self.assignment_valid = False
         #: A subclassed model's call traced as a graph (`pipeline_stages.TracedGraph`).
@@ -259,6 +263,7 @@ class KerasExtensions(_KerasModel):
                 )
             pipeline_stages.check_assignment(self, pipeline_stage_assignment)
         self._ipu.pipeline_assignment = pipeline_stage_assignment
+        self._ipu.pipeline_stage_count = None
         self._reset_execution_functions()
 
     def get_pipeline_stage_assignment(self) -> list:
@@ -277,6 +282,7 @@ class KerasExtensions(_KerasModel):
         """The model is no longer pipelined."""
         self._ipu.pipeline_assignment = []
         self._ipu.assignment_valid = False
+        self._ipu.pipeline_stage_count = None
         self._reset_execution_functions()
 
     def print_pipeline_stage_assignment_summary(self, line_length=None, print_fn=None) -> None:
@@ -300,7 +306,8 @@ class KerasExtensions(_KerasModel):
         if not self._ipu.pipeline_assignment:
             return None
         records = pipeline_stages.flatten(self._ipu.pipeline_assignment)
-        if all(r.pipeline_stage is not None for r in records):
+        declared = self._ipu.pipeline_stage_count is not None
+        if not declared and all(r.pipeline_stage is not None for r in records):
             pipeline_stages.check_no_empty_stage(records)
         return records
 
@@ -613,7 +620,7 @@ class KerasExtensions(_KerasModel):
         if records is None:
             return 1
         mapping = self._ipu.pipelining_device_mapping
-        stages = len({r.pipeline_stage for r in records})
+        stages = self._ipu.pipeline_stage_count or len({r.pipeline_stage for r in records})
         return max(mapping[:stages]) + 1 if mapping else stages
 
     def _ipu_replica_count(self) -> int:

@@ -30,8 +30,9 @@ def check(model, kind: str, steps: int) -> None:
     count = model._accumulation_steps() if training else steps  # noqa: SLF001
     if count is None:
         return  # fit refuses a pipelined model without an accumulation count before this
-    stages = max(r.pipeline_stage for r in records) + 1
     state = model._ipu  # noqa: SLF001
+    # A model may declare stages without layers (`IPUModelState.pipeline_stage_count`).
+    stages = state.pipeline_stage_count or max(r.pipeline_stage for r in records) + 1
     mapping = state.pipelining_device_mapping
     mapping = list(mapping[:stages]) if mapping else list(range(stages))
     # pipelining_ops.pipeline's default (Keras refuses batch serialization, which changes it).
