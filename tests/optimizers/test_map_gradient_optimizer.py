@@ -62,13 +62,38 @@ def test_over_a_keras_optimizer_in_eager_mode():
     np.testing.assert_allclose(w.numpy(), [0.6, 1.2], rtol=1e-6)
 
 
-def test_variables_without_gradients_keep_none(tf1_graph):
+def test_variables_without_gradients_are_mapped_too(tf1_graph):
+    # As the original (map_gradient_optimizer.py:98-101): the map is called for every pair,
+    # a None gradient included, and its result is the pair's gradient.
+    used, unused = tf.Variable(1.0), tf.Variable(2.0)
+    optimizer = MapGradientOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(0.1),
+        lambda g, v: WEIGHT_DECAY * v if g is None else g * 3,
+    )
+    pairs = optimizer.compute_gradients(used * 2.0, [used, unused])
+    assert [v for _, v in pairs] == [used, unused]
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        grads = session.run([g for g, _ in pairs])
+    np.testing.assert_allclose(grads, [6.0, 0.02], rtol=1e-6)
+
+
+def test_a_map_that_keeps_none_keeps_none(tf1_graph):
+    used, unused = tf.Variable(1.0), tf.Variable(2.0)
+    optimizer = MapGradientOptimizer(
+        tf.compat.v1.train.GradientDescentOptimizer(0.1), lambda g, v: g
+    )
+    pairs = optimizer.compute_gradients(used * 2.0, [used, unused])
+    assert pairs[1] == (None, unused)
+
+
+def test_a_map_that_cannot_take_none_fails(tf1_graph):
     used, unused = tf.Variable(1.0), tf.Variable(2.0)
     optimizer = MapGradientOptimizer(
         tf.compat.v1.train.GradientDescentOptimizer(0.1), lambda g, v: g * 3
     )
-    pairs = optimizer.compute_gradients(used * 2.0, [used, unused])
-    assert pairs[1] == (None, unused)
+    with pytest.raises(TypeError, match="NoneType"):
+        optimizer.compute_gradients(used * 2.0, [used, unused])
 
 
 def test_the_map_must_be_callable():

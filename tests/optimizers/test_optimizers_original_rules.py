@@ -193,3 +193,77 @@ def test_in_a_strategy_s_replica_gradients_without_values_are_dropped():
 
     step()
     np.testing.assert_allclose(w.numpy(), [0.5, 1.5])
+
+
+# MapGradientOptimizer.compute_gradients (original map_gradient_optimizer.py:98-101): the
+# map is called for every (gradient, variable) pair, None gradients included, with the
+# variable's value (`var.value()`), and what it returns becomes the pair's gradient.
+
+
+def _decay_or_gradient(grad, value):
+    # A variable the loss does not use still decays towards zero.
+    return 0.1 * value if grad is None else grad + 0.1 * value
+
+
+def test_map_gradient_optimizer_decays_a_variable_without_gradient_on_an_ipu(strategy_on):
+    strategy = strategy_on(1)
+    with strategy.scope():
+        used = tf.Variable([1.0, -2.0])
+        unused = tf.Variable([3.0])
+        optimizer = ipu.optimizers.MapGradientOptimizer(SGD(0.1), _decay_or_gradient)
+
+        @tf.function(jit_compile=True)
+        def step():
+            def body():
+                loss = lambda: tf.reduce_sum(used * used)  # noqa: E731
+                optimizer.minimize(loss, var_list=[used, unused])
+
+            strategy.run(body)
+
+        for _ in range(3):
+            step()
+
+    expected_used, expected_unused = np.array([1.0, -2.0]), np.array([3.0])
+    for _ in range(3):
+        expected_used = expected_used - 0.1 * (2 * expected_used + 0.1 * expected_used)
+        expected_unused = expected_unused - 0.1 * (0.1 * expected_unused)
+    np.testing.assert_allclose(used.numpy(), expected_used, rtol=1e-6)
+    np.testing.assert_allclose(unused.numpy(), expected_unused, rtol=1e-6)
+
+
+def test_map_gradient_optimizer_gives_the_map_values_and_none_gradients():
+    seen = []
+
+    def record(grad, value):
+        seen.append((grad, value))
+        return grad
+
+    used, unused = tf.Variable([1.0, 2.0]), tf.Variable([5.0])
+    optimizer = ipu.optimizers.MapGradientOptimizer(_sgd(), record)
+    pairs = optimizer.compute_gradients(lambda: tf.reduce_sum(used * used), [used, unused])
+
+    assert len(seen) == 2
+    assert all(isinstance(v, tf.Tensor) and not isinstance(v, tf.Variable) for _, v in seen)
+    np.testing.assert_allclose(seen[0][0], [2.0, 4.0])
+    np.testing.assert_allclose(seen[0][1], [1.0, 2.0])
+    assert seen[1][0] is None
+    np.testing.assert_allclose(seen[1][1], [5.0])
+    assert pairs[1] == (None, unused)
+    assert pairs[0][1] is used
+
+
+def test_map_gradient_optimizer_value_is_read_before_the_update():
+    # The map receives a snapshot (a read of the variable), not the variable itself.
+    values = []
+    w = tf.Variable([1.0, 2.0])
+    optimizer = ipu.optimizers.MapGradientOptimizer(_sgd(), lambda g, v: values.append(v) or g)
+    optimizer.apply_gradients(optimizer.compute_gradients(lambda: tf.reduce_sum(w * w), [w]))
+    np.testing.assert_allclose(w.numpy(), [0.0, 0.0])
+    np.testing.assert_allclose(values[0], [1.0, 2.0])
+
+
+def test_map_gradient_optimizer_map_failing_on_none_fails_computing_gradients():
+    used, unused = tf.Variable([1.0]), tf.Variable([2.0])
+    optimizer = ipu.optimizers.MapGradientOptimizer(_sgd(), lambda g, v: g * 2.0)
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'NoneType'"):
+        optimizer.compute_gradients(lambda: tf.reduce_sum(used), [used, unused])

@@ -337,7 +337,7 @@ def test_comm_groups_and_variable_settings():
     assert orthogonal.getGroupAt(5) == 1 and orthogonal.getIndexInGroupAt(5) == 1
     settings = popart.VariableSettings(consecutive, popart.VariableRetrievalMode.OnePerGroup)
     assert settings.getGroupCount(8) == 4 and settings.groups(4) == [[0, 1], [2, 3]]
-    assert settings.shapeOnHost([3], 8) == [4, 3] and settings.shapeOnReplica([4, 3], 8) == [3]
+    assert settings.shapeOnHost([3], 8) == [4, 3] and settings.shapeOnReplica([4, 3], 8, "w") == [3]
     assert settings.getGroupRepresentative(2) == 4
     every = popart.VariableSettings(popart.VariableRetrievalMode.AllReplicas)
     assert every.numReplicasReturningVariable(4) == 4 and every.getGroupCount(4) == 1

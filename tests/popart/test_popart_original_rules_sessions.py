@@ -132,7 +132,7 @@ def test_variable_settings_as_the_original():
     assert orthogonal.getStride() == 0
     assert orthogonal.getReplicaGrouping(8).getStride() == 4
     with pytest.raises(popart.popart_internal_exception, match="should match numGroups: 4"):
-        orthogonal.shapeOnReplica([3, 2], 8)
+        orthogonal.shapeOnReplica([3, 2], 8, "w")
     # Its constructors verify (variablesettings.cpp), so the empty group fails at once.
     empty_group = popart.CommGroup(popart.CommGroupType.Consecutive, 0)
     with pytest.raises(popart.popart_internal_exception, match="VariableSettings had 1 errors"):

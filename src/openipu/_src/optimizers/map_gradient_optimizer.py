@@ -8,9 +8,12 @@ from openipu._src.optimizers import ipu_optimizer
 
 
 class MapGradientOptimizer(ipu_optimizer.IpuOptimizer):
-    """`compute_gradients` returns `(gradient_mapping_function(g, v), v)` for every pair.
+    """`compute_gradients` returns `(gradient_mapping_function(g, v.value()), v)` per pair.
 
-    Variables without a gradient keep None (the function is not called for them).
+    As the original (optimizers/map_gradient_optimizer.py:98-101), the function is called
+    for every pair, a variable without a gradient included (its gradient is passed as
+    None), and is given the variable's value, not the variable; what it returns is the pair's
+    gradient, None or not.
     """
 
     def __init__(
@@ -20,18 +23,12 @@ class MapGradientOptimizer(ipu_optimizer.IpuOptimizer):
         name: str = "MapGradientOptimizer",
     ) -> None:
         # Kept unchecked, as the original (optimizers/map_gradient_optimizer.py:78-79): a
-        # function that cannot be called fails when gradients are computed.
+        # function that cannot be called fails (Python's TypeError) when gradients are
+        # computed, and only if there is a pair to map.
         super().__init__(wrapped_optimizer, name=name)
         self._gradient_mapping_function = gradient_mapping_function
 
     def compute_gradients(self, *args, **kwargs) -> list[tuple]:
         grads_and_vars = super().compute_gradients(*args, **kwargs)
-        if grads_and_vars and not callable(self._gradient_mapping_function):
-            # The original calls it for every pair, gradient or not (:98-101): Python's error.
-            raise TypeError(
-                f"{type(self._gradient_mapping_function).__name__!r} object is not callable"
-            )
-        return [
-            (None if g is None else self._gradient_mapping_function(g, v), v)
-            for g, v in grads_and_vars
-        ]
+        mapping = self._gradient_mapping_function
+        return [(mapping(g, v.value()), v) for g, v in grads_and_vars]

@@ -282,12 +282,21 @@ class Arg:
     caster: Caster
     default: Any = REQUIRED
     default_text: str = ""  # how the signature shows the default, when not its repr
+    # False for a parameter bound without py::arg: pybind11 names it "arg<i>" in the
+    # signature but takes it only by position (a keyword argument refuses the overload).
+    keyword: bool = True
 
     def text(self) -> str:
         text = f"{self.name}: {self.caster.text}"
         if self.default is REQUIRED:
             return text
         return f"{text} = {self.default_text or repr(self.default)}"
+
+
+def unnamed(*casters: Caster) -> tuple[Arg, ...]:
+    """The parameters of a binding without py::arg annotations (`cls.def("f", &C::f)`):
+    pybind11 shows them as arg0, arg1, ... and takes no keyword argument for them."""
+    return tuple(Arg(f"arg{index}", caster, keyword=False) for index, caster in enumerate(casters))
 
 
 @dataclass(frozen=True)
@@ -304,7 +313,7 @@ class Signature:
         return f"(self: {owner}{', ' if params else ''}{params}) -> {self.returns}"
 
     def load(self, args: tuple, kwargs: dict, convert: bool, where: str) -> dict[str, Any]:
-        names = [arg.name for arg in self.args]
+        names = [arg.name for arg in self.args if arg.keyword]
         unexpected = [name for name in kwargs if name not in names]
         if unexpected:
             raise Refused(f"{where} has no argument {unexpected[0]!r}")
@@ -312,9 +321,10 @@ class Signature:
             raise Refused(f"{where} takes {len(self.args)} arguments, got {len(args)}")
         values = {}
         for position, arg in enumerate(self.args):
-            if position < len(args) and arg.name in kwargs:
+            by_keyword = arg.keyword and arg.name in kwargs
+            if position < len(args) and by_keyword:
                 raise Refused(f"{where} got two values for {arg.name}")
-            if position < len(args) or arg.name in kwargs:
+            if position < len(args) or by_keyword:
                 value = args[position] if position < len(args) else kwargs[arg.name]
             elif arg.default is not REQUIRED:
                 values[arg.name] = arg.default
@@ -363,8 +373,11 @@ def binding(
     owner: str, *args: Arg, returns: str = "None", constructor: bool = False
 ) -> Callable[[_Method], _Method]:
     """A method (or constructor) bound with one overload: its arguments converted, or
-    pybind11's TypeError. The method's parameters (after self) are the `args`, by name."""
+    pybind11's TypeError. The method's parameters (after self) are the `args`: by name,
+    or by position for `unnamed` ones."""
     signature = Signature(args, returns)
+    by_position = [arg.name for arg in args if not arg.keyword]
+    by_name = [arg.name for arg in args if arg.keyword]
 
     def decorate(method: _Method) -> _Method:
         @functools.wraps(method)
@@ -373,7 +386,8 @@ def binding(
                 method.__name__, [signature], call_args, kwargs,
                 owner=owner, constructor=constructor,
             )  # fmt: skip
-            return method(self, **values)
+            positional = [values[name] for name in by_position]
+            return method(self, *positional, **{name: values[name] for name in by_name})
 
         return call  # type: ignore[return-value]
 

@@ -7,12 +7,24 @@ orthogonal groups stride N / k.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from openipu._src.popart.errors import popart_exception, popart_internal_exception
 from openipu._src.popart.options.enums import CommGroupType, VariableRetrievalMode
 from openipu._src.popart.options.typed_fields import INT, EnumOf, Option, TypedOptions
-from openipu._src.popart.pybind_arguments import UINT, Arg, InstanceOf, Signature, bind
+from openipu._src.popart.pybind_arguments import (
+    INT64,
+    STR,
+    UINT,
+    Arg,
+    InstanceOf,
+    ListOf,
+    Signature,
+    bind,
+    binding,
+    unnamed,
+)
 from openipu._src.popart.pybind_arguments import EnumOf as BoundEnum
 
 
@@ -133,6 +145,18 @@ _VARIABLE_SETTINGS_SIGNATURES = (
 )
 
 
+# The methods popart.cpp binds (its VariableSettings class, python/popart/popart_core/
+# popart.cpp:3404-3423): all without py::arg (positional only, shown as arg0...) but
+# getGroupRepresentative's `group`, and none with a default (shapeOnReplica needs its name).
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+_SHAPE = ListOf(INT64)  # popart::Shape, std::vector<int64_t>
+_REPLICAS = unnamed(UINT)  # `unsigned replicaCount`
+
+
+def _method(*args: Arg, returns: str) -> Callable[[_Method], _Method]:
+    return binding(_VARIABLE_SETTINGS, *args, returns=returns)
+
+
 def _check(passed: bool, check: str, detail: str, values: str) -> None:
     """A failed POPART_CHECK (willow/include/popart/util/expressionchecking.hpp): a
     popart::error worded "Check <expression> has failed. <detail> [<values>]"."""
@@ -166,6 +190,7 @@ class VariableSettings:
         if index != 0:  # every constructor but the default one verifies
             self.verify()
 
+    @_method(returns="popart._internal.ir.CommGroup")
     def getSharedVariableDomain(self) -> CommGroup:  # noqa: N802 - the original's names
         _check(
             self._use_comm_group,
@@ -175,25 +200,31 @@ class VariableSettings:
         )
         return CommGroup(self._group_type, self._group_size)
 
+    @_method(returns="popart_core.VariableRetrievalMode")
     def getRetrievalMode(self) -> VariableRetrievalMode:  # noqa: N802
         return self._mode
 
+    @_method(returns="popart._internal.ir.CommGroupType")
     def getCommGroupType(self) -> CommGroupType:  # noqa: N802
         # Settings made from a stride keep the default (value-initialised) type: All.
         return self._group_type
 
+    @_method(returns="int")
     def getGroupSize(self) -> int:  # noqa: N802
         return self._group_size
 
+    @_method(returns="bool")
     def isUsingCommGroup(self) -> bool:  # noqa: N802
         return self._use_comm_group
 
+    @_method(returns="int")
     def getStride(self) -> int:  # noqa: N802
         # The binding is the no-argument VariableSettings::getStride(), the stride member,
         # which settings made from a CommGroup leave 0 (willow/src/variablesettings.cpp);
         # getReplicaGrouping(numReplicas).getStride() gives the real stride.
         return self._stride
 
+    @_method(*_REPLICAS, returns="popart._internal.ir.ReplicaGrouping")
     def getReplicaGrouping(self, numReplicas: int) -> ReplicaGrouping:  # noqa: N802, N803
         if self._use_comm_group:
             return self.getSharedVariableDomain().toReplicaGrouping(numReplicas)
@@ -209,6 +240,7 @@ class VariableSettings:
                 f"{self._group_type.name} must have legal size.\n"
             )
 
+    @_method(*_REPLICAS, returns="int")
     def getGroupCount(self, numReplicas: int) -> int:  # noqa: N802, N803
         if not self._use_comm_group:
             return self.getReplicaGrouping(numReplicas).getNumGroups()
@@ -220,6 +252,7 @@ class VariableSettings:
         self._legal_size()
         return numReplicas // self._group_size
 
+    @_method(*_REPLICAS, returns="int")
     def getRealGroupSize(self, numReplicas: int) -> int:  # noqa: N802, N803
         if not self._use_comm_group:
             return self.getReplicaGrouping(numReplicas).getGroupSize()
@@ -229,6 +262,7 @@ class VariableSettings:
             return 1
         return self._group_size
 
+    @_method(Arg("group", UINT), returns="int")
     def getGroupRepresentative(self, group: int) -> int:  # noqa: N802
         if not self._use_comm_group:
             # A grouping of just enough replicas for `group` to exist.
@@ -246,6 +280,7 @@ class VariableSettings:
             return numReplicas // self._group_size
         return 1
 
+    @_method(*_REPLICAS, returns="List[List[int]]")
     def groups(self, numReplicas: int) -> list[list[int]]:  # noqa: N803
         if not self._use_comm_group:
             grouping = self.getReplicaGrouping(numReplicas)
@@ -260,6 +295,7 @@ class VariableSettings:
             for start in map(self.getGroupRepresentative, range(self.getGroupCount(numReplicas)))
         ]
 
+    @_method(*_REPLICAS, returns="int")
     def numReplicasReturningVariable(self, numReplicas: int) -> int:  # noqa: N802, N803
         if not self._use_comm_group:
             grouping = self.getReplicaGrouping(numReplicas)
@@ -280,11 +316,13 @@ class VariableSettings:
     # The host holds one value per group (willow/src/variablesettings.cpp: shapeOnHost and
     # shapeOnReplica go by the group count, whatever the retrieval mode).
 
+    @_method(*unnamed(_SHAPE, UINT), returns="List[int]")
     def shapeOnHost(self, shape: list[int], numReplicas: int) -> list[int]:  # noqa: N802, N803
         groups = self.getGroupCount(numReplicas)
         return [groups, *shape] if groups > 1 else list(shape)
 
-    def shapeOnReplica(self, shape: list[int], numReplicas: int, name: str = "") -> list[int]:  # noqa: N802, N803
+    @_method(*unnamed(_SHAPE, UINT, STR), returns="List[int]")
+    def shapeOnReplica(self, shape: list[int], numReplicas: int, name: str) -> list[int]:  # noqa: N802, N803
         groups = self.getGroupCount(numReplicas)
         if groups == 1:
             return list(shape)
@@ -315,6 +353,7 @@ class VariableSettings:
             )
         return list(shape[1:])
 
+    @_method(returns="None")
     def verify(self) -> None:
         if not self._use_comm_group:
             # willow/src/variablesettings.cpp, verify: POPART_CHECK_NEs (popart::errors), and a

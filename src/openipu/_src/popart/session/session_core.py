@@ -202,6 +202,7 @@ class SessionCore:
             self._grouped,
         )
         self._weights.constant_weights = not self._training and bool(self._options.constantWeights)
+        self._weights.no_variables_caching = not self._options.enableVariablesCaching
         self._after_lowering()
         self._inputs = self._plan_inputs()
         self._anchors = self._plan_anchors()

@@ -4,7 +4,10 @@
 - *device* weights: `tf.Variable`s on the session's emulated IPU, which the program reads;
   `weightsFromHost` copies host -> device;
 - *streamed* weights: the host stream buffers that `weightsToHost` fills from the device
-  and `readWeights` copies out of.
+  and `readWeights` copies out of. With `SessionOptions.enableVariablesCaching` off (it is on
+  by default) a variable of which the host reads one copy per group has no buffer of its
+  own: `weightsToHost` writes the device's value into its host weight, and `readWeights`
+  reads the host weight (`streams_into_host`).
 
 Training sessions keep their optimizer state here too (`add_state`): PopART's optimizer state
 tensors are variables like the weights (`Accl___<w>`, ...), which weightsFromHost, weightsToHost,
@@ -75,6 +78,8 @@ class WeightStore:
         # inference session with constantWeights), and the variables weightsToHost leaves out.
         self.constant_weights = False
         self.unstreamed: set[str] = set()
+        # Set by the session: not SessionOptions.enableVariablesCaching.
+        self.no_variables_caching = False
 
     # -- device copies -------------------------------------------------------------------
 
@@ -137,6 +142,19 @@ class WeightStore:
         for name, variable in self.device.items():
             variable.assign(self.host[name])
 
+    def streams_into_host(self, name: str) -> bool:
+        """Whether the device-to-host stream of `name` writes its host weight (the IR's tensor
+        data) itself, with no buffer between: Devicex::needsIntermediaryD2hWeightBuffer
+        (willow/src/popx/devicex.cpp:1910-1940) is false when enableVariablesCaching is off
+        and the host reads as many copies as there are groups (an AllReplicas weight of groups
+        of more than one replica still has its buffer). getD2hWeightData (devicex.cpp:1962)
+        then gives the tensor data, which readWeights copies from (hostStreamToHost,
+        devicex.cpp:864-941) and the WeightsToHost program writes into (devicex.cpp:1551-1566)."""
+        if not self.no_variables_caching:
+            return False
+        grouped = self.grouped.get(name)
+        return grouped is None or grouped.returned == grouped.groups
+
     def from_device(self) -> None:
         previous = self._streamed
         streamed = {name: np.array(array, copy=True) for name, array in self.host.items()}
@@ -146,6 +164,11 @@ class WeightStore:
         for name in self.unstreamed & set(streamed):
             streamed[name] = previous[name] if previous else np.zeros_like(self.host[name])
         self._streamed = streamed
+        for name in set(self.device) - self.unstreamed:
+            if self.streams_into_host(name):
+                # The stream's buffer is the host weight (its stream is connected only when
+                # streaming is enabled for it: devicex.cpp:1559).
+                self.host[name] = np.array(streamed[name], copy=True)
 
     def current(self) -> dict[str, np.ndarray]:
         """The weights the program uses now (the device's once it has them)."""
@@ -183,7 +206,11 @@ class WeightStore:
             if not weights_io._contains(name):
                 continue
             target = weights_io._weight(name)
-            if self._streamed is None:
+            if self.streams_into_host(name):
+                # No buffer of its own: the host weight, whether weightsToHost was called or
+                # not (its initial value, or what writeWeights gave it, until then).
+                value = self.host[name]
+            elif self._streamed is None:
                 # Before weightsToHost the host stream buffers hold what Devicex::prepare
                 # allocated them with: zeros.
                 value = np.zeros_like(self.host[name])
