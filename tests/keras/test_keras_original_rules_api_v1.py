@@ -56,6 +56,19 @@ def test_fit_takes_validation_batch_size(strategy):
     assert_weights(model.get_weights(), stock_weights(x, y, 8, 0.1))
 
 
+def test_fit_on_arrays_drops_the_batches_that_do_not_fill_an_execution(strategy, caplog):
+    # model.py:356-410 `derive_steps_per_epoch`: 64 samples in batches of 8 with an
+    # accumulation count of 2 and 3 steps per run: one execution of 6 batches, the last 2
+    # dropped with a warning (never an error).
+    x, y = data()
+    with strategy.scope():
+        model = ipu.keras.Sequential(layers(), gradient_accumulation_count=2)
+        model.compile(keras.optimizers.SGD(0.1 / 2), "mse")
+        model.fit(x, y, batch_size=8, shuffle=False, steps_per_run=3, verbose=0)
+    assert "Samples have been dropped to give a dataset of 6 mini-batches" in caplog.text
+    assert_weights(model.get_weights(), stock_weights(x[:48], y[:48], 16, 0.1))
+
+
 def test_fit_dataset_errors_in_the_originals_words(strategy):
     x, y = data()
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True)

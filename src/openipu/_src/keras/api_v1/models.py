@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 import tf_keras
+from tensorflow.python.platform import tf_logging
 from tf_keras.src.engine import functional, sequential
 
 from openipu._src.engine.gradient_accumulation import GradientAccumulationReductionMethod
@@ -327,13 +328,25 @@ class FirstAPIModel(KerasExtensions):
                 f"{name} requires the number of mini-batches in the dataset ({dataset_length}) "
                 f"to be evenly divisible by {rule}"
             )
-        if full_batches is not None and full_batches < unit:
-            # model.py:356-410 `derive_steps_per_epoch` (array data).
+        if full_batches is None:
+            return None
+        # model.py:356-410 `derive_steps_per_epoch` (array data): whole executions of every
+        # replica, the mini-batches left over dropped with a warning.
+        if full_batches < unit:
             raise ValueError(
                 f"The number of mini-batches in the dataset ({full_batches}) must be at least "
                 f"{product}."
             )
-        return None
+        executions = full_batches // unit
+        if full_batches % unit:
+            steps_name = "steps per epoch (steps_per_epoch)" if mode == "fit" else "steps"
+            tf_logging.warning(
+                f" The number of mini-batches in the dataset ({full_batches}) must be a "
+                f"multiple of {product}. Samples have been dropped to give a dataset of "
+                f"{executions * unit} mini-batches. Adjust the size of the supplied dataset or "
+                f"specify the {steps_name} if you do not want this to happen."
+            )
+        return executions * per_run
 
     @contextlib.contextmanager
     def _first_api_execution(self, steps_per_run: int) -> Iterator[None]:
