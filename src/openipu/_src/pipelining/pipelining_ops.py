@@ -588,10 +588,7 @@ def _accumulation_count(value: object) -> int | tf.Tensor:
     the tensor (a count given at run time). 0, or a negative count from a tensor, is the
     compiler's to refuse (`pipeline_depth`)."""
     if value is None:
-        raise ValueError(
-            "gradient_accumulation_count must be specified. "
-            "(gradient_accumulation_count must be given: the mini-batches per weight update)"
-        )
+        raise ValueError("gradient_accumulation_count must be specified.")
     if isinstance(value, int):
         if value < 0:
             raise ValueError("gradient_accumulation_count must be >= 0.")
