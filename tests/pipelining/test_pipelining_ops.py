@@ -250,7 +250,7 @@ def _stage(x):
         (
             {"gradient_accumulation_count": None},
             ValueError,
-            "gradient_accumulation_count must be given",
+            "^gradient_accumulation_count must be specified\\.$",
         ),
         (
             {"device_mapping": [0]},
