@@ -245,7 +245,9 @@ def _pipelined_program(schedule, count=4, momentum=False, **options):
 
         def optimizer_function(loss):
             if momentum:
-                return pipelining_ops.OptimizerFunctionOutput(keras_optimizer, loss)
+                return pipelining_ops.OptimizerFunctionOutput(
+                    keras_optimizer, loss, variables=[w1, w2]
+                )
             optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.001)
             return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
 

@@ -200,7 +200,7 @@ def compile_region(
         inputs = []
     if not isinstance(inputs, (list, tuple)):
         raise TypeError(f"inputs must be a list or tuple of values, got {type(inputs).__name__}")
-    connection = _device_connection_type()
+    connection = device_connection_type()
     if connection is DeviceConnectionType.NEVER:
         # The original's executable refuses to run with InvalidArgument
         # (poplar_executable.cc); here when the program is built (in TF1, before its run).
@@ -469,7 +469,7 @@ def _unmark_op(op: ops.Operation) -> None:
         op.graph._unfeedable_tensors.discard(tensor)  # noqa: SLF001
 
 
-def _device_connection_type() -> DeviceConnectionType | None:
+def device_connection_type() -> DeviceConnectionType | None:
     system = configure.maybe_current_system()
     return None if system is None else system.config.device_connection.type
 
@@ -494,6 +494,21 @@ class _Record:
         )
 
 
+@contextlib.contextmanager
+def _precompiled_region(record: _Record) -> Iterator[None]:
+    """The pre-compiled program is a region while it is built: what builds its own region
+    when none encloses it (a device loop, a nested compile) takes part in this one."""
+    graph = ops.get_default_graph()
+    region = CompiledRegion(graph, _PlainContext(graph), record.device)
+    region.ipu_ordinal = record.ipu_ordinal
+    stack = _state.__dict__.setdefault("regions", [])
+    stack.append(region)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
 def _precompiled_outputs(
     computation: Callable[..., Nested],
     inputs: Sequence[Nested],
@@ -509,14 +524,23 @@ def _precompiled_outputs(
     an IPU.
     """
     if tf.executing_eagerly() or tf.inside_function():
-        built = tf.function(lambda: computation(*inputs), autograph=False)
-        concrete = built.get_concrete_function()
+
+        def traced() -> Nested:
+            with _precompiled_region(record):
+                outputs = computation(*inputs)
+            # A function returns no operations (its own run in it): they come back as None.
+            return nest.map_structure(
+                lambda o: None if isinstance(o, ops.Operation) else o, outputs
+            )
+
+        concrete = tf.function(traced, autograph=False).get_concrete_function()
         outputs = concrete.structured_outputs
         graph, first_op = concrete.graph, 0
     else:
         graph = ops.get_default_graph()
         first_op = len(graph.get_operations())
-        outputs = computation(*inputs)
+        with _precompiled_region(record):
+            outputs = computation(*inputs)
     record = record.as_built()
     workload = _workload(
         graph, first_op, record.device, record.ipu_ordinal, record.ipus_per_replica

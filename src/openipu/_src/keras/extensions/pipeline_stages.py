@@ -29,7 +29,10 @@ import tf_keras
 from tensorflow.python.platform import tf_logging
 from tf_keras.src.engine import functional, sequential
 
+from openipu._src.distributed.multi_worker_strategy import IPUMultiWorkerStrategyV1
+from openipu._src.distributed.popdist_strategy import PopDistStrategy
 from openipu._src.integration import keras_internals, keras_node_init
+from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
 _state = threading.local()
 
@@ -90,11 +93,6 @@ class FirstApiPipelineStage(PipelineStage):
 
 
 def _is_original_ipu_strategy(strategy) -> bool:
-    # Imported here: the strategy module imports Keras extensions.
-    from openipu._src.distributed.multi_worker_strategy import IPUMultiWorkerStrategyV1
-    from openipu._src.distributed.popdist_strategy import PopDistStrategy
-    from openipu._src.strategy.ipu_strategy import IPUStrategyV1
-
     return isinstance(strategy, IPUStrategyV1) and not isinstance(
         strategy, (IPUMultiWorkerStrategyV1, PopDistStrategy)
     )
