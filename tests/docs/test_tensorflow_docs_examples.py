@@ -583,6 +583,46 @@ def _checkpoint_eval_loss(model_dir, build_logits, x_test, y_test):
     return loss_value, accuracy
 
 
+def _estimator_run_config(model_dir, ipus: int, iterations_per_loop: int, **ipu_run_config):
+    """The estimator examples' RunConfig: `ipus` IPUs, summaries every step."""
+    ipu_options = ipu.config.IPUConfig()
+    ipu_options.auto_select_ipus = ipus
+    return ipu.ipu_run_config.RunConfig(
+        ipu_run_config=ipu.ipu_run_config.IPURunConfig(
+            iterations_per_loop=iterations_per_loop, ipu_options=ipu_options, **ipu_run_config
+        ),
+        log_step_count_steps=2,
+        save_summary_steps=1,
+        model_dir=str(model_dir),
+    )
+
+
+def _train_then_evaluate(estimator, model_dir, train, test, batch_size, training_steps,
+                         batches_per_loop, build_logits):  # fmt: skip
+    """The estimator examples: train on CIFAR-like data (`train`: samples, seed), then
+    evaluate on `test`, whose metrics must be the final checkpoint's. Returns the
+    evaluation's batch size."""
+    x_train, y_train = _normalise(*_cifar_like(*train))
+    estimator.train(
+        input_fn=_generator_input_fn(x_train, y_train, batch_size), steps=training_steps
+    )
+    assert tf.train.load_variable(str(model_dir), "global_step") == training_steps
+    x_test, y_test = _normalise(*_cifar_like(*test))
+    test_batch_size = _calc_batch_size(len(x_test), batches_per_loop, batch_size)
+
+    def input_fn():
+        dataset = v1.data.Dataset.from_tensor_slices((x_test, y_test))
+        return dataset.batch(test_batch_size, drop_remainder=True)
+
+    metrics = estimator.evaluate(input_fn=input_fn, steps=len(x_test) // test_batch_size)
+    expected_loss, expected_accuracy = _checkpoint_eval_loss(
+        str(model_dir), build_logits, x_test, y_test
+    )
+    np.testing.assert_allclose(metrics["loss"], expected_loss, rtol=1e-4)
+    np.testing.assert_allclose(metrics["accuracy"], expected_accuracy, rtol=1e-6)
+    return test_batch_size
+
+
 def _cifar_cnn():
     layers = tf.keras.layers
     model = tf.keras.Sequential()
@@ -629,44 +669,18 @@ def test_ipu_estimator_example_cifar_cnn_train_then_evaluate(tmp_path):
             return ipu.ipu_estimator.IPUEstimatorSpec(mode=mode, loss=loss, train_op=train_op)
         raise NotImplementedError(mode)
 
-    ipu_options = ipu.config.IPUConfig()
-    ipu_options.auto_select_ipus = replicas
-    run_config = ipu.ipu_run_config.RunConfig(
-        ipu_run_config=ipu.ipu_run_config.IPURunConfig(
-            iterations_per_loop=iterations_per_loop, num_replicas=replicas, ipu_options=ipu_options
-        ),
-        log_step_count_steps=2,
-        save_summary_steps=1,
-        model_dir=str(tmp_path),
-    )
     estimator = ipu.ipu_estimator.IPUEstimator(
-        config=run_config,
+        config=_estimator_run_config(
+            tmp_path, replicas, iterations_per_loop, num_replicas=replicas
+        ),
         model_fn=model_fn,
         params={"learning_rate": 0.01, "replicas": replicas},
     )
-
-    x_train, y_train = _normalise(*_cifar_like(64, seed=0))
-    estimator.train(
-        input_fn=_generator_input_fn(x_train, y_train, batch_size), steps=training_steps
-    )
-    assert tf.train.load_variable(str(tmp_path), "global_step") == training_steps
-
-    x_test, y_test = _normalise(*_cifar_like(32, seed=1))
-    test_batch_size = _calc_batch_size(len(x_test), replicas * iterations_per_loop, batch_size)
+    test_batch_size = _train_then_evaluate(
+        estimator, tmp_path, (64, 0), (32, 1), batch_size, training_steps,
+        replicas * iterations_per_loop, lambda x: _cifar_cnn()(x, training=False),
+    )  # fmt: skip
     assert test_batch_size == 8
-
-    def input_fn():
-        dataset = v1.data.Dataset.from_tensor_slices((x_test, y_test))
-        return dataset.batch(test_batch_size, drop_remainder=True)
-
-    metrics = estimator.evaluate(
-        input_fn=input_fn, steps=len(x_test) // (test_batch_size * replicas)
-    )
-    expected_loss, expected_accuracy = _checkpoint_eval_loss(
-        str(tmp_path), lambda x: _cifar_cnn()(x, training=False), x_test, y_test
-    )
-    np.testing.assert_allclose(metrics["loss"], expected_loss, rtol=1e-4)
-    np.testing.assert_allclose(metrics["accuracy"], expected_accuracy, rtol=1e-6)
 
 
 def _pipeline_stages(is_training, mode):
@@ -731,43 +745,20 @@ def test_ipu_pipeline_estimator_example_two_stage_cnn(tmp_path):
             gradient_accumulation_count=params["gradient_accumulation_count"],
         )
 
-    ipu_options = ipu.config.IPUConfig()
-    ipu_options.auto_select_ipus = 2
-    run_config = ipu.ipu_run_config.RunConfig(
-        ipu_run_config=ipu.ipu_run_config.IPURunConfig(
-            num_shards=2, iterations_per_loop=iterations_per_loop, ipu_options=ipu_options
-        ),
-        log_step_count_steps=2,
-        save_summary_steps=1,
-        model_dir=str(tmp_path),
-    )
     estimator = ipu.ipu_pipeline_estimator.IPUPipelineEstimator(
-        config=run_config,
+        config=_estimator_run_config(tmp_path, 2, iterations_per_loop, num_shards=2),
         model_fn=model_fn,
         params={"learning_rate": 0.01, "gradient_accumulation_count": accumulation},
     )
-    x_train, y_train = _normalise(*_cifar_like(32, seed=2))
-    estimator.train(
-        input_fn=_generator_input_fn(x_train, y_train, batch_size), steps=training_steps
-    )
-    assert tf.train.load_variable(str(tmp_path), "global_step") == training_steps
-
-    x_test, y_test = _normalise(*_cifar_like(16, seed=3))
-    test_batch_size = _calc_batch_size(len(x_test), iterations_per_loop, batch_size)
-
-    def input_fn():
-        dataset = v1.data.Dataset.from_tensor_slices((x_test, y_test))
-        return dataset.batch(test_batch_size, drop_remainder=True)
-
-    metrics = estimator.evaluate(input_fn=input_fn, steps=len(x_test) // test_batch_size)
 
     def logits(x):
         stage1, stage2 = _pipeline_stages(False, None)
         return stage2(*stage1(x, None))
 
-    expected_loss, expected_accuracy = _checkpoint_eval_loss(str(tmp_path), logits, x_test, y_test)
-    np.testing.assert_allclose(metrics["loss"], expected_loss, rtol=1e-4)
-    np.testing.assert_allclose(metrics["accuracy"], expected_accuracy, rtol=1e-6)
+    _train_then_evaluate(
+        estimator, tmp_path, (32, 2), (16, 3), batch_size, training_steps,
+        iterations_per_loop, logits,
+    )  # fmt: skip
 
 
 # perf_training_example.py
