@@ -29,8 +29,6 @@ import tf_keras
 from tensorflow.python.platform import tf_logging
 from tf_keras.src.engine import functional, sequential
 
-from openipu._src.distributed.multi_worker_strategy import IPUMultiWorkerStrategyV1
-from openipu._src.distributed.popdist_strategy import PopDistStrategy
 from openipu._src.integration import keras_internals, keras_node_init
 from openipu._src.strategy.ipu_strategy import IPUStrategyV1
 
@@ -93,6 +91,12 @@ class FirstApiPipelineStage(PipelineStage):
 
 
 def _is_original_ipu_strategy(strategy) -> bool:
+    # Imported when a scope is entered: the multi-process strategies stay out of start-up.
+    from openipu._src.distributed.multi_worker_strategy import IPUMultiWorkerStrategyV1
+
+    # Imported when a scope is entered, as the line above.
+    from openipu._src.distributed.popdist_strategy import PopDistStrategy
+
     return isinstance(strategy, IPUStrategyV1) and not isinstance(
         strategy, (IPUMultiWorkerStrategyV1, PopDistStrategy)
     )
